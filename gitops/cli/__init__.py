@@ -1,0 +1,106 @@
+"""The command line: click parses, the core decides, a renderer prints.
+
+This is the only place that turns exceptions into ``Error: ...`` and an exit code (see ``gitops.errors``).
+Subcommands live in their own modules and are imported only when used, so ``gitops --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from gitops import __version__
+from gitops.errors import GitopsError, UsageError
+from gitops.secrets import redact
+
+#: name -> (module, attribute, one-line help). Import happens only when the command runs or shows its own help.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "validate": ("gitops.cli.validate", "validate", "Check the manifest and the local code (no network)."),
+    "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
+    "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
+    "token": ("gitops.cli.token", "token", "Show a token's scope and its unlimited time left."),
+    "unlock": ("gitops.cli.token", "unlock", "Print the no-rate-limit link; --wait until the token is unlimited."),
+    "serve": ("gitops.cli.serve", "serve", "Run the local stand-in of the game service."),
+    "schema": ("gitops.cli.validate", "schema", "Print the manifest's JSON Schema."),
+    "demo": ("gitops.cli.demo", "demo", "Deploy a bundled example to a local stand-in service, then stop it."),
+    "action": ("gitops.cli.action", "action", "Steps of the GitHub Action (used by action.yml)."),
+}
+
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module = importlib.import_module(entry[0])
+        command = getattr(module, entry[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="gitops")
+@click.option("--debug", is_flag=True, envvar="GITOPS_DEBUG", help="Log requests (never secrets) to stderr.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Declarative deployment of Screeps code: plan, then apply, within the token's rate limits."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _print_error(message: str) -> None:
+    click.echo(redact(f"Error: {message}"), err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``gitops`` script: runs a command and exits with its documented code."""
+    sys.exit(run(argv))
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return the exit code instead of exiting (tests and the Action call this)."""
+    debug = os.environ.get("GITOPS_DEBUG", "") not in ("", "0") or "--debug" in (argv or sys.argv[1:])
+    try:
+        result: Any = cli.main(args=argv, prog_name="gitops", standalone_mode=False)
+    except GitopsError as exc:
+        _print_error(str(exc))
+        return exc.exit_code
+    except click.exceptions.Abort:
+        _print_error("aborted; nothing was changed after this point.")
+        return EXIT_INTERRUPTED
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        # click's usage errors (exit 2 by default) would collide with plan's "changes" code.
+        _print_error(exc.format_message() + "\nSee 'gitops --help' or 'gitops COMMAND --help'.")
+        return UsageError.exit_code
+    except KeyboardInterrupt:
+        _print_error("interrupted.")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug: say so briefly, traceback only in debug mode (redacted)
+        if debug:
+            click.echo(redact(traceback.format_exc()), err=True)
+        _print_error(
+            f"internal error ({type(exc).__name__}): {exc}\n"
+            "This is a bug in screeps-gitops; run again with --debug and report the output."
+        )
+        return EXIT_INTERNAL
+    return int(result) if isinstance(result, int) else 0

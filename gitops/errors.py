@@ -1,0 +1,119 @@
+"""The one exception root of the tool and the exit codes it maps to.
+
+Every error a user can cause is a :class:`GitopsError` subclass. Its message says what went wrong and where; its
+``hint`` says what to do next. Only the CLI (``gitops.cli``) prints errors and picks exit codes: it prints
+``Error: <message>`` (and the hint) to standard error and exits with ``exit_code``. No message may contain a
+secret: code that builds a message from server text passes it through ``gitops.secrets.redact`` first.
+
+Exit codes (documented in the README):
+
+====  ==========================================================================================
+code  meaning
+====  ==========================================================================================
+0     success; for ``plan``: the servers already hold what the repository holds
+1     a request to the server failed, the server answered an error, or ``apply`` stopped part-way
+2     ``plan`` only: there are changes to apply (not an error)
+3     the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than ``--max-wait``
+4     bad command-line usage (unknown flag, bad value, missing ``--yes`` without a terminal)
+5     the manifest is invalid
+6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
+7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
+8     a saved plan file is unreadable, stale, or no longer matches the manifest
+====  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class GitopsError(Exception):
+    """Root of every error the tool reports to a user."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n{self.hint}"
+        return self.message
+
+
+class ServiceError(GitopsError):
+    """The server answered with an error, or with something that is not what the interface promises."""
+
+    exit_code = 1
+
+
+class NetworkError(ServiceError):
+    """The server could not be reached, or the connection broke (after bounded retries)."""
+
+
+class ApplyError(GitopsError):
+    """``apply`` stopped part-way; the message lists what was done and what was not."""
+
+    exit_code = 1
+
+
+class BudgetError(GitopsError):
+    """The plan would not fit what is left of the token's rate limits (refused before any request is spent)."""
+
+    exit_code = 3
+
+
+class RateLimitedError(BudgetError):
+    """The server answered 429 and asked for a wait longer than ``--max-wait`` (or retries ran out)."""
+
+
+class UsageError(GitopsError):
+    """Bad command-line usage."""
+
+    exit_code = 4
+
+
+class ManifestError(GitopsError):
+    """The manifest is invalid. ``problems`` lists every problem found, each naming file, line and key."""
+
+    exit_code = 5
+
+    def __init__(self, message: str, problems: list[str] | None = None, *, hint: str | None = None) -> None:
+        self.problems = list(problems or [])
+        full = message
+        if self.problems:
+            full = message + "\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(full, hint=hint)
+
+
+class SourceError(GitopsError):
+    """The local code cannot be deployed as it is."""
+
+    exit_code = 6
+
+
+class AuthError(GitopsError):
+    """Credentials are missing, refused, or lack a scope that the command needs."""
+
+    exit_code = 7
+
+
+class PlanFileError(GitopsError):
+    """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
+
+    exit_code = 8
+
+
+EXIT_CODES: dict[int, str] = {
+    0: "success (plan: no changes)",
+    1: "server or network error, or apply stopped part-way",
+    2: "plan: changes to apply",
+    3: "rate-limit budget exceeded (plan refused before spending requests)",
+    4: "bad command-line usage",
+    5: "invalid manifest",
+    6: "invalid local code",
+    7: "credentials missing, refused, or lacking scope",
+    8: "saved plan unreadable, stale, or not matching the manifest",
+}

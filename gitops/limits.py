@@ -1,0 +1,74 @@
+"""The rate limits of the game service, as the interface document lists them (section 8).
+
+One table, read by the client (to budget and pace requests) and by the local stand-in service (to enforce them).
+Limits apply per token; every token-authenticated request counts against the global limit and, where it has one,
+against its endpoint's limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MINUTE = 60
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+
+#: How long the no-rate-limit page lifts all limits for a token (section 3).
+UNLIMITED_PERIOD = 2 * HOUR
+
+#: The private server rejects ``JSON.stringify(modules).length`` above this many UTF-16 code units.
+MAX_CODE_LENGTH = 5 * 1024 * 1024
+
+#: A user has at most this many branches.
+MAX_BRANCHES = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """``count`` requests per ``period`` seconds for ``endpoint`` (``"METHOD /path"``, or ``GLOBAL_KEY``)."""
+
+    endpoint: str
+    count: int
+    period: int
+
+    def describe(self) -> str:
+        unit = {MINUTE: "minute", HOUR: "hour", DAY: "day"}.get(self.period, f"{self.period} s")
+        return f"{self.count} per {unit}"
+
+
+GLOBAL_KEY = "global"
+GLOBAL_LIMIT = Limit(GLOBAL_KEY, 120, MINUTE)
+
+ENDPOINT_LIMITS: dict[str, Limit] = {
+    limit.endpoint: limit
+    for limit in (
+        Limit("GET /api/game/room-terrain", 360, HOUR),
+        Limit("POST /api/game/map-stats", 60, HOUR),
+        Limit("GET /api/user/code", 60, HOUR),
+        Limit("POST /api/user/code", 240, DAY),
+        Limit("POST /api/user/set-active-branch", 240, DAY),
+        Limit("GET /api/user/memory", 1440, DAY),
+        Limit("POST /api/user/memory", 240, DAY),
+        Limit("GET /api/user/memory-segment", 360, HOUR),
+        Limit("POST /api/user/memory-segment", 60, HOUR),
+        Limit("POST /api/user/console", 360, HOUR),
+        Limit("GET /api/game/market/orders-index", 60, HOUR),
+        Limit("GET /api/game/market/orders", 60, HOUR),
+        Limit("GET /api/game/market/my-orders", 60, HOUR),
+        Limit("GET /api/game/market/stats", 60, HOUR),
+        Limit("GET /api/game/user/money-history", 60, HOUR),
+    )
+}
+
+
+def endpoint_key(method: str, path: str) -> str:
+    """``"GET /api/user/code"`` from a method and a path (any query string and trailing slash dropped)."""
+    bare = path.split("?", 1)[0]
+    if len(bare) > 1:
+        bare = bare.rstrip("/")
+    return f"{method.upper()} {bare}"
+
+
+def limit_for(endpoint: str) -> Limit | None:
+    """The endpoint's own limit, or ``None`` when only the global limit applies."""
+    return ENDPOINT_LIMITS.get(endpoint)
