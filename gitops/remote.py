@@ -60,10 +60,28 @@ class RemoteBranch:
 
     @classmethod
     def from_code(cls, name: str, code: CodeSet, learnt_at: float, how: Provenance = "download") -> RemoteBranch:
-        facts = {
-            m.name: ModuleFacts(m.name, m.digest, m.size, m.is_binary, m.text) for m in code.modules.values()
-        }
+        facts = {m.name: ModuleFacts(m.name, m.digest, m.size, m.is_binary, m.text) for m in code.modules.values()}
         return cls(name, facts, code.digest, learnt_at, how)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteView:
+    """What the planner knows of one server: its branch list (``None``: unknown) and the branches it needs.
+
+    ``branches`` maps each branch name of the manifest to its state, or to ``None`` when nothing is known of it
+    (planning from an empty ledger).
+    """
+
+    server: str
+    branch_list: tuple[BranchInfo, ...] | None
+    branches: Mapping[str, RemoteBranch | None]
+    learnt_at: float | None = None
+
+    def info(self, name: str) -> BranchInfo | None:
+        for entry in self.branch_list or ():
+            if entry.name == name:
+                return entry
+        return None
 
 
 class RemoteReader(Protocol):
