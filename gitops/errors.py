@@ -60,9 +60,17 @@ class ApplyError(GitopsError):
 
 
 class BudgetError(GitopsError):
-    """The plan would not fit what is left of the token's rate limits (refused before any request is spent)."""
+    """The plan would not fit what is left of the token's rate limits (refused before any request is spent).
+
+    ``unlock_links`` maps server names to their no-rate-limit links (``gitops.secrets.Secret``, since a link carries
+    the token): the CLI prints them whole only to an interactive terminal.
+    """
 
     exit_code = 3
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.unlock_links: dict[str, object] = {}
 
 
 class RateLimitedError(BudgetError):

@@ -265,9 +265,7 @@ def _plan_branch(
     )
     payload = None
     if upload_needed:
-        payload = Payload(
-            server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept
-        )
+        payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
 
 
@@ -349,8 +347,7 @@ def load_plan(path: Path) -> Plan:
     version = data.get("format_version") if isinstance(data, dict) else None
     if version != PLAN_FORMAT_VERSION:
         raise PlanFileError(
-            f"plan file {path} has format_version {version!r}; this gitops reads format_version "
-            f"{PLAN_FORMAT_VERSION}",
+            f"plan file {path} has format_version {version!r}; this gitops reads format_version {PLAN_FORMAT_VERSION}",
             hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
         )
     try:

@@ -149,9 +149,7 @@ def summary_line(plan: Plan) -> str:
     changed = [b for b in plan.branches if b.has_changes]
     if not changed:
         return "No changes: the servers hold what the repository holds."
-    return (
-        f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
-    )
+    return f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
 
 
 def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:

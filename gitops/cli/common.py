@@ -1,0 +1,152 @@
+"""Options and terminal helpers shared by the commands (every option CI needs also reads an environment variable)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+REFRESH = ("always", "auto", "never")
+
+
+def manifest_option(f: F) -> F:
+    return click.option(
+        "-m",
+        "--manifest",
+        type=click.Path(path_type=Path, dir_okay=False),
+        default="gitops.yaml",
+        show_default=True,
+        envvar="GITOPS_MANIFEST",
+        help="The manifest file. [env: GITOPS_MANIFEST]",
+    )(f)
+
+
+def plan_options(f: F) -> F:
+    """Options of every command that plans: where the code comes from and how the servers are read."""
+    for option in reversed(
+        [
+            manifest_option,
+            click.option(
+                "--ref",
+                envvar="GITOPS_REF",
+                default=None,
+                help="Read the code from this Git ref (commit, branch, tag) instead of the working tree; "
+                "uncommitted changes are ignored. [env: GITOPS_REF]",
+            ),
+            click.option(
+                "--refresh",
+                type=click.Choice(REFRESH),
+                default="auto",
+                show_default=True,
+                envvar="GITOPS_REFRESH",
+                help="always: download every branch; auto: skip branches this tool uploaded recently; "
+                "never: plan from the ledger alone (no request at all). [env: GITOPS_REFRESH]",
+            ),
+            click.option(
+                "--max-wait",
+                type=click.FloatRange(min=0),
+                default=60.0,
+                show_default=True,
+                envvar="GITOPS_MAX_WAIT",
+                help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. "
+                "[env: GITOPS_MAX_WAIT]",
+            ),
+            click.option(
+                "--state-dir",
+                type=click.Path(path_type=Path, file_okay=False),
+                default=None,
+                envvar="GITOPS_STATE_DIR",
+                help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
+            ),
+            click.option(
+                "--no-color",
+                is_flag=True,
+                envvar="NO_COLOR",
+                help="No colour even on a terminal. [env: NO_COLOR]",
+            ),
+        ]
+    ):
+        f = option(f)
+    return f
+
+
+def is_terminal(stream: Any = None) -> bool:
+    stream = stream or sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def debug_log(ctx: click.Context) -> Callable[[str], None] | None:
+    """A logger to stderr in debug mode; every line is redacted."""
+    from gitops.secrets import redact
+
+    if not (ctx.find_root().obj or {}).get("debug"):
+        return None
+
+    def log(line: str) -> None:
+        click.echo(redact(f"debug: {line}"), err=True)
+
+    return log
+
+
+def countdown(seconds: float, endpoint: str) -> None:
+    """Show a 429 wait: a live countdown on a terminal, one line otherwise (the client does the sleeping)."""
+    text = f"rate limited on {endpoint}: waiting {seconds:.0f} s before retrying"
+    if is_terminal(sys.stderr):
+        click.echo(f"\r{text} ...", err=True, nl=False)
+        click.echo("", err=True)
+    else:
+        click.echo(text, err=True)
+
+
+def options_from(
+    ctx: click.Context,
+    *,
+    manifest: Path,
+    ref: str | None,
+    refresh: str,
+    max_wait: float,
+    state_dir: Path | None,
+) -> Any:
+    from gitops.workflow import Options
+
+    return Options(
+        manifest=manifest,
+        env=dict(os.environ),
+        ref=ref,
+        refresh=refresh,  # type: ignore[arg-type]
+        max_wait=max_wait,
+        state_dir=state_dir,
+        on_wait=countdown,
+        log=debug_log(ctx),
+    )
+
+
+def use_color(no_color: bool) -> bool:
+    return not no_color and is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb"
+
+
+def print_unlock_links(error: Any) -> None:
+    """After a budget refusal: the no-rate-limit link, whole only on an interactive terminal."""
+    from gitops.secrets import HIDDEN, redact
+
+    links: dict[str, Any] = getattr(error, "unlock_links", {}) or {}
+    for server, link in links.items():
+        if is_terminal(sys.stderr) and is_terminal(sys.stdin):
+            shown = link.reveal()
+            click.echo(f"No-rate-limit link for server '{server}' (open it, press Proceed): {shown}", err=True)
+        else:
+            click.echo(
+                f"No-rate-limit link for server '{server}': {redact(link.reveal())}\n"
+                f"(the token in it is shown as {HIDDEN} because this is not an interactive terminal; "
+                f"run 'gitops unlock --server {server}' at a terminal to see it whole)",
+                err=True,
+            )

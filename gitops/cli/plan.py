@@ -1,0 +1,77 @@
+"""``gitops plan``: what apply would change, and the requests it would spend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitops.cli.common import options_from, plan_options, print_unlock_links, use_color
+
+EXIT_CHANGES = 2
+
+
+@click.command()
+@plan_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "markdown"]),
+    default="text",
+    show_default=True,
+    envvar="GITOPS_FORMAT",
+    help="How to print the plan. [env: GITOPS_FORMAT]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="GITOPS_PLAN_OUT",
+    help="Save the plan (with the exact content to upload) for 'gitops apply FILE'. [env: GITOPS_PLAN_OUT]",
+)
+@click.pass_context
+def plan(
+    ctx: click.Context,
+    manifest: Path,
+    ref: str | None,
+    refresh: str,
+    max_wait: float,
+    state_dir: Path | None,
+    no_color: bool,
+    fmt: str,
+    as_json: bool,
+    as_markdown: bool,
+    out: Path | None,
+) -> int:
+    """Show what apply would change on the servers.
+
+    Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
+    errors (see the README).
+    """
+    from gitops import workflow
+    from gitops.plan import save_plan
+    from gitops.render import render_json, render_markdown, render_text
+
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown exclude each other")
+    fmt = "json" if as_json else "markdown" if as_markdown else fmt
+    options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
+    with workflow.session(options) as s:
+        result, _ = workflow.plan(options, s)
+        now = options.clock.now()
+        if fmt == "json":
+            click.echo(render_json(result, now=now), nl=False)
+        elif fmt == "markdown":
+            click.echo(render_markdown(result, now=now), nl=False)
+        else:
+            click.echo(render_text(result, now=now, color=use_color(no_color)), nl=False)
+        refusal = workflow.budget_error(result, s)
+        if refusal is not None:
+            print_unlock_links(refusal)
+            raise refusal
+        if out is not None:
+            save_plan(result, out)
+            click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
+    return EXIT_CHANGES if result.has_changes else 0
