@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Quick start, first command: install screeps-gitops into .venv and deploy the bundled example
+# (examples/basic) to a local stand-in service that this starts and stops itself.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e .
+exec .venv/bin/gitops demo "$@"
