@@ -75,11 +75,17 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(run(argv))
 
 
-def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code instead of exiting (tests and the Action call this)."""
+def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = None) -> int:
+    """Run the CLI and return the exit code instead of exiting (tests and the Action call this).
+
+    ``clock`` (a ``gitops.clock.Clock``) and ``transport`` (an ``httpx.BaseTransport`` for the game service) are
+    the two injectable edges: tests pass the stand-in's clock, or a transport that produces faults.
+    """
     debug = os.environ.get("GITOPS_DEBUG", "") not in ("", "0") or "--debug" in (argv or sys.argv[1:])
     try:
-        result: Any = cli.main(args=argv, prog_name="gitops", standalone_mode=False)
+        result: Any = cli.main(
+            args=argv, prog_name="gitops", standalone_mode=False, obj={"clock": clock, "transport": transport}
+        )
     except GitopsError as exc:
         _print_error(str(exc))
         return exc.exit_code

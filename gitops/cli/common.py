@@ -116,9 +116,13 @@ def options_from(
     max_wait: float,
     state_dir: Path | None,
 ) -> Any:
+    from gitops.clock import SystemClock
     from gitops.workflow import Options
 
+    injected = ctx.find_root().obj or {}
     return Options(
+        clock=injected.get("clock") or SystemClock(),
+        transport=injected.get("transport"),
         manifest=manifest,
         env=dict(os.environ),
         ref=ref,
