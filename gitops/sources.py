@@ -1,0 +1,580 @@
+"""The local code: what each branch of the manifest holds in this repository.
+
+A pure core, :func:`build_branch`, turns a branch's configuration, a listing of the files under its root and a way to
+read a file's bytes into a :class:`~gitops.codeset.CodeSet` plus problems and warnings. Two thin edges feed it:
+
+* the working tree: the files on disk under the manifest's folder, ``.gitignore``-d files included (build output
+  that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
+  inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
+  link, not the files, so ``--ref`` would deploy something else);
+* a Git ref (``--ref``): the blobs of that commit, read through one ``git cat-file --batch`` process; uncommitted
+  changes are ignored. The manifest itself is always read from disk.
+
+:func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem of every branch.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import subprocess
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
+
+from wcmatch import glob as wcglob
+
+from gitops.codeset import CodeSet, Module, code_length, dropped_name_reason
+from gitops.errors import SourceError
+from gitops.limits import MAX_CODE_LENGTH
+from gitops.manifest import BranchConfig, LoadedManifest, Loc, Naming, format_loc
+
+if TYPE_CHECKING:
+    import git
+
+#: ``**`` spans folders; ``{a,b}`` alternatives; ``/`` separators and case-sensitive matching on every platform.
+#: ``*`` does not match a leading dot (as in a shell): a module name starting with ``.`` would be dropped anyway.
+GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.FORCEUNIX
+
+_SYMLINK_MODE = 0o120000
+_MAX_LINK_HOPS = 8
+
+
+class UnreadableFile(Exception):
+    """Raised by a reader: the file cannot be used as a module. The text completes "<file> ..."."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the local code came from: the working tree, or the blobs of a commit (``--ref``).
+
+    ``commit`` is the full commit id (for the working tree: ``HEAD``, when the folder is in a Git repository);
+    ``dirty`` says whether the working tree differs from ``HEAD`` under the branch roots or in the manifest
+    (``None`` for a ref, or outside Git).
+    """
+
+    kind: Literal["worktree", "ref"]
+    ref: str | None
+    commit: str | None
+    dirty: bool | None
+
+    def describe(self) -> str:
+        """``working tree (commit 1a2b3c4d5e6f, uncommitted changes)`` or ``ref main (commit 1a2b3c4d5e6f)``."""
+        if self.kind == "ref":
+            return f"ref {self.ref} (commit {(self.commit or '')[:12]})"
+        details = []
+        if self.commit:
+            details.append(f"commit {self.commit[:12]}")
+        if self.dirty:
+            details.append("uncommitted changes")
+        return "working tree" + (f" ({', '.join(details)})" if details else "")
+
+
+@dataclass(frozen=True)
+class LocalBranch:
+    """The code of one branch of the manifest. ``files`` maps module name to the file it came from (relative to
+    the manifest's folder, ``/`` separators)."""
+
+    server: str
+    branch: str
+    code: CodeSet
+    files: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}/{self.branch}"
+
+    @cached_property
+    def server_length(self) -> int:
+        """``JSON.stringify(modules).length``, as the server counts it against the 5 MB limit."""
+        return self.code.server_length()
+
+
+@dataclass(frozen=True)
+class LocalCode:
+    """The code of every branch of the manifest, in manifest order."""
+
+    branches: list[LocalBranch]
+    source: SourceInfo
+    warnings: list[str]
+
+    def get(self, server: str, branch: str) -> LocalBranch | None:
+        return next((b for b in self.branches if b.server == server and b.branch == branch), None)
+
+
+@dataclass(frozen=True)
+class BranchBuild:
+    """What :func:`build_branch` made of one branch: the code (of the files that could be read) and what is wrong."""
+
+    code: CodeSet
+    files: dict[str, str]
+    server_length: int
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# --- the pure core ---------------------------------------------------------------------------------------------
+
+
+def module_name(path: str, *, binary: bool, naming: Naming) -> str:
+    """The module name of a file at ``path`` (relative to the branch root, ``/`` separators).
+
+    Text modules lose the longest of ``naming.strip_suffixes`` that ends the path; binary modules keep their
+    suffix. Folder boundaries become ``naming.separator``: ``role/harvester.js`` is ``role/harvester`` or
+    ``role.harvester``.
+    """
+    name = path
+    if not binary:
+        for suffix in sorted(naming.strip_suffixes, key=len, reverse=True):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+    if naming.separator != "/":
+        name = name.replace("/", naming.separator)
+    return name
+
+
+def _matcher(patterns: list[str]) -> Callable[[str], bool]:
+    if not patterns:
+        return lambda _path: False
+    compiled = wcglob.compile(patterns, flags=GLOB_FLAGS)
+    return lambda path: bool(compiled.match(path))
+
+
+def build_branch(
+    config: BranchConfig,
+    paths: Iterable[str],
+    read: Callable[[str], bytes],
+    *,
+    label: str | None = None,
+    prefix: str = "",
+    origin: str = "",
+    where: Callable[[Loc], str] | None = None,
+) -> BranchBuild:
+    """The code set of one branch, from the files under its root.
+
+    ``paths`` are relative to the root (``/`` separators); ``read(path)`` returns a file's bytes or raises
+    :class:`UnreadableFile`. ``prefix`` is the root's path relative to the manifest's folder (for file names in
+    messages and in ``files``), ``origin`` says where the files are (``" in commit 1a2b3c4"``), and
+    ``where(loc)`` names a key of this branch in the manifest (``gitops.yaml:9: branches[0].include[1]``).
+    No I/O happens here except through ``read``.
+    """
+    label = label or f"{config.server}/{config.branch}"
+
+    def where_(loc: Loc) -> str:
+        return where(loc) if where is not None else format_loc(loc)
+
+    def shown(path: str) -> str:
+        return posixpath.join(prefix, path) if prefix else path
+
+    problems: list[str] = []
+    warnings: list[str] = []
+    includes = [_matcher([g]) for g in config.include]
+    hits = [0] * len(includes)
+    is_excluded = _matcher(config.exclude)
+    is_binary = _matcher(config.binary)
+
+    selected: list[str] = []
+    included = 0
+    for path in sorted(paths):
+        matched = False
+        for k, match in enumerate(includes):
+            if match(path):
+                hits[k] += 1
+                matched = True
+        if matched:
+            included += 1
+            if not is_excluded(path):
+                selected.append(path)
+
+    root_shown = f"{prefix}/" if prefix else "./"
+    for k, count in enumerate(hits):
+        if count == 0:
+            problems.append(
+                f"{where_(('include', k))}: {config.include[k]!r} matches no file under {root_shown}{origin}; "
+                "fix the glob or remove it"
+            )
+    if included and not selected:
+        problems.append(
+            f"{where_(('exclude',))}: excludes every file that include matches ({included}), so the branch would "
+            "have no modules; fix include or exclude"
+        )
+
+    by_name: dict[str, list[str]] = {}
+    binary_of: dict[str, bool] = {}
+    for path in selected:
+        binary = is_binary(path)
+        name = module_name(path, binary=binary, naming=config.naming)
+        reason = dropped_name_reason(name)
+        if reason is not None:
+            problems.append(f"{label}: {shown(path)} becomes module {name!r}, but {reason}; rename it, or exclude it")
+            continue
+        by_name.setdefault(name, []).append(path)
+        binary_of[path] = binary
+
+    modules: list[Module] = []
+    files: dict[str, str] = {}
+    for name, sources in by_name.items():
+        if len(sources) > 1:
+            listed = [shown(p) for p in sources]
+            both = "both" if len(listed) == 2 else "all"
+            problems.append(
+                f"{label}: {', '.join(listed[:-1])} and {listed[-1]} {both} become module {name!r}; rename or "
+                f"exclude {'one of them' if len(listed) == 2 else 'all but one'}"
+            )
+            continue
+        path = sources[0]
+        try:
+            data = read(path)
+        except UnreadableFile as exc:
+            problems.append(f"{label}: {shown(path)} {exc}")
+            continue
+        if binary_of[path]:
+            modules.append(Module(name, binary=data))
+        else:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[: exc.start].count(b"\n") + 1
+                problems.append(
+                    f"{label}: {shown(path)} is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}, "
+                    f"line {line}); save it as UTF-8, or list it under binary if it is not text"
+                )
+                continue
+            modules.append(Module(name, text=text))
+        files[name] = shown(path)
+
+    code = CodeSet.of(modules)
+    length = code_length(code.wire()) if modules else 2
+    if length > MAX_CODE_LENGTH:
+        problems.append(
+            f"{label}: the code is {length:,} characters as the server counts them (JSON.stringify of the "
+            f"modules), over the 5 MB limit of {MAX_CODE_LENGTH:,}; exclude files or minify the code"
+        )
+    if selected and "main" not in by_name:
+        add = f"add {shown('main.js')}" if ".js" in config.naming.strip_suffixes else "add a module named main"
+        warnings.append(f"{label}: no module 'main'; the server adds an empty one, so the code will not run; {add}")
+    return BranchBuild(code, files, length, problems, warnings)
+
+
+# --- the edges ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Listing:
+    """The files under one root: ``paths`` relative to it, and ``read(path)``."""
+
+    paths: list[str]
+    read: Callable[[str], bytes]
+    origin: str = ""
+
+
+class _WorkTree:
+    """Files on disk under the manifest's folder."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = base_dir
+
+    def listing(self, prefix: str) -> _Listing | str:
+        """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
+        root = self.base_dir / prefix if prefix else self.base_dir
+        if not root.exists():
+            return f"does not exist in {self.base_dir}; create the folder, or fix root"
+        if not root.is_dir():
+            return f"is not a folder in {self.base_dir}; name the folder that holds the code"
+        root_real = os.path.realpath(root)
+        notes: dict[str, str] = {}
+        paths = _walk(str(root), root_real, notes)
+        # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
+        absolute = {p: os.path.join(root, p) for p in paths}
+
+        def read(path: str) -> bytes:
+            note = notes.get(path)
+            if note is not None:
+                raise UnreadableFile(note)
+            try:
+                with open(absolute[path], "rb") as fh:
+                    return fh.read()
+            except OSError as exc:
+                raise UnreadableFile(f"cannot be read ({exc.strerror}); check its permissions") from None
+
+        return _Listing(paths, read)
+
+
+def _walk(root: str, root_real: str, notes: dict[str, str]) -> list[str]:
+    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
+
+    ``notes`` gets the files that must not become modules: broken links, and files reached through a link
+    that leaves the root.
+    """
+    paths: list[str] = []
+    inside = root_real.rstrip(os.sep) + os.sep
+    seen: set[str] = {root_real}
+    stack: list[tuple[str, str, str | None]] = [(root, "", None)]
+    while stack:
+        folder, rel, outside = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            path = f"{rel}{entry.name}"
+            try:
+                link = entry.is_symlink()
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError:
+                continue
+            escapes = outside
+            if link:
+                real = os.path.realpath(entry.path)
+                if not (real + os.sep).startswith(inside) and escapes is None:
+                    escapes = path
+                if is_dir:
+                    if real in seen:
+                        continue
+                    seen.add(real)
+            if is_dir:
+                stack.append((entry.path, f"{path}/", escapes))
+            elif is_file:
+                paths.append(path)
+                if escapes is not None:
+                    notes[path] = (
+                        f"is a symbolic link that leads outside the root ({escapes})"
+                        if escapes == path
+                        else f"is reached through {escapes}, a symbolic link that leads outside the root"
+                    ) + "; copy the files into the root, or exclude them (--ref would not see them)"
+            elif link:
+                paths.append(path)
+                notes[path] = "is a broken symbolic link; fix or remove it, or exclude it"
+    return paths
+
+
+class _GitTree:
+    """The blobs of one commit, read through gitpython's persistent ``git cat-file --batch``."""
+
+    def __init__(self, repo: git.Repo, commit: git.Commit, ref: str, prefix: str) -> None:
+        self.repo = repo
+        self.commit = commit
+        self.ref = ref
+        self.prefix = prefix  # the manifest's folder, relative to the repository's top ('' at the top)
+        self.short = commit.hexsha[:12]
+
+    @classmethod
+    def open(cls, base_dir: Path, ref: str) -> _GitTree:
+        import git
+
+        try:
+            repo = git.Repo(base_dir, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise SourceError(
+                f"--ref {ref}: {base_dir} (the manifest's folder) is not in a Git repository",
+                hint="Drop --ref to read the working tree, or run gitops inside a clone of the repository.",
+            ) from None
+        try:
+            commit = repo.commit(ref)
+        except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+            raise SourceError(
+                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}",
+                hint="Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
+                "(actions/checkout with fetch-depth: 0).",
+            ) from None
+        top = Path(repo.working_tree_dir or base_dir).resolve()
+        try:
+            prefix = base_dir.resolve().relative_to(top).as_posix()
+        except ValueError:  # pragma: no cover - search_parent_directories found it above base_dir
+            prefix = ""
+        return cls(repo, commit, ref, "" if prefix == "." else prefix)
+
+    def _data(self, binsha: bytes) -> bytes:
+        _, _, _, data = self.repo.git.get_object_data(binsha.hex())
+        return bytes(data)
+
+    def _object(self, path: str) -> git.Blob | git.Tree | None:
+        try:
+            obj = self.commit.tree / path if path else self.commit.tree
+        except KeyError:
+            return None
+        return obj if obj.type in ("blob", "tree") else None
+
+    def listing(self, prefix: str) -> _Listing | str:
+        top = posixpath.normpath(posixpath.join(self.prefix, prefix)) if (self.prefix or prefix) else ""
+        top = "" if top == "." else top
+        origin = f" in commit {self.short}"
+        if top == ".." or top.startswith("../"):
+            return "leads outside the Git repository; put the code inside it"
+        tree = self._object(top)
+        if tree is None:
+            return f"does not exist in commit {self.short} (--ref {self.ref}); commit the folder, or fix root"
+        if tree.type != "tree":
+            return f"is not a folder in commit {self.short}; name the folder that holds the code"
+        blobs: dict[str, bytes] = {}
+        notes: dict[str, str] = {}
+        self._collect(tree, top, "", blobs, notes, depth=0)
+
+        def read(path: str) -> bytes:
+            note = notes.get(path)
+            if note is not None:
+                raise UnreadableFile(note)
+            return self._data(blobs[path])
+
+        return _Listing(sorted(blobs), read, origin)
+
+    def _collect(
+        self, tree: git.Tree, top: str, rel: str, blobs: dict[str, bytes], notes: dict[str, str], depth: int
+    ) -> None:
+        base = os.fspath(tree.path)
+        blob_items = cast(
+            "Iterator[git.Blob]", tree.traverse(predicate=lambda item, _depth: getattr(item, "type", "") == "blob")
+        )
+        for item in blob_items:
+            item_path = os.fspath(item.path)
+            path = rel + (item_path[len(base) + 1 :] if base else item_path)
+            if item.mode & 0o170000 != _SYMLINK_MODE:
+                blobs[path] = item.binsha
+                continue
+            target, why = self._follow(item_path, top)
+            if target is None:
+                blobs[path] = item.binsha
+                notes[path] = why
+            elif target.type == "blob":
+                blobs[path] = target.binsha
+                if why:
+                    notes[path] = why
+            elif depth < _MAX_LINK_HOPS:
+                inner: dict[str, bytes] = {}
+                self._collect(target, top, f"{path}/", inner, notes, depth + 1)
+                blobs.update(inner)
+                if why:
+                    notes.update(dict.fromkeys(inner, why))
+
+    def _follow(self, link_path: str, top: str) -> tuple[git.Blob | git.Tree | None, str]:
+        """What a link stored in the commit points to, and why it cannot be used ('' if it can)."""
+        inside = top + "/" if top else ""
+        path = link_path
+        for _ in range(_MAX_LINK_HOPS):
+            obj = self._object(path)
+            if obj is None:
+                return None, "is a broken symbolic link in the commit; fix or remove it, or exclude it"
+            if obj.type == "tree" or obj.mode & 0o170000 != _SYMLINK_MODE:
+                if not path.startswith(inside):
+                    return obj, (
+                        f"is a symbolic link that leads outside the root ({link_path}); copy the files into "
+                        "the root, or exclude them"
+                    )
+                return obj, ""
+            target = self._data(obj.binsha).decode("utf-8", "surrogateescape")
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if target.startswith("/") or path == ".." or path.startswith("../"):
+                return None, "is a symbolic link that leads outside the repository; copy the files in, or exclude it"
+        return None, "is a chain of symbolic links that does not end; fix it, or exclude it"
+
+    def manifest_warning(self, loaded: LoadedManifest) -> str | None:
+        rel = posixpath.join(self.prefix, loaded.path.name) if self.prefix else loaded.path.name
+        obj = self._object(rel)
+        if obj is None or obj.type != "blob":
+            return f"the manifest {loaded.display} is not in commit {self.short}; it was read from disk"
+        try:
+            on_disk = loaded.path.read_bytes()
+        except OSError:  # pragma: no cover - load_manifest just read it
+            return None
+        if self._data(obj.binsha) != on_disk:
+            return (
+                f"the manifest {loaded.display} differs from the one in commit {self.short}; the manifest is "
+                "always read from disk, the code from the commit"
+            )
+        return None
+
+
+def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
+    """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git)."""
+    cwd = loaded.base_dir
+    # No index lock: status must not collide with a git command the user runs at the same time.
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    commit: str | None = None
+    dirty: bool | None = None
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, env=env, capture_output=True, check=False
+        )
+        if head.returncode == 0:
+            commit = head.stdout.decode().strip() or None
+        specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "-z", "--", *specs], cwd=cwd, env=env, capture_output=True, check=False
+        )
+        if status.returncode == 0:
+            dirty = bool(status.stdout.strip(b"\0"))
+    except OSError:  # git is not installed: the working tree is still readable
+        return SourceInfo("worktree", None, None, None)
+    return SourceInfo("worktree", None, commit, dirty)
+
+
+def _root_prefix(root: str) -> str:
+    norm = posixpath.normpath(root)
+    return "" if norm == "." else norm
+
+
+def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode:
+    """The code of every branch of the manifest, from the working tree or from commit ``ref``.
+
+    Raises :class:`~gitops.errors.SourceError` listing every problem of every branch.
+    """
+    warnings: list[str] = []
+    tree: _WorkTree | _GitTree
+    if ref is None:
+        tree = _WorkTree(loaded.base_dir)
+        source = _worktree_info(loaded)
+    else:
+        gtree = _GitTree.open(loaded.base_dir, ref)
+        tree = gtree
+        source = SourceInfo("ref", ref, gtree.commit.hexsha, None)
+        note = gtree.manifest_warning(loaded)
+        if note:
+            warnings.append(note)
+
+    problems: list[str] = []
+    branches: list[LocalBranch] = []
+    listings: dict[str, _Listing | str] = {}
+    for i, config in enumerate(loaded.manifest.branches):
+
+        def where(loc: Loc, i: int = i) -> str:
+            return loaded.where(("branches", i, *loc))
+
+        prefix = _root_prefix(config.root)
+        if prefix not in listings:
+            listings[prefix] = tree.listing(prefix)
+        listing = listings[prefix]
+        if isinstance(listing, str):
+            problems.append(f"{where(('root',))}: {config.root!r} {listing}")
+            continue
+        build = build_branch(config, listing.paths, listing.read, prefix=prefix, origin=listing.origin, where=where)
+        problems += build.problems
+        warnings += build.warnings
+        local = LocalBranch(config.server, config.branch, build.code, build.files)
+        local.__dict__["server_length"] = build.server_length  # computed already; spare the cached property
+        branches.append(local)
+
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        raise SourceError(
+            f"the local code from the {source.describe()} cannot be deployed ({count}):\n  - " + "\n  - ".join(problems)
+        )
+    return LocalCode(branches, source, warnings)
+
+
+__all__ = [
+    "GLOB_FLAGS",
+    "BranchBuild",
+    "LocalBranch",
+    "LocalCode",
+    "SourceInfo",
+    "UnreadableFile",
+    "build_branch",
+    "module_name",
+    "read_local_code",
+]
