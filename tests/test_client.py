@@ -1,0 +1,599 @@
+"""ServiceClient at the transport seam (``httpx.MockTransport``) for what a real server cannot be made to do on cue:
+429s with chosen bodies and headers, screepsmod-auth token rotation, a server without sign-in. The same client
+against the real stand-in over loopback is tested in ``test_client_standin.py``-style tests at the end of this file.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gitops.client import ServiceClient, TokenInfo
+from gitops.clock import ManualClock
+from gitops.codeset import CodeSet, Module
+from gitops.credentials import Auth, PasswordAuth, TokenAuth
+from gitops.errors import AuthError, NetworkError, RateLimitedError, ServiceError
+from gitops.ledger import Ledger
+from gitops.remote import BranchInfo
+from gitops.secrets import Secret
+
+CANARY = "canary0123456789abcdef0123456789ab"
+TOKEN = TokenAuth(Secret(CANARY), "the environment variable SCREEPS_TOKEN")
+START = 1_800_000_000.0
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def ok(body: dict[str, Any] | None = None, **headers: str) -> httpx.Response:
+    return httpx.Response(200, json={"ok": 1, **(body or {})}, headers=headers)
+
+
+class Recorder:
+    """A MockTransport handler that answers from a queue (or a function) and keeps every request."""
+
+    def __init__(self, *answers: httpx.Response | Exception | Handler) -> None:
+        self.answers = list(answers)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        if isinstance(answer, httpx.Response):
+            return answer
+        return answer(request)
+
+    def paths(self) -> list[str]:
+        return [f"{r.method} {r.url.path}" for r in self.requests]
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def make_client(clock: ManualClock) -> Iterator[Callable[..., ServiceClient]]:
+    made: list[ServiceClient] = []
+
+    def make(
+        handler: Handler,
+        *,
+        auth: Auth | None = TOKEN,
+        url: str = "https://screeps.example/ptr",
+        **kwargs: Any,
+    ) -> ServiceClient:
+        kwargs.setdefault("clock", clock)
+        client = ServiceClient(
+            server_name="official", url=url, auth=auth, transport=httpx.MockTransport(handler), **kwargs
+        )
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+# --- addresses, authentication headers, envelope ------------------------------------------------------------
+
+
+def test_path_prefix_and_token_header(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(ok({"branch": "default", "modules": {"main": "x"}}))
+    code = make_client(rec).get_code("default")
+    assert code is not None
+    assert code.modules["main"].text == "x"
+    request = rec.requests[0]
+    assert str(request.url) == "https://screeps.example/ptr/api/user/code?branch=default"
+    assert request.headers["X-Token"] == CANARY
+    assert "_token" not in str(request.url)
+
+
+def test_upload_sends_json_with_charset(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(ok({"timestamp": 1}))
+    make_client(rec).upload_code("default", {"main": "ü", "lib": {"binary": "AAEC"}})
+    request = rec.requests[0]
+    assert request.headers["Content-Type"] == "application/json; charset=utf-8"
+    assert json.loads(request.content) == {"branch": "default", "modules": {"main": "ü", "lib": {"binary": "AAEC"}}}
+
+
+def test_200_error_is_an_error_with_the_servers_words(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(200, json={"error": "branch does not exist"}))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).upload_code("nope", {"main": ""})
+    assert str(info.value) == "server 'official' refused POST /api/user/code: branch does not exist"
+    assert len(rec.requests) == 1  # a clear refusal is not retried
+
+
+def test_200_without_ok_or_error(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(200, json={"list": []}))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).list_branches()
+    assert str(info.value) == (
+        "server 'official' answered GET /api/user/branches without 'ok: 1' and without an error message.\n"
+        "the server does not behave as the interface describes; check the url in the manifest."
+    )
+
+
+def test_no_code_means_no_branch(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(200, json={"error": "no code"}))
+    assert make_client(rec).get_code("missing") is None
+
+
+def test_server_words_are_redacted(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(200, json={"error": f"bad token {CANARY}"}))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).list_branches()
+    assert CANARY not in str(info.value)
+    assert str(info.value) == "server 'official' refused GET /api/user/branches: bad token <hidden>"
+
+
+def test_401_names_server_and_variable(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(401, json={"error": "unauthorized"}))
+    with pytest.raises(AuthError) as info:
+        make_client(rec).get_code("default")
+    assert str(info.value) == (
+        "the server refused the credentials for server 'official' (401 on GET /api/user/code); check the token in "
+        "the environment variable SCREEPS_TOKEN.\n"
+        "a token is created in the account settings of the server (Account, Auth tokens); a mistyped or deleted "
+        "token gets this answer."
+    )
+    assert info.value.exit_code == 7
+    assert len(rec.requests) == 1
+
+
+def test_403_names_endpoint_and_needed_scope(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(403, json={"error": "forbidden"}))
+    with pytest.raises(AuthError) as info:
+        make_client(rec).upload_code("default", {"main": ""})
+    assert str(info.value) == (
+        "the token for server 'official' may not use POST /api/user/code; plan needs GET /api/user/code; apply also "
+        "needs POST /api/user/code, GET /api/user/branches, POST /api/user/clone-branch, "
+        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
+        "tokens are created in the account settings; put the new one in the environment variable SCREEPS_TOKEN."
+    )
+
+
+def test_404_says_check_the_url(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(404, text="Not Found"))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).list_branches()
+    assert str(info.value) == (
+        "server 'official' answered 404 Not Found to GET /api/user/branches (text/plain text starting 'Not Found').\n"
+        "check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address, with "
+        "any path prefix (https://screeps.com/ptr)."
+    )
+
+
+def test_redirect_is_not_followed(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(301, headers={"Location": "https://elsewhere.example/api/user/code"}))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).get_code("default")
+    assert len(rec.requests) == 1
+    assert "redirected GET /api/user/code to https://elsewhere.example/api/user/code" in str(info.value)
+
+
+def test_bad_url_is_refused_before_any_request() -> None:
+    with pytest.raises(ServiceError) as info:
+        ServiceClient(server_name="x", url="screeps.com", auth=TOKEN)
+    assert str(info.value).startswith("server 'x' has url 'screeps.com', which is not an http(s) address.")
+
+
+# --- transient failures ------------------------------------------------------------------------------------
+
+
+def test_get_retries_500_then_succeeds(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
+    rec = Recorder(httpx.Response(500, text="oops"), ok({"list": []}))
+    assert make_client(rec).list_branches() == []
+    assert len(rec.requests) == 2
+    assert clock.slept == [0.5]
+
+
+def test_get_retries_dropped_connection(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.RemoteProtocolError("Server disconnected"), ok({"list": []}))
+    assert make_client(rec).list_branches() == []
+    assert len(rec.requests) == 2
+
+
+def test_get_retries_bad_json(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(200, text='{"ok": 1, "li'), ok({"list": []}))
+    assert make_client(rec).list_branches() == []
+    assert len(rec.requests) == 2
+
+
+def test_get_gives_up_after_bounded_attempts(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
+    rec = Recorder(httpx.ConnectError("[Errno 111] Connection refused"))
+    with pytest.raises(NetworkError) as info:
+        make_client(rec).list_branches()
+    assert len(rec.requests) == 4
+    assert clock.slept == [0.5, 1.0, 2.0]
+    assert str(info.value) == (
+        "cannot connect to server 'official' at https://screeps.example/ptr for GET /api/user/branches: "
+        "[Errno 111] Connection refused.\n"
+        "check the url in the manifest, your network, and that the server is running."
+    )
+
+
+def test_html_page_says_what_came_back(make_client: Callable[..., ServiceClient]) -> None:
+    page = "<!DOCTYPE html><html><head><title>Screeps World</title></head><body>hi</body></html>"
+    rec = Recorder(httpx.Response(200, text=page, headers={"Content-Type": "text/html"}))
+    with pytest.raises(ServiceError) as info:
+        make_client(rec).get_code("default")
+    assert str(info.value) == (
+        "server 'official' answered GET /api/user/code with an HTML page titled 'Screeps World' instead of JSON.\n"
+        "check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address "
+        "(e.g. https://screeps.com or http://127.0.0.1:21025) and that the server is up."
+    )
+
+
+def test_upload_is_retried_at_most_once(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.Response(502, text="Bad Gateway"))
+    with pytest.raises(NetworkError) as info:
+        make_client(rec).upload_code("default", {"main": ""})
+    assert rec.paths() == ["POST /ptr/api/user/code"] * 2
+    assert str(info.value) == (
+        "server 'official' answered 502 Bad Gateway to POST /api/user/code (text/plain text starting 'Bad Gateway').\n"
+        "the server may be down or overloaded; try again later (the request was retried)."
+    )
+
+
+def test_timeout_message(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.ReadTimeout("timed out"))
+    with pytest.raises(NetworkError) as info:
+        make_client(rec, timeout=5).set_active_branch("default", "world")
+    assert len(rec.requests) == 2
+    assert str(info.value).startswith(
+        "server 'official' did not answer POST /api/user/set-active-branch within 5 s (https://screeps.example/ptr)."
+    )
+
+
+# --- rate limits -------------------------------------------------------------------------------------------
+
+
+def test_429_short_wait_is_waited_out_and_retried(
+    make_client: Callable[..., ServiceClient], clock: ManualClock
+) -> None:
+    waits: list[tuple[float, str]] = []
+    rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 5123ms"), ok({"timestamp": 1}))
+    make_client(rec, on_wait=lambda s, e: waits.append((s, e))).upload_code("default", {"main": ""})
+    assert waits == [(5.123, "POST /api/user/code")]
+    assert clock.slept == [5.123]
+    assert len(rec.requests) == 2
+
+
+def test_429_wait_from_reset_header_when_body_says_nothing(
+    make_client: Callable[..., ServiceClient], clock: ManualClock
+) -> None:
+    headers = {"X-RateLimit-Limit": "120", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(START) + 20)}
+    rec = Recorder(httpx.Response(429, text="Too Many Requests", headers=headers), ok({"list": []}))
+    make_client(rec).list_branches()
+    assert clock.slept == [20.0]
+
+
+def test_429_longer_than_max_wait_is_refused(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
+    body = (
+        "Rate limit exceeded, retry after 7075614ms or disable rate limiting using this link: "
+        f"https://screeps.com/a/#!/account/auth-tokens/noratelimit?token={CANARY[:8]}"
+    )
+    rec = Recorder(httpx.Response(429, text=body))
+    with pytest.raises(RateLimitedError) as info:
+        make_client(rec, max_wait=60).get_code("default")
+    assert clock.slept == []
+    assert len(rec.requests) == 1
+    assert str(info.value) == (
+        "server 'official' refused GET /api/user/code: rate limited by the limit of 60 per hour for "
+        "GET /api/user/code; it resets at 2027-01-15 09:57:55 UTC (a wait of 118 min is longer than --max-wait "
+        "(60 s)).\n"
+        "wait until then and run again, or lift every limit of the token for two hours on the no-rate-limit page: "
+        "`gitops unlock` prints its link."
+    )
+    assert CANARY[:8] not in str(info.value)
+    assert info.value.exit_code == 3
+
+
+def test_429_global_limit_named_from_header(make_client: Callable[..., ServiceClient]) -> None:
+    headers = {"X-RateLimit-Limit": "120", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(START) + 50)}
+    rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 50000ms", headers=headers))
+    with pytest.raises(RateLimitedError) as info:
+        make_client(rec, max_wait=10).get_code("default")
+    assert "rate limited by the global limit of 120 per minute; it resets at 2027-01-15 08:00:50 UTC" in str(info.value)
+
+
+def test_429_retries_are_bounded(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
+    rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 1000ms"))
+    with pytest.raises(RateLimitedError) as info:
+        make_client(rec).list_branches()
+    assert len(rec.requests) == 4
+    assert clock.slept == [1.0, 1.0, 1.0]
+    assert "(still refused after waiting 3 times)" in str(info.value)
+
+
+@pytest.mark.parametrize("with_ledger", [False, True])
+def test_pacing_stays_under_the_global_limit(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path, with_ledger: bool
+) -> None:
+    ledger = (
+        Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock) if with_ledger else None
+    )
+    waits: list[tuple[float, str]] = []
+    rec = Recorder(ok({"list": []}))
+    client = make_client(rec, ledger=ledger, on_wait=lambda s, e: waits.append((s, e)))
+    sent_at: list[float] = []
+    for _ in range(130):
+        client.list_branches()
+        sent_at.append(clock.now())
+        clock.advance(0.1)
+    assert waits
+    assert waits[0][1] == "global"
+    for i, t in enumerate(sent_at):
+        assert sum(1 for u in sent_at[: i + 1] if u > t - 60) <= 120
+
+
+def test_pacing_counts_earlier_runs_from_the_ledger(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    first = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
+    for _ in range(120):
+        first.record_sent("GET /api/user/branches")
+    first.save()
+    clock.advance(15)
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
+    make_client(Recorder(ok({"list": []})), ledger=ledger).list_branches()
+    assert clock.slept == [45.0]
+
+
+def test_no_pacing_while_unlimited(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
+    ledger.set_unlimited_until(START + 7200)
+    client = make_client(Recorder(ok({"list": []})), ledger=ledger)
+    for _ in range(130):
+        client.list_branches()
+    assert clock.slept == []
+
+
+# --- private servers (screepsmod-auth) ---------------------------------------------------------------------
+
+
+PASSWORD = "pw-9f8e7d6c5b4a39281706"
+ALICE = PasswordAuth("alice", Secret(PASSWORD), "http://127.0.0.1:21025", "the environment variables U and P")
+
+
+class PrivateServer:
+    """screepsmod-auth as the facts describe it: sign-in gives a token; every answer rotates it."""
+
+    def __init__(self, *, signin: bool = True) -> None:
+        self.signin = signin
+        self.issued = 0
+        self.valid: str | None = None
+        self.requests: list[httpx.Request] = []
+        self.expire_next = False
+
+    def _issue(self) -> str:
+        self.issued += 1
+        self.valid = f"session{self.issued:04d}abcdefabcdef"
+        return self.valid
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if request.url.path == "/api/auth/signin":
+            if not self.signin:
+                return httpx.Response(404, text="Cannot POST /api/auth/signin")
+            body = json.loads(request.content)
+            if body != {"email": "alice", "password": PASSWORD}:
+                return httpx.Response(401, text="Unauthorized")
+            return ok({"token": self._issue()})
+        if not self.signin:
+            expected = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+            if request.headers.get("Authorization") != expected:
+                return httpx.Response(401, json={"error": "unauthorized"})
+            return ok({"branch": "default", "modules": {"main": "b"}})
+        if self.expire_next:
+            self.expire_next = False
+            self.valid = None
+        if request.headers.get("X-Token") != self.valid or not request.headers.get("X-Username"):
+            return httpx.Response(401, json={"error": "unauthorized"})
+        return ok({"list": [{"branch": "default", "activeWorld": True}]}, **{"X-Token": self._issue()})
+
+
+def test_signin_and_token_rotation(make_client: Callable[..., ServiceClient]) -> None:
+    server = PrivateServer()
+    client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
+    assert client.list_branches() == [BranchInfo("default", True, False)]
+    client.list_branches()
+    client.list_branches()
+    tokens = [r.headers.get("X-Token") for r in server.requests]
+    assert [r.url.path for r in server.requests] == ["/api/auth/signin"] + ["/api/user/branches"] * 3
+    assert tokens[1:] == ["session0001abcdefabcdef", "session0002abcdefabcdef", "session0003abcdefabcdef"]
+    assert server.requests[1].headers["X-Username"] == "alice"
+    assert "X-Token" not in server.requests[0].headers
+
+
+def test_expired_session_signs_in_again_once(make_client: Callable[..., ServiceClient]) -> None:
+    server = PrivateServer()
+    client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
+    client.list_branches()
+    server.expire_next = True
+    assert client.list_branches() == [BranchInfo("default", True, False)]
+    assert [r.url.path for r in server.requests] == [
+        "/api/auth/signin",
+        "/api/user/branches",
+        "/api/user/branches",
+        "/api/auth/signin",
+        "/api/user/branches",
+    ]
+
+
+def test_refused_again_after_signing_in_again(make_client: Callable[..., ServiceClient]) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/auth/signin":
+            return ok({"token": "abcdefabcdef0123456789"})
+        return httpx.Response(401, json={"error": "unauthorized"})
+
+    rec = Recorder(handler)
+    with pytest.raises(AuthError) as info:
+        make_client(rec, auth=ALICE, url="http://127.0.0.1:21025").list_branches()
+    assert len(rec.requests) == 4
+    assert str(info.value) == (
+        "the server refused the credentials for server 'official' (401 on GET /api/user/branches); check the user "
+        "name and password in the environment variables U and P.\n"
+        "on a private server the password is set with screepsmod-auth."
+    )
+
+
+def test_wrong_password_at_signin(make_client: Callable[..., ServiceClient]) -> None:
+    wrong = PasswordAuth("alice", Secret("not-the-password-123"), "http://127.0.0.1:21025", "entry 'local' of X")
+    with pytest.raises(AuthError) as info:
+        make_client(PrivateServer(), auth=wrong, url="http://127.0.0.1:21025").list_branches()
+    assert str(info.value).startswith(
+        "server 'official' refused the sign-in with the user name and password from entry 'local' of X."
+    )
+    assert "not-the-password-123" not in str(info.value)
+
+
+def test_no_signin_falls_back_to_basic_on_code(make_client: Callable[..., ServiceClient]) -> None:
+    server = PrivateServer(signin=False)
+    client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
+    code = client.get_code("default")
+    assert code is not None
+    assert code.modules["main"].text == "b"
+    assert [r.url.path for r in server.requests] == ["/api/auth/signin", "/api/user/code"]
+    with pytest.raises(AuthError) as info:
+        client.list_branches()
+    assert str(info.value).startswith(
+        "server 'official' has no /api/auth/signin (screepsmod-auth is not installed), so only /api/user/code can "
+        "be used, with HTTP Basic; GET /api/user/branches needs a signed-in session."
+    )
+
+
+def test_password_auth_has_no_token_query(make_client: Callable[..., ServiceClient]) -> None:
+    client = make_client(PrivateServer(), auth=ALICE, url="http://127.0.0.1:21025")
+    with pytest.raises(AuthError):
+        client.query_token()
+    with pytest.raises(AuthError):
+        client.no_rate_limit_url()
+
+
+# --- token query and the no-rate-limit link ----------------------------------------------------------------
+
+
+def test_query_token_reads_scope_and_unlimited_time(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    body = {
+        "token": {
+            "full": False,
+            "endpoints": ["GET /api/user/code", "POST /api/user/code"],
+            "websockets": ["console"],
+            "memorySegments": [0, 3],
+            "unlimitedUntil": START + 600,
+        }
+    }
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
+    lines: list[str] = []
+    rec = Recorder(ok(body))
+    info = make_client(rec, ledger=ledger, log=lines.append).query_token()
+    assert info == TokenInfo(
+        full=False,
+        endpoints=("GET /api/user/code", "POST /api/user/code"),
+        websockets=("console",),
+        memory_segments=(0, 3),
+        unlimited_until=START + 600,
+        unlimited_seconds=600.0,
+    )
+    assert ledger.unlimited_until == START + 600
+    assert rec.requests[0].url.params["token"] == CANARY
+    assert len(lines) == 1
+    assert CANARY not in lines[0]
+    assert lines[0].startswith("GET https://screeps.example/ptr/api/auth/query-token?token=<hidden> -> 200 (")
+
+
+def test_no_rate_limit_url_is_a_secret(make_client: Callable[..., ServiceClient]) -> None:
+    link = make_client(Recorder(ok()), url="https://screeps.example/season/").no_rate_limit_url()
+    assert link.reveal() == f"https://screeps.example/season/a/#!/account/auth-tokens/noratelimit?token={CANARY}"
+    assert CANARY not in f"{link} {link!r}"
+
+
+# --- the ledger --------------------------------------------------------------------------------------------
+
+
+def test_ledger_learns_from_every_answer(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    limits = {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "41", "X-RateLimit-Reset": str(int(START) + 900)}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        key = f"{request.method} {request.url.path}"
+        if key == "GET /api/user/code":
+            return ok({"branch": "default", "modules": {"main": "secret text", "w": {"binary": "AAEC"}}}, **limits)
+        if key == "GET /api/user/branches":
+            return ok({"list": [{"branch": "default", "activeWorld": True, "activeSim": True}, {"branch": "b"}]})
+        return ok({"timestamp": 1})
+
+    ledger = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock)
+    client = make_client(handler, url="https://screeps.example", ledger=ledger)
+    client.get_code("default")
+    remembered = ledger.remembered_branch("default")
+    assert remembered is not None
+    assert remembered.how == "download"
+    expected = CodeSet.of([Module("main", text="secret text"), Module("w", binary=b"\0\1\2")])
+    assert remembered.digest == expected.digest
+    assert remembered.modules is not None
+    assert remembered.modules["main"].text is None
+    window = ledger.windows()["GET /api/user/code"]
+    assert (window.limit, window.remaining, window.reset, window.source) == (60, 41, START + 900, "headers")
+
+    clock.advance(5)
+    client.upload_code("b", {"main": "new"})
+    uploaded = ledger.remembered_branch("b")
+    assert uploaded is not None
+    assert uploaded.how == "own-upload"
+    assert uploaded.learnt_at == START + 5
+
+    client.list_branches()
+    client.set_active_branch("b", "sim")
+    client.clone_branch("c", "b")
+    listing = ledger.remembered_branch_list()
+    assert listing is not None
+    assert listing[0] == [BranchInfo("default", True, False), BranchInfo("b", False, True), BranchInfo("c")]
+    assert ledger.sent_in_last("POST /api/user/code", 60) == 1
+
+    text = ledger.path.read_text()
+    assert "secret text" not in text
+    assert CANARY not in text
+    reopened = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock)
+    assert reopened.remembered_branch("b") == uploaded
+
+
+def test_429_without_headers_is_recorded_as_a_spent_window(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    ledger = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock)
+    rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 600000ms"))
+    with pytest.raises(RateLimitedError):
+        make_client(rec, url="https://screeps.example", ledger=ledger).upload_code("x", {"main": ""})
+    window = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock).windows()[
+        "POST /api/user/code"
+    ]
+    assert (window.remaining, window.reset, window.source) == (0, START + 600, "headers")
+
+
+def test_canary_never_in_logs(make_client: Callable[..., ServiceClient], tmp_path: Path) -> None:
+    lines: list[str] = []
+    rec = Recorder(
+        httpx.Response(500, text=f"boom {CANARY}"),
+        httpx.Response(200, json={"error": f"no {CANARY}"}),
+    )
+    with pytest.raises(ServiceError) as info:
+        make_client(rec, log=lines.append).list_branches()
+    assert lines
+    assert all(CANARY not in line for line in lines)
+    assert CANARY not in str(info.value)

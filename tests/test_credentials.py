@@ -1,0 +1,246 @@
+"""Credentials: environment variables, the SS3 credentials file and its search order, messages without secrets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitops.credentials import (
+    PasswordAuth,
+    TokenAuth,
+    auth_available,
+    credentials_file_candidates,
+    resolve_auth,
+)
+from gitops.errors import AuthError
+from gitops.manifest import ServerConfig
+
+SECRET = "tok-5e5e5e5e5e5e5e5e5e5e5e5e"
+OFFICIAL = "https://screeps.com"
+
+
+def server(**fields: str) -> ServerConfig:
+    fields.setdefault("url", OFFICIAL)
+    return ServerConfig(**fields)
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> dict[str, Path]:
+    """Every place of the search order, inside tmp_path, and an environment naming them."""
+    return {
+        "explicit": tmp_path / "explicit.yaml",
+        "cwd": tmp_path / "work" / ".screeps.yaml",
+        "xdg": tmp_path / "xdg" / "screeps" / "config.yaml",
+        "dotconfig": tmp_path / "home" / ".config" / "screeps" / "config.yaml",
+        "appdata": tmp_path / "appdata" / "screeps" / "config.yaml",
+        "home": tmp_path / "home" / ".screeps.yaml",
+    }
+
+
+def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
+    return {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "APPDATA": str(tmp_path / "appdata"),
+        **extra,
+    }
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# --- environment variables ---------------------------------------------------------------------------------
+
+
+def test_token_from_env(tmp_path: Path) -> None:
+    auth = resolve_auth("official", server(token_env="SCREEPS_TOKEN"), {"SCREEPS_TOKEN": f" {SECRET}\n"}, cwd=tmp_path)
+    assert isinstance(auth, TokenAuth)
+    assert auth.token.reveal() == SECRET
+    assert auth.source == "the environment variable SCREEPS_TOKEN"
+    assert auth.fingerprint() == auth.token.fingerprint()
+    assert SECRET not in repr(auth)
+
+
+@pytest.mark.parametrize(("env", "state"), [({}, "not set"), ({"SCREEPS_TOKEN": "  "}, "empty")])
+def test_missing_token_says_how_to_fix(tmp_path: Path, env: dict[str, str], state: str) -> None:
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(token_env="SCREEPS_TOKEN"), env, cwd=tmp_path)
+    assert str(info.value) == (
+        f"no credentials for server 'official': the environment variable SCREEPS_TOKEN is {state}.\n"
+        "set SCREEPS_TOKEN in the environment; in GitHub Actions map the repository secret into the step: "
+        "`env: SCREEPS_TOKEN: ${{ secrets.SCREEPS_TOKEN }}` (secrets are not given to pull requests from forks: "
+        "plan those with --refresh=never)."
+    )
+    assert info.value.exit_code == 7
+
+
+def test_username_and_password_from_env(tmp_path: Path) -> None:
+    config = server(url="http://127.0.0.1:21025", username_env="U", password_env="P")
+    auth = resolve_auth("local", config, {"U": "alice", "P": "pw with spaces 0001"}, cwd=tmp_path)
+    assert isinstance(auth, PasswordAuth)
+    assert (auth.username, auth.password.reveal(), auth.url) == (
+        "alice",
+        "pw with spaces 0001",
+        "http://127.0.0.1:21025",
+    )
+    with pytest.raises(AuthError) as info:
+        resolve_auth("local", config, {"U": "alice"}, cwd=tmp_path)
+    assert str(info.value).startswith(
+        "no credentials for server 'local': the environment variable P is not set.\nset P in the environment"
+    )
+
+
+def test_password_fingerprint_is_per_server_and_user() -> None:
+    from gitops.secrets import Secret
+
+    a = PasswordAuth("alice", Secret("pw-fingerprint-0001"), "http://127.0.0.1:21025/", "s")
+    assert (
+        a.fingerprint()
+        == PasswordAuth("alice", Secret("pw-fingerprint-0002"), "http://127.0.0.1:21025", "s").fingerprint()
+    )
+    assert (
+        a.fingerprint()
+        != PasswordAuth("bob", Secret("pw-fingerprint-0001"), "http://127.0.0.1:21025", "s").fingerprint()
+    )
+    assert (
+        a.fingerprint()
+        != PasswordAuth("alice", Secret("pw-fingerprint-0001"), "http://127.0.0.1:21026", "s").fingerprint()
+    )
+
+
+def test_auth_available(tmp_path: Path) -> None:
+    config = server(token_env="SCREEPS_TOKEN")
+    assert auth_available(config, {"SCREEPS_TOKEN": SECRET}, cwd=tmp_path)
+    assert not auth_available(config, {}, cwd=tmp_path)
+
+
+# --- the unified credentials file --------------------------------------------------------------------------
+
+
+def test_search_order(tmp_path: Path, places: dict[str, Path]) -> None:
+    env = env_for(tmp_path, SCREEPS_CONFIG=str(places["explicit"]))
+    cwd = places["cwd"].parent
+    cwd.mkdir(parents=True)
+    assert credentials_file_candidates(env, cwd=cwd) == list(places.values())
+    for name, path in places.items():
+        write(path, f"servers:\n  main:\n    host: screeps.com\n    token: token-from-{name}\n")
+    config = server(credentials="main")
+    for name, path in places.items():
+        auth = resolve_auth("official", config, env, cwd=cwd)
+        assert isinstance(auth, TokenAuth)
+        assert auth.token.reveal() == f"token-from-{name}"
+        assert auth.source == f"entry 'main' of the credentials file {path}"
+        path.unlink()
+        if name == "explicit":
+            del env["SCREEPS_CONFIG"]
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", config, env, cwd=cwd)
+    assert str(info.value).startswith(
+        "server 'official' reads entry 'main' of the credentials file, but none was found (looked in: "
+        f"{places['cwd']}, {places['xdg']}, "
+    )
+
+
+def test_screeps_config_naming_a_missing_file(tmp_path: Path) -> None:
+    env = env_for(tmp_path, SCREEPS_CONFIG=str(tmp_path / "nope.yaml"))
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env, cwd=tmp_path)
+    assert str(info.value) == (
+        f"SCREEPS_CONFIG names {tmp_path / 'nope.yaml'}, which is not a file.\n"
+        "point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places."
+    )
+
+
+def test_bad_yaml_names_file_and_line_without_the_secret(tmp_path: Path) -> None:
+    path = write(tmp_path / ".screeps.yaml", f"servers:\n  main:\n    token: {SECRET}\n    host: [screeps.com\n")
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    message = str(info.value)
+    assert message.startswith(f"the credentials file {path} is not valid YAML at line 5, column 1: ")
+    assert SECRET not in message
+
+
+def test_missing_entry_lists_the_entries(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".screeps.yaml",
+        f"servers:\n  ptr: {{token: {SECRET}}}\n  season: {{token: tok-season-entry-0001}}\n",
+    )
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert str(info.value) == (
+        f"server 'official' reads entry 'main', but the credentials file {path} has no such entry (it has: ptr, "
+        "season).\n"
+        f"add servers.main to {path}, or fix 'credentials' of servers.official in the manifest."
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[1, 2]", "has no 'servers' mapping."),
+        ("servers:\n  main: 5\n", "is not a mapping of host, token, ..."),
+        ("servers:\n  main: {token: [a]}\n", "'token' must be a string."),
+        ("servers:\n  main: {host: screeps.com}\n", "has neither 'token' nor both 'username' and 'password'."),
+    ],
+)
+def test_bad_shapes(tmp_path: Path, text: str, expected: str) -> None:
+    write(tmp_path / ".screeps.yaml", text)
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert expected in str(info.value).split("\n")[0]
+
+
+def test_entry_for_another_address_is_refused(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".screeps.yaml",
+        f"servers:\n  main: {{host: evil.example, secure: false, port: 8080, token: {SECRET}}}\n",
+    )
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert str(info.value) == (
+        f"entry 'main' of the credentials file {path} does not describe server 'official' (https://screeps.com): "
+        "host 'evil.example' is not the manifest's host 'screeps.com'; secure: false does not match the manifest's "
+        "scheme 'https'; port 8080 is not the manifest's port 443.\n"
+        "the entry's secret is not sent to another address than it was written for; fix the entry, or name the "
+        "right entry in the manifest's 'credentials'."
+    )
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("entry", "url"),
+    [
+        ("{host: screeps.com, secure: true, path: /ptr, token: tok-matching-entry-0001}", "https://screeps.com/ptr"),
+        ("{host: screeps.com, secure: true, ptr: true, token: tok-matching-entry-0001}", "https://screeps.com/ptr/"),
+        ("{host: Screeps.com, port: 443, token: tok-matching-entry-0001}", "https://screeps.com"),
+        ("{token: tok-matching-entry-0001}", "https://screeps.com/season"),
+    ],
+)
+def test_matching_entries(tmp_path: Path, entry: str, url: str) -> None:
+    write(tmp_path / ".screeps.yaml", f"servers:\n  main: {entry}\n")
+    auth = resolve_auth("official", server(url=url, credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert isinstance(auth, TokenAuth)
+    assert auth.token.reveal() == "tok-matching-entry-0001"
+
+
+def test_ptr_entry_does_not_match_the_main_server(tmp_path: Path) -> None:
+    write(
+        tmp_path / ".screeps.yaml", "servers:\n  main: {host: screeps.com, ptr: true, token: tok-matching-entry-0001}\n"
+    )
+    with pytest.raises(AuthError, match="path '/ptr' is not the manifest's path '/'"):
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+
+
+def test_private_server_entry(tmp_path: Path) -> None:
+    write(
+        tmp_path / ".screeps.yaml",
+        "servers:\n  local: {host: 127.0.0.1, port: 21025, secure: false, username: alice, password: 'pw-local-entry-0001'}\n",
+    )
+    config = server(url="http://127.0.0.1:21025", credentials="local")
+    auth = resolve_auth("local", config, env_for(tmp_path), cwd=tmp_path)
+    assert isinstance(auth, PasswordAuth)
+    assert (auth.username, auth.password.reveal()) == ("alice", "pw-local-entry-0001")

@@ -1,0 +1,307 @@
+"""The local ledger: window arithmetic, branches without text, corrupt files set aside, atomic writes under kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from gitops.clock import ManualClock
+from gitops.codeset import CodeSet, Module
+from gitops.ledger import Ledger, default_state_dir, window_key
+from gitops.limits import GLOBAL_KEY
+from gitops.remote import BranchInfo, RemoteBranch
+
+URL = "https://screeps.com/ptr"
+FP = "0123456789abcdef"
+START = 1_800_000_000.0
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+def open_ledger(tmp_path: Path, clock: ManualClock, fingerprint: str | None = FP) -> Ledger:
+    return Ledger.open(tmp_path, URL, fingerprint, clock=clock)
+
+
+def headers(limit: int, remaining: int, reset: float) -> dict[str, str]:
+    return {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(remaining), "X-RateLimit-Reset": str(reset)}
+
+
+# --- windows -----------------------------------------------------------------------------------------------
+
+
+def test_empty_ledger_has_every_window_full(tmp_path: Path, clock: ManualClock) -> None:
+    windows = open_ledger(tmp_path, clock).windows()
+    assert windows[GLOBAL_KEY].remaining == 120
+    assert windows["GET /api/user/code"].remaining == 60
+    assert windows["POST /api/user/code"].remaining == 240
+    assert all(w.source == "counted" and w.reset > START for w in windows.values())
+
+
+def test_counted_windows(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    for _ in range(3):
+        ledger.record_sent("GET /api/user/code")
+        clock.advance(10)
+    ledger.record_sent("GET /api/user/branches")
+    windows = ledger.windows()
+    code = windows["GET /api/user/code"]
+    assert (code.limit, code.remaining, code.reset, code.source) == (60, 57, START + 3600, "counted")
+    assert windows[GLOBAL_KEY].remaining == 116
+    clock.advance(41)  # two requests are now over a minute old: out of the global window, inside the hour
+    windows = ledger.windows()
+    assert windows[GLOBAL_KEY].remaining == 120 - 2
+    assert windows["GET /api/user/code"].remaining == 57
+    assert ledger.sent_in_last("GET /api/user/code", 60) == 1
+    assert ledger.sent_in_last(GLOBAL_KEY, 60) == 2
+
+
+def test_header_window_less_the_requests_sent_since(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_sent("GET /api/user/code")
+    ledger.record_response("GET /api/user/code", 200, headers(60, 40, START + 900))
+    ledger.record_sent("GET /api/user/code")
+    ledger.record_sent("GET /api/user/code")
+    window = ledger.windows()["GET /api/user/code"]
+    assert (window.remaining, window.reset, window.learnt_at, window.source) == (38, START + 900, START, "headers")
+    # The endpoint's headers say nothing of the global window, which is counted.
+    assert ledger.windows()[GLOBAL_KEY].source == "counted"
+
+
+def test_headers_of_the_global_window(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_sent("GET /api/user/branches")
+    ledger.record_response(
+        "GET /api/user/branches", 200, {k.lower(): v for k, v in headers(120, 7, START + 30).items()}
+    )
+    ledger.record_sent("GET /api/user/code")
+    assert ledger.windows()[GLOBAL_KEY].remaining == 6
+    assert window_key("GET /api/user/code", 120) == GLOBAL_KEY
+    assert window_key("GET /api/user/code", 60) == "GET /api/user/code"
+    assert window_key("GET /api/user/code", 75) == "GET /api/user/code"
+    assert window_key("GET /api/user/branches", 75) == GLOBAL_KEY
+
+
+def test_window_past_its_reset_is_full_again(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    for _ in range(5):
+        ledger.record_sent("POST /api/user/code")
+    ledger.record_response("POST /api/user/code", 200, headers(240, 0, START + 100))
+    clock.advance(101)
+    ledger.record_sent("POST /api/user/code")
+    window = ledger.windows()["POST /api/user/code"]
+    # The five requests belong to the window that reset; only the one after counts.
+    assert (window.remaining, window.source) == (239, "counted")
+
+
+def test_reset_in_milliseconds_or_relative(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_response("GET /api/user/code", 200, headers(60, 5, (START + 60) * 1000))
+    assert ledger.windows()["GET /api/user/code"].reset == START + 60
+    ledger.record_response("GET /api/user/code", 200, headers(60, 5, 30))
+    assert ledger.windows()["GET /api/user/code"].reset == START + 30
+
+
+@pytest.mark.parametrize(
+    "partial",
+    [
+        {},
+        {"X-RateLimit-Limit": "60"},
+        {"X-RateLimit-Limit": "x", "X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "9"},
+    ],
+)
+def test_missing_or_bad_headers_are_ignored(tmp_path: Path, clock: ManualClock, partial: dict[str, str]) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_response("GET /api/user/code", 200, partial)
+    assert ledger.windows()["GET /api/user/code"].source == "counted"
+
+
+def test_requests_are_pruned_when_no_window_needs_them(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_sent("GET /api/user/branches")
+    ledger.record_sent("GET /api/user/code")
+    ledger.record_sent("POST /api/user/code")
+    clock.advance(61)
+    ledger.save()
+    sent = json.loads(ledger.path.read_text())["sent"]
+    assert sorted(sent) == ["GET /api/user/code", "POST /api/user/code"]
+    clock.advance(3600)
+    ledger.save()
+    assert sorted(json.loads(ledger.path.read_text())["sent"]) == ["POST /api/user/code"]
+    clock.advance(86400)
+    ledger.save()
+    assert json.loads(ledger.path.read_text())["sent"] == {}
+
+
+# --- branches ----------------------------------------------------------------------------------------------
+
+
+def test_branches_are_remembered_without_text(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    code = CodeSet.of([Module("main", text="module.exports.loop = () => 'TEXT-MARKER'"), Module("w", binary=b"\0asm")])
+    ledger.remember_branch(RemoteBranch.from_code("default", code, START - 5, "own-upload"))
+    ledger.remember_branch(RemoteBranch.missing("gone", START))
+    ledger.remember_branch_list([BranchInfo("default", True, False), BranchInfo("sim", False, True)])
+    ledger.set_unlimited_until(START + 7200)
+    ledger.save()
+    assert "TEXT-MARKER" not in ledger.path.read_text()
+
+    again = open_ledger(tmp_path, clock)
+    assert again.warnings == []
+    branch = again.remembered_branch("default")
+    assert branch is not None
+    assert (branch.how, branch.learnt_at, branch.digest) == ("own-upload", START - 5, code.digest)
+    assert branch.modules is not None
+    assert {n: (m.digest, m.size, m.is_binary, m.text) for n, m in branch.modules.items()} == {
+        m.name: (m.digest, m.size, m.is_binary, None) for m in code
+    }
+    gone = again.remembered_branch("gone")
+    assert gone is not None
+    assert not gone.exists
+    assert again.remembered_branch("never") is None
+    assert again.remembered_branch_list() == (
+        [BranchInfo("default", True, False), BranchInfo("sim", False, True)],
+        START,
+    )
+    assert again.unlimited_until == START + 7200
+
+
+def test_no_fingerprint_opens_the_last_one_used(tmp_path: Path, clock: ManualClock) -> None:
+    assert open_ledger(tmp_path, clock, None).remembered_branch_list() is None
+    first = open_ledger(tmp_path, clock, "aaaaaaaaaaaaaaaa")
+    first.remember_branch_list([BranchInfo("a")])
+    first.save()
+    second = open_ledger(tmp_path, clock, "bbbbbbbbbbbbbbbb")
+    second.remember_branch_list([BranchInfo("b")])
+    second.save()
+    anonymous = open_ledger(tmp_path, clock, None)
+    assert anonymous.path == second.path
+    listing = anonymous.remembered_branch_list()
+    assert listing is not None
+    assert listing[0] == [BranchInfo("b")]
+    # Another server's ledger is separate.
+    assert Ledger.open(tmp_path, "https://screeps.com", None, clock=clock).remembered_branch_list() is None
+
+
+def test_layout_keys_server_and_fingerprint(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.save()
+    relative = ledger.path.relative_to(tmp_path)
+    assert relative.parts[0] == "ledger"
+    assert relative.parts[1].startswith("screeps.com_ptr-")
+    assert relative.parts[2] == f"{FP}.json"
+    assert Ledger.open(tmp_path, "HTTPS://Screeps.com/ptr/", FP, clock=clock).path == ledger.path
+
+
+# --- corrupt files -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b'{"format_version": 1, "server_url": ', "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+        (b"[1, 2, 3]", "not shaped as a ledger"),
+        (b'{"format_version": 1, "server_url": "https://screeps.com/ptr", "sent": 5}', "not shaped as a ledger"),
+        (b'{"format_version": 99}', "format_version 99, expected 1"),
+        (
+            b'{"format_version": 1, "server_url": "https://other.example", "fingerprint": "0123456789abcdef",'
+            b' "saved_at": 1}',
+            "it belongs to another server or credentials",
+        ),
+    ],
+)
+def test_corrupt_ledger_is_set_aside(tmp_path: Path, clock: ManualClock, content: bytes, reason: str) -> None:
+    path = open_ledger(tmp_path, clock).path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    ledger = open_ledger(tmp_path, clock)
+    aside = path.with_name(f"{path.name}.corrupt-20270115T080000Z")
+    assert ledger.warnings == [
+        f"the ledger at {path} was corrupt ({reason}); set aside as {aside}; starting afresh, so rate-limit "
+        "figures are counted from zero and branches are downloaded."
+    ]
+    assert aside.read_bytes() == content
+    assert not path.exists()
+    assert ledger.windows()["GET /api/user/code"].remaining == 60
+    ledger.save()
+    assert open_ledger(tmp_path, clock).warnings == []
+
+
+def test_default_state_dir() -> None:
+    assert default_state_dir({"GITOPS_STATE_DIR": "/s", "XDG_STATE_HOME": "/x"}) == Path("/s")
+    assert default_state_dir({"XDG_STATE_HOME": "/x", "HOME": "/h"}) == Path("/x/screeps-gitops")
+    assert default_state_dir({"HOME": "/h"}) == Path("/h/.local/state/screeps-gitops")
+
+
+# --- atomic writes -----------------------------------------------------------------------------------------
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from gitops.clock import ManualClock
+    from gitops.ledger import Ledger
+    from gitops.remote import BranchInfo
+
+    clock = ManualClock(1_800_000_000.0)
+    ledger = Ledger.open(Path(sys.argv[1]), sys.argv[2], sys.argv[3], clock=clock)
+    i = 0
+    while True:
+        i += 1
+        for _ in range(20):
+            ledger.record_sent("GET /api/user/code")
+        ledger.set_unlimited_until(float(i))
+        ledger.remember_branch_list([BranchInfo(f"b{j}") for j in range(i % 30)])
+        ledger.save()
+        print(i, flush=True)
+    """
+)
+
+
+def test_kill_9_mid_write_leaves_old_or_new_state(tmp_path: Path, clock: ManualClock) -> None:
+    rng = random.Random(4)
+    sent_before = 0
+    for _round in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(tmp_path), URL, FP],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.strip().isdigit(), "the writer did not start"
+        # Kill at a random moment while it keeps rewriting the file.
+        time.sleep(rng.uniform(0.02, 0.25))
+        os.kill(proc.pid, signal.SIGKILL)
+        rest = proc.stdout.read()
+        proc.stdout.close()
+        proc.wait()
+        last = int((first + rest).split()[-1])
+
+        ledger = open_ledger(tmp_path, clock)
+        assert ledger.warnings == []
+        assert ledger.unlimited_until is not None
+        n = int(ledger.unlimited_until)
+        # Either the last save it reported or the one it finished without reporting, and all of that save.
+        assert n in (last, last + 1)
+        assert ledger.sent_in_last("GET /api/user/code", 3600) == sent_before + 20 * n
+        listing = ledger.remembered_branch_list()
+        assert listing is not None
+        assert len(listing[0]) == n % 30
+        sent_before += 20 * n
+    clock.advance(7200)  # temporary files that a killed writer left are removed once stale
+    folder = open_ledger(tmp_path, clock).path.parent
+    assert list(folder.glob(".*.tmp")) == []
