@@ -22,6 +22,8 @@ from gitops.errors import AuthError, NetworkError, RateLimitedError, ServiceErro
 from gitops.ledger import Ledger
 from gitops.remote import BranchInfo
 from gitops.secrets import Secret
+from gitops.server.testing import ALICE as ALICE_NAME
+from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 
 CANARY = "canary0123456789abcdef0123456789ab"
 TOKEN = TokenAuth(Secret(CANARY), "the environment variable SCREEPS_TOKEN")
@@ -597,3 +599,170 @@ def test_canary_never_in_logs(make_client: Callable[..., ServiceClient], tmp_pat
     assert lines
     assert all(CANARY not in line for line in lines)
     assert CANARY not in str(info.value)
+
+
+# --- against the real stand-in over loopback ---------------------------------------------------------------
+
+
+def standin_client(standin: StandIn, token: str = FULL_TOKEN, **kwargs: Any) -> ServiceClient:
+    auth = TokenAuth(Secret(token), "the environment variable SCREEPS_TOKEN")
+    return ServiceClient(server_name="local", url=standin.url, auth=auth, clock=standin.clock, **kwargs)
+
+
+def test_standin_round_trip(standin: StandIn, tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, standin.url, "f" * 16, clock=standin.clock)
+    with standin_client(standin, ledger=ledger) as client:
+        assert client.get_code("nope") is None
+        client.clone_branch("deploy")
+        client.upload_code("deploy", {"main": "module.exports.loop = () => {}", "w": {"binary": "AGFzbQ=="}})
+        client.set_active_branch("deploy", "world")
+        code = client.get_code("deploy")
+        assert code is not None
+        assert code.modules["w"].binary == b"\0asm"
+        assert standin.branch_modules(ALICE_NAME, "deploy") == {
+            "main": "module.exports.loop = () => {}",
+            "w": {"binary": "AGFzbQ=="},
+        }
+        listing = client.list_branches()
+        assert BranchInfo("deploy", True, False) in listing
+        assert {b["branch"] for b in standin.branches(ALICE_NAME)} == {b.name for b in listing}
+        with pytest.raises(ServiceError) as info:
+            client.upload_code("missing", {"main": ""})
+        assert str(info.value) == "server 'local' refused POST /api/user/code: branch does not exist"
+    window = ledger.windows()["POST /api/user/code"]
+    assert (window.limit, window.source) == (240, "headers")
+    assert window.remaining == 240 - 2
+
+
+def test_standin_restricted_token(standin: StandIn) -> None:
+    with standin_client(standin, RESTRICTED_TOKEN) as client:
+        assert client.get_code("$activeWorld") is not None
+        with pytest.raises(AuthError) as info:
+            client.list_branches()
+    assert str(info.value).startswith(
+        "the token for server 'local' may not use GET /api/user/branches; plan needs GET /api/user/code; apply also "
+        "needs POST /api/user/code, GET /api/user/branches, POST /api/user/clone-branch, "
+        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
+    )
+
+
+def test_standin_unknown_token(standin: StandIn) -> None:
+    with standin_client(standin, "canarywrong0123456789abcdef012345") as client, pytest.raises(AuthError) as info:
+        client.list_branches()
+    assert str(info.value).startswith(
+        "the server refused the credentials for server 'local' (401 on GET /api/user/branches); check the token in "
+        "the environment variable SCREEPS_TOKEN."
+    )
+
+
+def test_standin_429_refused_then_waited(standin: StandIn) -> None:
+    waits: list[tuple[float, str]] = []
+    with standin_client(standin, max_wait=60, on_wait=lambda s, e: waits.append((s, e))) as client:
+        for _ in range(60):
+            client.get_code("$activeWorld")
+        with pytest.raises(RateLimitedError) as info:
+            client.get_code("$activeWorld")
+    message = str(info.value)
+    assert message.startswith(
+        "server 'local' refused GET /api/user/code: rate limited by the limit of 60 per hour for GET /api/user/code; "
+        "it resets at 2027-01-15 09:00:00 UTC (a wait of 60 min is longer than --max-wait (60 s))."
+    )
+    assert FULL_TOKEN not in message
+    assert waits == []
+    with standin_client(standin, max_wait=3600, on_wait=lambda s, e: waits.append((s, e))) as client:
+        assert client.get_code("$activeWorld") is not None
+    assert waits == [(3600.0, "GET /api/user/code")]
+    assert standin.clock.slept == [3600.0]
+
+
+def test_standin_pacing_avoids_429(standin: StandIn) -> None:
+    waits: list[tuple[float, str]] = []
+    with standin_client(standin, on_wait=lambda s, e: waits.append((s, e))) as client:
+        for _ in range(125):
+            client.list_branches()
+    assert standin.count("GET /api/user/branches") == 125
+    assert [e for _, e in waits] == ["global"]
+
+
+@pytest.mark.parametrize("kind", ["500", "drop", "badjson", "html"])
+def test_standin_read_faults_are_retried(standin: StandIn, kind: str) -> None:
+    standin.inject_fault("GET /api/user/code", kind, count=2)
+    with standin_client(standin) as client:
+        assert client.get_code("$activeWorld") is not None
+    assert standin.count("GET /api/user/code") == 3
+    assert standin.clock.slept == [0.5, 1.0]
+
+
+def test_standin_upload_retried_once(standin: StandIn) -> None:
+    standin.inject_fault("POST /api/user/code", "500", count=5)
+    with standin_client(standin) as client, pytest.raises(NetworkError) as info:
+        client.upload_code("default", {"main": "x"})
+    assert standin.count("POST /api/user/code") == 2
+    assert str(info.value).startswith(
+        "server 'local' answered 500 Internal Server Error to POST /api/user/code (text/plain text starting "
+        "'Internal Server Error')."
+    )
+
+
+def test_standin_upload_succeeds_on_its_retry(standin: StandIn) -> None:
+    standin.inject_fault("POST /api/user/code", "drop")
+    with standin_client(standin) as client:
+        client.upload_code("default", {"main": "x"})
+    assert standin.branch_modules(ALICE_NAME, "default") == {"main": "x"}
+    assert standin.count("POST /api/user/code") == 2
+
+
+def test_standin_slow_answer_times_out(standin: StandIn) -> None:
+    standin.inject_fault("POST /api/user/set-active-branch", "delay", count=2, delay=1.0)
+    with standin_client(standin, timeout=0.2) as client, pytest.raises(NetworkError) as info:
+        client.set_active_branch("default", "sim")
+    assert str(info.value).startswith("server 'local' did not answer POST /api/user/set-active-branch within 0.2 s")
+
+
+def test_standin_query_token_and_unlimited(standin: StandIn, tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path, standin.url, "f" * 16, clock=standin.clock)
+    with standin_client(standin, ledger=ledger) as client:
+        info = client.query_token()
+        assert (info.full, info.unlimited_until, info.unlimited_seconds) == (True, None, 0.0)
+        until = standin.grant_unlimited(FULL_TOKEN)
+        standin.clock.advance(600)
+        info = client.query_token()
+        assert info.unlimited_until == until
+        assert info.unlimited_seconds == 6600.0
+    assert ledger.unlimited_until == until
+    with standin_client(standin, RESTRICTED_TOKEN) as client:
+        restricted = client.query_token()
+    assert (restricted.full, restricted.endpoints) == (False, ("GET /api/user/code", "POST /api/user/code"))
+
+
+def test_standin_basic_auth_when_there_is_no_signin(standin: StandIn) -> None:
+    auth = PasswordAuth(ALICE_EMAIL, Secret(ALICE_PASSWORD), standin.url, "the environment variables U and P")
+    with ServiceClient(server_name="local", url=standin.url, auth=auth, clock=standin.clock) as client:
+        client.upload_code("default", {"main": "by basic"})
+        assert client.get_code("default") == CodeSet.of([Module("main", text="by basic")])
+
+
+def test_standin_canary_never_leaks(standin: StandIn, tmp_path: Path) -> None:
+    lines: list[str] = []
+    errors: list[str] = []
+    ledger = Ledger.open(tmp_path / "state", standin.url, "f" * 16, clock=standin.clock)
+    standin.inject_fault("GET /api/user/code", "html", count=4)
+
+    def attempt(call: Callable[[], object]) -> None:
+        try:
+            call()
+        except (ServiceError, RateLimitedError) as exc:
+            errors.append(str(exc))
+
+    with standin_client(standin, ledger=ledger, log=lines.append, max_wait=0) as client:
+        client.query_token()
+        attempt(lambda: client.get_code("default"))  # an HTML page four times
+        attempt(lambda: client.upload_code("nope", {"main": ""}))  # the server's error words
+        for _ in range(61):  # the 61st is refused: 60 per hour
+            attempt(lambda: client.get_code("default"))
+    assert len(errors) == 3
+    state = "".join(p.read_text() for p in (tmp_path / "state").rglob("*") if p.is_file())
+    assert "GET /api/user/code" in state
+    for text in [*lines, *errors, state]:
+        assert FULL_TOKEN not in text
+        assert FULL_TOKEN[:8] not in text
