@@ -1,0 +1,144 @@
+"""The GitHub client against a fake of the REST API at the httpx transport seam."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from gitops.github import (
+    COMMENT_LIMIT,
+    MAX_PAGES,
+    GitHubClient,
+    GitHubError,
+    GitHubPermissionError,
+    marker,
+)
+from gitops.secrets import Secret
+from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub
+
+MARK = marker("gitops.yaml")
+
+
+@pytest.fixture
+def fake() -> FakeGitHub:
+    return FakeGitHub()
+
+
+def client(fake: FakeGitHub, token: str = GITHUB_TOKEN) -> GitHubClient:
+    return GitHubClient(Secret(token), fake.repository, api_url=fake.base_url, transport=fake.transport)
+
+
+def test_first_upsert_creates_then_edits_the_same_comment(fake: FakeGitHub) -> None:
+    with client(fake) as gh:
+        first, what = gh.upsert_comment(7, MARK, MARK + "\nplan one")
+        assert what == "created"
+        second, what = gh.upsert_comment(7, MARK, MARK + "\nplan two")
+        assert what == "updated"
+        third, what = gh.upsert_comment(7, MARK, MARK + "\nplan two")
+        assert what == "unchanged"
+    assert first.id == second.id == third.id
+    assert [c.body for c in fake.on(7)] == [MARK + "\nplan two"]
+    assert fake.writes() == [
+        ("POST", "/api/v3/repos/alice/bot/issues/7/comments"),
+        ("PATCH", f"/api/v3/repos/alice/bot/issues/comments/{first.id}"),
+    ]
+    assert second.url.endswith(f"#issuecomment-{first.id}")
+
+
+def test_ours_is_found_on_a_later_page_and_quotes_of_it_are_not(fake: FakeGitHub) -> None:
+    for n in range(130):
+        fake.add(7, f"comment {n}")
+    fake.add(7, "> " + MARK + "\n> quoted by a reviewer")
+    ours = fake.add(7, MARK + "\nold plan", {"login": "github-actions[bot]", "type": "Bot"})
+    for n in range(90):
+        fake.add(7, f"later {n}")
+    with client(fake) as gh:
+        comments, complete = gh.list_comments(7)
+        assert (len(comments), complete) == (222, True)
+        _, what = gh.upsert_comment(7, MARK, MARK + "\nnew plan")
+    assert what == "updated"
+    assert ours.body == MARK + "\nnew plan"
+    assert len(fake.on(7)) == 222
+    assert sum(1 for m, _, _ in fake.requests if m == "GET") == 6  # 3 pages per listing, two listings
+
+
+def test_pagination_is_bounded(fake: FakeGitHub) -> None:
+    for n in range(MAX_PAGES * 100 + 5):
+        fake.add(3, f"c{n}")
+    with client(fake) as gh:
+        comments, complete = gh.list_comments(3)
+    assert (len(comments), complete) == (MAX_PAGES * 100, False)
+
+
+def test_each_manifest_has_its_own_comment(fake: FakeGitHub) -> None:
+    other = marker("deploy/season.yaml")
+    assert other != MARK
+    with client(fake) as gh:
+        gh.upsert_comment(7, MARK, MARK + "\nmain")
+        gh.upsert_comment(7, other, other + "\nseason")
+        gh.upsert_comment(7, MARK, MARK + "\nmain again")
+    assert sorted(c.body for c in fake.on(7)) == sorted([MARK + "\nmain again", other + "\nseason"])
+
+
+def test_marker_cannot_be_closed_early_by_a_path() -> None:
+    assert marker("a-->b.yaml") == "<!-- screeps-gitops plan: a- -b.yaml -->"
+    assert marker("a-->b.yaml").count("-->") == 1
+
+
+def test_read_only_token_says_which_permission_to_grant(fake: FakeGitHub) -> None:
+    fake.read_only = True
+    with client(fake) as gh, pytest.raises(GitHubPermissionError) as caught:
+        gh.upsert_comment(7, MARK, MARK + "\nplan")
+    assert str(caught.value) == (
+        "GitHub refused to comment on pull request #7: 403 Resource not accessible by integration\n"
+        "Give the workflow `permissions: pull-requests: write` (GITHUB_TOKEN is read-only for pull requests from "
+        "forks; those get the plan in the job summary only)."
+    )
+    assert caught.value.status == 403
+
+
+def test_bad_token_is_named_but_never_shown(fake: FakeGitHub) -> None:
+    wrong = "ghs_wrongToken0123456789abcdefghijkl"
+    with client(fake, wrong) as gh, pytest.raises(GitHubError) as caught:
+        gh.list_comments(7)
+    assert "401 Bad credentials" in str(caught.value)
+    assert "github-token" in str(caught.value)
+    assert wrong not in str(caught.value)
+    assert not isinstance(caught.value, GitHubPermissionError)
+
+
+def test_unreachable_api_says_where_it_looked() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    gh = GitHubClient(
+        Secret(GITHUB_TOKEN),
+        "alice/bot",
+        api_url="https://ghe.example.test/api/v3/",
+        transport=httpx.MockTransport(refuse),
+    )
+    with gh, pytest.raises(GitHubError) as caught:
+        gh.find_comment(1, MARK)
+    assert str(caught.value).startswith(
+        "could not reach GitHub at https://ghe.example.test/api/v3 to read the comments of pull request #1: "
+    )
+    assert "GITHUB_API_URL" in str(caught.value)
+
+
+def test_too_long_body_is_cut_to_the_limit(fake: FakeGitHub) -> None:
+    with client(fake) as gh:
+        comment = gh.create_comment(7, MARK + "\n" + "x" * (COMMENT_LIMIT + 10))
+    assert len(comment.body) <= COMMENT_LIMIT
+    assert comment.body.startswith(MARK)
+    assert comment.body.endswith("_(cut to fit GitHub's comment size limit)_\n")
+
+
+def test_body_without_its_marker_is_refused(fake: FakeGitHub) -> None:
+    with client(fake) as gh, pytest.raises(ValueError, match="marker"):
+        gh.upsert_comment(7, MARK, "no marker")
+    assert fake.requests == []
+
+
+def test_repository_must_be_owner_slash_name() -> None:
+    with pytest.raises(GitHubError, match="not OWNER/NAME"):
+        GitHubClient(Secret(GITHUB_TOKEN), "bot")
