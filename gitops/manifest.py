@@ -704,6 +704,8 @@ def _yaml_error_text(display: str, exc: yaml.MarkedYAMLError) -> str:
     what = exc.problem or exc.context or "unreadable YAML"
     if exc.context and exc.problem:
         what = f"{exc.problem} ({exc.context})"
+    if "\\t" in what:
+        return f"{where}: not valid YAML: {what}; indent with spaces, not tabs"
     return (
         f"{where}: not valid YAML: {what}; check the indentation, and quote values that contain ': ' or start "
         "with '*', '&', '!' or '{'"

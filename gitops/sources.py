@@ -286,7 +286,7 @@ class _WorkTree:
             return f"is not a folder in {self.base_dir}; name the folder that holds the code"
         root_real = os.path.realpath(root)
         notes: dict[str, str] = {}
-        paths = _walk(str(root), root_real, notes)
+        paths = _walk(str(root), root_real, notes, prefix)
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
         absolute = {p: os.path.join(root, p) for p in paths}
 
@@ -303,7 +303,21 @@ class _WorkTree:
         return _Listing(paths, read)
 
 
-def _walk(root: str, root_real: str, notes: dict[str, str]) -> list[str]:
+def _outside_note(link: str, *, through: bool) -> str:
+    # Git stores a link, not the files it leads to: --ref would deploy something else, so both edges refuse.
+    if through:
+        return (
+            f"is reached through {link}, a symbolic link that leads outside the root; copy the files into the root, "
+            "or exclude them"
+        )
+    return "is a symbolic link that leads outside the root; copy the file into the root, or exclude it"
+
+
+_BROKEN_LINK = "is a broken symbolic link; fix or remove it, or exclude it"
+_ENDLESS_LINK = "is a chain of symbolic links that does not end; fix it, or exclude it"
+
+
+def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list[str]:
     """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
 
     ``notes`` gets the files that must not become modules: broken links, and files reached through a link
@@ -343,14 +357,11 @@ def _walk(root: str, root_real: str, notes: dict[str, str]) -> list[str]:
             elif is_file:
                 paths.append(path)
                 if escapes is not None:
-                    notes[path] = (
-                        f"is a symbolic link that leads outside the root ({escapes})"
-                        if escapes == path
-                        else f"is reached through {escapes}, a symbolic link that leads outside the root"
-                    ) + "; copy the files into the root, or exclude them (--ref would not see them)"
+                    shown = posixpath.join(prefix, escapes) if prefix else escapes
+                    notes[path] = _outside_note(shown, through=escapes != path)
             elif link:
                 paths.append(path)
-                notes[path] = "is a broken symbolic link; fix or remove it, or exclude it"
+                notes[path] = _BROKEN_LINK
     return paths
 
 
@@ -414,7 +425,7 @@ class _GitTree:
             return f"is not a folder in commit {self.short}; name the folder that holds the code"
         blobs: dict[str, bytes] = {}
         notes: dict[str, str] = {}
-        self._collect(tree, top, "", blobs, notes, depth=0)
+        self._collect(tree, top, prefix, "", blobs, notes, depth=0)
 
         def read(path: str) -> bytes:
             note = notes.get(path)
@@ -425,8 +436,16 @@ class _GitTree:
         return _Listing(sorted(blobs), read, origin)
 
     def _collect(
-        self, tree: git.Tree, top: str, rel: str, blobs: dict[str, bytes], notes: dict[str, str], depth: int
+        self,
+        tree: git.Tree,
+        top: str,
+        prefix: str,
+        rel: str,
+        blobs: dict[str, bytes],
+        notes: dict[str, str],
+        depth: int,
     ) -> None:
+        """The blobs under ``tree`` as paths under the root (``rel`` first), links resolved within the commit."""
         base = os.fspath(tree.path)
         blob_items = cast(
             "Iterator[git.Blob]", tree.traverse(predicate=lambda item, _depth: getattr(item, "type", "") == "blob")
@@ -437,41 +456,41 @@ class _GitTree:
             if item.mode & 0o170000 != _SYMLINK_MODE:
                 blobs[path] = item.binsha
                 continue
-            target, why = self._follow(item_path, top)
+            target, state = self._follow(item_path, top)
             if target is None:
                 blobs[path] = item.binsha
-                notes[path] = why
+                notes[path] = {"broken": _BROKEN_LINK, "endless": _ENDLESS_LINK}.get(state) or _outside_note(
+                    path, through=False
+                )
             elif target.type == "blob":
                 blobs[path] = target.binsha
-                if why:
-                    notes[path] = why
+                if state == "outside":
+                    notes[path] = _outside_note(path, through=False)
             elif depth < _MAX_LINK_HOPS:
                 inner: dict[str, bytes] = {}
-                self._collect(target, top, f"{path}/", inner, notes, depth + 1)
+                self._collect(target, top, prefix, f"{path}/", inner, notes, depth + 1)
                 blobs.update(inner)
-                if why:
-                    notes.update(dict.fromkeys(inner, why))
+                if state == "outside":
+                    shown = posixpath.join(prefix, path) if prefix else path
+                    notes.update(dict.fromkeys(inner, _outside_note(shown, through=True)))
 
-    def _follow(self, link_path: str, top: str) -> tuple[git.Blob | git.Tree | None, str]:
-        """What a link stored in the commit points to, and why it cannot be used ('' if it can)."""
+    def _follow(
+        self, link_path: str, top: str
+    ) -> tuple[git.Blob | git.Tree | None, Literal["inside", "outside", "broken", "endless"]]:
+        """What a link stored in the commit leads to (within the commit), and whether it stays inside the root."""
         inside = top + "/" if top else ""
         path = link_path
         for _ in range(_MAX_LINK_HOPS):
             obj = self._object(path)
             if obj is None:
-                return None, "is a broken symbolic link in the commit; fix or remove it, or exclude it"
+                return None, "broken"
             if obj.type == "tree" or obj.mode & 0o170000 != _SYMLINK_MODE:
-                if not path.startswith(inside):
-                    return obj, (
-                        f"is a symbolic link that leads outside the root ({link_path}); copy the files into "
-                        "the root, or exclude them"
-                    )
-                return obj, ""
+                return obj, "inside" if path.startswith(inside) else "outside"
             target = self._data(obj.binsha).decode("utf-8", "surrogateescape")
             path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or path == ".." or path.startswith("../"):
-                return None, "is a symbolic link that leads outside the repository; copy the files in, or exclude it"
-        return None, "is a chain of symbolic links that does not end; fix it, or exclude it"
+                return None, "outside"  # outside the repository, so outside the root
+        return None, "endless"
 
     def manifest_warning(self, loaded: LoadedManifest) -> str | None:
         rel = posixpath.join(self.prefix, loaded.path.name) if self.prefix else loaded.path.name

@@ -1,0 +1,107 @@
+"""Factories for tests: real files, real Git repositories, manifests built from a few keyword arguments.
+
+Git is never mocked: ``make_repo`` runs ``git init``/``add``/``commit`` with a fixed identity and no signing, so
+the tests do not depend on the machine's Git configuration.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+Files = Mapping[str, str | bytes]
+
+#: The server every default manifest names (nothing listens there: validation never uses the network).
+LOCAL_URL = "http://127.0.0.1:21025"
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git in ``cwd`` with a fixed identity; returns its standard output."""
+    done = subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+            *args,
+        ],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def write_files(root: Path, files: Files) -> None:
+    """Write ``{"src/main.js": "...", "src/lib/x.wasm": b"..."}`` under ``root`` (text as UTF-8)."""
+    for name, content in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+def commit_all(repo: Path, message: str = "change") -> str:
+    """Stage everything and commit; returns the new commit id."""
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def make_repo(root: Path, files: Files, *, commit: bool = True, message: str = "initial") -> Path:
+    """A Git repository at ``root`` holding ``files``, committed unless ``commit=False``."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q")
+    write_files(root, files)
+    if commit:
+        commit_all(root, message)
+    return root
+
+
+def manifest_data(
+    branches: list[dict[str, Any]] | None = None,
+    servers: dict[str, dict[str, Any]] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A manifest as data: by default server ``local`` (token in ``SCREEPS_TOKEN``) and branch ``main`` with root
+    ``src``. Branch entries name server ``local`` unless they say otherwise."""
+    if servers is None:
+        servers = {"local": {"url": LOCAL_URL, "token_env": "SCREEPS_TOKEN"}}
+    if branches is None:
+        branches = [{"branch": "main", "root": "src"}]
+    return {
+        "version": 1,
+        "servers": servers,
+        "branches": [{"server": "local", **b} for b in branches],
+        **extra,
+    }
+
+
+def write_manifest(
+    folder: Path,
+    data: Mapping[str, Any] | str | None = None,
+    *,
+    name: str = "gitops.yaml",
+    **kwargs: Any,
+) -> Path:
+    """Write a manifest into ``folder``: YAML text as given, data dumped as YAML, or ``manifest_data(**kwargs)``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if isinstance(data, str):
+        text = data
+    else:
+        text = yaml.safe_dump(dict(data) if data is not None else manifest_data(**kwargs), sort_keys=False)
+    path.write_text(text, encoding="utf-8")
+    return path

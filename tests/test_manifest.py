@@ -1,0 +1,503 @@
+"""The manifest: what loads, and the exact message for each kind of bad input (file, line, key, fix)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from gitops.errors import ManifestError
+from gitops.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+from tests.factories import manifest_data, write_manifest
+
+HINT = "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema."
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in ``tmp_path`` so that messages name ``gitops.yaml`` as a user would type it."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def problems(folder: Path, text: str) -> list[str]:
+    write_manifest(folder, textwrap.dedent(text))
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(Path(DEFAULT_MANIFEST))
+    return caught.value.problems
+
+
+def test_the_issue_example_loads_as_written(here: Path) -> None:
+    write_manifest(
+        here,
+        textwrap.dedent(
+            """\
+            version: 1
+            servers:
+              local:
+                url: http://127.0.0.1:21025
+                token_env: SCREEPS_TOKEN
+            branches:
+              - server: local
+                branch: main
+                root: src
+                include: ["**/*.js"]
+                activate: [world]
+            """
+        ),
+    )
+    loaded = load_manifest(Path("gitops.yaml"))
+    branch = loaded.manifest.branches[0]
+    assert (branch.server, branch.branch, branch.root, branch.include, branch.activate) == (
+        "local",
+        "main",
+        "src",
+        ["**/*.js"],
+        ["world"],
+    )
+    assert (branch.exclude, branch.binary, branch.remote_only) == ([], ["**/*.wasm"], "remove")
+    assert (branch.naming.separator, branch.naming.strip_suffixes) == ("/", [".js"])
+    assert loaded.manifest.servers["local"].token_env == "SCREEPS_TOKEN"
+    assert loaded.path == here / "gitops.yaml"
+    assert loaded.base_dir == here
+    assert loaded.display == "gitops.yaml"
+    assert loaded.where(("branches", 0, "include", 0)) == "gitops.yaml:10: branches[0].include[0]"
+    assert len(loaded.digest) == 64
+
+
+def test_digest_follows_the_meaning_not_the_formatting(here: Path) -> None:
+    write_manifest(here, manifest_data())
+    first = load_manifest(Path("gitops.yaml")).digest
+    write_manifest(here, "# a comment\n" + yaml.safe_dump(manifest_data(), default_flow_style=True))
+    assert load_manifest(Path("gitops.yaml")).digest == first
+    write_manifest(here, manifest_data(branches=[{"branch": "main", "root": "src", "activate": ["world"]}]))
+    assert load_manifest(Path("gitops.yaml")).digest != first
+
+
+def test_a_folder_means_its_gitops_yaml(here: Path) -> None:
+    write_manifest(here / "deploy", manifest_data())
+    loaded = load_manifest(Path("deploy"))
+    assert loaded.display == "deploy/gitops.yaml"
+    assert loaded.base_dir == here / "deploy"
+
+
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("https://screeps.com", "https://screeps.com"),
+        ("https://screeps.com/ptr", "https://screeps.com/ptr"),
+        ("https://screeps.com/season/", "https://screeps.com/season"),
+        ("http://127.0.0.1:21025", "http://127.0.0.1:21025"),
+        ("http://my-server.home.arpa:21025/", "http://my-server.home.arpa:21025"),
+    ],
+)
+def test_server_urls_with_any_path_prefix(here: Path, url: str, kept: str) -> None:
+    write_manifest(here, servers={"local": {"url": url, "token_env": "SCREEPS_TOKEN"}})
+    assert load_manifest(Path("gitops.yaml")).manifest.servers["local"].url == kept
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [
+        {"token_env": "SCREEPS_TOKEN"},
+        {"username_env": "SCREEPS_USER", "password_env": "SCREEPS_PASSWORD"},
+        {"credentials": "main"},
+    ],
+)
+def test_each_way_of_credentials_alone_is_accepted(here: Path, credentials: dict[str, str]) -> None:
+    write_manifest(here, servers={"local": {"url": "http://127.0.0.1:21025", **credentials}})
+    assert load_manifest(Path("gitops.yaml")).manifest.servers["local"].model_dump(exclude_none=True) == {
+        "url": "http://127.0.0.1:21025",
+        **credentials,
+    }
+
+
+def test_the_whole_message_lists_every_problem_with_file_line_and_key(here: Path) -> None:
+    write_manifest(
+        here,
+        textwrap.dedent(
+            """\
+            version: 1
+            servers:
+              local:
+                url: http://127.0.0.1:21025
+                token: 0123456789abcdef
+            branches:
+              - server: local
+                branch: main
+                includes: ["**/*.js"]
+              - server: official
+                branch: main
+                include: ["../lib/*.js"]
+            """
+        ),
+    )
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(Path("gitops.yaml"))
+    assert caught.value.exit_code == 5
+    assert str(caught.value) == "\n".join(
+        [
+            "manifest gitops.yaml is invalid (4 problems):",
+            "  - gitops.yaml:5: servers.local.token: literal secrets are refused; put the token in an environment "
+            "variable and name it with token_env",
+            "  - gitops.yaml:9: branches[0].includes: unknown key; did you mean 'include'?",
+            "  - gitops.yaml:10: branches[1].server: 'official' is not a server of this manifest; use one of: local",
+            "  - gitops.yaml:12: branches[1].include[0]: '../lib/*.js' contains '..'; globs only match files under "
+            "root: move root up instead",
+            HINT,
+        ]
+    )
+    assert "0123456789abcdef" not in str(caught.value)
+
+
+BRANCH = "branches: [{server: local, branch: main}]"
+SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TOKEN}}'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', password: hunter2}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.password: literal secrets are refused; put the password in an "
+                "environment variable and name it with password_env"
+            ],
+            id="literal-password",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', token_env: T, username: bob}}\n"
+            f"{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.username: user names are not written here; put it in an environment "
+                "variable and name it with username_env"
+            ],
+            id="literal-user-name",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025',"
+            f" token_env: 5f0a8bc2-1d3e-4f5a-9b6c-7d8e9fa0b1c2}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.token_env: is not an environment variable name (letters, digits and "
+                "'_', not starting with a digit; the value is not shown in case it is a secret); name the variable "
+                "that holds the secret, e.g. SCREEPS_TOKEN"
+            ],
+            id="token-pasted-into-token_env",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025',"
+            f" token_env: a5f0a8bc21d34f5a9b6c7d8e9fa0b1c2}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.token_env: looks like a token, not the name of an environment "
+                "variable; literal secrets are refused: put the token in an environment variable and name that "
+                "variable here, e.g. SCREEPS_TOKEN"
+            ],
+            id="hex-token-in-token_env",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://bob:hunter2@127.0.0.1:21025', token_env: T}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.url: must not contain a user name or password; put them in "
+                "environment variables and name them with username_env and password_env (or use token_env)"
+            ],
+            id="url-with-password",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'https://screeps.com/?_token=abc', token_env: T}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.url: must not have a query or a fragment; give the base URL only, "
+                "e.g. https://screeps.com/ptr (a token goes in an environment variable named by token_env)"
+            ],
+            id="url-with-query",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: screeps.com, token_env: T}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local.url: 'screeps.com' has no scheme; write https:// (the official "
+                "server) or http:// (a private server), e.g. https://screeps.com or http://127.0.0.1:21025"
+            ],
+            id="url-without-scheme",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'ftp://screeps.com', token_env: T}}\n{BRANCH}\n",
+            ["gitops.yaml:3: servers.local.url: scheme 'ftp://' is not supported; use https:// or http://"],
+            id="url-bad-scheme",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025'}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local: names no credentials; add token_env (a token, official servers), "
+                "username_env and password_env (private servers), or credentials (an entry of the unified "
+                "credentials file .screeps.yaml)"
+            ],
+            id="no-credentials",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', token_env: T, credentials: main}}\n"
+            f"{BRANCH}\n",
+            [
+                "gitops.yaml:3: servers.local: names credentials in more than one way (token_env, credentials); "
+                "keep exactly one"
+            ],
+            id="two-ways-of-credentials",
+        ),
+        pytest.param(
+            f"version: 1\nservers:\n  local:\n    url: 'http://127.0.0.1:21025'\n    username_env: U\n{BRANCH}\n",
+            [
+                "gitops.yaml:5: servers.local.username_env: needs password_env too (private servers sign in with "
+                "both); add password_env"
+            ],
+            id="user-without-password",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: $activeWorld}}]\n",
+            [
+                "gitops.yaml:3: branches[0].branch: '$activeWorld' starts with '$', which the server reads as 'the "
+                "active branch' ($activeWorld, $activeSim), so no branch can have such a name; name the branch "
+                "itself, e.g. main"
+            ],
+            id="branch-starting-with-dollar",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: ''}}]\n",
+            ["gitops.yaml:3: branches[0].branch: is empty; name the branch, e.g. main"],
+            id="empty-branch-name",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: 2024}}]\n",
+            ["gitops.yaml:3: branches[0].branch: must be a string, not a number; put the value in quotes"],
+            id="branch-name-read-as-a-number",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches:\n  - {{server: local, branch: main}}\n"
+            "  - {server: local, branch: main}\n",
+            [
+                "gitops.yaml:5: branches[1]: branch 'main' of server 'local' is already listed at branches[0]; "
+                "list each branch once"
+            ],
+            id="duplicate-branch",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches:\n  - {{server: local, branch: a, activate: [world]}}\n"
+            "  - {server: local, branch: b, activate: [world, sim]}\n",
+            [
+                "gitops.yaml:5: branches[1].activate: branches[0] already activates 'world' on server 'local', and "
+                "a server has one active world branch; keep activate: [world] on one of them"
+            ],
+            id="two-branches-activate-world",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, activate: [world, world]}}]\n",
+            ["gitops.yaml:3: branches[0].activate: lists 'world' twice; list it once"],
+            id="activate-twice",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, activate: [wrold]}}]\n",
+            ["gitops.yaml:3: branches[0].activate[0]: must be 'world' or 'sim', not 'wrold'"],
+            id="activate-unknown",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, include: []}}]\n",
+            [
+                "gitops.yaml:3: branches[0].include: is empty, so the branch would have no modules; list at least "
+                "one glob, e.g. ['**/*.js'], or leave include out for that default"
+            ],
+            id="empty-include",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, include: '**/*.js'}}]\n",
+            ["gitops.yaml:3: branches[0].include: must be a list, not a string; write [a, b] or one '- item' per line"],
+            id="include-not-a-list",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches:\n  - server: local\n    branch: main\n    exclude: ['/tmp/*.js']\n",
+            [
+                "gitops.yaml:6: branches[0].exclude[0]: '/tmp/*.js' is absolute; globs are relative to the branch "
+                "root, e.g. '**/*.js'"
+            ],
+            id="absolute-glob",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, root: /home/me/bot}}]\n",
+            [
+                "gitops.yaml:3: branches[0].root: '/home/me/bot' is absolute; give a folder relative to the "
+                "manifest, e.g. src"
+            ],
+            id="absolute-root",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{separator: '-'}}}}]\n",
+            ["gitops.yaml:3: branches[0].naming.separator: must be '/' or '.', not '-'"],
+            id="bad-separator",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{strip_suffixes: [js]}}}}]\n",
+            [
+                "gitops.yaml:3: branches[0].naming.strip_suffixes[0]: 'js' is not a file suffix; write it with its "
+                "dot, e.g. '.js'"
+            ],
+            id="suffix-without-dot",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, remote_only: delete}}]\n",
+            ["gitops.yaml:3: branches[0].remote_only: must be 'remove' or 'keep', not 'delete'"],
+            id="bad-remote-only",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/cod: 20\n",
+            [
+                'gitops.yaml:6: budget.reserve["POST /api/user/cod"]: is not a rate-limited endpoint; did you '
+                "mean 'POST /api/user/code'? (see the limits in docs/manifest.md)"
+            ],
+            id="reserve-unknown-endpoint",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/code: 240\n    global: -1\n",
+            [
+                'gitops.yaml:6: budget.reserve["POST /api/user/code"]: 240 is not below the limit (240 per day); '
+                "keep back fewer requests than that",
+                "gitops.yaml:7: budget.reserve.global: -1 is negative; keep back 0 requests or more",
+            ],
+            id="reserve-out-of-range",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudget: {{reserve: {{global: many}}}}\n",
+            ["gitops.yaml:4: budget.reserve.global: must be a whole number, not a string"],
+            id="reserve-not-a-number",
+        ),
+        pytest.param(
+            f"version: 2\n{SERVER}\n{BRANCH}\n",
+            ["gitops.yaml:1: version: 2 is not a manifest version this screeps-gitops reads; write 'version: 1'"],
+            id="version-2",
+        ),
+        pytest.param(
+            f"{SERVER}\n",
+            [
+                "gitops.yaml:1: version: is required but missing; add 'version: 1' at the top",
+                "gitops.yaml:1: branches: is required but missing; add a 'branches:' list, e.g. - {server: local, "
+                "branch: main}",
+            ],
+            id="missing-keys",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: []\n",
+            ["gitops.yaml:3: branches: lists no branches; add one, e.g. - {server: local, branch: main}"],
+            id="no-branches",
+        ),
+        pytest.param(
+            f"version: 1\nservers: {{}}\n{BRANCH}\n",
+            [
+                "gitops.yaml:2: servers: lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, "
+                "token_env: ...}"
+            ],
+            id="no-servers",
+        ),
+        pytest.param(
+            "version: 1\nservers: {'my server': {url: 'http://h', token_env: T}}\n"
+            "branches: [{server: my server, branch: main}]\n",
+            [
+                "gitops.yaml:2: servers[\"my server\"]: is not a usable server name; use letters, digits, '-', '_' "
+                "and '.', starting with a letter or digit"
+            ],
+            id="server-name-with-space",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nservers: {{}}\n",
+            [
+                "gitops.yaml:4: servers: appears twice (also on line 2), and YAML keeps only the last; keep one",
+                "gitops.yaml:4: servers: lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, "
+                "token_env: ...}",
+            ],
+            id="duplicate-key",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudjet: {{}}\n",
+            ["gitops.yaml:4: budjet: unknown key; did you mean 'budget'?"],
+            id="typo-at-top-level",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, deploy: yes}}]\n",
+            [
+                "gitops.yaml:3: branches[0].deploy: unknown key; the keys here are: server, branch, root, include, "
+                "exclude, binary, naming, activate, remote_only"
+            ],
+            id="unknown-key",
+        ),
+        pytest.param(
+            "- version: 1\n",
+            ["gitops.yaml:1: (top level): must be a mapping (key: value lines), not a list"],
+            id="not-a-mapping",
+        ),
+        pytest.param(
+            "version: 1\nservers: [\n",
+            [
+                "gitops.yaml:3:1: not valid YAML: expected the node content, but found '<stream end>' (while "
+                "parsing a flow node); check the indentation, and quote values that contain ': ' or start with "
+                "'*', '&', '!' or '{'"
+            ],
+            id="yaml-syntax",
+        ),
+        pytest.param(
+            "version: 1\n\tservers: {}\n",
+            [
+                "gitops.yaml:2:1: not valid YAML: found character '\\t' that cannot start any token (while scanning "
+                "for the next token); indent with spaces, not tabs"
+            ],
+            id="yaml-tab",
+        ),
+        pytest.param(
+            "# nothing yet\n",
+            ["gitops.yaml:1: the manifest is empty; start it with 'version: 1' (see docs/manifest.md)"],
+            id="empty",
+        ),
+    ],
+)
+def test_each_kind_of_bad_input(here: Path, text: str, expected: list[str]) -> None:
+    assert problems(here, text) == expected
+
+
+def test_more_branches_than_a_user_can_have(here: Path) -> None:
+    branches = "\n".join(f"  - {{server: local, branch: b{i}}}" for i in range(31))
+    assert problems(here, f"version: 1\n{SERVER}\nbranches:\n{branches}\n") == [
+        "gitops.yaml:3: branches: server 'local' gets 31 branches, but a user has at most 30; deploy fewer branches"
+    ]
+
+
+def test_no_secret_value_is_echoed(here: Path) -> None:
+    text = (
+        "version: 1\nservers:\n"
+        "  a: {url: 'https://bob:pa55word@screeps.com', token: tok3n-value, token_env: 12-s3cret-34}\n"
+        "  b: {url: 'https://screeps.com/?_token=qu3ry-t0ken', password: pa55word, api_key: k3y-value}\n"
+        "branches: [{server: a, branch: main}]\n"
+    )
+    message = "\n".join(problems(here, text))
+    for secret in ("pa55word", "tok3n-value", "12-s3cret-34", "qu3ry-t0ken", "k3y-value"):
+        assert secret not in message
+
+
+def test_not_found(here: Path) -> None:
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(Path("gitops.yaml"))
+    assert str(caught.value) == (
+        "manifest gitops.yaml not found\n"
+        "Create it (see docs/manifest.md), or name another file with -m/--manifest or GITOPS_MANIFEST."
+    )
+
+
+def test_not_utf8(here: Path) -> None:
+    (here / "gitops.yaml").write_bytes(b"version: 1\n# caf\xe9\n")
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(Path("gitops.yaml"))
+    assert caught.value.problems == ["gitops.yaml:2: not UTF-8 (byte 0xe9 at offset 16); save the file as UTF-8"]
+
+
+def test_models_used_directly_check_the_same_rules() -> None:
+    data = manifest_data(branches=[{"server": "nowhere", "branch": "main"}])
+    with pytest.raises(ValidationError, match="'nowhere' is not a server of this manifest; use one of: local"):
+        Manifest.model_validate(data)
+    bad_server = manifest_data(servers={"local": {"url": "http://127.0.0.1:21025"}})
+    with pytest.raises(ValidationError, match="names no credentials"):
+        Manifest.model_validate(bad_server)

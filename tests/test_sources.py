@@ -1,0 +1,340 @@
+"""Local code from the working tree and from Git refs: names, binary modules, and every refusal's exact text."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gitops.codeset import Module
+from gitops.errors import SourceError
+from gitops.limits import MAX_CODE_LENGTH
+from gitops.manifest import LoadedManifest, Naming, load_manifest
+from gitops.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
+from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest
+
+WASM = b"\0asm\x01\0\0\0"
+BOT: dict[str, str | bytes] = {
+    "src/main.js": "module.exports.loop = function () {};\n",
+    "src/role/harvester.js": "module.exports.run = function (creep) {};\n",
+    "src/util/spawn.js": "// é and 🙂 count as the server counts them\n",
+    "src/lib/pathfinder.wasm": WASM,
+    "README.md": "not a module\n",
+}
+BINARY_BRANCH = {"branch": "main", "root": "src", "include": ["**/*.js", "**/*.wasm"]}
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def load(folder: Path, **manifest: object) -> LoadedManifest:
+    write_manifest(folder, manifest_data(**manifest))  # type: ignore[arg-type]
+    return load_manifest(Path(os.path.relpath(folder / "gitops.yaml")))
+
+
+def refusal(loaded: LoadedManifest, ref: str | None = None) -> str:
+    with pytest.raises(SourceError) as caught:
+        read_local_code(loaded, ref)
+    assert caught.value.exit_code == 6
+    return str(caught.value)
+
+
+def names_and_values(local: LocalCode) -> dict[str, str | bytes]:
+    return {m.name: m.binary if m.binary is not None else m.text or "" for b in local.branches for m in b.code}
+
+
+def test_working_tree_modules_names_and_binary(here: Path) -> None:
+    make_repo(here, BOT)
+    loaded = load(here, branches=[BINARY_BRANCH])
+    commit_all(here, "manifest")
+    local = read_local_code(loaded)
+    (branch,) = local.branches
+    assert (branch.server, branch.branch, branch.label) == ("local", "main", "local/main")
+    assert names_and_values(local) == {
+        "main": BOT["src/main.js"],
+        "role/harvester": BOT["src/role/harvester.js"],
+        "util/spawn": BOT["src/util/spawn.js"],
+        "lib/pathfinder.wasm": WASM,
+    }
+    assert branch.files == {
+        "main": "src/main.js",
+        "role/harvester": "src/role/harvester.js",
+        "util/spawn": "src/util/spawn.js",
+        "lib/pathfinder.wasm": "src/lib/pathfinder.wasm",
+    }
+    assert branch.code.wire()["lib/pathfinder.wasm"] == {"binary": "AGFzbQEAAAA="}
+    assert branch.server_length == branch.code.server_length()
+    assert local.warnings == []
+    head = git(here, "rev-parse", "HEAD").strip()
+    assert (local.source.kind, local.source.ref, local.source.commit, local.source.dirty) == (
+        "worktree",
+        None,
+        head,
+        False,
+    )
+    assert local.source.describe() == f"working tree (commit {head[:12]})"
+
+
+def test_dot_separator_strip_suffixes_and_exclude(here: Path) -> None:
+    write_files(
+        here,
+        {
+            "bot/main.js": "1",
+            "bot/role/harvester.js": "2",
+            "bot/role/harvester.test.js": "3",
+            "bot/lib/util.mjs": "4",
+            "bot/lib/calc.wasm": WASM,
+        },
+    )
+    branch = {
+        "branch": "main",
+        "root": "bot/",
+        "include": ["**/*.{js,mjs,wasm}"],
+        "exclude": ["**/*.test.js"],
+        "naming": {"separator": ".", "strip_suffixes": [".js", ".mjs"]},
+    }
+    local = read_local_code(load(here, branches=[branch]))
+    assert sorted(local.branches[0].files.items()) == [
+        ("lib.calc.wasm", "bot/lib/calc.wasm"),
+        ("lib.util", "bot/lib/util.mjs"),
+        ("main", "bot/main.js"),
+        ("role.harvester", "bot/role/harvester.js"),
+    ]
+    assert (local.source.commit, local.source.dirty) == (None, None)  # not a Git repository
+
+
+def test_module_name_rules() -> None:
+    slash, dot = Naming(), Naming(separator=".", strip_suffixes=[".js", ".min.js"])
+    assert module_name("role/harvester.js", binary=False, naming=slash) == "role/harvester"
+    assert module_name("role/harvester.js", binary=False, naming=dot) == "role.harvester"
+    assert module_name("vendor/lodash.min.js", binary=False, naming=dot) == "vendor.lodash"
+    assert module_name("lib/pathfinder.wasm", binary=True, naming=dot) == "lib.pathfinder.wasm"
+    assert module_name("data/rooms.json", binary=False, naming=slash) == "data/rooms.json"
+
+
+def test_ref_reads_the_committed_blobs_while_the_working_tree_is_dirty(here: Path) -> None:
+    make_repo(here, {**BOT, "src/old.js": "old"})
+    load(here, branches=[BINARY_BRANCH])
+    first = commit_all(here, "manifest")
+    write_files(here, {"src/main.js": "// edited, not committed\n", "src/new.js": "untracked"})
+    (here / "src/old.js").unlink()
+
+    local = read_local_code(load_manifest(Path("gitops.yaml")), "HEAD")
+    assert names_and_values(local)["main"] == BOT["src/main.js"]
+    assert sorted(names_and_values(local)) == ["lib/pathfinder.wasm", "main", "old", "role/harvester", "util/spawn"]
+    source = local.source
+    assert (source.kind, source.ref, source.commit, source.dirty) == ("ref", "HEAD", first, None)
+    assert local.source.describe() == f"ref HEAD (commit {first[:12]})"
+    assert local.warnings == []
+
+    worktree = read_local_code(load_manifest(Path("gitops.yaml")))
+    assert names_and_values(worktree)["main"] == "// edited, not committed\n"
+    assert sorted(names_and_values(worktree)) == ["lib/pathfinder.wasm", "main", "new", "role/harvester", "util/spawn"]
+    assert worktree.source.dirty is True
+
+
+def test_ref_finds_the_repository_above_the_manifest_and_older_commits(here: Path) -> None:
+    make_repo(here, {"deploy/src/main.js": "v1"})
+    load(here / "deploy")
+    v1 = commit_all(here, "v1")
+    write_files(here, {"deploy/src/main.js": "v2"})
+    commit_all(here, "v2")
+    git(here, "tag", "release", v1)
+    loaded = load_manifest(Path("deploy/gitops.yaml"))
+    assert names_and_values(read_local_code(loaded, "release")) == {"main": "v1"}
+    assert names_and_values(read_local_code(loaded, "HEAD~1")) == {"main": "v1"}
+    assert names_and_values(read_local_code(loaded, "main")) == {"main": "v2"}
+
+
+def test_ref_warns_when_the_manifest_on_disk_is_not_the_committed_one(here: Path) -> None:
+    make_repo(here, {"src/main.js": "x"})
+    loaded = load(here)
+    commit_all(here)
+    load(here, branches=[{"branch": "main", "root": "src", "activate": ["world"]}])
+    short = git(here, "rev-parse", "HEAD").strip()[:12]
+    local = read_local_code(load_manifest(Path("gitops.yaml")), "HEAD")
+    assert local.warnings == [
+        f"the manifest gitops.yaml differs from the one in commit {short}; the manifest is always read from disk, "
+        "the code from the commit"
+    ]
+    assert loaded.digest != load_manifest(Path("gitops.yaml")).digest
+
+
+def test_ref_that_does_not_exist(here: Path) -> None:
+    make_repo(here, {"src/main.js": "x"})
+    assert refusal(load(here), "no-such-branch") == (
+        f"--ref no-such-branch: no such commit, branch or tag in {here}\n"
+        "Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
+        "(actions/checkout with fetch-depth: 0)."
+    )
+
+
+def test_ref_outside_a_git_repository(here: Path) -> None:
+    write_files(here, {"src/main.js": "x"})
+    assert refusal(load(here), "HEAD") == (
+        f"--ref HEAD: {here} (the manifest's folder) is not in a Git repository\n"
+        "Drop --ref to read the working tree, or run gitops inside a clone of the repository."
+    )
+
+
+def test_naming_collision_names_both_files(here: Path) -> None:
+    write_files(here, {"src/main.js": "", "src/role/harvester.js": "a", "src/role.harvester.js": "b"})
+    assert refusal(load(here, branches=[{"branch": "main", "root": "src", "naming": {"separator": "."}}])) == (
+        "the local code from the working tree cannot be deployed (1 problem):\n"
+        "  - local/main: src/role.harvester.js and src/role/harvester.js both become module 'role.harvester'; "
+        "rename or exclude one of them"
+    )
+
+
+def test_text_module_that_is_not_utf8(here: Path) -> None:
+    write_files(here, {"src/main.js": b"// ok\nconst s = '\xff';\n"})
+    assert refusal(load(here)) == (
+        "the local code from the working tree cannot be deployed (1 problem):\n"
+        "  - local/main: src/main.js is not UTF-8 (byte 0xff at offset 17, line 2); save it as UTF-8, or list it "
+        "under binary if it is not text"
+    )
+
+
+def test_module_names_the_server_would_drop(here: Path) -> None:
+    write_files(here, {"src/main.js": "", "src/$tmp.js": "", "src/.hidden/x.js": ""})
+    branch = {"branch": "main", "root": "src", "include": ["**/*.js", ".hidden/*.js"]}
+    assert refusal(load(here, branches=[branch])) == (
+        "the local code from the working tree cannot be deployed (2 problems):\n"
+        "  - local/main: src/$tmp.js becomes module '$tmp', but the name starts with '$', and the server silently "
+        "drops such modules; rename it, or exclude it\n"
+        "  - local/main: src/.hidden/x.js becomes module '.hidden/x', but the name starts with '.', and the server "
+        "silently drops such modules; rename it, or exclude it"
+    )
+
+
+def test_branch_over_5mb_as_the_server_counts(here: Path) -> None:
+    # 'é' is one UTF-16 unit, '🙂' two: the server counts JSON.stringify(modules).length, not bytes.
+    text = "🙂" * (MAX_CODE_LENGTH // 2 - 8)
+    write_files(here, {"src/main.js": text})
+    length = len('{"main":""}') + 2 * len(text)
+    assert length == MAX_CODE_LENGTH - 5
+    assert read_local_code(load(here)).branches[0].server_length == length
+    write_files(here, {"src/main.js": text + "🙂🙂🙂"})
+    assert refusal(load(here)) == (
+        "the local code from the working tree cannot be deployed (1 problem):\n"
+        f"  - local/main: the code is {length + 6:,} characters as the server counts them (JSON.stringify of the "
+        f"modules), over the 5 MB limit of {MAX_CODE_LENGTH:,}; exclude files or minify the code"
+    )
+
+
+def test_glob_matching_nothing_and_exclude_leaving_nothing(here: Path) -> None:
+    write_files(here, {"src/main.js": "", "lib/a.js": ""})
+    branches = [
+        {"branch": "main", "root": "src", "include": ["**/*.js", "**/*.ts"]},
+        {"branch": "lib", "root": "lib", "exclude": ["*.js"]},
+    ]
+    assert refusal(load(here, branches=branches)) == (
+        "the local code from the working tree cannot be deployed (2 problems):\n"
+        "  - gitops.yaml:12: branches[0].include[1]: '**/*.ts' matches no file under src/; fix the glob or remove it\n"
+        "  - gitops.yaml:16: branches[1].exclude: excludes every file that include matches (1), so the branch would "
+        "have no modules; fix include or exclude"
+    )
+
+
+def test_root_that_does_not_exist(here: Path) -> None:
+    make_repo(here, {"src/main.js": ""})
+    loaded = load(here, branches=[{"branch": "main", "root": "bot"}])
+    assert refusal(loaded) == (
+        "the local code from the working tree (commit "
+        + git(here, "rev-parse", "HEAD").strip()[:12]
+        + ", uncommitted changes) cannot be deployed (1 problem):\n"
+        f"  - gitops.yaml:9: branches[0].root: 'bot' does not exist in {here}; create the folder, or fix root"
+    )
+    short = git(here, "rev-parse", "HEAD").strip()[:12]
+    assert refusal(loaded, "HEAD") == (
+        f"the local code from the ref HEAD (commit {short}) cannot be deployed (1 problem):\n"
+        f"  - gitops.yaml:9: branches[0].root: 'bot' does not exist in commit {short} (--ref HEAD); commit the "
+        "folder, or fix root"
+    )
+
+
+def test_every_problem_of_every_branch_at_once(here: Path) -> None:
+    write_files(here, {"a/main.js": b"\xc3(", "b/x.js": "", "b/x.mjs": ""})
+    branches = [
+        {"branch": "one", "root": "a"},
+        {
+            "branch": "two",
+            "root": "b",
+            "include": ["**/*.js", "**/*.mjs"],
+            "naming": {"strip_suffixes": [".js", ".mjs"]},
+        },
+        {"branch": "three", "root": "c"},
+    ]
+    assert refusal(load(here, branches=branches)) == (
+        "the local code from the working tree cannot be deployed (3 problems):\n"
+        "  - local/one: a/main.js is not UTF-8 (byte 0xc3 at offset 0, line 1); save it as UTF-8, or list it under "
+        "binary if it is not text\n"
+        "  - local/two: b/x.js and b/x.mjs both become module 'x'; rename or exclude one of them\n"
+        f"  - gitops.yaml:22: branches[2].root: 'c' does not exist in {here}; create the folder, or fix root"
+    )
+
+
+def test_a_branch_without_main_gets_a_warning(here: Path) -> None:
+    write_files(here, {"src/loop.js": ""})
+    local = read_local_code(load(here))
+    assert local.warnings == [
+        "local/main: no module 'main'; the server adds an empty one, so the code will not run; add src/main.js"
+    ]
+
+
+def test_working_tree_includes_ignored_files_and_skips_dot_git(here: Path) -> None:
+    make_repo(here, {".gitignore": "src/dist/\n", "src/main.js": ""})
+    write_files(here, {"src/dist/bundle.js": "built", "src/.git/hooks/x.js": "", "src/.cache/y.js": ""})
+    assert sorted(names_and_values(read_local_code(load(here)))) == ["dist/bundle", "main"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symbolic links")
+def test_symbolic_links_inside_the_root_are_followed_outside_refused(here: Path) -> None:
+    make_repo(here, {"src/main.js": "", "src/common/util.js": "u", "shared/outside.js": "o"})
+    (here / "src/alias").symlink_to("common")
+    (here / "src/util.js").symlink_to("common/util.js")
+    loaded = load(here)
+    commit_all(here)
+    expected = {"main": "", "common/util": "u", "alias/util": "u", "util": "u"}
+    assert names_and_values(read_local_code(loaded)) == expected
+    assert names_and_values(read_local_code(loaded, "HEAD")) == expected
+
+    (here / "src/ext").symlink_to("../shared")
+    (here / "src/gone.js").symlink_to("nowhere.js")
+    (here / "src/out.js").symlink_to("../shared/outside.js")
+    expected_refusal = (
+        "cannot be deployed (3 problems):\n"
+        "  - local/main: src/ext/outside.js is reached through src/ext, a symbolic link that leads outside the root; "
+        "copy the files into the root, or exclude them\n"
+        "  - local/main: src/gone.js is a broken symbolic link; fix or remove it, or exclude it\n"
+        "  - local/main: src/out.js is a symbolic link that leads outside the root; copy the file into the root, or "
+        "exclude it"
+    )
+    assert refusal(loaded).endswith(expected_refusal)
+    commit_all(here)
+    assert refusal(loaded, "HEAD").endswith(expected_refusal)
+
+
+def test_build_branch_is_pure() -> None:
+    """The core takes a listing and a reader; nothing touches the disk."""
+    from gitops.manifest import BranchConfig
+
+    files = {"main.js": b"loop", "lib/x.wasm": WASM, "locked.js": b""}
+
+    def read(path: str) -> bytes:
+        if path == "locked.js":
+            raise UnreadableFile("cannot be read (Permission denied); check its permissions")
+        return files[path]
+
+    config = BranchConfig(server="s", branch="b", include=["**/*.js", "**/*.wasm"])
+    build = build_branch(config, files, read, prefix="src")
+    assert list(build.code) == [Module("lib/x.wasm", binary=WASM), Module("main", text="loop")]
+    assert build.files == {"main": "src/main.js", "lib/x.wasm": "src/lib/x.wasm"}
+    assert build.problems == [
+        "s/b: src/locked.js cannot be read (Permission denied); check its permissions",
+    ]
+    assert build.server_length == build.code.server_length()
