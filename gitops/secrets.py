@@ -24,9 +24,12 @@ class Secret:
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, *, scrub: bool = True) -> None:
+        # scrub=False: for a value that only carries another, registered secret (a link holding a token), so that
+        # redact() hides the token inside it rather than the whole text.
         self._value = value
-        register(value)
+        if scrub:
+            register(value)
 
     def reveal(self) -> str:
         return self._value
