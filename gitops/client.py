@@ -283,7 +283,7 @@ class ServiceClient:
 
     def query_token(self) -> TokenInfo:
         """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only."""
-        token = self._token_auth("the token query").token
+        token = self._token_auth("The token query").token
         data = self._call("GET", "/api/auth/query-token", params={"token": token.reveal()})
         info = _token_info(data, self._clock.now())
         if self._ledger is not None:
@@ -293,8 +293,9 @@ class ServiceClient:
 
     def no_rate_limit_url(self) -> Secret:
         """The no-rate-limit page for the token; a :class:`Secret` because the link carries the token."""
-        token = self._token_auth("the no-rate-limit page").token
-        return Secret(f"{self.base_url}/a/#!/account/auth-tokens/noratelimit?token={token.reveal()}")
+        token = self._token_auth("The no-rate-limit page").token
+        # Not registered itself: the token inside is, so redact() shows the link with 'token=<hidden>'.
+        return Secret(f"{self.base_url}/a/#!/account/auth-tokens/noratelimit?token={token.reveal()}", scrub=False)
 
     # --- one request, start to finish ------------------------------------------------------------------------
 
@@ -457,7 +458,7 @@ class ServiceClient:
         if isinstance(self._auth, TokenAuth):
             return self._auth
         raise AuthError(
-            f"server '{self.server_name}' is not used with a persistent token, so it has no {what}.",
+            f"{what} is only for persistent tokens, and server '{self.server_name}' is not used with one.",
             hint="tokens and rate limits exist on the official servers (token_env in the manifest); private servers "
             "have neither.",
         )
@@ -732,17 +733,18 @@ def _token_info(data: Mapping[str, Any], now: float) -> TokenInfo:
         return ()
 
     segments = token.get("memorySegments", token.get("memory_segments", []))
+    # A duration is read first: it does not depend on the two clocks agreeing; an end time is the fallback.
     until: float | None = None
-    for key in ("unlimitedUntil", "noRateLimitUntil", "unlimited_until"):
+    for key in ("unlimitedSeconds", "unlimited_seconds"):
         value = token.get(key, data.get(key))
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            until = float(value) / 1000.0 if value > 1e11 else float(value)
+        if _number(value):
+            until = now + float(value) if value > 0 else None
             break
-    if until is None:
-        for key in ("unlimitedSeconds", "unlimited_seconds", "noRateLimit", "unlimited"):
+    else:
+        for key in ("unlimitedUntil", "noRateLimitUntil", "unlimited_until"):
             value = token.get(key, data.get(key))
-            if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-                until = now + float(value)
+            if _number(value):
+                until = float(value) / 1000.0 if value > 1e11 else float(value)
                 break
     if until is not None and until <= now:
         until = None
@@ -754,3 +756,7 @@ def _token_info(data: Mapping[str, Any], now: float) -> TokenInfo:
         unlimited_until=until,
         unlimited_seconds=max(0.0, until - now) if until is not None else 0.0,
     )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

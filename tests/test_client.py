@@ -21,7 +21,7 @@ from gitops.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ServiceError
 from gitops.ledger import Ledger
 from gitops.remote import BranchInfo
-from gitops.secrets import Secret
+from gitops.secrets import Secret, redact
 from gitops.server.testing import ALICE as ALICE_NAME
 from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 
@@ -522,6 +522,8 @@ def test_no_rate_limit_url_is_a_secret(make_client: Callable[..., ServiceClient]
     link = make_client(Recorder(ok()), url="https://screeps.example/season/").no_rate_limit_url()
     assert link.reveal() == f"https://screeps.example/season/a/#!/account/auth-tokens/noratelimit?token={CANARY}"
     assert CANARY not in f"{link} {link!r}"
+    # Logged or printed off a terminal, the link keeps its address and hides only the token.
+    assert redact(link.reveal()) == "https://screeps.example/season/a/#!/account/auth-tokens/noratelimit?token=<hidden>"
 
 
 # --- the ledger --------------------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ def test_ptr_entry_does_not_match_the_main_server(tmp_path: Path) -> None:
 def test_private_server_entry(tmp_path: Path) -> None:
     write(
         tmp_path / ".screeps.yaml",
-        "servers:\n  local: {host: 127.0.0.1, port: 21025, secure: false, username: alice, password: 'pw-local-entry-0001'}\n",
+        "servers:\n  local: {host: 127.0.0.1, port: 21025, secure: false, username: alice,\n"
+        "    password: 'pw-local-entry-0001'}\n",
     )
     config = server(url="http://127.0.0.1:21025", credentials="local")
     auth = resolve_auth("local", config, env_for(tmp_path), cwd=tmp_path)

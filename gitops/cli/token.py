@@ -1,0 +1,220 @@
+"""``gitops token`` (a token's scope and unlimited time left) and ``gitops unlock`` (the no-rate-limit link).
+
+The link carries the token, so it is printed whole only when standard output is an interactive terminal; anywhere
+else (a CI log, a pipe, a file) the token in it is shown as ``<hidden>`` with a sentence saying how to see it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from gitops.cli.common import is_terminal, manifest_option, options_from
+
+STATE_DIR_HELP = "Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]"
+
+
+def _server_option(f: Any) -> Any:
+    return click.option(
+        "--server",
+        "server_name",
+        envvar="GITOPS_SERVER",
+        default=None,
+        help="The manifest's server (key under 'servers'); needed when it has more than one. [env: GITOPS_SERVER]",
+    )(f)
+
+
+def _state_dir_option(f: Any) -> Any:
+    return click.option(
+        "--state-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        envvar="GITOPS_STATE_DIR",
+        help=STATE_DIR_HELP,
+    )(f)
+
+
+def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None) -> tuple[Any, str]:
+    """A workflow session for the manifest and the server the command is about."""
+    from gitops import workflow
+    from gitops.errors import UsageError
+    from gitops.manifest import load_manifest
+
+    loaded = load_manifest(manifest)
+    names = sorted(loaded.manifest.servers)
+    if server_name is None:
+        if len(names) != 1:
+            raise UsageError(
+                f"the manifest has several servers ({', '.join(names)}); choose one with --server NAME "
+                "(or GITOPS_SERVER)."
+            )
+        server_name = names[0]
+    elif server_name not in loaded.manifest.servers:
+        raise UsageError(f"the manifest has no server '{server_name}'; its servers are: {', '.join(names)}.")
+    options = options_from(ctx, manifest=manifest, ref=None, refresh="auto", max_wait=60.0, state_dir=state_dir)
+    return workflow.Session(loaded, options), server_name
+
+
+def _warn(session: Any) -> None:
+    for warning in session.warnings():
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _left(seconds: float) -> str:
+    minutes = int(seconds // 60)
+    return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
+
+
+@click.command()
+@manifest_option
+@_server_option
+@_state_dir_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (format_version 1) instead of text.")
+@click.pass_context
+def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None, as_json: bool) -> None:
+    """Show a token's scope and its unlimited time left (GET /api/auth/query-token).
+
+    Says whether the scope is enough for plan and for apply. Official servers only: private servers have no
+    persistent tokens and no rate limits.
+    """
+    from gitops.budget import utc
+    from gitops.client import APPLY_ENDPOINTS, PLAN_ENDPOINTS
+
+    session, server = _open(ctx, manifest, server_name, state_dir)
+    try:
+        client = session.client(server)
+        info = client.query_token()
+        source = session.auth(server).source
+    finally:
+        _warn(session)
+        session.close()
+    granted = set(info.endpoints)
+    plan_missing = [] if info.full else [e for e in PLAN_ENDPOINTS if e not in granted]
+    apply_missing = [] if info.full else [e for e in (*PLAN_ENDPOINTS, *APPLY_ENDPOINTS) if e not in granted]
+    url = session.loaded.manifest.servers[server].url
+    if as_json:
+        doc = {
+            "format_version": 1,
+            "server": server,
+            "url": url,
+            "full": info.full,
+            "endpoints": list(info.endpoints),
+            "websockets": list(info.websockets),
+            "memory_segments": list(info.memory_segments),
+            "unlimited_until": info.unlimited_until,
+            "unlimited_seconds": info.unlimited_seconds,
+            "plan_missing": plan_missing,
+            "apply_missing": apply_missing,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    if info.full:
+        scope = "full access"
+    else:
+        parts = [f"endpoints: {', '.join(info.endpoints) or 'none'}"]
+        if info.websockets:
+            parts.append(f"websockets: {', '.join(info.websockets)}")
+        if info.memory_segments:
+            parts.append(f"memory segments: {', '.join(str(s) for s in info.memory_segments)}")
+        scope = "restricted (" + "; ".join(parts) + ")"
+    lines = [f"Server '{server}' ({url}), token from {source}:", f"  scope:     {scope}"]
+    lines.append(f"  plan:      {'ok' if not plan_missing else 'needs ' + ', '.join(plan_missing)}")
+    lines.append(f"  apply:     {'ok' if not apply_missing else 'needs ' + ', '.join(apply_missing)}")
+    if info.unlimited_until is not None:
+        lines.append(
+            f"  unlimited: until {utc(info.unlimited_until)} ({_left(info.unlimited_seconds)} left); "
+            "no rate limits apply"
+        )
+    else:
+        lines.append("  unlimited: no; rate limits apply ('gitops unlock' lifts them for two hours)")
+    click.echo("\n".join(lines))
+
+
+@click.command()
+@manifest_option
+@_server_option
+@_state_dir_option
+@click.option("--wait", is_flag=True, help="After printing the link, wait until the token is unlimited.")
+@click.option(
+    "--poll-seconds",
+    type=click.FloatRange(min=0.01),
+    default=5.0,
+    show_default=True,
+    help="With --wait: how often to ask the server (GET /api/auth/query-token).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    envvar="GITOPS_UNLOCK_TIMEOUT",
+    help="With --wait: give up after this many seconds. [env: GITOPS_UNLOCK_TIMEOUT]",
+)
+@click.pass_context
+def unlock(
+    ctx: click.Context,
+    manifest: Path,
+    server_name: str | None,
+    state_dir: Path | None,
+    wait: bool,
+    poll_seconds: float,
+    timeout: float,
+) -> None:
+    """Print the no-rate-limit link; --wait until the token is unlimited.
+
+    Open the link in a browser and press "Proceed": the token has no rate limits for two hours. The link holds
+    the token, so it is shown whole only on an interactive terminal.
+    """
+    from gitops.budget import utc
+    from gitops.errors import GitopsError
+    from gitops.secrets import HIDDEN, redact
+
+    session, server = _open(ctx, manifest, server_name, state_dir)
+    try:
+        client = session.client(server)
+        link = client.no_rate_limit_url()
+        click.echo(
+            f'Open this link in a browser and press "Proceed" to lift every rate limit of the token for server '
+            f"'{server}' for two hours:"
+        )
+        if is_terminal(sys.stdout):
+            click.echo(link.reveal())
+        else:
+            click.echo(redact(link.reveal()))
+            click.echo(
+                f"(The token in the link is shown as {HIDDEN} because standard output is not an interactive "
+                "terminal, and logs keep what is printed. Run 'gitops unlock"
+                + (f" --server {server}" if server_name else "")
+                + "' in a terminal to see the whole link.)"
+            )
+        if not wait:
+            return
+        clock = session.options.clock
+        deadline = clock.now() + timeout
+        click.echo(
+            f"Waiting until the token is unlimited (asking every {poll_seconds:g} s, for at most {timeout:g} s) ...",
+            err=True,
+        )
+        while True:
+            info = client.query_token()
+            if info.unlimited_until is not None:
+                click.echo(
+                    f"The token for server '{server}' is unlimited until {utc(info.unlimited_until)} "
+                    f"({_left(info.unlimited_seconds)} left)."
+                )
+                return
+            left = deadline - clock.now()
+            if left <= 0:
+                raise GitopsError(
+                    f"the token for server '{server}' is still rate limited after waiting {timeout:g} s.",
+                    hint="open the link, press \"Proceed\", then run 'gitops unlock --wait' again (or plan and "
+                    "apply: the budget check shows what fits now).",
+                )
+            clock.sleep(min(poll_seconds, left))
+    finally:
+        _warn(session)
+        session.close()
