@@ -238,17 +238,19 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     note = "\n_The plan was cut to fit GitHub's size limit; run `gitops plan` for the whole of it._\n"
     budget = max_chars - len(note)
     body = text
-    for _, with_diffs, without in sections:
+    for branch, with_diffs, without in sections:
         if len(body) + len(with_diffs) <= budget:
             body += with_diffs
         elif len(body) + len(without) <= budget:
-            body += without
+            # As many of the branch's diffs as fit; one big branch must not lose them all.
+            some = _branch_markdown(branch, with_diffs=True, room=budget - len(body))
+            body += some if len(body) + len(some) <= budget else without
         else:
             break
     return body[:budget] + note
 
 
-def _branch_markdown(branch: BranchPlan, *, with_diffs: bool) -> str:
+def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None = None) -> str:
     if not branch.modules and not branch.activate:
         return ""
     lines = [f"#### `{branch.label}`: {_ACTIONS[branch.action]}", ""]
@@ -259,13 +261,24 @@ def _branch_markdown(branch: BranchPlan, *, with_diffs: bool) -> str:
     diffs = [e for e in branch.modules if e.diff]
     if diffs:
         if with_diffs:
+            blocks = [
+                f"<details><summary>diff of <code>{_md_escape(e.name)}</code></summary>\n\n{_fence(e.diff or '')}"
+                "\n\n</details>"
+                for e in diffs
+            ]
+            if room is not None:  # keep diffs while the section (with its "left out" line) stays within room
+                used = len("\n".join(lines)) + 64
+                fitting = 0
+                for block in blocks:
+                    used += len(block) + 1
+                    if used > room:
+                        break
+                    fitting += 1
+                blocks = blocks[:fitting]
             lines.append("")
-            for entry in diffs:
-                assert entry.diff is not None
-                lines.extend(
-                    [f"<details><summary>diff of <code>{_md_escape(entry.name)}</code></summary>", ""]
-                    + [_fence(entry.diff), "", "</details>"]
-                )
+            lines.extend(blocks)
+            if len(blocks) < len(diffs):
+                lines.append(f"- _{len(diffs) - len(blocks)} diff(s) left out to fit_")
         else:
             lines.append(f"- _{len(diffs)} diff(s) left out to fit_")
     lines.append("")
