@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 import posixpath
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal
 
 from wcmatch import glob as wcglob
 
@@ -152,6 +152,7 @@ def build_branch(
     prefix: str = "",
     origin: str = "",
     where: Callable[[Loc], str] | None = None,
+    prefetch: Callable[[list[str]], None] | None = None,
 ) -> BranchBuild:
     """The code set of one branch, from the files under its root.
 
@@ -159,7 +160,8 @@ def build_branch(
     :class:`UnreadableFile`. ``prefix`` is the root's path relative to the manifest's folder (for file names in
     messages and in ``files``), ``origin`` says where the files are (``" in commit 1a2b3c4"``), and
     ``where(loc)`` names a key of this branch in the manifest (``gitops.yaml:9: branches[0].include[1]``).
-    No I/O happens here except through ``read``.
+    ``prefetch(paths)``, when given, is told once which files will be read, so an edge can fetch them in one go.
+    No I/O happens here except through ``read`` and ``prefetch``.
     """
     label = label or f"{config.server}/{config.branch}"
 
@@ -214,6 +216,8 @@ def build_branch(
         by_name.setdefault(name, []).append(path)
         binary_of[path] = binary
 
+    if prefetch is not None:
+        prefetch([sources[0] for sources in by_name.values() if len(sources) == 1])
     modules: list[Module] = []
     files: dict[str, str] = {}
     for name, sources in by_name.items():
@@ -269,6 +273,7 @@ class _Listing:
     paths: list[str]
     read: Callable[[str], bytes]
     origin: str = ""
+    prefetch: Callable[[list[str]], None] | None = None
 
 
 class _WorkTree:
@@ -366,18 +371,21 @@ def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list
 
 
 class _GitTree:
-    """The blobs of one commit, read through gitpython's persistent ``git cat-file --batch``."""
+    """The blobs of one commit: one ``git ls-tree -r`` per root, one pipelined ``git cat-file --batch`` for the
+    contents; gitpython finds the repository, resolves the ref and follows symbolic links."""
 
-    def __init__(self, repo: git.Repo, commit: git.Commit, ref: str, prefix: str) -> None:
+    def __init__(self, repo: git.Repo, commit: git.Commit, ref: str, top_dir: str, prefix: str) -> None:
         self.repo = repo
         self.commit = commit
         self.ref = ref
+        self.top_dir = top_dir  # the repository's working tree
         self.prefix = prefix  # the manifest's folder, relative to the repository's top ('' at the top)
         self.short = commit.hexsha[:12]
+        self._contents: dict[str, bytes] = {}
 
     @classmethod
     def open(cls, base_dir: Path, ref: str) -> _GitTree:
-        import git
+        import git  # gitpython costs ~0.1 s to import; only --ref needs it
 
         try:
             repo = git.Repo(base_dir, search_parent_directories=True)
@@ -399,11 +407,48 @@ class _GitTree:
             prefix = base_dir.resolve().relative_to(top).as_posix()
         except ValueError:  # pragma: no cover - search_parent_directories found it above base_dir
             prefix = ""
-        return cls(repo, commit, ref, "" if prefix == "." else prefix)
+        return cls(repo, commit, ref, str(top), "" if prefix == "." else prefix)
 
-    def _data(self, binsha: bytes) -> bytes:
-        _, _, _, data = self.repo.git.get_object_data(binsha.hex())
-        return bytes(data)
+    def _git(self, *args: str, stdin: bytes | None = None) -> bytes:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
+        done = subprocess.run(["git", *args], cwd=self.top_dir, env=env, input=stdin, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise SourceError(f"git {args[0]} failed in {self.top_dir}: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout
+
+    def _entries(self, path: str) -> dict[str, tuple[int, str]]:
+        """Every blob under ``path`` (repository-relative) in the commit: path -> (mode, object id)."""
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit.hexsha, *(["--", path] if path else []))
+        entries: dict[str, tuple[int, str]] = {}
+        for record in out.split(b"\0"):
+            meta, _, name = record.partition(b"\t")
+            fields = meta.split(b" ")
+            if len(fields) == 3 and fields[1] == b"blob":
+                entries[name.decode("utf-8", "surrogateescape")] = (int(fields[0], 8), fields[2].decode("ascii"))
+        return entries
+
+    def _data(self, sha: str) -> bytes:
+        data = self._contents.get(sha)
+        if data is None:
+            _, _, _, raw = self.repo.git.get_object_data(sha)
+            data = bytes(raw)
+        return data
+
+    def _fetch(self, shas: list[str]) -> None:
+        """Read many blobs through one ``git cat-file --batch``, requests written ahead of the answers."""
+        wanted = [sha for sha in dict.fromkeys(shas) if sha not in self._contents]
+        if not wanted:
+            return
+        out = self._git("cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in wanted).encode("ascii"))
+        pos = 0
+        for sha in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split(b" ")
+            if len(header) != 3:  # pragma: no cover - ls-tree named it, so the object exists
+                raise SourceError(f"git cat-file cannot read object {sha} in {self.top_dir}")
+            size = int(header[2])
+            self._contents[sha] = out[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1
 
     def _object(self, path: str) -> git.Blob | git.Tree | None:
         try:
@@ -415,7 +460,6 @@ class _GitTree:
     def listing(self, prefix: str) -> _Listing | str:
         top = posixpath.normpath(posixpath.join(self.prefix, prefix)) if (self.prefix or prefix) else ""
         top = "" if top == "." else top
-        origin = f" in commit {self.short}"
         if top == ".." or top.startswith("../"):
             return "leads outside the Git repository; put the code inside it"
         tree = self._object(top)
@@ -423,9 +467,9 @@ class _GitTree:
             return f"does not exist in commit {self.short} (--ref {self.ref}); commit the folder, or fix root"
         if tree.type != "tree":
             return f"is not a folder in commit {self.short}; name the folder that holds the code"
-        blobs: dict[str, bytes] = {}
+        blobs: dict[str, str] = {}
         notes: dict[str, str] = {}
-        self._collect(tree, top, prefix, "", blobs, notes, depth=0)
+        self._add(self._entries(top), top, top, prefix, "", blobs, notes, depth=0)
 
         def read(path: str) -> bytes:
             note = notes.get(path)
@@ -433,42 +477,42 @@ class _GitTree:
                 raise UnreadableFile(note)
             return self._data(blobs[path])
 
-        return _Listing(sorted(blobs), read, origin)
+        def prefetch(paths: list[str]) -> None:
+            self._fetch([blobs[p] for p in paths if p in blobs and p not in notes])
 
-    def _collect(
+        return _Listing(sorted(blobs), read, f" in commit {self.short}", prefetch)
+
+    def _add(
         self,
-        tree: git.Tree,
+        entries: dict[str, tuple[int, str]],
+        base: str,
         top: str,
         prefix: str,
         rel: str,
-        blobs: dict[str, bytes],
+        blobs: dict[str, str],
         notes: dict[str, str],
         depth: int,
     ) -> None:
-        """The blobs under ``tree`` as paths under the root (``rel`` first), links resolved within the commit."""
-        base = os.fspath(tree.path)
-        blob_items = cast(
-            "Iterator[git.Blob]", tree.traverse(predicate=lambda item, _depth: getattr(item, "type", "") == "blob")
-        )
-        for item in blob_items:
-            item_path = os.fspath(item.path)
-            path = rel + (item_path[len(base) + 1 :] if base else item_path)
-            if item.mode & 0o170000 != _SYMLINK_MODE:
-                blobs[path] = item.binsha
+        """``entries`` (under ``base``) as paths under the root, starting with ``rel``; links resolved."""
+        for full, (mode, sha) in entries.items():
+            path = rel + (full[len(base) + 1 :] if base else full)
+            if mode & 0o170000 != _SYMLINK_MODE:
+                blobs[path] = sha
                 continue
-            target, state = self._follow(item_path, top)
+            target, state = self._follow(full, top)
             if target is None:
-                blobs[path] = item.binsha
+                blobs[path] = sha
                 notes[path] = {"broken": _BROKEN_LINK, "endless": _ENDLESS_LINK}.get(state) or _outside_note(
                     path, through=False
                 )
             elif target.type == "blob":
-                blobs[path] = target.binsha
+                blobs[path] = target.hexsha
                 if state == "outside":
                     notes[path] = _outside_note(path, through=False)
             elif depth < _MAX_LINK_HOPS:
-                inner: dict[str, bytes] = {}
-                self._collect(target, top, prefix, f"{path}/", inner, notes, depth + 1)
+                inner: dict[str, str] = {}
+                target_path = os.fspath(target.path)
+                self._add(self._entries(target_path), target_path, top, prefix, f"{path}/", inner, notes, depth + 1)
                 blobs.update(inner)
                 if state == "outside":
                     shown = posixpath.join(prefix, path) if prefix else path
@@ -486,7 +530,7 @@ class _GitTree:
                 return None, "broken"
             if obj.type == "tree" or obj.mode & 0o170000 != _SYMLINK_MODE:
                 return obj, "inside" if path.startswith(inside) else "outside"
-            target = self._data(obj.binsha).decode("utf-8", "surrogateescape")
+            target = self._data(obj.hexsha).decode("utf-8", "surrogateescape")
             path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or path == ".." or path.startswith("../"):
                 return None, "outside"  # outside the repository, so outside the root
@@ -501,7 +545,7 @@ class _GitTree:
             on_disk = loaded.path.read_bytes()
         except OSError:  # pragma: no cover - load_manifest just read it
             return None
-        if self._data(obj.binsha) != on_disk:
+        if self._data(obj.hexsha) != on_disk:
             return (
                 f"the manifest {loaded.display} differs from the one in commit {self.short}; the manifest is "
                 "always read from disk, the code from the commit"
@@ -512,8 +556,9 @@ class _GitTree:
 def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
     """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git)."""
     cwd = loaded.base_dir
-    # No index lock: status must not collide with a git command the user runs at the same time.
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    # No index lock (status must not collide with a git command the user runs at the same time); roots are paths,
+    # not pathspec patterns.
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
     commit: str | None = None
     dirty: bool | None = None
     try:
@@ -571,7 +616,15 @@ def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode
         if isinstance(listing, str):
             problems.append(f"{where(('root',))}: {config.root!r} {listing}")
             continue
-        build = build_branch(config, listing.paths, listing.read, prefix=prefix, origin=listing.origin, where=where)
+        build = build_branch(
+            config,
+            listing.paths,
+            listing.read,
+            prefix=prefix,
+            origin=listing.origin,
+            where=where,
+            prefetch=listing.prefetch,
+        )
         problems += build.problems
         warnings += build.warnings
         local = LocalBranch(config.server, config.branch, build.code, build.files)
