@@ -4,7 +4,9 @@ the real stand-in over loopback, with the GitHub comments API answered by a fake
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -439,3 +441,59 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
 
 def deploy_suffix(run: ActionRun) -> str:
     return run.steps["state"].outputs["key"].rsplit("-", 1)[1]
+
+
+def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
+    tmp_path: Path, live_standin: StandIn
+) -> None:
+    """The wait step of examples/workflows/unlock.yml, run by bash against the stand-in."""
+    workflow = yaml.safe_load((Path(__file__).parents[2] / "examples/workflows/unlock.yml").read_text())
+    [step] = [s for s in workflow["jobs"]["unlock"]["steps"] if s.get("name") == "Wait until the token is unlimited"]
+    world = make_world(tmp_path, live_standin)
+    live_standin.grant_unlimited(FULL_TOKEN)  # what the person does in the browser
+    summary = tmp_path / "summary.md"
+    script = tmp_path / "wait.sh"
+    script.write_text(step["run"], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "SCREEPS_", "GITHUB_"))}
+    env.update(
+        {
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            "GITOPS_STATE_DIR": str(tmp_path / "state"),
+            "SCREEPS_TOKEN": FULL_TOKEN,
+            "SERVER": "local",
+            "WAIT_MINUTES": "1",
+            "GITHUB_STEP_SUMMARY": str(summary),
+        }
+    )
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=world.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "unlimited: until" in done.stdout
+    assert "The token for server 'local' is unlimited until" in done.stdout
+    assert "run `gitops unlock --server local` and open the link it prints" in summary.read_text()
+    for text in (done.stdout, done.stderr, summary.read_text()):
+        assert FULL_TOKEN[:8] not in text
+    ledgers = list((tmp_path / "state").rglob("*.json"))
+    assert ledgers, "the unlimited period is recorded in the ledger that the deploy step then reads"
+    until = [json.loads(p.read_text()).get("unlimited_until") for p in ledgers]
+    assert any(u is not None and u > time.time() for u in until)
+
+    env["WAIT_MINUTES"] = "1; id"
+    refused = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=world.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == "wait-minutes must be a whole number of minutes"
