@@ -94,7 +94,6 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
     if data is None:
         temp_dir = Path(tempfile.mkdtemp(prefix="gitops-serve-"))
         data = temp_dir / "standin.sqlite3"
-    _configure_logging()
     clock: Clock = ManualClock(time.time()) if testing else SystemClock()
     try:
         try:
@@ -112,6 +111,7 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
                     hint="Another program may use the port; pick another with --port (0 picks a free one).",
                 ) from exc
             url = url_of(sock)
+            _configure_logging()
             _banner(url, users, data, temp_dir is not None, demo_login, testing, host)
             try:
                 ForegroundServer(make_config(app)).run(sockets=[sock])

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,20 +263,21 @@ def _check(data: Any, lines: dict[str, int], problems: list[str]) -> list[Accoun
             problem(f"{at}.tokens", "expected a list of tokens")
             raw_tokens = []
         for j, raw_token in enumerate(raw_tokens):
-            token = _check_token(raw_token, f"{at}.tokens[{j}]", username, problem)
-            if token is None:
-                continue
-            if token.value in seen_tokens:
+            value = raw_token.get("value") if isinstance(raw_token, Mapping) else None
+            if isinstance(value, str) and value in seen_tokens:
                 problem(f"{at}.tokens[{j}].value", "this token value is used twice")
                 continue
-            seen_tokens.add(token.value)
-            tokens.append(token)
+            if isinstance(value, str):
+                seen_tokens.add(value)
+            token = _check_token(raw_token, f"{at}.tokens[{j}]", username, problem)
+            if token is not None:
+                tokens.append(token)
         user_id = hashlib.sha256(b"user\0" + username.lower().encode("utf-8")).hexdigest()[:24]
         users.append(Account(username, email, password, tuple(tokens), user_id))
     return users
 
 
-def _check_token(raw: Any, at: str, username: str, problem: Any) -> Token | None:
+def _check_token(raw: Any, at: str, username: str, problem: Callable[[str, str], None]) -> Token | None:
     if not isinstance(raw, Mapping):
         problem(at, "expected a mapping with 'value' and either 'full: true' or 'endpoints'")
         return None

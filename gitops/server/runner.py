@@ -77,6 +77,24 @@ class ThreadedServer(uvicorn.Server):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), 0.1)
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn's shutdown sleeps 0.1 s unconditionally; tests start hundreds of servers, so wait only as long as
+        # open connections need to close, and abort whatever is still open after a second.
+        loop = asyncio.get_running_loop()
+        for server in self.servers:
+            server.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        deadline = loop.time() + 1.0
+        while self.server_state.connections and loop.time() < deadline:
+            await asyncio.sleep(0.002)
+        for connection in list(self.server_state.connections):
+            transport = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.abort()
+        for server in self.servers:
+            await server.wait_closed()
+
     def start(self, timeout: float = 10.0) -> None:
         """Start serving; returns once the socket accepts requests."""
         self._thread.start()

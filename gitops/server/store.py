@@ -88,8 +88,8 @@ class Store:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        conn = self._conn()
         try:
+            conn = self._conn()
             conn.executescript(_SCHEMA)
             row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
             if row is None:
