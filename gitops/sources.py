@@ -7,8 +7,9 @@ read a file's bytes into a :class:`~gitops.codeset.CodeSet` plus problems and wa
   that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
   inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
   link, not the files, so ``--ref`` would deploy something else);
-* a Git ref (``--ref``): the blobs of that commit, read through one ``git cat-file --batch`` process; uncommitted
-  changes are ignored. The manifest itself is always read from disk.
+* a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
+  ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
+  from disk.
 
 :func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem of every branch.
 """
@@ -251,7 +252,7 @@ def build_branch(
         files[name] = shown(path)
 
     code = CodeSet.of(modules)
-    length = code_length(code.wire()) if modules else 2
+    length = code_length(code.wire())
     if length > MAX_CODE_LENGTH:
         problems.append(
             f"{label}: the code is {length:,} characters as the server counts them (JSON.stringify of the "
