@@ -24,7 +24,7 @@ from gitops.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.remote import RemoteBranch, RemoteView
 from gitops.sources import LocalCode
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION: Literal[1] = 1
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"

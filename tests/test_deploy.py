@@ -1,0 +1,273 @@
+"""End to end: a real git repository, the real CLI, the real stand-in over loopback (issue 3's "done means")."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from tests.project import Project
+
+UPLOAD = "POST /api/user/code"
+DOWNLOAD = "GET /api/user/code"
+
+BOT = {
+    "src/main.js": "const harvester = require('role/harvester');\nmodule.exports.loop = () => harvester.run();\n",
+    "src/role/harvester.js": "module.exports.run = () => {\n  // harvest\n};\n",
+    "src/util/names.js": "module.exports.name = (n) => 'creep-' + n;\n",
+}
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write(BOT)
+    p.manifest([{"branch": "main", "root": "src", "include": ["**/*.js"], "activate": ["world"]}])
+    p.commit("first bot")
+    return p
+
+
+def test_first_deploy_to_a_new_account_creates_uploads_and_activates(project: Project, standin: StandIn) -> None:
+    assert [b["branch"] for b in standin.branches(ALICE)] == ["default"]
+    code, doc = project.plan_json()
+    assert code == 2
+    assert doc["has_changes"] is True
+    assert doc["uploads_needed"] == 1
+    [branch] = doc["branches"]
+    assert (branch["server"], branch["branch"], branch["action"]) == ("local", "main", "create")
+    assert branch["added"] == ["main", "role/harvester", "util/names"]
+    assert branch["activate"] == ["world"]
+    assert branch["requests"] == ["POST /api/user/clone-branch", UPLOAD, "POST /api/user/set-active-branch"]
+    assert standin.count(UPLOAD) == 0
+
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert "Applied:" in result.out
+    assert standin.branch_modules(ALICE, "main") == {
+        "main": BOT["src/main.js"],
+        "role/harvester": BOT["src/role/harvester.js"],
+        "util/names": BOT["src/util/names.js"],
+    }
+    main = next(b for b in standin.branches(ALICE) if b["branch"] == "main")
+    assert main["activeWorld"] is True
+    assert main["activeSim"] is False
+    assert standin.count(UPLOAD) == 1
+
+
+def test_second_plan_without_change_exits_0_and_uploads_nothing(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    uploads = standin.count(UPLOAD)
+    result = project.plan("--refresh=always")
+    assert result.code == 0, result.err
+    assert "No changes: the servers hold what the repository holds." in result.out
+    again = project.apply("--yes")
+    assert again.code == 0
+    assert "Nothing to apply." in again.out
+    assert standin.count(UPLOAD) == uploads
+
+
+def test_one_changed_file_uploads_only_its_branch_and_shows_only_that_module(
+    project: Project, standin: StandIn
+) -> None:
+    project.write({"sim/main.js": "module.exports.loop = () => {};\n"})
+    project.manifest(
+        [
+            {"branch": "main", "root": "src", "activate": ["world"]},
+            {"branch": "simulation", "root": "sim", "activate": ["sim"]},
+        ]
+    )
+    assert project.apply("--yes").code == 0
+    before = standin.count(UPLOAD)
+    project.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest harder\n};\n"})
+    code, doc = project.plan_json("--refresh=always")
+    assert code == 2
+    by_name = {b["branch"]: b for b in doc["branches"]}
+    assert by_name["simulation"]["action"] == "none"
+    assert (by_name["main"]["action"], by_name["main"]["changed"]) == ("update", ["role/harvester"])
+    assert by_name["main"]["added"] == by_name["main"]["removed"] == []
+    text = project.plan("--refresh=always").out
+    assert "~ role/harvester" in text
+    assert "+  // harvest harder" in text
+    assert "util/names" not in text
+    assert project.apply("--yes").code == 0
+    assert standin.count(UPLOAD) == before + 1
+    assert standin.branch_modules(ALICE, "main")["role/harvester"] == (  # type: ignore[index]
+        "module.exports.run = () => {\n  // harvest harder\n};\n"
+    )
+
+
+def test_removed_file_is_gone_from_the_server(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    project.remove("src/util/names.js")
+    code, doc = project.plan_json("--refresh=always")
+    assert code == 2
+    assert doc["branches"][0]["removed"] == ["util/names"]
+    assert project.apply("--yes").code == 0
+    assert sorted(standin.branch_modules(ALICE, "main") or {}) == ["main", "role/harvester"]
+
+
+def test_binary_module_round_trip(project: Project, standin: StandIn) -> None:
+    wasm = b"\x00asm\x01\x00\x00\x00" + bytes(range(256))
+    project.write({"src/lib/fast.wasm": wasm})
+    project.manifest([{"branch": "main", "root": "src", "include": ["**/*.js", "**/*.wasm"]}])
+    assert project.apply("--yes").code == 0
+    stored = (standin.branch_modules(ALICE, "main") or {})["lib/fast.wasm"]
+    assert stored == {"binary": base64.b64encode(wasm).decode("ascii")}
+    # Downloaded again, the binary module compares equal: nothing to do.
+    assert project.plan("--refresh=always").code == 0
+
+
+def test_ref_reads_the_commit_and_ignores_a_dirty_tree(project: Project, standin: StandIn) -> None:
+    project.write({"src/main.js": "// uncommitted experiment\n"})
+    result = project.apply("--yes", "--ref", "HEAD")
+    assert result.code == 0, result.err
+    assert "git ref HEAD" in result.out
+    assert (standin.branch_modules(ALICE, "main") or {})["main"] == BOT["src/main.js"]
+    # The working tree, by contrast, would change main.
+    code, doc = project.plan_json("--refresh=always")
+    assert (code, doc["branches"][0]["changed"]) == (2, ["main"])
+
+
+def test_saved_plan_applies_exactly_and_a_stale_one_is_refused(
+    project: Project, standin: StandIn, tmp_path: Path
+) -> None:
+    assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "module.exports.loop = () => 'v2';\n"})
+    plan_file = tmp_path / "v2.plan.json"
+    assert project.plan("--out", str(plan_file), "--refresh=always").code == 2
+    # Someone edits the branch in the game's editor after the plan was made.
+    edited = {"main": "// edited in the game\n"}
+    response = httpx.post(
+        standin.url + "/api/user/code", json={"branch": "main", "modules": edited}, headers={"X-Token": FULL_TOKEN}
+    )
+    assert response.json()["ok"] == 1
+    uploads = standin.count(UPLOAD)
+    result = project.apply(str(plan_file))
+    assert result.code == 8
+    assert (
+        "Error: plan is stale: the server changed since the plan was made, nothing was applied:\n"
+        "  - local/main: the branch's modules changed on the server after the plan was made\n"
+        "Make a fresh plan ('gitops plan --out FILE') and review it, or run 'gitops apply' without a file."
+    ) in result.err
+    assert standin.count(UPLOAD) == uploads
+    assert standin.branch_modules(ALICE, "main") == edited
+
+
+def test_saved_plan_uploads_the_planned_content_not_the_current_tree(
+    project: Project, standin: StandIn, tmp_path: Path
+) -> None:
+    plan_file = tmp_path / "first.plan.json"
+    assert project.plan("--out", str(plan_file)).code == 2
+    assert FULL_TOKEN not in plan_file.read_text(encoding="utf-8")
+    project.write({"src/main.js": "// written after the plan\n"})
+    result = project.apply(str(plan_file))
+    assert result.code == 0, result.err
+    assert (standin.branch_modules(ALICE, "main") or {})["main"] == BOT["src/main.js"]
+
+
+def test_saved_plan_for_another_manifest_is_refused(project: Project, tmp_path: Path) -> None:
+    plan_file = tmp_path / "p.json"
+    assert project.plan("--out", str(plan_file)).code == 2
+    project.manifest([{"branch": "main", "root": "src", "activate": ["world", "sim"]}])
+    result = project.apply(str(plan_file))
+    assert result.code == 8
+    assert result.err.startswith(
+        f"Error: the plan no longer matches the manifest {project.root / 'gitops.yaml'}: "
+        "it was made from a different version of it"
+    )
+
+
+def test_apply_without_terminal_needs_yes(project: Project, standin: StandIn) -> None:
+    result = project.apply()
+    assert result.code == 4
+    assert result.err.endswith(
+        "Error: apply needs confirmation and there is no terminal to ask at\n"
+        "Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.\n"
+    )
+    assert standin.count(UPLOAD) == 0
+
+
+@pytest.fixture
+def second_service(tmp_path: Path, standin: StandIn) -> Iterator[StandIn]:
+    with running_standin(DEMO_ACCOUNTS, tmp_path / "second.sqlite3", clock=standin.clock) as other:
+        yield other
+
+
+def test_failure_on_the_second_of_three_branches_is_reported_then_converges(
+    project: Project, standin: StandIn, second_service: StandIn
+) -> None:
+    project.write({"b/main.js": "// b\n", "c/main.js": "// c\n"})
+    manifest = project.manifest(
+        [
+            {"branch": "alpha", "root": "src"},
+            {"branch": "beta", "root": "b"},
+            {"branch": "gamma", "root": "c"},
+        ]
+    )
+    # beta lives on a second server, so that a fault on its uploads hits exactly the second branch.
+    text = manifest.read_text(encoding="utf-8").replace(
+        "- server: local\n  branch: beta", "- server: other\n  branch: beta"
+    )
+    text = text.replace(
+        "servers:\n", f"servers:\n  other:\n    url: {second_service.url}\n    token_env: SCREEPS_TOKEN\n"
+    )
+    manifest.write_text(text, encoding="utf-8")
+    # The upload is retried once after a 500, so two faults make it fail for good.
+    second_service.inject_fault(UPLOAD, "500", count=2)
+    result = project.apply("--yes")
+    assert result.code == 1
+    assert "Error: apply stopped at step 4 of 6 (other/beta: upload (POST /api/user/code))." in result.err
+    assert "  done    local/alpha: clone-branch (POST /api/user/clone-branch)\n" in result.err
+    assert "  done    local/alpha: upload (POST /api/user/code)\n" in result.err
+    assert "  done    other/beta: clone-branch (POST /api/user/clone-branch)\n" in result.err
+    assert "  FAILED  other/beta: upload (POST /api/user/code): " in result.err
+    assert "  not run local/gamma: clone-branch (POST /api/user/clone-branch)\n" in result.err
+    assert "  not run local/gamma: upload (POST /api/user/code)\n" in result.err
+    assert "Run 'gitops apply' again once the cause is fixed: it plans afresh and converges." in result.err
+    assert standin.branch_modules(ALICE, "alpha") is not None
+    assert standin.branch_modules(ALICE, "gamma") is None
+
+    again = project.apply("--yes")
+    assert again.code == 0, again.err
+    assert (second_service.branch_modules(ALICE, "beta") or {}) == {"main": "// b\n"}
+    assert (standin.branch_modules(ALICE, "gamma") or {}) == {"main": "// c\n"}
+    assert project.plan("--refresh=always").code == 0
+
+
+def test_plan_json_document_shape(project: Project) -> None:
+    code, doc = project.plan_json()
+    assert code == 2
+    assert set(doc) == {
+        "format_version",
+        "has_changes",
+        "uploads_needed",
+        "fits_budget",
+        "created_at",
+        "manifest",
+        "source",
+        "refresh",
+        "branches",
+        "budget",
+        "warnings",
+    }
+    assert doc["format_version"] == 1
+    assert json.dumps(doc).count(FULL_TOKEN) == 0
+
+
+def test_markdown_plan_has_a_table_then_details(project: Project) -> None:
+    assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "module.exports.loop = () => 'v3';\n"})
+    result = project.plan("--markdown", "--refresh=always")
+    assert result.code == 2
+    lines = result.out.splitlines()
+    assert lines[0] == "### screeps-gitops plan"
+    assert "| server | branch | action | added | changed | removed | requests | server view |" in lines
+    assert "<details><summary>diff of <code>main</code></summary>" in result.out
+    assert result.out.index("| server |") < result.out.index("<details>")
