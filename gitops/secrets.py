@@ -71,9 +71,12 @@ def redact(text: str) -> str:
     for value in known:
         if value in text:
             text = text.replace(value, HIDDEN)
-        if len(value) >= 2 * _MIN_PREFIX and value[:_MIN_PREFIX] in text:
+        # The prefix rule is for tokens (what the server echoes); the prefix of a registered link or phrase
+        # ("https://") is no secret, and scrubbing it would mangle every address in the text.
+        if len(value) >= 2 * _MIN_PREFIX and _TOKEN_LIKE.match(value) and value[:_MIN_PREFIX] in text:
             text = text.replace(value[:_MIN_PREFIX], HIDDEN)
     return _TOKEN_PARAM.sub(lambda m: m.group(1) + HIDDEN, text)
 
 
+_TOKEN_LIKE = re.compile(r"^[A-Za-z0-9_-]+$")
 _TOKEN_PARAM = re.compile(r"((?:^|[?&#;\s])_?token=)(?!<hidden>)[^&\s#\"'<>]+")

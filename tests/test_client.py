@@ -768,3 +768,11 @@ def test_standin_canary_never_leaks(standin: StandIn, tmp_path: Path) -> None:
     for text in [*lines, *errors, state]:
         assert FULL_TOKEN not in text
         assert FULL_TOKEN[:8] not in text
+
+
+def test_a_registered_link_does_not_hide_every_address() -> None:
+    # The GitHub Action registers the whole link for masking; only token-like values lose their prefix too.
+    Secret("https://screeps.example/a/#!/account/auth-tokens/noratelimit?token=abcdef0123456789abcdef")
+    assert redact("see https://other.example/x") == "see https://other.example/x"
+    assert redact("retry after 5ms ... token=canary01") == "retry after 5ms ... token=<hidden>"
+    assert redact(f"prefix {CANARY[:8]} echoed") == "prefix <hidden> echoed"
