@@ -368,13 +368,15 @@ class _Masks:
         self._echo = echo
         self._done: set[str] = set()
 
-    def add(self, value: str, *, prefix: bool = False) -> None:
+    def add(self, value: str, *, prefix: bool = False, register: bool = True) -> None:
         """Mask ``value``; with ``prefix`` (a Screeps token) also its first 8 characters, which the official
-        server echoes in its 429 answers (see :mod:`gitops.secrets`)."""
+        server echoes in its 429 answers (see :mod:`gitops.secrets`). ``register=False`` for a value that only
+        carries a registered secret (the link): redacting the secret in it is enough for the tool's own text."""
         value = value.strip()
         if not value:
             return
-        Secret(value)
+        if register:
+            Secret(value)
         values = [value, value[:8]] if prefix and len(value) >= 16 else [value]
         for item in values:
             if item not in self._done:
@@ -465,7 +467,7 @@ def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
         mask.add(basic)
     link = s.unlock_link(server)
     if link is not None:
-        mask.add(link.reveal())
+        mask.add(link.reveal(), register=False)
 
 
 def _no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
@@ -569,7 +571,7 @@ def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes
         return len(text.encode("utf-8")) if unit == "bytes" else len(text)
 
     title = f"screeps-gitops {report.command}" + (
-        f" (`{report.manifest.replace('`', '')}`)" if report.manifest != "gitops.yaml" else ""
+        f" (`{report.manifest.replace('`', '')}`)" if report.manifest not in ("", "gitops.yaml") else ""
     )
     head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices)
     tail: list[str] = []

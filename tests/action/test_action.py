@@ -339,6 +339,7 @@ def test_bad_input_names_the_input(world: World) -> None:
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "4"
     assert run.outputs["has-changes"] == ""
+    assert run.summary.startswith("### screeps-gitops plan\n")
     assert "**Planning failed** (exit code 4):" in run.summary
     assert (
         "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan or apply\n"
