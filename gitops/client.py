@@ -44,7 +44,7 @@ from gitops.codeset import CodeSet, WireModule
 from gitops.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ServiceError
 from gitops.ledger import Ledger, window_key
-from gitops.limits import GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, endpoint_key, limit_for
+from gitops.limits import GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
 from gitops.remote import BranchInfo, RemoteBranch
 from gitops.secrets import Secret, redact
 
@@ -493,9 +493,10 @@ class ServiceClient:
         self._clock.sleep(seconds)
 
     def _record_sent(self, endpoint: str) -> None:
-        self._recent.append(self._clock.now())
         if self._ledger is not None:
             self._ledger.record_sent(endpoint)
+        else:
+            self._recent.append(self._clock.now())
 
     def _retry_after(self, response: httpx.Response) -> float:
         """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else a minute."""
@@ -513,29 +514,20 @@ class ServiceClient:
             return float(MINUTE)
 
     def _guessed_429_headers(self, endpoint: str, response: httpx.Response) -> dict[str, str]:
-        # A 429 without X-RateLimit-* headers: record the window as spent until the wait is over. A wait over a
-        # minute cannot be the global window (it resets every minute), so it is the endpoint's own.
+        # A 429 without X-RateLimit-* headers: record its window as spent until the wait is over.
         wait = self._retry_after(response)
-        own = limit_for(endpoint)
-        limit = own if own is not None and wait > MINUTE else GLOBAL_LIMIT
         return {
-            "X-RateLimit-Limit": str(limit.count),
+            "X-RateLimit-Limit": str(_limit_of_429(endpoint, response, wait).count),
             "X-RateLimit-Remaining": "0",
             "X-RateLimit-Reset": str(int(self._clock.now() + wait + 0.999)),
         }
 
     def _rate_limited(self, endpoint: str, response: httpx.Response, wait: float, waits: int) -> NoReturn:
-        header_limit = response.headers.get("X-RateLimit-Limit", "")
-        own = limit_for(endpoint)
-        if header_limit.isdigit():
-            key = window_key(endpoint, int(header_limit))
-        else:
-            key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
-        limit = own if key == endpoint and own is not None else GLOBAL_LIMIT
+        limit = _limit_of_429(endpoint, response, wait)
         which = (
-            f"the limit of {limit.describe()} for {endpoint}"
-            if limit is own
-            else f"the global limit of {limit.describe()}"
+            f"the global limit of {limit.describe()}"
+            if limit is GLOBAL_LIMIT
+            else f"the limit of {limit.describe()} for {endpoint}"
         )
         reset_at = datetime.fromtimestamp(self._clock.now() + wait, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         if waits >= MAX_RATE_LIMIT_RETRIES:
@@ -672,6 +664,18 @@ class _StopAfterWaiting(stop_base):
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         return retry_state.idle_for >= BACKOFF_TOTAL
+
+
+def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit:
+    """Which limit a 429 is about: the ``X-RateLimit-Limit`` header says; without it, a wait over a minute cannot
+    be the global window (it resets every minute), so it is the endpoint's own."""
+    own = limit_for(endpoint)
+    header = response.headers.get("X-RateLimit-Limit", "")
+    if header.isdigit():
+        key = window_key(endpoint, int(header))
+    else:
+        key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
+    return own if key == endpoint and own is not None else GLOBAL_LIMIT
 
 
 def _json_or_none(response: httpx.Response) -> Any:

@@ -224,7 +224,7 @@ class Ledger:
                     self._data = data
                     self._prune()
                     return
-        except (ValueError, UnicodeDecodeError) as exc:  # json.JSONDecodeError is a ValueError
+        except ValueError as exc:  # also json.JSONDecodeError, UnicodeDecodeError and pydantic's ValidationError
             reason = "not valid JSON" if not isinstance(exc, ValidationError) else "not shaped as a ledger"
         self._set_aside(reason)
 
