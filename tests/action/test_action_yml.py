@@ -176,3 +176,17 @@ def test_actionlint_checks_workflows_against_action_yml(repo_using_the_action: P
     done = lint(bad, cwd=repo_using_the_action)
     assert done.returncode == 1
     assert 'input "max-waits" is not defined in action "screeps-gitops"' in done.stdout
+
+
+def test_workflows_shown_in_the_docs_pass_actionlint(tmp_path: Path) -> None:
+    shown: list[Path] = []
+    for doc in (ROOT / "docs" / "github-action.md", ROOT / "README.md"):
+        text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+        for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", text, flags=re.DOTALL)):
+            if "\njobs:" in block:
+                path = tmp_path / f"{doc.stem}-{n}.yml"
+                path.write_text(block, encoding="utf-8")
+                shown.append(path)
+    assert len(shown) >= 4, "the docs and the README show the plan and deploy workflows"
+    done = lint(*shown, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
