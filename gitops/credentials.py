@@ -77,11 +77,11 @@ class CredentialsFileError(AuthError):
     """The unified credentials file is unreadable, not YAML, or not shaped as SS3 describes."""
 
 
-def _ci_hint(var: str) -> str:
+def _ci_hint(var: str, action_input: str) -> str:
     return (
-        f"set {var} in the environment; in GitHub Actions map the repository secret into the step: "
-        f"`env: {var}: ${{{{ secrets.{var} }}}}` (secrets are not given to pull requests from forks: "
-        "plan those with --refresh=never)."
+        f"set {var} in the environment; in GitHub Actions pass the repository secret to the action's "
+        f"`{action_input}` input (`{action_input}: ${{{{ secrets.{var} }}}}`) or to the step's `env:` (secrets are "
+        "not given to pull requests from forks: plan those with --refresh=never)."
     )
 
 
@@ -99,7 +99,7 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
         raise AuthError(
             f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
             f"{_state(server.token_env, env)}.",
-            hint=_ci_hint(server.token_env),
+            hint=_ci_hint(server.token_env, "token"),
         )
     if server.username_env and server.password_env:
         user, password = env.get(server.username_env, "").strip(), env.get(server.password_env, "")
@@ -115,7 +115,7 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
             f"no credentials for server '{server_name}': "
             + " and ".join(f"the environment variable {var} is {_state(var, env)}" for var in missing)
             + ".",
-            hint=_ci_hint(missing[0]),
+            hint=_ci_hint(missing[0], "username" if missing[0] == server.username_env else "password"),
         )
     if server.credentials:
         return _from_file(server_name, server.url, server.credentials, env, cwd=cwd)

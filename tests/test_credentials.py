@@ -71,9 +71,9 @@ def test_missing_token_says_how_to_fix(tmp_path: Path, env: dict[str, str], stat
         resolve_auth("official", server(token_env="SCREEPS_TOKEN"), env, cwd=tmp_path)
     assert str(info.value) == (
         f"no credentials for server 'official': the environment variable SCREEPS_TOKEN is {state}.\n"
-        "set SCREEPS_TOKEN in the environment; in GitHub Actions map the repository secret into the step: "
-        "`env: SCREEPS_TOKEN: ${{ secrets.SCREEPS_TOKEN }}` (secrets are not given to pull requests from forks: "
-        "plan those with --refresh=never)."
+        "set SCREEPS_TOKEN in the environment; in GitHub Actions pass the repository secret to the action's `token` "
+        "input (`token: ${{ secrets.SCREEPS_TOKEN }}`) or to the step's `env:` (secrets are not given to pull "
+        "requests from forks: plan those with --refresh=never)."
     )
     assert info.value.exit_code == 7
 
