@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS branches (
     user TEXT NOT NULL,
     name TEXT NOT NULL,
     id TEXT NOT NULL,
-    modules TEXT NOT NULL,          -- the wire form of the modules map, as compact ASCII JSON
+    modules BLOB NOT NULL,          -- the wire form of the modules map: compact ASCII JSON, as bytes
     active_world INTEGER NOT NULL DEFAULT 0,
     active_sim INTEGER NOT NULL DEFAULT 0,
     timestamp INTEGER NOT NULL,     -- epoch milliseconds of the last change
@@ -56,11 +56,12 @@ class StoreError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Branch:
-    """A branch as the store holds it; ``modules_json`` is the wire map, already serialised."""
+    """A branch as the store holds it; ``modules_json`` is the wire map, already serialised (ASCII bytes), so
+    that a download sends it without decoding and encoding it again."""
 
     id: str
     name: str
-    modules_json: str
+    modules_json: bytes
     active_world: bool
     active_sim: bool
     timestamp: int
@@ -73,6 +74,11 @@ class Branch:
 def dump_json(value: object) -> str:
     """Compact ASCII JSON: lone surrogates and any other text survive SQLite and HTTP unchanged."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+
+
+def dump_modules(modules: object) -> bytes:
+    """A modules map as the store keeps it."""
+    return dump_json(modules).encode("ascii")
 
 
 def new_id() -> str:
@@ -143,7 +149,7 @@ class Store:
                 conn.execute(
                     "INSERT INTO branches (user, name, id, modules, active_world, active_sim, timestamp)"
                     " VALUES (?, 'default', ?, ?, 1, 1, ?)",
-                    (user, new_id(), dump_json({"main": ""}), now_ms),
+                    (user, new_id(), dump_modules({"main": ""}), now_ms),
                 )
 
     def branches(self, user: str) -> list[Branch]:
@@ -151,7 +157,7 @@ class Store:
             "SELECT id, name, modules, active_world, active_sim, timestamp FROM branches WHERE user = ? ORDER BY name",
             (user,),
         )
-        return [Branch(r[0], r[1], r[2], bool(r[3]), bool(r[4]), r[5]) for r in rows]
+        return [Branch(r[0], r[1], bytes(r[2]), bool(r[3]), bool(r[4]), r[5]) for r in rows]
 
     def branch(self, user: str, selector: str) -> Branch | None:
         """The branch named ``selector``; ``$activeWorld``/``$activeSim`` pick the branch with that flag."""
@@ -169,9 +175,9 @@ class Store:
         )
         if row is None:
             return None
-        return Branch(row[0], row[1], row[2], bool(row[3]), bool(row[4]), row[5])
+        return Branch(row[0], row[1], bytes(row[2]), bool(row[3]), bool(row[4]), row[5])
 
-    def put_code(self, user: str, selector: str, modules_json: str, now_ms: int) -> bool:
+    def put_code(self, user: str, selector: str, modules_json: bytes, now_ms: int) -> bool:
         """Replace every module of the branch; ``False`` if it does not exist (a branch is never created here)."""
         sql, args = _select(user, selector)
         if sql is None:
@@ -184,7 +190,7 @@ class Store:
             return cur.rowcount > 0
 
     def clone_branch(
-        self, user: str, source: str | None, new_name: str, default_json: str, now_ms: int, max_branches: int
+        self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int
     ) -> bool:
         """Create or overwrite ``new_name`` from ``source`` (or ``default_json`` when ``source`` is absent or
         unknown), as the real server does. ``False`` when the user already has ``max_branches`` branches."""
