@@ -537,7 +537,7 @@ class ServiceClient:
         raise RateLimitedError(
             f"server '{self.server_name}' refused {endpoint}: rate limited by {which}; it resets at {reset_at} "
             f"({why}).",
-            hint="wait until then and run again, or lift every limit of the token for two hours on the "
+            hint="Wait until then and run again, or lift every limit of the token for two hours on the "
             "no-rate-limit page: `gitops unlock` prints its link.",
         )
 

@@ -55,6 +55,8 @@ def seen_text(branch: BranchPlan, now: float) -> str:
     if remote.how == "unknown" or remote.learnt_at is None:
         return "server state unknown (nothing downloaded, nothing in the ledger)"
     when = age(now - remote.learnt_at)
+    if remote.exists is False:
+        return f"the branch does not exist on the server (checked {when})"
     return {
         "download": f"downloaded {when}",
         "own-upload": f"from this tool's own upload {when} (ledger; not downloaded again)",
@@ -89,6 +91,8 @@ def budget_row_text(row: EndpointBudget) -> str:
         left = f"unlimited until {utc(row.reset or 0)}"
     elif row.remaining is None:
         left = f"remaining unknown (at most {row.limit})"
+    elif row.remaining >= row.limit:
+        left = f"{row.remaining} left"  # the window has not started: nothing counted yet
     else:
         left = f"{row.remaining} left, resets {utc(row.reset or 0)}"
     reserve = f", {row.reserve} reserved" if row.reserve else ""
@@ -150,6 +154,14 @@ def summary_line(plan: Plan) -> str:
     if not changed:
         return "No changes: the servers hold what the repository holds."
     return f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
+
+
+def applied_line(plan: Plan) -> str:
+    changed = [b for b in plan.branches if b.has_changes]
+    return (
+        f"Applied: {len(changed)} branch(es) changed with {plan.uploads_needed} upload(s); "
+        "the servers now hold what the plan holds."
+    )
 
 
 def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:

@@ -54,6 +54,7 @@ class Session:
         self._clients: dict[str, Any] = {}
         self._ledgers: dict[str, Any] = {}
         self._auth: dict[str, Any] = {}
+        self._queried: set[str] = set()
 
     def auth(self, server: str) -> Any:
         """The server's credentials; :class:`AuthError` naming what is missing."""
@@ -95,6 +96,32 @@ class Session:
                 log=self.options.log,
             )
         return self._clients[server]
+
+    def learn_unlimited(self, server: str) -> bool:
+        """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on
+        the no-rate-limit page since the ledger last looked. The token query is not rate limited; it is skipped
+        with --refresh=never (no request at all) and for password logins (private servers have no limits)."""
+        from gitops.credentials import TokenAuth, auth_available
+        from gitops.errors import GitopsError
+
+        if self.options.refresh == "never" or server in self._queried:
+            return self._unlimited_now(server)
+        self._queried.add(server)
+        config = self.loaded.manifest.servers[server]
+        if not auth_available(config, self.options.env, cwd=self.loaded.base_dir):
+            return False
+        if not isinstance(self.auth(server), TokenAuth):
+            return False
+        try:
+            self.client(server).query_token()
+        except GitopsError as exc:  # an old server without the token query: the ledger's view stands
+            if self.options.log is not None:
+                self.options.log(f"token query on server '{server}' failed: {exc.message}")
+        return self._unlimited_now(server)
+
+    def _unlimited_now(self, server: str) -> bool:
+        until = self.ledger(server).unlimited_until
+        return until is not None and until > self.options.clock.now()
 
     def budget_facts(self, server: str) -> BudgetFacts:
         ledger = self.ledger(server)
@@ -211,7 +238,7 @@ def _check_download_budget(s: Session, server: str, needed: int, now: float) -> 
     window = facts.windows.get(DOWNLOAD)
     remaining = limit.count if window is None or window.reset <= now else window.remaining
     held = (facts.reserve or {}).get(DOWNLOAD, 0)
-    if needed > remaining - held:
+    if needed > remaining - held and not s.learn_unlimited(server):
         reset = f"; it resets at {utc(window.reset)}" if window is not None and window.reset > now else ""
         raise BudgetError(
             f"server '{server}': planning needs {needed} x {DOWNLOAD} (downloads) but {max(0, remaining)} of "
@@ -228,6 +255,14 @@ def plan(options: Options, s: Session) -> tuple[Plan, LocalCode]:
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers_of(s.loaded)}
     result = build_plan(loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now)
+    short = {row.server for row in result.budget if not row.fits}
+    # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
+    learnt = [s.learn_unlimited(server) for server in sorted(short)]
+    if any(learnt):
+        budgets = {server: s.budget_facts(server) for server in servers_of(s.loaded)}
+        result = build_plan(
+            loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now
+        )
     extra = s.warnings()
     if extra:
         result = result.model_copy(update={"warnings": [*result.warnings, *extra]})
@@ -258,6 +293,15 @@ def _budget_refusal(rows: list[EndpointBudget], s: Session) -> BudgetError:
 
 def recheck_budget(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[str, int]] | None = None) -> None:
     """Check the plan's requests (plus ``extra_needs`` per server) against the ledger as it is now."""
+    failing = _failing_rows(plan_, s, extra_needs)
+    learnt = [s.learn_unlimited(server) for server in sorted({r.server for r in failing})]
+    if any(learnt):
+        failing = _failing_rows(plan_, s, extra_needs)
+    if failing:
+        raise _budget_refusal(failing, s)
+
+
+def _failing_rows(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[str, int]] | None) -> list[EndpointBudget]:
     from gitops.budget import assess
 
     now = s.options.clock.now()
@@ -276,8 +320,7 @@ def recheck_budget(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[st
             now=now,
         )
         failing.extend(r for r in rows if not r.fits)
-    if failing:
-        raise _budget_refusal(failing, s)
+    return failing
 
 
 def check_saved_plan(plan_: Plan, loaded: LoadedManifest) -> None:

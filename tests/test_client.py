@@ -293,7 +293,7 @@ def test_429_longer_than_max_wait_is_refused(make_client: Callable[..., ServiceC
         "server 'official' refused GET /api/user/code: rate limited by the limit of 60 per hour for "
         "GET /api/user/code; it resets at 2027-01-15 09:57:55 UTC (a wait of 118 min is longer than --max-wait "
         "(60 s)).\n"
-        "wait until then and run again, or lift every limit of the token for two hours on the no-rate-limit page: "
+        "Wait until then and run again, or lift every limit of the token for two hours on the no-rate-limit page: "
         "`gitops unlock` prints its link."
     )
     assert CANARY[:8] not in str(info.value)

@@ -42,7 +42,7 @@ def apply(
     from gitops import workflow
     from gitops.apply import Outcome, apply_plan, verify_plan
     from gitops.plan import DOWNLOAD, load_plan
-    from gitops.render import render_text, summary_line
+    from gitops.render import applied_line, render_text
 
     options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
     saved = plan_file is not None
@@ -81,5 +81,5 @@ def apply(
             click.echo(outcome.line())
 
         apply_plan(result, writers, uploads, progress=progress)
-        click.echo(f"Applied: {summary_line(result).removeprefix('Plan: ')}")
+        click.echo(applied_line(result))
     return 0

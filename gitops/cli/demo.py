@@ -56,7 +56,10 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 )
 def demo(example: Path | None) -> int:
     """Deploy a bundled example to a local stand-in service, then stop it."""
+    import time
+
     from gitops.cli import run
+    from gitops.clock import ManualClock
     from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, running_standin
 
     source = example or find_example("basic")
@@ -64,7 +67,9 @@ def demo(example: Path | None) -> int:
         work = Path(tmp) / "repo"
         shutil.copytree(source, work)
         manifest = work / "gitops.yaml"
-        with running_standin(DEMO_ACCOUNTS, Path(tmp) / "standin.sqlite3") as service:
+        # The service's clock starts at the real time, so reset times in the plan read as today's.
+        clock = ManualClock(time.time())
+        with running_standin(DEMO_ACCOUNTS, Path(tmp) / "standin.sqlite3", clock=clock) as service:
             manifest.write_text(manifest.read_text(encoding="utf-8").replace(EXAMPLE_URL, service.url), "utf-8")
             click.secho(f"== Local stand-in service running at {service.url} (user '{ALICE}')", bold=True)
             click.echo(f"   example: {source} (copied to a temporary folder)\n")

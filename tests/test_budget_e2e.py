@@ -1,0 +1,196 @@
+"""The budget end to end (issue 4): the stand-in enforces the limits, its clock is moved, the CLI must plan around
+them and refuse before spending a request it cannot afford."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
+from tests.project import Project
+
+UPLOAD = "POST /api/user/code"
+DOWNLOAD = "GET /api/user/code"
+DAY = 86400
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    return p
+
+
+def spend(standin: StandIn, endpoint: str, times: int) -> None:
+    """Spend requests with the same token behind the tool's back (another tool, a teammate), as the server counts."""
+    method, path = endpoint.split(" ", 1)
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        for n in range(times):
+            if n and n % 100 == 0:
+                standin.clock.advance(60)  # stay under the global 120 per minute
+            if method == "GET":
+                answer = http.get(path, params={"branch": "default"})
+            else:
+                answer = http.post(path, json={"branch": "default", "modules": {"main": f"// {n}"}})
+            assert answer.status_code == 200, answer.text
+
+
+def utc(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def test_the_240th_upload_of_a_day_refuses_the_next_plan_until_the_day_is_over(
+    project: Project, standin: StandIn
+) -> None:
+    day_starts = standin.clock.now()
+    spend(standin, UPLOAD, 239)
+    standin.clock.advance(60)
+    result = project.apply("--yes")  # the 240th upload of the day
+    assert result.code == 0, result.err
+    assert standin.count(UPLOAD) == 240
+
+    project.write({"src/main.js": "module.exports.loop = () => 'next';\n"})
+    refused = project.plan()
+    assert refused.code == 3
+    assert (
+        "Error: the plan does not fit the token's rate limits; nothing was sent:\n"
+        "  - server 'local': the plan needs 1 x POST /api/user/code but 0 of 240 per day remain; "
+        f"it resets at {utc(day_starts + DAY)}\n"
+    ) in refused.err
+    assert "no-rate-limit page" in refused.err
+    assert "noratelimit?token=<hidden>" in refused.err
+    assert project.apply("--yes").code == 3
+    assert standin.count(UPLOAD) == 240  # refused before any upload: no 429 was even provoked
+
+    standin.clock.advance(DAY)
+    assert project.plan().code == 2
+    assert project.apply("--yes").code == 0
+    assert (standin.branch_modules(ALICE, "main") or {})["main"] == "module.exports.loop = () => 'next';\n"
+
+
+def test_an_unlimited_period_is_honoured_and_ends(project: Project, standin: StandIn) -> None:
+    spend(standin, UPLOAD, 239)
+    standin.clock.advance(60)
+    assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "// v2\n"})
+    assert project.plan().code == 3
+
+    until = standin.grant_unlimited(FULL_TOKEN)  # the person pressed Proceed on the no-rate-limit page
+    result = project.plan()
+    assert result.code == 2, result.err
+    assert f"unlimited until {utc(until)}" in result.out
+    assert project.apply("--yes").code == 0
+    assert standin.count(UPLOAD) == 241
+
+    standin.clock.advance(2 * 3600 + 1)
+    project.write({"src/main.js": "// v3\n"})
+    after = project.plan()
+    assert after.code == 3
+    assert "0 of 240 per day remain" in after.err
+
+
+def test_reserve_keeps_requests_back_for_the_person(project: Project, standin: StandIn) -> None:
+    project.manifest([{"branch": "main", "root": "src"}], budget={"reserve": {UPLOAD: 20}})
+    spend(standin, UPLOAD, 218)
+    standin.clock.advance(60)
+    assert project.apply("--yes").code == 0  # the 219th: 21 left, one more than the reserve
+    project.write({"src/main.js": "// v2\n"})
+    assert project.apply("--yes").code == 0  # the 220th: 20 left, all reserved
+    project.write({"src/main.js": "// v3\n"})
+    refused = project.plan()
+    assert refused.code == 3
+    assert (
+        "  - server 'local': the plan needs 1 x POST /api/user/code but 20 of 240 per day remain (20 reserved for you);"
+    ) in refused.err
+
+
+def test_a_429_under_max_wait_is_waited_and_retried(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0  # the branch exists: planning must download it
+    spend(standin, DOWNLOAD, 60)  # the hour's downloads, spent behind the tool's back
+    standin.clock.advance(3600 - 30)  # the window resets in 30 s
+    started = standin.clock.now()
+    result = project.plan("--refresh=always", "--max-wait", "60")
+    assert "rate limited on GET /api/user/code: waiting 30 s before retrying" in result.err
+    assert standin.clock.now() - started >= 30  # the client slept on the shared clock, then retried
+    assert result.code == 0, result.err
+    assert standin.count(DOWNLOAD) == 62  # 60 spent, one refused with 429, one retried
+
+
+def test_a_429_over_max_wait_is_refused_with_the_time_to_try_again(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    opened = standin.clock.now()
+    spend(standin, DOWNLOAD, 60)
+    result = project.plan("--refresh=always", "--max-wait", "60")
+    assert result.code == 3
+    assert "GET /api/user/code" in result.err
+    assert "60 per hour" in result.err
+    reset = datetime.fromtimestamp(opened + 3600, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert f"it resets at {reset} (a wait of 60 min is longer than --max-wait (60 s))" in result.err
+    assert FULL_TOKEN not in result.err
+    assert FULL_TOKEN[:8] not in result.err
+    assert standin.count(DOWNLOAD) == 61
+
+
+def test_refresh_never_spends_no_request(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "// changed\n"})
+    downloads, listings = standin.count(DOWNLOAD), standin.count("GET /api/user/branches")
+    code, doc = project.plan_json("--refresh=never")
+    assert code == 2
+    assert doc["branches"][0]["changed"] == ["main"]
+    assert doc["branches"][0]["remote"]["how"] == "own-upload"
+    assert (standin.count(DOWNLOAD), standin.count("GET /api/user/branches")) == (downloads, listings)
+
+
+def test_refresh_auto_trusts_its_own_recent_upload_and_says_how_old_its_view_is(
+    project: Project, standin: StandIn
+) -> None:
+    assert project.apply("--yes").code == 0
+    downloads = standin.count(DOWNLOAD)
+    standin.clock.advance(120)
+    fresh = project.plan()
+    assert fresh.code == 0
+    assert "server view: from this tool's own upload 2 min ago (ledger; not downloaded again)" in fresh.out
+    assert standin.count(DOWNLOAD) == downloads
+    standin.clock.advance(3600)  # past budget.trust_own_upload_seconds (600 s): download again
+    stale = project.plan()
+    assert stale.code == 0
+    assert "server view: downloaded 0 s ago" in stale.out
+    assert standin.count(DOWNLOAD) == downloads + 1
+
+
+def test_plan_refuses_downloads_it_cannot_afford_before_sending_any(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    standin.clock.advance(3600)
+    assert project.plan("--refresh=always").code == 0  # headers now say how many downloads remain
+    spend(standin, DOWNLOAD, 59)
+    assert project.plan("--refresh=always").code == 3  # the 60th is spent behind our back: the 429 says so
+    downloads = standin.count(DOWNLOAD)
+    refused = project.plan("--refresh=always")
+    assert refused.code == 3
+    assert (
+        "server 'local': planning needs 1 x GET /api/user/code (downloads) but 0 of 60 per hour remain" in refused.err
+    )
+    assert "--refresh=never" in refused.err
+    assert standin.count(DOWNLOAD) == downloads  # refused from the ledger, nothing sent
+
+
+def test_the_plan_lists_each_endpoint_it_needs_with_what_remains(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "// v2\n"})
+    code, doc = project.plan_json()
+    assert code == 2
+    rows = {row["endpoint"]: row for row in doc["budget"]}
+    assert rows[UPLOAD]["needed"] == 1
+    assert rows[UPLOAD]["remaining"] == 239
+    assert rows[UPLOAD]["limit"] == 240
+    assert rows[UPLOAD]["source"] == "headers"
+    assert rows[UPLOAD]["reset"] is not None
+    assert rows["global"]["needed"] == 1
