@@ -256,9 +256,10 @@ class StandInApp:
         try:
             return self._control_route(req)
         except Reject as exc:
-            return error(exc.message, exc.status)
-        except ValueError as exc:
-            return error(str(exc), 400)
+            # Control routes are for test code, which wants a plain HTTP error rather than the game's envelope.
+            return error(exc.message, 400 if exc.status == 200 else exc.status)
+        except (ValueError, TypeError) as exc:
+            return error(f"bad control request: {exc}", 400)
 
     def _control_route(self, req: Request) -> Response:
         name = req.path[len(CONTROL_PREFIX) :].rstrip("/")

@@ -75,15 +75,20 @@ class StandIn:
 
     def branch_modules(self, username: str, branch: str) -> dict[str, object] | None:
         """The modules of a branch in wire form (``$activeWorld`` works), or ``None`` if it does not exist."""
-        found = self.app.store.branch(username, branch)
+        found = self.app.store.branch(self._user(username), branch)
         return None if found is None else found.modules()
 
     def branches(self, username: str) -> list[dict[str, object]]:
         """``[{"branch": ..., "activeWorld": ..., "activeSim": ...}]`` sorted by name."""
         return [
             {"branch": b.name, "activeWorld": b.active_world, "activeSim": b.active_sim}
-            for b in self.app.store.branches(username)
+            for b in self.app.store.branches(self._user(username))
         ]
+
+    def _user(self, username: str) -> str:
+        # Usernames are case-insensitive, as on the server; the store keys them as the accounts file spells them.
+        account = self.app.accounts.user(username)
+        return account.username if account is not None else username
 
     def grant_unlimited(self, token: str) -> float:
         """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""

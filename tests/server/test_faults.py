@@ -103,3 +103,20 @@ def test_faults_are_per_endpoint_and_used_in_order(standin: StandIn) -> None:
 def test_bad_fault_requests_are_refused(endpoint: str, kind: str, count: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Faults().inject(endpoint, kind, count)
+
+
+def test_bad_control_requests_get_400(standin: StandIn) -> None:
+    with client(standin) as http:
+        bodies: list[object] = [{"endpoint": "GET /api/user/code", "kind": "delay", "delay": [1]}, {"kind": "500"}, []]
+        for body in bodies:
+            answer = http.post("/__standin__/fault", json=body)
+            assert answer.status_code == 400, body
+            assert "error" in answer.json()
+        assert http.post("/__standin__/advance", json={"seconds": "soon"}).status_code == 400
+        assert http.get("/__standin__/nope").status_code == 404
+
+
+def test_helpers_take_usernames_in_any_case(standin: StandIn) -> None:
+    assert standin.branches("ALICE") == standin.branches(ALICE)
+    assert standin.branch_modules("Alice", "default") == {"main": ""}
+    assert standin.branch_modules(ALICE, "nope") is None
