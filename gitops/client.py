@@ -56,11 +56,11 @@ __all__ = [
     "TokenInfo",
 ]
 
-#: What a restricted token needs for ``plan`` and, in addition, for ``apply`` (named in 403 messages).
-PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code",)
+#: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
+#: addition, for ``apply``; named in 403 messages and by ``gitops token``.
+PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code", "GET /api/user/branches")
 APPLY_ENDPOINTS: tuple[str, ...] = (
     "POST /api/user/code",
-    "GET /api/user/branches",
     "POST /api/user/clone-branch",
     "POST /api/user/set-active-branch",
 )
@@ -568,10 +568,9 @@ class ServiceClient:
                 f"server '{self.server_name}' forbade {endpoint} (403){': ' + words if words else ''}.",
                 hint="check that the account may use this endpoint on that server.",
             )
-        also = [e for e in APPLY_ENDPOINTS if e not in PLAN_ENDPOINTS]
         return AuthError(
             f"the token for server '{self.server_name}' may not use {endpoint}; plan needs "
-            f"{', '.join(PLAN_ENDPOINTS)}; apply also needs {', '.join(also)} — create a token with those "
+            f"{', '.join(PLAN_ENDPOINTS)}; apply also needs {', '.join(APPLY_ENDPOINTS)} — create a token with those "
             "endpoints or a full-access token.",
             hint=f"tokens are created in the account settings; put the new one in {self._auth.source}.",
         )

@@ -156,8 +156,8 @@ def test_403_names_endpoint_and_needed_scope(make_client: Callable[..., ServiceC
     with pytest.raises(AuthError) as info:
         make_client(rec).upload_code("default", {"main": ""})
     assert str(info.value) == (
-        "the token for server 'official' may not use POST /api/user/code; plan needs GET /api/user/code; apply also "
-        "needs POST /api/user/code, GET /api/user/branches, POST /api/user/clone-branch, "
+        "the token for server 'official' may not use POST /api/user/code; plan needs GET /api/user/code, "
+        "GET /api/user/branches; apply also needs POST /api/user/code, POST /api/user/clone-branch, "
         "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
         "tokens are created in the account settings; put the new one in the environment variable SCREEPS_TOKEN."
     )
@@ -642,8 +642,8 @@ def test_standin_restricted_token(standin: StandIn) -> None:
         with pytest.raises(AuthError) as info:
             client.list_branches()
     assert str(info.value).startswith(
-        "the token for server 'local' may not use GET /api/user/branches; plan needs GET /api/user/code; apply also "
-        "needs POST /api/user/code, GET /api/user/branches, POST /api/user/clone-branch, "
+        "the token for server 'local' may not use GET /api/user/branches; plan needs GET /api/user/code, "
+        "GET /api/user/branches; apply also needs POST /api/user/code, POST /api/user/clone-branch, "
         "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
     )
 

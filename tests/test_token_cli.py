@@ -80,7 +80,7 @@ def test_token_restricted_and_unlimited(cli: Cli, monkeypatch: pytest.MonkeyPatc
     code, out, _ = cli("token")
     assert code == 0
     assert "  scope:     restricted (endpoints: GET /api/user/code, POST /api/user/code)\n" in out
-    assert "  plan:      ok\n" in out
+    assert "  plan:      needs GET /api/user/branches\n" in out
     assert (
         "  apply:     needs GET /api/user/branches, POST /api/user/clone-branch, POST /api/user/set-active-branch\n"
     ) in out
@@ -94,7 +94,7 @@ def test_token_restricted_and_unlimited(cli: Cli, monkeypatch: pytest.MonkeyPatc
         "POST /api/user/clone-branch",
         "POST /api/user/set-active-branch",
     ]
-    assert doc["plan_missing"] == []
+    assert doc["plan_missing"] == ["GET /api/user/branches"]
 
 
 def test_token_without_the_secret(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
