@@ -42,7 +42,7 @@ from gitops import __version__
 from gitops.clock import Clock, SystemClock
 from gitops.codeset import CodeSet, WireModule
 from gitops.credentials import Auth, PasswordAuth, TokenAuth
-from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ServiceError
+from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.ledger import Ledger, window_key
 from gitops.limits import GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
 from gitops.remote import BranchInfo, RemoteBranch
@@ -58,7 +58,9 @@ __all__ = [
 
 #: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
 #: addition, for ``apply``; named in 403 messages and by ``gitops token``.
-PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code", "GET /api/user/branches")
+PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code",)
+#: Optional for plan: without it, branch existence is learnt from the code download and activation is re-sent.
+LIST_ENDPOINT = "GET /api/user/branches"
 APPLY_ENDPOINTS: tuple[str, ...] = (
     "POST /api/user/code",
     "POST /api/user/clone-branch",
@@ -562,16 +564,17 @@ class ServiceClient:
         )
 
     def _forbidden(self, endpoint: str, data: Any) -> AuthError:
+        """403: for a token, a :class:`ScopeError` naming the endpoint and the scope plan and apply need."""
         if not isinstance(self._auth, TokenAuth):
             words = _error_words(data) if isinstance(data, dict) else ""
             return AuthError(
                 f"server '{self.server_name}' forbade {endpoint} (403){': ' + words if words else ''}.",
                 hint="check that the account may use this endpoint on that server.",
             )
-        return AuthError(
+        return ScopeError(
             f"the token for server '{self.server_name}' may not use {endpoint}; plan needs "
-            f"{', '.join(PLAN_ENDPOINTS)}; apply also needs {', '.join(APPLY_ENDPOINTS)} — create a token with those "
-            "endpoints or a full-access token.",
+            f"{', '.join(PLAN_ENDPOINTS)} (and {LIST_ENDPOINT} to see which branches are active); apply also needs "
+            f"{', '.join(APPLY_ENDPOINTS)} — create a token with those endpoints or a full-access token.",
             hint=f"tokens are created in the account settings; put the new one in {self._auth.source}.",
         )
 

@@ -108,6 +108,10 @@ class AuthError(GitopsError):
     exit_code = 7
 
 
+class ScopeError(AuthError):
+    """A restricted token lacks an endpoint (403): the message names it and the scope each command needs."""
+
+
 class PlanFileError(GitopsError):
     """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
 

@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from gitops.budget import BudgetFacts, EndpointBudget, shortfall_message, utc
 from gitops.clock import Clock, SystemClock
-from gitops.errors import BudgetError, PlanFileError
+from gitops.errors import BudgetError, PlanFileError, ScopeError
 from gitops.limits import limit_for
 from gitops.manifest import BranchConfig, LoadedManifest, load_manifest
 from gitops.plan import DOWNLOAD, Plan, build_plan, requests_needed
-from gitops.remote import RemoteBranch, RemoteView
+from gitops.remote import BranchInfo, RemoteBranch, RemoteView
 from gitops.secrets import Secret
 from gitops.sources import LocalCode, read_local_code
 
@@ -206,16 +206,21 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
             )
             continue
         client = s.client(server)
-        listing = client.list_branches()
-        names = {b.name for b in listing}
+        listing: list[BranchInfo] | None
+        try:
+            listing = client.list_branches()
+        except ScopeError:
+            # A token restricted to the code endpoints: existence comes from the download, activation is unknown
+            # (and so re-sent by apply).
+            listing = None
         learnt_at = s.options.clock.now()
         download = {c.branch for c in wanted[server]}
         for c in configs:
             if c.server != server:
                 continue
-            if c.branch not in names:
+            if listing is not None and c.branch not in {b.name for b in listing}:
                 branches[c.branch] = RemoteBranch.missing(c.branch, learnt_at)
-            elif c.branch in download:
+            elif c.branch in download or listing is None:
                 code = client.get_code(c.branch)
                 at = s.options.clock.now()
                 branches[c.branch] = (
@@ -223,7 +228,7 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
                 )
             else:
                 branches[c.branch] = ledger.remembered_branch(c.branch)
-        views[server] = RemoteView(server, tuple(listing), branches, learnt_at)
+        views[server] = RemoteView(server, tuple(listing) if listing is not None else None, branches, learnt_at)
     return views
 
 

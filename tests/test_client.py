@@ -18,7 +18,7 @@ from gitops.client import ServiceClient, TokenInfo
 from gitops.clock import ManualClock
 from gitops.codeset import CodeSet, Module
 from gitops.credentials import Auth, PasswordAuth, TokenAuth
-from gitops.errors import AuthError, NetworkError, RateLimitedError, ServiceError
+from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.ledger import Ledger
 from gitops.remote import BranchInfo
 from gitops.secrets import Secret, redact
@@ -153,12 +153,13 @@ def test_401_names_server_and_variable(make_client: Callable[..., ServiceClient]
 
 def test_403_names_endpoint_and_needed_scope(make_client: Callable[..., ServiceClient]) -> None:
     rec = Recorder(httpx.Response(403, json={"error": "forbidden"}))
-    with pytest.raises(AuthError) as info:
+    with pytest.raises(ScopeError) as info:
         make_client(rec).upload_code("default", {"main": ""})
     assert str(info.value) == (
-        "the token for server 'official' may not use POST /api/user/code; plan needs GET /api/user/code, "
-        "GET /api/user/branches; apply also needs POST /api/user/code, POST /api/user/clone-branch, "
-        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
+        "the token for server 'official' may not use POST /api/user/code; plan needs GET /api/user/code "
+        "(and GET /api/user/branches to see which branches are active); apply also needs POST /api/user/code, "
+        "POST /api/user/clone-branch, POST /api/user/set-active-branch — create a token with those endpoints or a "
+        "full-access token.\n"
         "tokens are created in the account settings; put the new one in the environment variable SCREEPS_TOKEN."
     )
 
@@ -642,9 +643,10 @@ def test_standin_restricted_token(standin: StandIn) -> None:
         with pytest.raises(AuthError) as info:
             client.list_branches()
     assert str(info.value).startswith(
-        "the token for server 'local' may not use GET /api/user/branches; plan needs GET /api/user/code, "
-        "GET /api/user/branches; apply also needs POST /api/user/code, POST /api/user/clone-branch, "
-        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
+        "the token for server 'local' may not use GET /api/user/branches; plan needs GET /api/user/code "
+        "(and GET /api/user/branches to see which branches are active); apply also needs POST /api/user/code, "
+        "POST /api/user/clone-branch, POST /api/user/set-active-branch — create a token with those endpoints or a "
+        "full-access token.\n"
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 from tests.project import Project
 
 UPLOAD = "POST /api/user/code"
@@ -271,3 +271,24 @@ def test_markdown_plan_has_a_table_then_details(project: Project) -> None:
     assert "| server | branch | action | added | changed | removed | requests | server view |" in lines
     assert "<details><summary>diff of <code>main</code></summary>" in result.out
     assert result.out.index("| server |") < result.out.index("<details>")
+
+
+def test_a_token_restricted_to_the_code_endpoints_can_plan_and_update_but_not_create(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    restricted = Project(tmp_path / "bot", standin, capsys, monkeypatch, token=RESTRICTED_TOKEN)
+    restricted.write(BOT)
+    restricted.manifest([{"branch": "default", "root": "src"}, {"branch": "fresh", "root": "src"}])
+    code, doc = restricted.plan_json()
+    assert code == 2
+    assert [(b["branch"], b["action"]) for b in doc["branches"]] == [("default", "update"), ("fresh", "create")]
+    result = restricted.apply("--yes")
+    assert result.code == 1
+    assert "  done    local/default: upload (POST /api/user/code)\n" in result.err
+    assert (
+        "  FAILED  local/fresh: clone-branch (POST /api/user/clone-branch): the token for server 'local' may not use "
+        "POST /api/user/clone-branch; plan needs GET /api/user/code (and GET /api/user/branches to see which "
+        "branches are active); apply also needs POST /api/user/code, POST /api/user/clone-branch, "
+        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
+    ) in result.err
+    assert (standin.branch_modules(ALICE, "default") or {})["main"] == BOT["src/main.js"]
