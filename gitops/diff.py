@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from gitops.codeset import CodeSet, Module
 from gitops.remote import ModuleFacts
 
@@ -23,12 +25,13 @@ MINIFIED_LINE = 1000
 MAX_DIFF_BYTES = 512 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class ModuleChange:
-    """One module that differs between the repository and the server."""
+class ModuleChange(BaseModel):
+    """One module that differs between the repository and the server (also a row of a saved plan)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
-    kind: ChangeKind
+    change: ChangeKind
     old_size: int | None
     new_size: int | None
     old_digest: str | None
@@ -82,19 +85,44 @@ def diff_branch(
     for name in sorted(set(remote) - set(local.modules)):
         old = remote[name]
         if remote_only == "keep":
-            kept.append(ModuleChange(name, "kept", old.size, old.size, old.digest, old.digest, old.is_binary))
+            kept.append(_change(name, "kept", old.size, old.size, old.digest, old.digest, old.is_binary))
         else:
-            removed.append(ModuleChange(name, "removed", old.size, None, old.digest, None, old.is_binary))
+            removed.append(_change(name, "removed", old.size, None, old.digest, None, old.is_binary))
     return BranchDiff(tuple(added), tuple(changed), tuple(removed), tuple(kept), unchanged)
 
 
+def _change(
+    name: str,
+    change: ChangeKind,
+    old_size: int | None,
+    new_size: int | None,
+    old_digest: str | None,
+    new_digest: str | None,
+    binary: bool,
+    diff: str | None = None,
+    note: str | None = None,
+) -> ModuleChange:
+    # model_construct: the values are built here, from typed sources; validating 2,000 of them again costs time.
+    return ModuleChange.model_construct(
+        name=name,
+        change=change,
+        old_size=old_size,
+        new_size=new_size,
+        old_digest=old_digest,
+        new_digest=new_digest,
+        binary=binary,
+        diff=diff,
+        note=note,
+    )
+
+
 def _added(module: Module) -> ModuleChange:
-    return ModuleChange(module.name, "added", None, module.size, None, module.digest, module.is_binary)
+    return _change(module.name, "added", None, module.size, None, module.digest, module.is_binary)
 
 
 def _changed(old: ModuleFacts, new: Module, max_lines: int) -> ModuleChange:
     diff, note = text_diff(old, new, max_lines)
-    return ModuleChange(new.name, "changed", old.size, new.size, old.digest, new.digest, new.is_binary, diff, note)
+    return _change(new.name, "changed", old.size, new.size, old.digest, new.digest, new.is_binary, diff, note)
 
 
 def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None, str | None]:

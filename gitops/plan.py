@@ -40,34 +40,6 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class ModuleEntry(_Frozen):
-    """A module that the apply adds, changes, removes, or re-sends (kept)."""
-
-    name: str
-    change: Literal["added", "changed", "removed", "kept"]
-    old_size: int | None
-    new_size: int | None
-    old_digest: str | None
-    new_digest: str | None
-    binary: bool
-    diff: str | None = None
-    note: str | None = None
-
-    @classmethod
-    def of(cls, change: ModuleChange) -> ModuleEntry:
-        return cls(
-            name=change.name,
-            change=change.kind,
-            old_size=change.old_size,
-            new_size=change.new_size,
-            old_digest=change.old_digest,
-            new_digest=change.new_digest,
-            binary=change.binary,
-            diff=change.diff,
-            note=change.note,
-        )
-
-
 class RemoteSeen(_Frozen):
     """How the plan knows the server's branch: downloaded now, from its own recent upload, or from the ledger."""
 
@@ -102,7 +74,7 @@ class BranchPlan(_Frozen):
     branch: str
     action: Action
     remote: RemoteSeen
-    modules: list[ModuleEntry]
+    modules: list[ModuleChange]
     unchanged: int
     activate: list[ActiveName]
     module_count: int
@@ -244,7 +216,7 @@ def _plan_branch(
     else:
         action = "none"
     upload_modules, missing_kept = _upload_set(code, diff, seen)
-    entries = [ModuleEntry.of(c) for c in (*diff.added, *diff.changed, *diff.removed, *diff.kept)]
+    entries = [*diff.added, *diff.changed, *diff.removed, *diff.kept]
     plan = BranchPlan(
         server=config.server,
         branch=config.branch,

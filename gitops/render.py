@@ -11,8 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from gitops.budget import EndpointBudget, utc
+from gitops.diff import ModuleChange
 from gitops.limits import GLOBAL_KEY, Limit
-from gitops.plan import BranchPlan, ModuleEntry, Plan, Step
+from gitops.plan import BranchPlan, Plan, Step
 
 JSON_FORMAT_VERSION = 1
 
@@ -70,7 +71,7 @@ def step_text(step: Step) -> str:
     return f"{step.kind} ({step.request})"
 
 
-def _module_line(entry: ModuleEntry) -> str:
+def _module_line(entry: ModuleChange) -> str:
     sizes = {
         "added": size(entry.new_size),
         "removed": size(entry.old_size),

@@ -6,7 +6,6 @@ and both the service and the tool see it. Nothing is mocked: the service is the 
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ import yaml
 
 from gitops.cli import run
 from gitops.server.testing import FULL_TOKEN, StandIn
+from tests.factories import git
 
 
 @dataclass
@@ -24,17 +24,6 @@ class Result:
     code: int
     out: str
     err: str
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
 
 
 class Project:

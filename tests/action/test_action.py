@@ -22,6 +22,7 @@ from gitops.github import COMMENT_LIMIT, marker
 from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
 from tests.action.runner import ActionRun, CacheStore, InProcess, Runner
+from tests.factories import git
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
@@ -31,17 +32,6 @@ BOT = {
     "src/role/harvester.js": "module.exports.run = () => {\n  // harvest\n};\n",
 }
 LINK_PATH = "/a/#!/account/auth-tokens/noratelimit?token="
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
 
 
 def pull_request_event(number: int, head_sha: str, *, head_repo: str = REPO, base_repo: str = REPO) -> dict[str, Any]:
