@@ -80,21 +80,17 @@ def test_token_restricted_and_unlimited(cli: Cli, monkeypatch: pytest.MonkeyPatc
     code, out, _ = cli("token")
     assert code == 0
     assert "  scope:     restricted (endpoints: GET /api/user/code, POST /api/user/code)\n" in out
-    assert "  plan:      needs GET /api/user/branches\n" in out
     assert (
-        "  apply:     needs GET /api/user/branches, POST /api/user/clone-branch, POST /api/user/set-active-branch\n"
+        "  plan:      ok (without GET /api/user/branches, apply re-sends activation every time)\n"
+        "  apply:     needs POST /api/user/clone-branch, POST /api/user/set-active-branch\n"
     ) in out
     assert "  unlimited: until 2027-01-15 10:00 UTC (1 h 30 min left); no rate limits apply\n" in out
     code, out, _ = cli("token", "--json")
     doc = json.loads(out)
     assert doc["unlimited_until"] == until
     assert doc["unlimited_seconds"] == 5400
-    assert doc["apply_missing"] == [
-        "GET /api/user/branches",
-        "POST /api/user/clone-branch",
-        "POST /api/user/set-active-branch",
-    ]
-    assert doc["plan_missing"] == ["GET /api/user/branches"]
+    assert doc["apply_missing"] == ["POST /api/user/clone-branch", "POST /api/user/set-active-branch"]
+    assert doc["plan_missing"] == []
 
 
 def test_token_without_the_secret(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:

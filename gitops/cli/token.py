@@ -82,7 +82,7 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
     persistent tokens and no rate limits.
     """
     from gitops.budget import utc
-    from gitops.client import APPLY_ENDPOINTS, PLAN_ENDPOINTS
+    from gitops.client import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
 
     session, server = _open(ctx, manifest, server_name, state_dir)
     try:
@@ -122,7 +122,10 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
             parts.append(f"memory segments: {', '.join(str(s) for s in info.memory_segments)}")
         scope = "restricted (" + "; ".join(parts) + ")"
     lines = [f"Server '{server}' ({url}), token from {source}:", f"  scope:     {scope}"]
-    lines.append(f"  plan:      {'ok' if not plan_missing else 'needs ' + ', '.join(plan_missing)}")
+    plan_line = "ok" if not plan_missing else "needs " + ", ".join(plan_missing)
+    if not info.full and LIST_ENDPOINT not in granted and not plan_missing:
+        plan_line += f" (without {LIST_ENDPOINT}, apply re-sends activation every time)"
+    lines.append(f"  plan:      {plan_line}")
     lines.append(f"  apply:     {'ok' if not apply_missing else 'needs ' + ', '.join(apply_missing)}")
     if info.unlimited_until is not None:
         lines.append(
