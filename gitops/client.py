@@ -269,7 +269,10 @@ class ServiceClient:
         self._call("POST", "/api/user/set-active-branch", body={"branch": branch, "activeName": active_name})
         if self._ledger is not None:
             known = self._ledger.remembered_branch_list()
-            if known is not None:
+            if known is None:
+                # A token without GET /api/user/branches: this record is all the tool will know of activation.
+                self._ledger.remember_branch_list([BranchInfo(branch, which == "world", which == "sim")])
+            else:
                 updated = []
                 for b in known[0]:
                     flag = b.name == branch

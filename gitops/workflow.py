@@ -228,7 +228,12 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
                 )
             else:
                 branches[c.branch] = ledger.remembered_branch(c.branch)
-        views[server] = RemoteView(server, tuple(listing) if listing is not None else None, branches, learnt_at)
+        if listing is None:
+            # Without the branch list, which branches are active is what this tool last set (from the ledger).
+            remembered = ledger.remembered_branch_list()
+            views[server] = RemoteView(server, tuple(remembered[0]) if remembered else None, branches, learnt_at)
+        else:
+            views[server] = RemoteView(server, tuple(listing), branches, learnt_at)
     return views
 
 

@@ -292,3 +292,36 @@ def test_a_token_restricted_to_the_code_endpoints_can_plan_and_update_but_not_cr
         "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
     ) in result.err
     assert (standin.branch_modules(ALICE, "default") or {})["main"] == BOT["src/main.js"]
+
+
+def test_without_the_branch_list_activation_is_known_from_the_tools_own_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "canarynolist0123456789abcdef01234"
+    accounts = {
+        "users": [
+            {
+                "username": ALICE,
+                "tokens": [
+                    {
+                        "value": token,
+                        "endpoints": [
+                            "GET /api/user/code",
+                            "POST /api/user/code",
+                            "POST /api/user/clone-branch",
+                            "POST /api/user/set-active-branch",
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+    with running_standin(accounts, tmp_path / "nolist.sqlite3") as service:
+        p = Project(tmp_path / "bot", service, capsys, monkeypatch, token=token)
+        p.write(BOT)
+        p.manifest([{"branch": "main", "root": "src", "activate": ["world"]}])
+        assert p.apply("--yes").code == 0
+        assert next(b for b in service.branches(ALICE) if b["branch"] == "main")["activeWorld"] is True
+        again = p.plan("--refresh=always")
+        assert again.code == 0, again.out
+        assert service.count("GET /api/user/branches") == 2  # refused (403) once per plan, never trusted
