@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
@@ -98,3 +99,17 @@ class Project:
         result = self.plan("--json", *args)
         assert result.code in (0, 2), result.err
         return result.code, json.loads(result.out)
+
+
+def spend(standin: StandIn, endpoint: str, times: int) -> None:
+    """Spend requests with the same token behind the tool's back (another tool, a teammate), as the server counts."""
+    method, path = endpoint.split(" ", 1)
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        for n in range(times):
+            if n and n % 100 == 0:
+                standin.clock.advance(60)  # stay under the global 120 per minute
+            if method == "GET":
+                answer = http.get(path, params={"branch": "default"})
+            else:
+                answer = http.post(path, json={"branch": "default", "modules": {"main": f"// {n}"}})
+            assert answer.status_code == 200, answer.text

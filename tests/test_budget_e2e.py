@@ -6,11 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
 from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project
+from tests.project import Project, spend
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
@@ -26,20 +25,6 @@ def project(
     p.manifest([{"branch": "main", "root": "src"}])
     p.commit()
     return p
-
-
-def spend(standin: StandIn, endpoint: str, times: int) -> None:
-    """Spend requests with the same token behind the tool's back (another tool, a teammate), as the server counts."""
-    method, path = endpoint.split(" ", 1)
-    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
-        for n in range(times):
-            if n and n % 100 == 0:
-                standin.clock.advance(60)  # stay under the global 120 per minute
-            if method == "GET":
-                answer = http.get(path, params={"branch": "default"})
-            else:
-                answer = http.post(path, json={"branch": "default", "modules": {"main": f"// {n}"}})
-            assert answer.status_code == 200, answer.text
 
 
 def utc(epoch: float) -> str:
@@ -117,7 +102,7 @@ def test_a_429_under_max_wait_is_waited_and_retried(project: Project, standin: S
     standin.clock.advance(3600 - 30)  # the window resets in 30 s
     started = standin.clock.now()
     result = project.plan("--refresh=always", "--max-wait", "60")
-    assert "rate limited on GET /api/user/code: waiting 30 s before retrying" in result.err
+    assert "rate limited on GET /api/user/code (429): waiting 30 s before retrying" in result.err
     assert standin.clock.now() - started >= 30  # the client slept on the shared clock, then retried
     assert result.code == 0, result.err
     assert standin.count(DOWNLOAD) == 62  # 60 spent, one refused with 429, one retried

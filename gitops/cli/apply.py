@@ -10,6 +10,9 @@ import click
 from gitops.cli.common import is_terminal, options_from, plan_options, print_unlock_links, use_color
 from gitops.errors import BudgetError, UsageError
 
+#: The person answered no at the confirmation: nothing was applied (an error for scripts that expected a deploy).
+EXIT_CANCELLED = 1
+
 
 @click.command()
 @click.argument("plan_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
@@ -73,7 +76,9 @@ def apply(
                     "apply needs confirmation and there is no terminal to ask at",
                     hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
                 )
-            click.confirm("Apply this plan?", abort=True)
+            if not click.confirm("Apply this plan?", default=False):
+                click.echo("Apply cancelled; nothing was changed.", err=True)
+                return EXIT_CANCELLED
         writers = {b.server: s.client(b.server) for b in result.branches if b.steps}
         uploads = verify_plan(result, writers, saved=saved)
 

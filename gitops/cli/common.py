@@ -98,13 +98,27 @@ def debug_log(ctx: click.Context) -> Callable[[str], None] | None:
 
 
 def countdown(seconds: float, endpoint: str) -> None:
-    """Show a 429 wait: a live countdown on a terminal, one line otherwise (the client does the sleeping)."""
-    text = f"rate limited on {endpoint}: waiting {seconds:.0f} s before retrying"
-    if is_terminal(sys.stderr):
-        click.echo(f"\r{text} ...", err=True, nl=False)
-        click.echo("", err=True)
-    else:
-        click.echo(text, err=True)
+    """Show a wait before a retry: a live countdown on a terminal, one line otherwise.
+
+    The client does the sleeping (on its clock) right after this returns; on a terminal a daemon thread rewrites
+    the line once a second for as long as the wait lasts, so the person sees it go down.
+    """
+    import threading
+    import time
+
+    what = "pacing requests under 120 per minute" if endpoint == "global" else f"rate limited on {endpoint} (429)"
+    if not is_terminal(sys.stderr):
+        click.echo(f"{what}: waiting {seconds:.0f} s before retrying", err=True)
+        return
+
+    def tick() -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            click.echo(f"\r{what}: retrying in {left:4.0f} s ", err=True, nl=False)
+            time.sleep(min(1.0, left))
+        click.echo(f"\r{what}: retrying now{' ' * 8}", err=True)
+
+    threading.Thread(target=tick, name="gitops-countdown", daemon=True).start()
 
 
 def options_from(
