@@ -165,7 +165,7 @@ class ServiceClient:
         if not re.match(r"^https?://[^/\s]+", self.base_url):
             raise ServiceError(
                 f"server '{server_name}' has url '{sanitize_url(self.base_url)}', which is not an http(s) address.",
-                hint="set servers."
+                hint="Set servers."
                 + server_name
                 + ".url in the manifest to the server's base address, e.g. https://screeps.com or "
                 "http://127.0.0.1:21025.",
@@ -386,7 +386,7 @@ class ServiceClient:
                 NetworkError(
                     f"server '{self.server_name}' answered {status} {response.reason_phrase} to {endpoint}"
                     f"{_said(response)}.",
-                    hint="the server may be down or overloaded; try again later (the request was retried).",
+                    hint="The server may be down or overloaded; try again later (the request was retried).",
                 )
             )
         data = _json_or_none(response)
@@ -394,7 +394,7 @@ class ServiceClient:
             raise _Transient(
                 ServiceError(
                     f"server '{self.server_name}' answered {endpoint} with {_describe_body(response)} instead of JSON.",
-                    hint=f"check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's "
+                    hint=f"Check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's "
                     "base address (e.g. https://screeps.com or http://127.0.0.1:21025) and that the server is up.",
                 )
             )
@@ -428,7 +428,7 @@ class ServiceClient:
                 raise AuthError(
                     f"server '{self.server_name}' has no {_SIGNIN} (screepsmod-auth is not installed), so only "
                     f"/api/user/code can be used, with HTTP Basic; {endpoint} needs a signed-in session.",
-                    hint="install screepsmod-auth on the server, or use a manifest that only uploads to existing "
+                    hint="Install screepsmod-auth on the server, or use a manifest that only uploads to existing "
                     "branches there.",
                 )
             pair = f"{auth.username}:{auth.password.reveal()}".encode()
@@ -451,7 +451,7 @@ class ServiceClient:
             raise AuthError(
                 f"server '{self.server_name}' refused the sign-in with the user name and password from "
                 f"{auth.source}{': ' + words if words else ''}.",
-                hint="check the user name (or e-mail) and password; on a private server set the password with "
+                hint="Check the user name (or e-mail) and password; on a private server set the password with "
                 "screepsmod-auth (in the server CLI: setPassword('NAME', 'PASSWORD')).",
             )
         token = data.get("token") if isinstance(data, dict) else None
@@ -464,7 +464,7 @@ class ServiceClient:
             return self._auth
         raise AuthError(
             f"{what} is only for persistent tokens, and server '{self.server_name}' is not used with one.",
-            hint="tokens and rate limits exist on the official servers (token_env in the manifest); private servers "
+            hint="Tokens and rate limits exist on the official servers (token_env in the manifest); private servers "
             "have neither.",
         )
 
@@ -553,14 +553,14 @@ class ServiceClient:
         if auth is None:
             return AuthError(
                 f"server '{self.server_name}' needs credentials for {endpoint}, and none were given.",
-                hint=f"name them in servers.{self.server_name} of the manifest (token_env, or username_env and "
+                hint=f"Name them in servers.{self.server_name} of the manifest (token_env, or username_env and "
                 "password_env).",
             )
         what = "token" if isinstance(auth, TokenAuth) else "user name and password"
         return AuthError(
             f"the server refused the credentials for server '{self.server_name}' (401 on {endpoint}); check the "
             f"{what} in {auth.source}.",
-            hint="a token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
+            hint="A token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
             "deleted token gets this answer."
             if isinstance(auth, TokenAuth)
             else "on a private server the password is set with screepsmod-auth.",
@@ -572,13 +572,13 @@ class ServiceClient:
             words = _error_words(data) if isinstance(data, dict) else ""
             return AuthError(
                 f"server '{self.server_name}' forbade {endpoint} (403){': ' + words if words else ''}.",
-                hint="check that the account may use this endpoint on that server.",
+                hint="Check that the account may use this endpoint on that server.",
             )
         return ScopeError(
             f"the token for server '{self.server_name}' may not use {endpoint}; plan needs "
             f"{', '.join(PLAN_ENDPOINTS)} (and {LIST_ENDPOINT} to see which branches are active); apply also needs "
             f"{', '.join(APPLY_ENDPOINTS)} — create a token with those endpoints or a full-access token.",
-            hint=f"tokens are created in the account settings; put the new one in {self._auth.source}.",
+            hint=f"Tokens are created in the account settings; put the new one in {self._auth.source}.",
         )
 
     def _unexpected_status(self, endpoint: str, response: httpx.Response, data: Any) -> ServiceError:
@@ -587,7 +587,7 @@ class ServiceClient:
             location = sanitize_url(response.headers.get("Location", "elsewhere"))
             return ServiceError(
                 f"server '{self.server_name}' redirected {endpoint} to {location}.",
-                hint="put the address it redirects to in the manifest's url (redirects are not followed, so that "
+                hint="Put the address it redirects to in the manifest's url (redirects are not followed, so that "
                 "credentials only go where the manifest says).",
             )
         words = _error_words(data) if isinstance(data, dict) else ""
@@ -595,7 +595,7 @@ class ServiceClient:
         hint = None
         if status == 404:
             hint = (
-                f"check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's base "
+                f"Check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's base "
                 "address, with any path prefix (https://screeps.com/ptr)."
             )
         elif status == 413:
@@ -611,7 +611,7 @@ class ServiceClient:
                 f"server '{self.server_name}' answered {endpoint} without 'ok: 1' and without an error message.",
                 server_message="",
                 endpoint=endpoint,
-                hint="the server does not behave as the interface describes; check the url in the manifest.",
+                hint="The server does not behave as the interface describes; check the url in the manifest.",
             )
         return ServerAnswerError(
             f"server '{self.server_name}' refused {endpoint}: {words}", server_message=words, endpoint=endpoint
@@ -620,7 +620,7 @@ class ServiceClient:
     def _shape_error(self, endpoint: str, reason: str) -> ServiceError:
         return ServiceError(
             f"server '{self.server_name}' answered {endpoint} with JSON the tool cannot read: {redact(reason)}.",
-            hint="check that the url in the manifest is a Screeps server's base address.",
+            hint="Check that the url in the manifest is a Screeps server's base address.",
         )
 
     def _network_error(self, endpoint: str, exc: httpx.TransportError) -> NetworkError:
@@ -628,17 +628,17 @@ class ServiceClient:
         if isinstance(exc, httpx.TimeoutException):
             return NetworkError(
                 f"server '{self.server_name}' did not answer {endpoint} within {self._timeout:g} s ({base}).",
-                hint="the server may be overloaded or down; try again later.",
+                hint="The server may be overloaded or down; try again later.",
             )
         detail = redact(str(exc)) or type(exc).__name__
         if isinstance(exc, httpx.ConnectError):
             return NetworkError(
                 f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
-                hint="check the url in the manifest, your network, and that the server is running.",
+                hint="Check the url in the manifest, your network, and that the server is running.",
             )
         return NetworkError(
             f"the connection to server '{self.server_name}' at {base} broke during {endpoint}: {detail}.",
-            hint="the network or the server dropped the connection; try again later.",
+            hint="The network or the server dropped the connection; try again later.",
         )
 
     # --- small helpers ---------------------------------------------------------------------------------------

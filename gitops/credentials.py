@@ -79,7 +79,7 @@ class CredentialsFileError(AuthError):
 
 def _ci_hint(var: str, action_input: str) -> str:
     return (
-        f"set {var} in the environment; in GitHub Actions pass the repository secret to the action's "
+        f"Set {var} in the environment; in GitHub Actions pass the repository secret to the action's "
         f"`{action_input}` input (`{action_input}: ${{{{ secrets.{var} }}}}`) or to the step's `env:` (secrets are "
         "not given to pull requests from forks: plan those with --refresh=never)."
     )
@@ -121,7 +121,7 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
         return _from_file(server_name, server.url, server.credentials, env, cwd=cwd)
     raise AuthError(
         f"server '{server_name}' names no credentials.",
-        hint=f"add token_env (official servers), username_env and password_env (private servers), or "
+        hint=f"Add token_env (official servers), username_env and password_env (private servers), or "
         f"credentials (an entry of .screeps.yaml) to servers.{server_name} in the manifest.",
     )
 
@@ -169,7 +169,7 @@ def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
         if not named.is_file():
             raise CredentialsFileError(
                 f"SCREEPS_CONFIG names {named}, which is not a file.",
-                hint="point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places.",
+                hint="Point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places.",
             )
         return named
     for candidate in credentials_file_candidates(env, cwd=cwd):
@@ -195,12 +195,12 @@ def _load_file(path: Path) -> dict[str, Any]:
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise CredentialsFileError(
             f"the credentials file {path} is not valid YAML{where}: {problem}.",
-            hint="fix the file; its format is the screepers SS3 standard (servers: NAME: host, token, ...).",
+            hint="Fix the file; its format is the screepers SS3 standard (servers: NAME: host, token, ...).",
         ) from None
     if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
         raise CredentialsFileError(
             f"the credentials file {path} has no 'servers' mapping.",
-            hint="the file needs `servers:` with one entry per server (screepers SS3 standard).",
+            hint="The file needs `servers:` with one entry per server (screepers SS3 standard).",
         )
     return data
 
@@ -212,7 +212,7 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
         raise CredentialsFileError(
             f"server '{server_name}' reads entry '{entry_name}' of the credentials file, but none was found "
             f"(looked in: {places}).",
-            hint="create .screeps.yaml with `servers: {"
+            hint="Create .screeps.yaml with `servers: {"
             + entry_name
             + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
         )
@@ -224,7 +224,7 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
         raise CredentialsFileError(
             f"server '{server_name}' reads entry '{entry_name}', but the credentials file {path} has no such "
             f"entry (it has: {names}).",
-            hint=f"add servers.{entry_name} to {path}, or fix 'credentials' of servers.{server_name} in the manifest.",
+            hint=f"Add servers.{entry_name} to {path}, or fix 'credentials' of servers.{server_name} in the manifest.",
         )
     if not isinstance(entry, dict):
         raise CredentialsFileError(f"{where} is not a mapping of host, token, ...")
@@ -240,7 +240,7 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
         return PasswordAuth(str(username).strip(), Secret(str(password)), url, where)
     raise CredentialsFileError(
         f"{where} has neither 'token' nor both 'username' and 'password'.",
-        hint="official servers use 'token' (created in the account settings); private servers "
+        hint="Official servers use 'token' (created in the account settings); private servers "
         "'username' and 'password'.",
     )
 
@@ -274,6 +274,6 @@ def _check_address(server_name: str, url: str, entry: Mapping[str, Any], where: 
     if problems:
         raise CredentialsFileError(
             f"{where} does not describe server '{server_name}' ({url}): {'; '.join(problems)}.",
-            hint="the entry's secret is not sent to another address than it was written for; fix the entry, "
+            hint="The entry's secret is not sent to another address than it was written for; fix the entry, "
             "or name the right entry in the manifest's 'credentials'.",
         )

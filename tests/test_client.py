@@ -120,7 +120,7 @@ def test_200_without_ok_or_error(make_client: Callable[..., ServiceClient]) -> N
         make_client(rec).list_branches()
     assert str(info.value) == (
         "server 'official' answered GET /api/user/branches without 'ok: 1' and without an error message.\n"
-        "the server does not behave as the interface describes; check the url in the manifest."
+        "The server does not behave as the interface describes; check the url in the manifest."
     )
 
 
@@ -144,7 +144,7 @@ def test_401_names_server_and_variable(make_client: Callable[..., ServiceClient]
     assert str(info.value) == (
         "the server refused the credentials for server 'official' (401 on GET /api/user/code); check the token in "
         "the environment variable SCREEPS_TOKEN.\n"
-        "a token is created in the account settings of the server (Account, Auth tokens); a mistyped or deleted "
+        "A token is created in the account settings of the server (Account, Auth tokens); a mistyped or deleted "
         "token gets this answer."
     )
     assert info.value.exit_code == 7
@@ -160,7 +160,7 @@ def test_403_names_endpoint_and_needed_scope(make_client: Callable[..., ServiceC
         "(and GET /api/user/branches to see which branches are active); apply also needs POST /api/user/code, "
         "POST /api/user/clone-branch, POST /api/user/set-active-branch — create a token with those endpoints or a "
         "full-access token.\n"
-        "tokens are created in the account settings; put the new one in the environment variable SCREEPS_TOKEN."
+        "Tokens are created in the account settings; put the new one in the environment variable SCREEPS_TOKEN."
     )
 
 
@@ -170,7 +170,7 @@ def test_404_says_check_the_url(make_client: Callable[..., ServiceClient]) -> No
         make_client(rec).list_branches()
     assert str(info.value) == (
         "server 'official' answered 404 Not Found to GET /api/user/branches (text/plain text starting 'Not Found').\n"
-        "check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address, with "
+        "Check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address, with "
         "any path prefix (https://screeps.com/ptr)."
     )
 
@@ -220,7 +220,7 @@ def test_get_gives_up_after_bounded_attempts(make_client: Callable[..., ServiceC
     assert str(info.value) == (
         "cannot connect to server 'official' at https://screeps.example/ptr for GET /api/user/branches: "
         "[Errno 111] Connection refused.\n"
-        "check the url in the manifest, your network, and that the server is running."
+        "Check the url in the manifest, your network, and that the server is running."
     )
 
 
@@ -231,7 +231,7 @@ def test_html_page_says_what_came_back(make_client: Callable[..., ServiceClient]
         make_client(rec).get_code("default")
     assert str(info.value) == (
         "server 'official' answered GET /api/user/code with an HTML page titled 'Screeps World' instead of JSON.\n"
-        "check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address "
+        "Check that the url 'https://screeps.example/ptr' in the manifest is the game server's base address "
         "(e.g. https://screeps.com or http://127.0.0.1:21025) and that the server is up."
     )
 
@@ -243,7 +243,7 @@ def test_upload_is_retried_at_most_once(make_client: Callable[..., ServiceClient
     assert rec.paths() == ["POST /ptr/api/user/code"] * 2
     assert str(info.value) == (
         "server 'official' answered 502 Bad Gateway to POST /api/user/code (text/plain text starting 'Bad Gateway').\n"
-        "the server may be down or overloaded; try again later (the request was retried)."
+        "The server may be down or overloaded; try again later (the request was retried)."
     )
 
 

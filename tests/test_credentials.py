@@ -71,7 +71,7 @@ def test_missing_token_says_how_to_fix(tmp_path: Path, env: dict[str, str], stat
         resolve_auth("official", server(token_env="SCREEPS_TOKEN"), env, cwd=tmp_path)
     assert str(info.value) == (
         f"no credentials for server 'official': the environment variable SCREEPS_TOKEN is {state}.\n"
-        "set SCREEPS_TOKEN in the environment; in GitHub Actions pass the repository secret to the action's `token` "
+        "Set SCREEPS_TOKEN in the environment; in GitHub Actions pass the repository secret to the action's `token` "
         "input (`token: ${{ secrets.SCREEPS_TOKEN }}`) or to the step's `env:` (secrets are not given to pull "
         "requests from forks: plan those with --refresh=never)."
     )
@@ -90,7 +90,7 @@ def test_username_and_password_from_env(tmp_path: Path) -> None:
     with pytest.raises(AuthError) as info:
         resolve_auth("local", config, {"U": "alice"}, cwd=tmp_path)
     assert str(info.value).startswith(
-        "no credentials for server 'local': the environment variable P is not set.\nset P in the environment"
+        "no credentials for server 'local': the environment variable P is not set.\nSet P in the environment"
     )
 
 
@@ -151,7 +151,7 @@ def test_screeps_config_naming_a_missing_file(tmp_path: Path) -> None:
         resolve_auth("official", server(credentials="main"), env, cwd=tmp_path)
     assert str(info.value) == (
         f"SCREEPS_CONFIG names {tmp_path / 'nope.yaml'}, which is not a file.\n"
-        "point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places."
+        "Point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places."
     )
 
 
@@ -174,7 +174,7 @@ def test_missing_entry_lists_the_entries(tmp_path: Path) -> None:
     assert str(info.value) == (
         f"server 'official' reads entry 'main', but the credentials file {path} has no such entry (it has: ptr, "
         "season).\n"
-        f"add servers.main to {path}, or fix 'credentials' of servers.official in the manifest."
+        f"Add servers.main to {path}, or fix 'credentials' of servers.official in the manifest."
     )
 
 
@@ -205,7 +205,7 @@ def test_entry_for_another_address_is_refused(tmp_path: Path) -> None:
         f"entry 'main' of the credentials file {path} does not describe server 'official' (https://screeps.com): "
         "host 'evil.example' is not the manifest's host 'screeps.com'; secure: false does not match the manifest's "
         "scheme 'https'; port 8080 is not the manifest's port 443.\n"
-        "the entry's secret is not sent to another address than it was written for; fix the entry, or name the "
+        "The entry's secret is not sent to another address than it was written for; fix the entry, or name the "
         "right entry in the manifest's 'credentials'."
     )
     assert SECRET not in str(info.value)

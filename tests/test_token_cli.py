@@ -222,7 +222,7 @@ def test_unlock_wait_gives_up(cli: Cli) -> None:
     assert code == 1
     assert err.endswith(
         "Error: the token for server 'official' is still rate limited after waiting 25 s.\n"
-        "open the link, press \"Proceed\", then run 'gitops unlock --wait' again (or plan and apply: the budget "
+        "Open the link, press \"Proceed\", then run 'gitops unlock --wait' again (or plan and apply: the budget "
         "check shows what fits now).\n"
     )
     assert cli.standin.count("GET /api/auth/query-token") == 4

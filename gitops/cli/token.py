@@ -214,7 +214,7 @@ def unlock(
             if left <= 0:
                 raise GitopsError(
                     f"the token for server '{server}' is still rate limited after waiting {timeout:g} s.",
-                    hint="open the link, press \"Proceed\", then run 'gitops unlock --wait' again (or plan and "
+                    hint="Open the link, press \"Proceed\", then run 'gitops unlock --wait' again (or plan and "
                     "apply: the budget check shows what fits now).",
                 )
             clock.sleep(min(poll_seconds, left))
