@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gitops.budget import BudgetFacts, EndpointBudget, assess
-from gitops.codeset import CodeSet, WireModule
+from gitops.codeset import CodeSet, Module, WireModule
 from gitops.diff import BranchDiff, ModuleChange, diff_branch
 from gitops.errors import PlanFileError, ServiceError
 from gitops.limits import MAX_BRANCHES
@@ -191,6 +191,7 @@ def _plan_branch(
     config: BranchConfig, code: CodeSet, view: RemoteView, seen: RemoteBranch | None
 ) -> tuple[BranchPlan, Payload | None]:
     exists = seen.exists if seen is not None else None
+    code = as_server_stores(code)
     if seen is not None and seen.exists and seen.modules is not None:
         diff = diff_branch(code, seen.modules, remote_only=config.remote_only)
     else:
@@ -239,6 +240,18 @@ def _plan_branch(
     if upload_needed:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
+
+
+def as_server_stores(code: CodeSet) -> CodeSet:
+    """The code set as the server will store it: it adds ``main: ""`` when a branch has no ``main``.
+
+    Planning against this form is what makes a branch without ``main`` converge: otherwise the server's empty
+    ``main`` would show as a removal on every download. (Names the server drops are refused earlier, by the
+    sources.)
+    """
+    if "main" in code.modules:
+        return code
+    return CodeSet({**code.modules, "main": Module("main", text="")})
 
 
 def _upload_set(code: CodeSet, diff: BranchDiff, seen: RemoteBranch | None) -> tuple[dict[str, WireModule], list[str]]:

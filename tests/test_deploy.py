@@ -325,3 +325,13 @@ def test_without_the_branch_list_activation_is_known_from_the_tools_own_record(
         again = p.plan("--refresh=always")
         assert again.code == 0, again.out
         assert service.count("GET /api/user/branches") == 2  # refused (403) once per plan, never trusted
+
+
+def test_a_branch_without_main_converges(project: Project, standin: StandIn) -> None:
+    project.write({"lib/util.js": "module.exports = 1;\n"})
+    project.manifest([{"branch": "library", "root": "lib"}])
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert "library: no module 'main'; the server adds an empty one" in result.out
+    assert standin.branch_modules(ALICE, "library") == {"main": "", "util": "module.exports = 1;\n"}
+    assert project.plan("--refresh=always").code == 0
