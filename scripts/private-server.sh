@@ -124,7 +124,7 @@ cmd_install() {
       export npm_config_nodedir="$prefix"
     fi
   fi
-  if ! (cd "$PS" && npm ci --no-audit --no-fund --loglevel=warn </dev/null >"$PS/install.log" 2>&1); then
+  if ! (cd "$PS" && npm ci --no-audit --no-fund --engine-strict=false --loglevel=warn </dev/null >"$PS/install.log" 2>&1); then
     tail -n 60 "$PS/install.log" >&2
     die "npm ci failed (full log: $PS/install.log)."
   fi
