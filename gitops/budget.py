@@ -138,3 +138,5 @@ class BudgetFacts:
     windows: Mapping[str, WindowState]
     unlimited_until: float | None = None
     reserve: Mapping[str, int] | None = None
+    #: False for a password login (private servers): only token-authenticated requests are rate limited.
+    limited: bool = True

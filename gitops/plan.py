@@ -109,6 +109,8 @@ class Plan(_Frozen):
     refresh: str
     branches: list[BranchPlan]
     budget: list[EndpointBudget]
+    #: Servers whose requests are not rate limited (a password login on a private server).
+    not_rate_limited: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     payloads: list[Payload] = Field(default_factory=list)
 
@@ -162,8 +164,12 @@ def build_plan(
             )
     _check_branch_count(branches, remote)
     budget: list[EndpointBudget] = []
+    not_limited: list[str] = []
     for server in sorted({b.server for b in branches}):
         facts = budgets.get(server) or BudgetFacts({})
+        if not facts.limited:
+            not_limited.append(server)
+            continue
         needs = requests_needed([b for b in branches if b.server == server])
         reserve = dict(loaded.manifest.budget.reserve)
         budget.extend(
@@ -182,6 +188,7 @@ def build_plan(
         refresh=refresh,
         branches=branches,
         budget=budget,
+        not_rate_limited=not_limited,
         warnings=warnings,
         payloads=payloads,
     )

@@ -85,6 +85,9 @@ def _module_line(entry: ModuleChange) -> str:
     return line
 
 
+NOT_LIMITED = "not rate limited (password login; only token requests count against limits)"
+
+
 def budget_row_text(row: EndpointBudget) -> str:
     limit = Limit(row.endpoint, row.limit, row.period)
     name = "all requests" if row.endpoint == GLOBAL_KEY else row.endpoint
@@ -139,12 +142,13 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
             out.append(f"  activate for {which}")
         if branch.steps:
             out.append("  requests: " + ", ".join(step_text(s) for s in branch.steps))
-    if plan.budget:
+    if plan.budget or plan.not_rate_limited:
         out.append("")
         out.append(style("Budget", bold=True))
         for row in plan.budget:
             line = f"  {row.server}: {budget_row_text(row)}"
             out.append(line if row.fits else style(line, fg="red", bold=True))
+        out.extend(f"  {server}: {NOT_LIMITED}" for server in plan.not_rate_limited)
     out.append("")
     out.append(summary_line(plan))
     return "\n".join(out) + "\n"
@@ -200,6 +204,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
             for b in plan.branches
         ],
         "budget": [row.model_dump() for row in plan.budget],
+        "not_rate_limited": list(plan.not_rate_limited),
         "warnings": list(plan.warnings),
     }
 
@@ -236,9 +241,10 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
             f"| {_md_escape(b.server)} | {_md_escape(b.branch)} | {b.action} | {len(b.names('added'))} | "
             f"{len(b.names('changed'))} | {len(b.names('removed'))} | {requests} | {_md_escape(seen_text(b, now))} |"
         )
-    if plan.budget:
+    if plan.budget or plan.not_rate_limited:
         head.extend(["", "**Budget**", ""])
         head.extend(f"- {_md_escape(r.server)}: {_md_escape(budget_row_text(r))}" for r in plan.budget)
+        head.extend(f"- {_md_escape(server)}: {NOT_LIMITED}" for server in plan.not_rate_limited)
     if plan.warnings:
         head.extend(["", "**Warnings**", ""])
         head.extend(f"- {_md_escape(w)}" for w in plan.warnings)

@@ -124,8 +124,16 @@ class Session:
         return until is not None and until > self.options.clock.now()
 
     def budget_facts(self, server: str) -> BudgetFacts:
+        from gitops.credentials import PasswordAuth, auth_available
+
         ledger = self.ledger(server)
-        return BudgetFacts(ledger.windows(), ledger.unlimited_until, self.loaded.manifest.budget.reserve)
+        config = self.loaded.manifest.servers[server]
+        # Only token-authenticated requests are rate limited: a password login spends no budget.
+        limited = not (
+            auth_available(config, self.options.env, cwd=self.loaded.base_dir)
+            and isinstance(self.auth(server), PasswordAuth)
+        )
+        return BudgetFacts(ledger.windows(), ledger.unlimited_until, self.loaded.manifest.budget.reserve, limited)
 
     def unlock_link(self, server: str) -> Secret | None:
         try:
@@ -241,7 +249,7 @@ def _check_download_budget(s: Session, server: str, needed: int, now: float) -> 
     if not needed:
         return
     facts = s.budget_facts(server)
-    if facts.unlimited_until is not None and facts.unlimited_until > now:
+    if not facts.limited or (facts.unlimited_until is not None and facts.unlimited_until > now):
         return
     limit = limit_for(DOWNLOAD)
     assert limit is not None
@@ -321,6 +329,8 @@ def _failing_rows(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[str
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
         facts = s.budget_facts(server)
+        if not facts.limited:
+            continue
         rows = assess(
             server,
             needs,

@@ -255,6 +255,7 @@ def test_plan_json_document_shape(project: Project) -> None:
         "refresh",
         "branches",
         "budget",
+        "not_rate_limited",
         "warnings",
     }
     assert doc["format_version"] == 1

@@ -103,6 +103,7 @@ def test_first_deploy_creates_activates_and_uploads(player: Player) -> None:
     assert code == 2
     [branch] = doc["branches"]
     assert branch["action"] == "create"
+    assert (doc["budget"], doc["not_rate_limited"]) == ([], ["home"])
     assert branch["added"] == ["lib/tiny.wasm", "main", "role/harvester", "util/names"]
 
     run = player.gitops("apply", "--yes")
