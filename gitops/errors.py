@@ -83,10 +83,8 @@ class UsageError(GitopsError):
     exit_code = 4
 
 
-class ManifestError(GitopsError):
-    """The manifest is invalid. ``problems`` lists every problem found, each naming file, line and key."""
-
-    exit_code = 5
+class ProblemsError(GitopsError):
+    """An input with several problems, all reported at once: ``problems`` lists each, one per line."""
 
     def __init__(self, message: str, problems: list[str] | None = None, *, hint: str | None = None) -> None:
         self.problems = list(problems or [])
@@ -94,6 +92,12 @@ class ManifestError(GitopsError):
         if self.problems:
             full = message + "\n" + "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(full, hint=hint)
+
+
+class ManifestError(ProblemsError):
+    """The manifest is invalid. ``problems`` lists every problem found, each naming file, line and key."""
+
+    exit_code = 5
 
 
 class SourceError(GitopsError):

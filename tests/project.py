@@ -113,3 +113,14 @@ def spend(standin: StandIn, endpoint: str, times: int) -> None:
             else:
                 answer = http.post(path, json={"branch": "default", "modules": {"main": f"// {n}"}})
             assert answer.status_code == 200, answer.text
+
+
+def one_branch_project(
+    tmp_path: Path, service: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    """A committed bot of one module, ``src/main.js``, deployed as branch ``main``."""
+    p = Project(tmp_path / "bot", service, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    return p

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project, spend
+from tests.project import Project, one_branch_project, spend
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
@@ -20,11 +20,7 @@ DAY = 86400
 def project(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Project:
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "main", "root": "src"}])
-    p.commit()
-    return p
+    return one_branch_project(tmp_path, standin, capsys, monkeypatch)
 
 
 def utc(epoch: float) -> str:

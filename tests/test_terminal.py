@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project, spend
+from tests.project import Project, one_branch_project, spend
 
 UPLOAD = "POST /api/user/code"
 
@@ -57,11 +57,7 @@ def at_terminal(project: Project, args: list[str], answer: bytes | None = None, 
 def project(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Project:
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "main", "root": "src"}])
-    p.commit()
-    return p
+    return one_branch_project(tmp_path, standin, capsys, monkeypatch)
 
 
 def test_apply_at_a_terminal_asks_and_no_means_nothing_is_written(project: Project, standin: StandIn) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from gitops.errors import UsageError
+from gitops.errors import ProblemsError, UsageError
 from gitops.limits import endpoint_key
 from gitops.secrets import register
 from gitops.server.endpoints import SEGMENT_COUNT, SEGMENT_ENDPOINTS, TOKEN_ENDPOINTS
@@ -41,15 +41,8 @@ _TOKEN_VALUE = re.compile(r"[!-~]{8,}")  # printable ASCII without spaces: it tr
 _USERNAME = re.compile(r"[A-Za-z0-9_-]{1,50}")
 
 
-class AccountsError(UsageError):
+class AccountsError(ProblemsError, UsageError):
     """The accounts file (or mapping) is invalid; ``problems`` lists every problem with its line and key."""
-
-    def __init__(self, message: str, problems: list[str] | None = None, *, hint: str | None = None) -> None:
-        self.problems = list(problems or [])
-        full = message
-        if self.problems:
-            full = message + "\n" + "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(full, hint=hint)
 
 
 def fingerprint(token_value: str) -> str:
