@@ -268,22 +268,22 @@ class ServiceClient:
         active_name = "activeWorld" if which == "world" else "activeSim"
         self._call("POST", "/api/user/set-active-branch", body={"branch": branch, "activeName": active_name})
         if self._ledger is not None:
+            # For a token without GET /api/user/branches this record is all the tool will know of activation, and
+            # the list may hold only what the tool itself cloned or activated: add the branch when it is missing.
             known = self._ledger.remembered_branch_list()
-            if known is None:
-                # A token without GET /api/user/branches: this record is all the tool will know of activation.
-                self._ledger.remember_branch_list([BranchInfo(branch, which == "world", which == "sim")])
-            else:
-                updated = []
-                for b in known[0]:
-                    flag = b.name == branch
-                    updated.append(
-                        BranchInfo(
-                            b.name,
-                            flag if which == "world" else b.active_world,
-                            flag if which == "sim" else b.active_sim,
-                        )
+            branches = list(known[0]) if known is not None else []
+            if all(b.name != branch for b in branches):
+                branches.append(BranchInfo(branch))
+            self._ledger.remember_branch_list(
+                [
+                    BranchInfo(
+                        b.name,
+                        b.name == branch if which == "world" else b.active_world,
+                        b.name == branch if which == "sim" else b.active_sim,
                     )
-                self._ledger.remember_branch_list(updated)
+                    for b in branches
+                ]
+            )
             self._save()
 
     def query_token(self) -> TokenInfo:

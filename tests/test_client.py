@@ -23,7 +23,8 @@ from gitops.ledger import Ledger
 from gitops.remote import BranchInfo
 from gitops.secrets import Secret, redact
 from gitops.server.testing import ALICE as ALICE_NAME
-from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn
+from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from tests.project import Project
 
 CANARY = "canary0123456789abcdef0123456789ab"
 TOKEN = TokenAuth(Secret(CANARY), "the environment variable SCREEPS_TOKEN")
@@ -778,3 +779,37 @@ def test_a_registered_link_does_not_hide_every_address() -> None:
     assert redact("see https://other.example/x") == "see https://other.example/x"
     assert redact("retry after 5ms ... token=canary01") == "retry after 5ms ... token=<hidden>"
     assert redact(f"prefix {CANARY[:8]} echoed") == "prefix <hidden> echoed"
+
+
+def test_without_the_branch_list_a_second_activated_branch_is_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A token without GET /api/user/branches: the ledger's branch list is only what this tool set, so the second
+    # activation must add its branch to that list, or every later plan re-sends it.
+    token = "canarynolist0123456789abcdef01234"
+    endpoints = ["GET /api/user/code", "POST /api/user/code", "POST /api/user/clone-branch"]
+    accounts = {
+        "users": [
+            {
+                "username": ALICE_NAME,
+                "tokens": [{"value": token, "endpoints": [*endpoints, "POST /api/user/set-active-branch"]}],
+            }
+        ]
+    }
+    with running_standin(accounts, tmp_path / "nolist.sqlite3") as service:
+        p = Project(tmp_path / "bot", service, capsys, monkeypatch, token=token)
+        p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+        p.manifest([{"branch": "trial", "root": "src"}])
+        assert p.apply("--yes").code == 0  # trial exists now, cloned while no branch list was recorded
+        p.manifest(
+            [
+                {"branch": "default", "root": "src", "activate": ["world"]},
+                {"branch": "trial", "root": "src", "activate": ["sim"]},
+            ]
+        )
+        applied = p.apply("--yes")
+        assert applied.code == 0, applied.err
+        flags = {b["branch"]: (b["activeWorld"], b["activeSim"]) for b in service.branches(ALICE_NAME)}
+        assert (flags["default"], flags["trial"]) == ((True, False), (False, True))
+        again = p.plan("--refresh=always")
+        assert again.code == 0, again.out + again.err
