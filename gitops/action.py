@@ -402,7 +402,7 @@ def _plan_and_apply(
     from gitops.clock import SystemClock
     from gitops.credentials import auth_available
     from gitops.manifest import load_manifest
-    from gitops.plan import save_plan
+    from gitops.planfile import save_plan
     from gitops.render import render_text
 
     tool_env = dict(env)

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gitops.codeset import CodeSet, WireModule
-from gitops.errors import ApplyError, GitopsError, PlanFileError
+from gitops.errors import ApplyError, AuthError, BudgetError, GitopsError, PlanFileError, ServiceError, UsageError
 from gitops.plan import BranchPlan, Payload, Plan, Step
 from gitops.remote import RemoteWriter
-from gitops.render import step_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +29,7 @@ class Outcome:
 
     def line(self) -> str:
         mark = {"done": "done   ", "failed": "FAILED ", "not-run": "not run"}[self.status]
-        text = f"{mark} {self.branch}: {step_text(self.step)}"
+        text = f"{mark} {self.branch}: {self.step.describe()}"
         return text + (f": {self.detail}" if self.detail else "")
 
 
@@ -46,17 +45,19 @@ def verify_plan(
     stale: list[str] = []
     uploads: dict[tuple[str, str], dict[str, WireModule]] = {}
     for branch in plan.branches:
+        if branch.steps and branch.remote.how == "unknown":
+            # Never write blind: cloning onto a branch that exists after all would reset it.
+            error = PlanFileError if saved else UsageError
+            raise error(
+                f"{branch.label} cannot be applied: the plan was made without any knowledge of it on the server "
+                "(--refresh=never with an empty ledger), so a clone-branch could overwrite a branch that exists",
+                hint="Plan with --refresh=auto (the default), which asks the server.",
+            )
         payload = plan.payload(branch.server, branch.branch)
         if payload is None:
             continue
         modules = dict(payload.modules)
         if saved or payload.missing_kept:
-            if saved and branch.remote.how == "unknown":
-                raise PlanFileError(
-                    f"plan file cannot be applied: it was made without any knowledge of {branch.label} "
-                    "(--refresh=never with an empty ledger), so there is nothing to check it against",
-                    hint="Make the plan again with --refresh=auto: 'gitops plan --out FILE'.",
-                )
             current = readers[branch.server].get_code(branch.branch)
             now_digest = current.digest if current is not None else None
             if now_digest != branch.remote.digest:
@@ -65,11 +66,17 @@ def verify_plan(
             if current is not None:
                 _fill_kept(modules, payload, current)
         uploads[(branch.server, branch.branch)] = dict(sorted(modules.items()))
-    if stale:
+    if stale and saved:
         raise PlanFileError(
             "plan is stale: the server changed since the plan was made, nothing was applied:\n"
             + "\n".join(f"  - {s}" for s in stale),
             hint="Make a fresh plan ('gitops plan --out FILE') and review it, or run 'gitops apply' without a file.",
+        )
+    if stale:
+        raise ServiceError(
+            "the server changed while the plan was being made, nothing was applied:\n"
+            + "\n".join(f"  - {s}" for s in stale),
+            hint="Run 'gitops apply' again: it plans afresh.",
         )
     return uploads
 
@@ -112,7 +119,10 @@ def apply_plan(
         except GitopsError as exc:
             outcomes.append(Outcome(branch.label, step, "failed", exc.message))
             outcomes.extend(Outcome(b.label, s, "not-run") for b, s in todo[index + 1 :])
-            raise ApplyError(_failure_report(outcomes, index, len(todo)), hint=_retry_hint(exc)) from exc
+            error = ApplyError(_failure_report(outcomes, index, len(todo)), hint=_retry_hint(exc))
+            if isinstance(exc, BudgetError | AuthError):
+                error.exit_code = exc.exit_code  # 3 or 7: the CI's unlock or credentials path applies
+            raise error from exc
         outcome = Outcome(branch.label, step, "done")
         outcomes.append(outcome)
         if progress is not None:
@@ -122,7 +132,7 @@ def apply_plan(
 
 def _failure_report(outcomes: list[Outcome], index: int, total: int) -> str:
     failed = outcomes[index]
-    lines = [f"apply stopped at step {index + 1} of {total} ({failed.branch}: {step_text(failed.step)})."]
+    lines = [f"apply stopped at step {index + 1} of {total} ({failed.branch}: {failed.step.describe()})."]
     lines.append("What was done and what was not:")
     lines.extend("  " + o.line() for o in outcomes)
     return "\n".join(lines)

@@ -51,14 +51,6 @@ class EndpointBudget(BaseModel):
     source: Source
     fits: bool
 
-    @property
-    def available(self) -> int | None:
-        """What the plan may spend: what remains less the reserve (``None`` when unlimited)."""
-        if self.source == "unlimited":
-            return None
-        remaining = self.limit if self.remaining is None else self.remaining
-        return max(0, remaining - self.reserve)
-
 
 def assess(
     server: str,

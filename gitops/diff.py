@@ -141,6 +141,9 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
             old.text.splitlines(), new.text.splitlines(), "server/" + new.name, "repo/" + new.name, lineterm="", n=2
         )
     )
+    if not lines:
+        # The texts differ only where splitlines() cannot see: line endings or the final newline.
+        return None, "only line endings or the final newline differ"
     if len(lines) > max_lines:
         cut = len(lines) - max_lines
         lines = [*lines[:max_lines], f"... {cut} more diff lines not shown"]

@@ -11,7 +11,8 @@ Exit codes (documented in the README):
 code  meaning
 ====  ==========================================================================================
 0     success; for ``plan``: the servers already hold what the repository holds
-1     a request to the server failed, the server answered an error, or ``apply`` stopped part-way
+1     a request to the server failed, the server answered an error, or ``apply`` stopped part-way (3 or 7
+      instead when the budget or the credentials stopped it)
 2     ``plan`` only: there are changes to apply (not an error)
 3     the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than ``--max-wait``
 4     bad command-line usage (unknown flag, bad value, missing ``--yes`` without a terminal)
@@ -24,13 +25,12 @@ code  meaning
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 
 class GitopsError(Exception):
     """Root of every error the tool reports to a user."""
 
-    exit_code: ClassVar[int] = 1
+    #: Set per class; an instance may carry its cause's code (``apply`` stopped by the budget or credentials).
+    exit_code: int = 1
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -120,16 +120,3 @@ class PlanFileError(GitopsError):
     """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
 
     exit_code = 8
-
-
-EXIT_CODES: dict[int, str] = {
-    0: "success (plan: no changes)",
-    1: "server or network error, or apply stopped part-way",
-    2: "plan: changes to apply",
-    3: "rate-limit budget exceeded (plan refused before spending requests)",
-    4: "bad command-line usage",
-    5: "invalid manifest",
-    6: "invalid local code",
-    7: "credentials missing, refused, or lacking scope",
-    8: "saved plan unreadable, stale, or not matching the manifest",
-}

@@ -8,18 +8,16 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from gitops.budget import BudgetFacts, EndpointBudget, assess
-from gitops.codeset import CodeSet, Module, WireModule
+from gitops.codeset import CodeSet, Module, WireModule, code_length
 from gitops.diff import BranchDiff, ModuleChange, diff_branch
-from gitops.errors import PlanFileError, ServiceError
-from gitops.limits import MAX_BRANCHES
+from gitops.errors import ServiceError, SourceError
+from gitops.limits import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.remote import RemoteBranch, RemoteView
 from gitops.sources import LocalCode
@@ -30,7 +28,6 @@ UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
 CLONE = "POST /api/user/clone-branch"
 ACTIVATE = "POST /api/user/set-active-branch"
-LIST_BRANCHES = "GET /api/user/branches"
 
 Action = Literal["create", "update", "activate", "none"]
 Seen = Literal["download", "own-upload", "ledger", "unknown"]
@@ -55,6 +52,12 @@ class Step(_Frozen):
     kind: Literal["clone-branch", "upload", "activate"]
     request: str
     which: ActiveName | None = None
+
+    def describe(self) -> str:
+        """``upload (POST /api/user/code)``, ``activate for world (POST /api/user/set-active-branch)``."""
+        if self.kind == "activate":
+            return f"activate for {self.which} ({self.request})"
+        return f"{self.kind} ({self.request})"
 
 
 class Payload(_Frozen):
@@ -171,7 +174,7 @@ def build_plan(
             not_limited.append(server)
             continue
         needs = requests_needed([b for b in branches if b.server == server])
-        reserve = dict(loaded.manifest.budget.reserve)
+        reserve = dict(facts.reserve or {})
         budget.extend(
             assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
         )
@@ -198,7 +201,10 @@ def _plan_branch(
     config: BranchConfig, code: CodeSet, view: RemoteView, seen: RemoteBranch | None
 ) -> tuple[BranchPlan, Payload | None]:
     exists = seen.exists if seen is not None else None
-    code = as_server_stores(code)
+    server_has_main = seen is not None and seen.modules is not None and "main" in seen.modules
+    if not (config.remote_only == "keep" and server_has_main):
+        # With remote_only: keep, the server's own main is kept instead (never replaced by an empty one).
+        code = as_server_stores(code)
     if seen is not None and seen.exists and seen.modules is not None:
         diff = diff_branch(code, seen.modules, remote_only=config.remote_only)
     else:
@@ -224,6 +230,15 @@ def _plan_branch(
     else:
         action = "none"
     upload_modules, missing_kept = _upload_set(code, diff, seen)
+    length = code_length(upload_modules)
+    if upload_needed and length > MAX_CODE_LENGTH:
+        # The sources check the repository's part; modules kept from the server can push the upload over.
+        raise SourceError(
+            f"{config.server}/{config.branch}: the upload would be {length:,} characters as the server counts "
+            f"them, over its limit of {MAX_CODE_LENGTH:,} (5 MB), with {len(diff.kept)} module(s) kept from the "
+            "server (remote_only: keep)",
+            hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
+        )
     entries = [*diff.added, *diff.changed, *diff.removed, *diff.kept]
     plan = BranchPlan(
         server=config.server,
@@ -239,7 +254,7 @@ def _plan_branch(
         unchanged=diff.unchanged,
         activate=activate,
         module_count=len(upload_modules) + len(missing_kept),
-        upload_length=_length(upload_modules),
+        upload_length=length,
         upload_digest=CodeSet.from_wire(upload_modules).digest if not missing_kept else None,
         steps=steps,
     )
@@ -274,12 +289,6 @@ def _upload_set(code: CodeSet, diff: BranchDiff, seen: RemoteBranch | None) -> t
     return dict(sorted(modules.items())), missing
 
 
-def _length(modules: Mapping[str, WireModule]) -> int:
-    from gitops.codeset import code_length
-
-    return code_length(modules)
-
-
 def _check_branch_count(branches: list[BranchPlan], remote: Mapping[str, RemoteView]) -> None:
     for server, view in remote.items():
         if view.branch_list is None:
@@ -300,54 +309,3 @@ def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
         for step in branch.steps:
             needs[step.request] = needs.get(step.request, 0) + 1
     return needs
-
-
-def save_plan(plan: Plan, path: Path) -> None:
-    """Write the plan (with its payloads) atomically: a reader never sees half a file."""
-    import os
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(plan.model_dump_json())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def load_plan(path: Path) -> Plan:
-    """Read a saved plan; :class:`PlanFileError` when it is missing, not a plan, or of another format."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanFileError(
-            f"plan file {path} does not exist", hint="Save one with 'gitops plan --out FILE'."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlanFileError(f"plan file {path} cannot be read: {exc}") from None
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise PlanFileError(
-            f"plan file {path} is not JSON (line {exc.lineno}): is it a plan saved with 'gitops plan --out'?"
-        ) from None
-    version = data.get("format_version") if isinstance(data, dict) else None
-    if version != PLAN_FORMAT_VERSION:
-        raise PlanFileError(
-            f"plan file {path} has format_version {version!r}; this gitops reads format_version {PLAN_FORMAT_VERSION}",
-            hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
-        )
-    try:
-        return Plan.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise PlanFileError(
-            f"plan file {path} is damaged: {where}: {first['msg']} ({exc.error_count()} problem(s))",
-            hint="Make the plan again: 'gitops plan --out FILE'.",
-        ) from None

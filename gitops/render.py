@@ -13,7 +13,7 @@ from typing import Any
 from gitops.budget import EndpointBudget, utc
 from gitops.diff import ModuleChange
 from gitops.limits import GLOBAL_KEY, Limit
-from gitops.plan import BranchPlan, Plan, Step
+from gitops.plan import BranchPlan, Plan
 
 JSON_FORMAT_VERSION = 1
 
@@ -63,12 +63,6 @@ def seen_text(branch: BranchPlan, now: float) -> str:
         "own-upload": f"from this tool's own upload {when} (ledger; not downloaded again)",
         "ledger": f"from the ledger, learnt {when} (not downloaded)",
     }[remote.how]
-
-
-def step_text(step: Step) -> str:
-    if step.kind == "activate":
-        return f"activate for {step.which} ({step.request})"
-    return f"{step.kind} ({step.request})"
 
 
 def _module_line(entry: ModuleChange) -> str:
@@ -141,7 +135,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
         for which in branch.activate:
             out.append(f"  activate for {which}")
         if branch.steps:
-            out.append("  requests: " + ", ".join(step_text(s) for s in branch.steps))
+            out.append("  requests: " + ", ".join(s.describe() for s in branch.steps))
     if plan.budget or plan.not_rate_limited:
         out.append("")
         out.append(style("Budget", bold=True))

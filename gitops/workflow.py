@@ -6,16 +6,16 @@ This module owns the order of I/O for ``plan`` and ``apply``; the decisions stay
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gitops.budget import BudgetFacts, EndpointBudget, shortfall_message, utc
+from gitops.budget import BudgetFacts, EndpointBudget, assess, shortfall_message
 from gitops.clock import Clock, SystemClock
-from gitops.errors import BudgetError, PlanFileError, ScopeError
-from gitops.limits import limit_for
+from gitops.errors import BudgetError, GitopsError, PlanFileError, ScopeError
 from gitops.manifest import BranchConfig, LoadedManifest, load_manifest
 from gitops.plan import DOWNLOAD, Plan, build_plan, requests_needed
 from gitops.remote import BranchInfo, RemoteBranch, RemoteView
@@ -138,7 +138,7 @@ class Session:
     def unlock_link(self, server: str) -> Secret | None:
         try:
             return self.client(server).no_rate_limit_url()  # type: ignore[no-any-return]
-        except Exception:  # no credentials: there is no link to give
+        except GitopsError:  # no credentials, or a password login: there is no link to give
             return None
 
     def warnings(self) -> list[str]:
@@ -178,6 +178,14 @@ def _needs_download(
     return now - remembered.learnt_at > trust
 
 
+def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
+    """A branch state read from the ledger: learnt by a download back then, so its provenance is now the ledger
+    (its own uploads keep theirs, which says more)."""
+    if branch is not None and branch.how == "download":
+        return dataclasses.replace(branch, how="ledger")
+    return branch
+
+
 def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
     """Learn what each server holds, spending as few downloads as the refresh policy allows.
 
@@ -205,7 +213,7 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
             remembered = ledger.remembered_branch_list()
             for c in configs:
                 if c.server == server:
-                    branches[c.branch] = ledger.remembered_branch(c.branch)
+                    branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
             views[server] = RemoteView(
                 server,
                 tuple(remembered[0]) if remembered else None,
@@ -228,14 +236,14 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
                 continue
             if listing is not None and c.branch not in {b.name for b in listing}:
                 branches[c.branch] = RemoteBranch.missing(c.branch, learnt_at)
-            elif c.branch in download or listing is None:
+            elif c.branch in download:
                 code = client.get_code(c.branch)
                 at = s.options.clock.now()
                 branches[c.branch] = (
                     RemoteBranch.missing(c.branch, at) if code is None else RemoteBranch.from_code(c.branch, code, at)
                 )
             else:
-                branches[c.branch] = ledger.remembered_branch(c.branch)
+                branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
         if listing is None:
             # Without the branch list, which branches are active is what this tool last set (from the ledger).
             remembered = ledger.remembered_branch_list()
@@ -246,21 +254,16 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
 
 
 def _check_download_budget(s: Session, server: str, needed: int, now: float) -> None:
+    """Refuse, before any request, a plan whose downloads would not fit what remains of ``GET /api/user/code``."""
     if not needed:
         return
-    facts = s.budget_facts(server)
-    if not facts.limited or (facts.unlimited_until is not None and facts.unlimited_until > now):
-        return
-    limit = limit_for(DOWNLOAD)
-    assert limit is not None
-    window = facts.windows.get(DOWNLOAD)
-    remaining = limit.count if window is None or window.reset <= now else window.remaining
-    held = (facts.reserve or {}).get(DOWNLOAD, 0)
-    if needed > remaining - held and not s.learn_unlimited(server):
-        reset = f"; it resets at {utc(window.reset)}" if window is not None and window.reset > now else ""
+    rows = _short_rows(s, server, {DOWNLOAD: needed}, now)
+    if rows and s.learn_unlimited(server):
+        rows = _short_rows(s, server, {DOWNLOAD: needed}, now)
+    if rows:
         raise BudgetError(
-            f"server '{server}': planning needs {needed} x {DOWNLOAD} (downloads) but {max(0, remaining)} of "
-            f"{limit.describe()} remain" + (f" ({held} reserved)" if held else "") + reset,
+            "planning needs more downloads than remain; nothing was sent:\n"
+            + "\n".join(f"  - {shortfall_message(r)}" for r in rows),
             hint="Plan from the ledger with --refresh=never (no download), wait for the reset, or lift the limits "
             f"for two hours: 'gitops unlock --server {server}' prints the no-rate-limit link.",
         )
@@ -320,27 +323,25 @@ def recheck_budget(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[st
 
 
 def _failing_rows(plan_: Plan, s: Session, extra_needs: Mapping[str, Mapping[str, int]] | None) -> list[EndpointBudget]:
-    from gitops.budget import assess
-
     now = s.options.clock.now()
     failing: list[EndpointBudget] = []
     for server in plan_.servers():
         needs = requests_needed([b for b in plan_.branches if b.server == server])
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
-        facts = s.budget_facts(server)
-        if not facts.limited:
-            continue
-        rows = assess(
-            server,
-            needs,
-            facts.windows,
-            reserve=facts.reserve or {},
-            unlimited_until=facts.unlimited_until,
-            now=now,
-        )
-        failing.extend(r for r in rows if not r.fits)
+        failing.extend(_short_rows(s, server, needs, now))
     return failing
+
+
+def _short_rows(s: Session, server: str, needs: Mapping[str, int], now: float) -> list[EndpointBudget]:
+    """The budget rows of ``needs`` that do not fit what the ledger knows remains (none for a password login)."""
+    facts = s.budget_facts(server)
+    if not facts.limited:
+        return []
+    rows = assess(
+        server, needs, facts.windows, reserve=facts.reserve or {}, unlimited_until=facts.unlimited_until, now=now
+    )
+    return [r for r in rows if not r.fits]
 
 
 def check_saved_plan(plan_: Plan, loaded: LoadedManifest) -> None:

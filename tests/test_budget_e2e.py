@@ -156,8 +156,9 @@ def test_plan_refuses_downloads_it_cannot_afford_before_sending_any(project: Pro
     downloads = standin.count(DOWNLOAD)
     refused = project.plan("--refresh=always")
     assert refused.code == 3
-    assert (
-        "server 'local': planning needs 1 x GET /api/user/code (downloads) but 0 of 60 per hour remain" in refused.err
+    assert refused.err.startswith(
+        "Error: planning needs more downloads than remain; nothing was sent:\n"
+        "  - server 'local': the plan needs 1 x GET /api/user/code but 0 of 60 per hour remain; it resets at "
     )
     assert "--refresh=never" in refused.err
     assert standin.count(DOWNLOAD) == downloads  # refused from the ledger, nothing sent

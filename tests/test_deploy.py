@@ -284,7 +284,7 @@ def test_a_token_restricted_to_the_code_endpoints_can_plan_and_update_but_not_cr
     assert code == 2
     assert [(b["branch"], b["action"]) for b in doc["branches"]] == [("default", "update"), ("fresh", "create")]
     result = restricted.apply("--yes")
-    assert result.code == 1
+    assert result.code == 7  # stopped by the token's scope: the credentials' exit code, not a generic 1
     assert "  done    local/default: upload (POST /api/user/code)\n" in result.err
     assert (
         "  FAILED  local/fresh: clone-branch (POST /api/user/clone-branch): the token for server 'local' may not use "
@@ -336,3 +336,62 @@ def test_a_branch_without_main_converges(project: Project, standin: StandIn) -> 
     assert "library: no module 'main'; the server adds an empty one" in result.out
     assert standin.branch_modules(ALICE, "library") == {"main": "", "util": "module.exports = 1;\n"}
     assert project.plan("--refresh=always").code == 0
+
+
+def test_keep_never_replaces_the_servers_main_with_an_empty_one(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    project.remove("src/main.js")
+    project.manifest([{"branch": "main", "root": "src", "remote_only": "keep"}])
+    code, doc = project.plan_json("--refresh=always")
+    assert code == 0, doc
+    assert doc["branches"][0]["kept"] == ["main"]
+    project.write({"src/util/names.js": "module.exports.name = (n) => 'bot-' + n;\n"})
+    assert project.apply("--yes", "--refresh=always").code == 0
+    held = standin.branch_modules(ALICE, "main") or {}
+    assert held["main"] == BOT["src/main.js"]
+    assert held["util/names"] == "module.exports.name = (n) => 'bot-' + n;\n"
+
+
+def test_apply_never_writes_blind_from_an_empty_ledger(project: Project, standin: StandIn) -> None:
+    httpx.post(
+        standin.url + "/api/user/clone-branch",
+        json={"branch": "", "newName": "main", "defaultModules": {"main": "// live"}},
+        headers={"X-Token": FULL_TOKEN},
+    ).raise_for_status()
+    result = project.apply("--yes", "--refresh=never")
+    assert result.code == 4
+    assert (
+        "Error: local/main cannot be applied: the plan was made without any knowledge of it on the server "
+        "(--refresh=never with an empty ledger), so a clone-branch could overwrite a branch that exists\n"
+        "Plan with --refresh=auto (the default), which asks the server.\n"
+    ) in result.err
+    assert standin.branch_modules(ALICE, "main") == {"main": "// live"}
+    assert standin.count("POST /api/user/clone-branch") == 1
+
+
+def test_apply_without_yes_off_a_terminal_spends_nothing(project: Project, standin: StandIn) -> None:
+    assert project.apply().code == 4
+    assert standin.count("GET /api/user/branches") == standin.count(DOWNLOAD) == 0
+
+
+def test_never_says_its_view_comes_from_the_ledger(project: Project) -> None:
+    assert project.apply("--yes").code == 0
+    assert project.plan("--refresh=always").code == 0  # a download: the ledger now holds what it saw
+    code, doc = project.plan_json("--refresh=never")
+    assert (code, doc["branches"][0]["remote"]["how"]) == (0, "ledger")
+    assert "server view: from the ledger, learnt 0 s ago (not downloaded)" in project.plan("--refresh=never").out
+
+
+def test_kept_modules_count_towards_the_5_mb_limit(project: Project, standin: StandIn) -> None:
+    big = "// " + "x" * (4 * 1024 * 1024) + "\n"
+    httpx.post(
+        standin.url + "/api/user/clone-branch",
+        json={"branch": "", "newName": "main", "defaultModules": {"main": "", "huge": big}},
+        headers={"X-Token": FULL_TOKEN},
+    ).raise_for_status()
+    project.write({"src/big.js": "// " + "y" * (1024 * 1024 + 100) + "\n"})
+    project.manifest([{"branch": "main", "root": "src", "remote_only": "keep"}])
+    result = project.plan("--refresh=always")
+    assert result.code == 6
+    assert "Error: local/main: the upload would be " in result.err
+    assert "over its limit of 5,242,880 (5 MB), with 1 module(s) kept from the server (remote_only: keep)" in result.err

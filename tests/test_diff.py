@@ -76,3 +76,10 @@ def test_binary_and_ledger_only_changes_show_no_text() -> None:
         "lib.wasm": "binary module: sizes and hashes only",
         "main": "the server's content was not downloaded (planned from the ledger): sizes and hashes only",
     }
+
+
+def test_line_ending_only_change_says_so() -> None:
+    change = diff_branch(
+        CodeSet.of([Module("main", text="a\r\nb\r\n")]), remote_of(Module("main", text="a\nb\n")).modules
+    ).changed[0]
+    assert (change.diff, change.note) == (None, "only line endings or the final newline differ")

@@ -44,11 +44,18 @@ def apply(
     """
     from gitops import workflow
     from gitops.apply import Outcome, apply_plan, verify_plan
-    from gitops.plan import DOWNLOAD, load_plan
+    from gitops.plan import DOWNLOAD
+    from gitops.planfile import load_plan
     from gitops.render import applied_line, render_text
 
     options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
     saved = plan_file is not None
+    if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+        # Said before planning, so that no download is spent on a run that cannot go on.
+        raise UsageError(
+            "apply needs confirmation and there is no terminal to ask at",
+            hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
+        )
     with workflow.session(options) as s:
         if plan_file is not None:
             result = load_plan(plan_file)
@@ -70,15 +77,9 @@ def apply(
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
-        if not saved and not yes:
-            if not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
-                raise UsageError(
-                    "apply needs confirmation and there is no terminal to ask at",
-                    hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
-                )
-            if not click.confirm("Apply this plan?", default=False):
-                click.echo("Apply cancelled; nothing was changed.", err=True)
-                return EXIT_CANCELLED
+        if not saved and not yes and not click.confirm("Apply this plan?", default=False):
+            click.echo("Apply cancelled; nothing was changed.", err=True)
+            return EXIT_CANCELLED
         writers = {b.server: s.client(b.server) for b in result.branches if b.steps}
         uploads = verify_plan(result, writers, saved=saved)
 

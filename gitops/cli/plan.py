@@ -51,7 +51,7 @@ def plan(
     errors (see the README).
     """
     from gitops import workflow
-    from gitops.plan import save_plan
+    from gitops.planfile import save_plan
     from gitops.render import render_json, render_markdown, render_text
 
     if as_json and as_markdown:
