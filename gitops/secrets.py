@@ -4,19 +4,37 @@ A :class:`Secret` never shows its value in ``str``/``repr``/format; code calls `
 the wire. Every secret created is also registered, so that :func:`redact` can scrub it (and the 8-character prefix
 the official server echoes in 429 bodies) from any text the tool prints, logs or writes: server messages, exception
 text, debug output.
+
+Only secrets of at least :data:`MIN_REDACTED_LENGTH` (8) characters are scrubbed from text: a shorter one (a
+one-letter password) would match ordinary words and make every message unreadable while pointing at the secret
+itself. Such secrets are still never put in a message on purpose; redaction is the safety net, and it cannot
+catch them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 
 HIDDEN = "<hidden>"
+#: Registered secrets shorter than this are not scrubbed from text (see the module docstring).
+MIN_REDACTED_LENGTH = 8
 _MIN_PREFIX = 8
 
-_lock = threading.Lock()
-_known: set[str] = set()
+
+class _Registry:
+    """Every registered secret, and one compiled alternation of the texts that give them away."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.known: set[str] = set()
+        #: Longest first; ``None`` after a registration, until the next redact() compiles it again.
+        self.pattern: re.Pattern[str] | None = None
+
+
+_registry = _Registry()
 
 
 class Secret:
@@ -58,25 +76,47 @@ class Secret:
 
 
 def register(value: str) -> None:
-    """Remember a secret value so that :func:`redact` scrubs it."""
-    if value:
-        with _lock:
-            _known.add(value)
+    """Remember a secret value so that :func:`redact` scrubs it (if it has at least 8 characters)."""
+    if value and value not in _registry.known:
+        with _registry.lock:
+            _registry.known.add(value)
+            _registry.pattern = None
 
 
 def redact(text: str) -> str:
-    """``text`` with every known secret, its 8-character prefix, and ``token=``/``_token=`` values hidden."""
-    with _lock:
-        known = sorted(_known, key=len, reverse=True)
-    for value in known:
-        if value in text:
-            text = text.replace(value, HIDDEN)
-        # The prefix rule is for tokens (what the server echoes); the prefix of a registered link or phrase
-        # ("https://") is no secret, and scrubbing it would mangle every address in the text.
-        if len(value) >= 2 * _MIN_PREFIX and _TOKEN_LIKE.match(value) and value[:_MIN_PREFIX] in text:
-            text = text.replace(value[:_MIN_PREFIX], HIDDEN)
+    """``text`` with every known secret, its 8-character prefix, and ``token=``/``_token=`` values hidden.
+
+    One pass over the text: what replaced a secret is never searched again, so ``<hidden>`` stays whole.
+    """
+    text = _compiled().sub(HIDDEN, text)
     return _TOKEN_PARAM.sub(lambda m: m.group(1) + HIDDEN, text)
 
 
+def _compiled() -> re.Pattern[str]:
+    with _registry.lock:
+        if _registry.pattern is None:
+            needles: set[str] = set()
+            for value in _registry.known:
+                needles.update(_forms(value))
+            # Longest first: at each position the regex takes the first alternative that matches, so a whole token
+            # wins over its prefix and a secret over a shorter one inside it.
+            ordered = sorted(needles, key=lambda n: (-len(n), n))
+            _registry.pattern = re.compile("|".join(re.escape(n) for n in ordered)) if ordered else _NOTHING
+        return _registry.pattern
+
+
+def _forms(value: str) -> set[str]:
+    """The texts that give ``value`` away: itself, as a ``repr``/JSON string shows it, and a token's prefix."""
+    if len(value) < MIN_REDACTED_LENGTH:
+        return set()
+    forms = {value, repr(value)[1:-1], json.dumps(value)[1:-1], repr(value.encode("utf-8"))[2:-1]}
+    # The prefix rule is for tokens (what the server echoes); the prefix of a registered link or phrase
+    # ("https://") is no secret, and scrubbing it would mangle every address in the text.
+    if len(value) >= 2 * _MIN_PREFIX and _TOKEN_LIKE.match(value):
+        forms.add(value[:_MIN_PREFIX])
+    return {f for f in forms if len(f) >= MIN_REDACTED_LENGTH}
+
+
+_NOTHING = re.compile(r"(?!)")
 _TOKEN_LIKE = re.compile(r"^[A-Za-z0-9_-]+$")
 _TOKEN_PARAM = re.compile(r"((?:^|[?&#;\s])_?token=)(?!<hidden>)[^&\s#\"'<>]+")
