@@ -21,6 +21,7 @@ import base64
 import json
 import logging
 import re
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -80,6 +81,8 @@ BACKOFF_TOTAL = 30.0
 _RETRY_AFTER = re.compile(r"retry after\s+(\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+#: What a session token must look like to be sent back as a header: printable ASCII without spaces.
+_HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
 _SIGNIN = "/api/auth/signin"
 _CODE = "/api/user/code"
 
@@ -371,6 +374,11 @@ class ServiceClient:
         started = time.perf_counter()
         try:
             response = self._http.request(method, url, params=params, content=content, headers=headers)
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+            # Not worth another attempt: the request itself cannot be written. The exception's text quotes the
+            # offending header value, which is the token or the user name, so only its type is shown.
+            self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> {type(exc).__name__}")
+            raise self._unsendable(endpoint, exc) from None
         except httpx.TransportError as exc:
             elapsed = (time.perf_counter() - started) * 1000
             shown = sanitize_url(str(httpx.URL(url, params=params)))
@@ -403,7 +411,7 @@ class ServiceClient:
     def _after_response(self, endpoint: str, response: httpx.Response) -> None:
         if isinstance(self._auth, PasswordAuth) and not self._basic_only:
             fresh = response.headers.get("X-Token")
-            if fresh:
+            if fresh and _HEADER_SAFE.match(fresh):
                 # screepsmod-auth hands out a new token with every answer; the old one soon stops working.
                 self._session = Secret(fresh)
         if self._ledger is not None:
@@ -455,8 +463,11 @@ class ServiceClient:
                 "screepsmod-auth (in the server CLI: setPassword('NAME', 'PASSWORD')).",
             )
         token = data.get("token") if isinstance(data, dict) else None
-        if status != 200 or not isinstance(token, str) or not token:
+        if status != 200:
             raise self._unexpected_status(endpoint, response, data)
+        if not isinstance(token, str) or not _HEADER_SAFE.match(token):
+            # Never the body: it is the session token the tool could not use.
+            raise self._shape_error(endpoint, "'token' is missing or not printable ASCII")
         self._session = Secret(token)
 
     def _token_auth(self, what: str) -> TokenAuth:
@@ -623,6 +634,15 @@ class ServiceClient:
             hint="Check that the url in the manifest is a Screeps server's base address.",
         )
 
+    def _unsendable(self, endpoint: str, exc: Exception) -> AuthError:
+        source = f" in {self._auth.source}" if self._auth is not None else ""
+        return AuthError(
+            f"the request {endpoint} to server '{self.server_name}' cannot be sent ({type(exc).__name__}): a header "
+            "value holds a character HTTP headers do not allow, and the headers that vary are the credentials.",
+            hint=f"Check the token or user name{source}: printable ASCII letters, digits and punctuation, without "
+            "spaces or line endings.",
+        )
+
     def _network_error(self, endpoint: str, exc: httpx.TransportError) -> NetworkError:
         base = sanitize_url(self.base_url)
         if isinstance(exc, httpx.TimeoutException):
@@ -630,7 +650,8 @@ class ServiceClient:
                 f"server '{self.server_name}' did not answer {endpoint} within {self._timeout:g} s ({base}).",
                 hint="The server may be overloaded or down; try again later.",
             )
-        detail = redact(str(exc)) or type(exc).__name__
+        # Never the exception's text: httpx quotes request data in it (a header value is the token).
+        detail = _transport_detail(exc)
         if isinstance(exc, httpx.ConnectError):
             return NetworkError(
                 f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
@@ -681,6 +702,25 @@ def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit
     else:
         key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
     return own if key == endpoint and own is not None else GLOBAL_LIMIT
+
+
+def _transport_detail(exc: BaseException) -> str:
+    """The failure's type, with the operating system's or TLS's fixed reason when it lies underneath.
+
+    httpx chains the socket error as the cause; its ``strerror`` ("Connection refused", "Name or service not
+    known") and an SSL error's ``reason`` are fixed words that carry no request data, unlike ``str(exc)``.
+    """
+    name = type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None:
+            break
+        if isinstance(cause, ssl.SSLError) and isinstance(cause.reason, str):
+            return f"{name} (TLS: {cause.reason})"
+        if isinstance(cause, OSError) and isinstance(cause.strerror, str) and cause.strerror:
+            return f"{name} ({cause.strerror})"
+        cause = cause.__cause__ or cause.__context__
+    return name
 
 
 def _json_or_none(response: httpx.Response) -> Any:

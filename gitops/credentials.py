@@ -15,10 +15,11 @@ A server names exactly one way (the manifest checks it; see ``docs/credentials.m
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -95,7 +96,9 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
     if server.token_env:
         value = env.get(server.token_env, "").strip()
         if value:
-            return TokenAuth(Secret(value), f"the environment variable {server.token_env}")
+            where = f"the environment variable {server.token_env}"
+            _check(server_name, where, "token", value)
+            return TokenAuth(Secret(value), where)
         raise AuthError(
             f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
             f"{_state(server.token_env, env)}.",
@@ -104,6 +107,8 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
     if server.username_env and server.password_env:
         user, password = env.get(server.username_env, "").strip(), env.get(server.password_env, "")
         if user and password:
+            _check(server_name, f"the environment variable {server.username_env}", "user name", user)
+            _check(server_name, f"the environment variable {server.password_env}", "password", password)
             return PasswordAuth(
                 user,
                 Secret(password),
@@ -124,6 +129,42 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
         hint=f"Add token_env (official servers), username_env and password_env (private servers), or "
         f"credentials (an entry of .screeps.yaml) to servers.{server_name} in the manifest.",
     )
+
+
+def _check(server_name: str, where: str, what: Literal["token", "user name", "password"], value: str) -> None:
+    """Refuse a value that cannot travel as the server needs it, naming where it is and what is wrong, never it.
+
+    Tokens and user names go in HTTP headers (``X-Token``, ``X-Username``): printable ASCII without whitespace,
+    or httpx refuses the header with an error that quotes it. A password travels in a JSON body, so any printable
+    text will do (spaces and non-ASCII letters too), but a control character is a copy-and-paste accident.
+    """
+    problem = _problem(value, header=what != "password")
+    if problem is None:
+        return
+    if what == "token":
+        hint = (
+            "Copy the token again from the account settings (Account, Auth tokens) and set it without quotes, spaces "
+            "or line endings (a file written on Windows ends its lines with a carriage return)."
+        )
+    else:
+        hint = f"Set the {what} again without line endings or other control characters."
+    raise AuthError(f"the {what} for server '{server_name}' in {where} {problem}; it is not used.", hint=hint)
+
+
+def _problem(value: str, *, header: bool) -> str | None:
+    for char in value:
+        if char in "\r\n":
+            return "contains a line break (carriage return or newline)"
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return "contains bytes that are not valid UTF-8"
+        if category == "Cc":
+            return "contains a control character"
+        if header and char.isspace():
+            return "contains whitespace"
+        if header and not char.isascii():
+            return "contains a non-ASCII character (only letters, digits and ASCII punctuation can be sent)"
+    return None
 
 
 def _state(var: str, env: Mapping[str, str]) -> str:
@@ -234,9 +275,12 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
     _check_address(server_name, url, entry, where)
     token = entry.get("token")
     if token is not None and str(token).strip():
+        _check(server_name, where, "token", str(token).strip())
         return TokenAuth(Secret(str(token).strip()), where)
     username, password = entry.get("username"), entry.get("password")
     if username is not None and str(username).strip() and password is not None and str(password):
+        _check(server_name, where, "user name", str(username).strip())
+        _check(server_name, where, "password", str(password))
         return PasswordAuth(str(username).strip(), Secret(str(password)), url, where)
     raise CredentialsFileError(
         f"{where} has neither 'token' nor both 'username' and 'password'.",

@@ -212,16 +212,35 @@ def test_get_retries_bad_json(make_client: Callable[..., ServiceClient]) -> None
     assert len(rec.requests) == 2
 
 
+def refused(request: httpx.Request) -> httpx.Response:
+    """What httpx raises when nothing listens: a ConnectError caused by the socket's OSError."""
+    try:
+        raise ConnectionRefusedError(111, "Connection refused")
+    except OSError as exc:
+        raise httpx.ConnectError(f"[Errno 111] Connection refused ({request.headers['X-Token']})") from exc
+
+
 def test_get_gives_up_after_bounded_attempts(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
-    rec = Recorder(httpx.ConnectError("[Errno 111] Connection refused"))
+    rec = Recorder(refused)
     with pytest.raises(NetworkError) as info:
         make_client(rec).list_branches()
     assert len(rec.requests) == 4
     assert clock.slept == [0.5, 1.0, 2.0]
+    # The socket's own words, never the exception's text (httpx may quote request data there).
     assert str(info.value) == (
         "cannot connect to server 'official' at https://screeps.example/ptr for GET /api/user/branches: "
-        "[Errno 111] Connection refused.\n"
+        "ConnectError (Connection refused).\n"
         "Check the url in the manifest, your network, and that the server is running."
+    )
+
+
+def test_a_transport_error_is_named_by_its_type_only(make_client: Callable[..., ServiceClient]) -> None:
+    rec = Recorder(httpx.RemoteProtocolError("illegal header b'x-token: abc\\r'"))
+    with pytest.raises(NetworkError) as info:
+        make_client(rec).list_branches()
+    assert str(info.value).startswith(
+        "the connection to server 'official' at https://screeps.example/ptr broke during GET /api/user/branches: "
+        "RemoteProtocolError.\n"
     )
 
 
@@ -419,6 +438,8 @@ def test_signin_and_token_rotation(make_client: Callable[..., ServiceClient]) ->
     assert tokens[1:] == ["session0001abcdefabcdef", "session0002abcdefabcdef", "session0003abcdefabcdef"]
     assert server.requests[1].headers["X-Username"] == "alice"
     assert "X-Token" not in server.requests[0].headers
+    # Each rotating session token is a secret as much as the password.
+    assert redact("sent session0001abcdefabcdef, got session0004abcdefabcdef") == "sent <hidden>, got <hidden>"
 
 
 def test_expired_session_signs_in_again_once(make_client: Callable[..., ServiceClient]) -> None:
@@ -745,6 +766,48 @@ def test_standin_basic_auth_when_there_is_no_signin(standin: StandIn) -> None:
     with ServiceClient(server_name="local", url=standin.url, auth=auth, clock=standin.clock) as client:
         client.upload_code("default", {"main": "by basic"})
         assert client.get_code("default") == CodeSet.of([Module("main", text="by basic")])
+
+
+@pytest.mark.parametrize(
+    ("token", "failure"),
+    [
+        ("canaryCR0123456789\rabcdef0123456789", "LocalProtocolError"),
+        ("canaryUML0123456789\u00fcabcdef012345", "UnicodeEncodeError"),
+    ],
+)
+def test_standin_a_token_that_cannot_be_sent_is_not_retried_nor_shown(
+    standin: StandIn, token: str, failure: str
+) -> None:
+    # resolve_auth refuses such a token first; this is the client's own guard, with the real HTTP transport (h11
+    # refuses the header value and quotes it in its error).
+    lines: list[str] = []
+    with standin_client(standin, token, log=lines.append) as client, pytest.raises(AuthError) as info:
+        client.get_code("default")
+    assert str(info.value) == (
+        f"the request GET /api/user/code to server 'local' cannot be sent ({failure}): a header value holds a "
+        "character HTTP "
+        "headers do not allow, and the headers that vary are the credentials.\n"
+        "Check the token or user name in the environment variable SCREEPS_TOKEN: printable ASCII letters, digits and "
+        "punctuation, without spaces or line endings."
+    )
+    assert standin.count("GET /api/user/code") == 0
+    assert standin.clock.slept == []
+    for text in [str(info.value), *lines]:
+        for part in (token[:12], token[-12:], repr(token)[1:-1], repr(token.encode())[2:-1]):
+            assert part not in text
+
+
+def test_a_session_token_that_cannot_be_sent_back_is_not_used(make_client: Callable[..., ServiceClient]) -> None:
+    server = PrivateServer()
+    client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
+    client.list_branches()
+
+    headers = [(b"X-Token", "bad token\u00e9".encode())]
+    rec = Recorder(lambda request: httpx.Response(200, json={"ok": 1, "list": []}, headers=headers))
+    client._http._transport = httpx.MockTransport(rec)
+    client.list_branches()
+    client.list_branches()  # the token of the last good answer is sent again, not the one that cannot be
+    assert [r.headers["X-Token"] for r in rec.requests] == ["session0002abcdefabcdef"] * 2
 
 
 def test_standin_canary_never_leaks(standin: StandIn, tmp_path: Path) -> None:

@@ -94,6 +94,80 @@ def test_username_and_password_from_env(tmp_path: Path) -> None:
     )
 
 
+TOKEN_HINT = (
+    "Copy the token again from the account settings (Account, Auth tokens) and set it without quotes, spaces or "
+    "line endings (a file written on Windows ends its lines with a carriage return)."
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("canaryCR0123456789\rabcdef0123456789", "contains a line break (carriage return or newline)"),
+        ("canaryLF0123456789\nabcdef0123456789", "contains a line break (carriage return or newline)"),
+        ("canaryNUL123456789\x00abcdef01234567", "contains a control character"),
+        ("canaryTAB123456789\tabcdef012345678", "contains a control character"),
+        ("canarySP0123456789 abcdef0123456789", "contains whitespace"),
+        (
+            "canaryUML0123456789\u00fcabcdef012345",
+            "contains a non-ASCII character (only letters, digits and ASCII punctuation can be sent)",
+        ),
+        ("canarySUR0123456789\udcffabcdef012345", "contains bytes that are not valid UTF-8"),
+    ],
+)
+def test_a_token_that_cannot_be_sent_is_refused_without_showing_it(tmp_path: Path, value: str, problem: str) -> None:
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(token_env="SCREEPS_TOKEN"), {"SCREEPS_TOKEN": value}, cwd=tmp_path)
+    assert str(info.value) == (
+        f"the token for server 'official' in the environment variable SCREEPS_TOKEN {problem}; it is not used.\n"
+        + TOKEN_HINT
+    )
+    assert info.value.exit_code == 7
+    for part in (value[:12], value[-12:], repr(value)[1:-1]):
+        assert part not in str(info.value)
+    assert not auth_available(server(token_env="SCREEPS_TOKEN"), {"SCREEPS_TOKEN": value}, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("user", "password", "what", "variable", "problem"),
+    [
+        ("alice smith", "pw-ok-0001", "user name", "U", "contains whitespace"),
+        ("al\u00efce", "pw-ok-0001", "user name", "U", "contains a non-ASCII character"),
+        ("alice", "pw-line\nbreak-0001", "password", "P", "contains a line break (carriage return or newline)"),
+        ("alice", "pw-bell\x07-0001", "password", "P", "contains a control character"),
+    ],
+)
+def test_a_user_name_or_password_that_cannot_be_sent_is_refused(
+    tmp_path: Path, user: str, password: str, what: str, variable: str, problem: str
+) -> None:
+    config = server(url="http://127.0.0.1:21025", username_env="U", password_env="P")
+    with pytest.raises(AuthError) as info:
+        resolve_auth("local", config, {"U": user, "P": password}, cwd=tmp_path)
+    assert str(info.value).startswith(f"the {what} for server 'local' in the environment variable {variable} {problem}")
+    assert password not in str(info.value)
+    assert repr(password)[1:-1] not in str(info.value)
+
+
+def test_a_password_may_hold_any_printable_text(tmp_path: Path) -> None:
+    # It travels in a JSON body, not a header: spaces, quotes and non-ASCII letters are fine.
+    config = server(url="http://127.0.0.1:21025", username_env="U", password_env="P")
+    password = 'p\u00e4ss w\u00f6rd "\u2603" 0001'
+    auth = resolve_auth("local", config, {"U": "alice@example.com", "P": password}, cwd=tmp_path)
+    assert isinstance(auth, PasswordAuth)
+    assert auth.password.reveal() == password
+
+
+def test_a_token_in_the_credentials_file_is_checked_too(tmp_path: Path) -> None:
+    write(tmp_path / ".screeps.yaml", 'servers:\n  main: {host: screeps.com, token: "canaryfile0123\\r456789abcdef"}\n')
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert str(info.value).startswith(
+        f"the token for server 'official' in entry 'main' of the credentials file {tmp_path / '.screeps.yaml'} "
+        "contains a line break (carriage return or newline); it is not used.\n"
+    )
+    assert "canaryfile0123" not in str(info.value)
+
+
 def test_password_fingerprint_is_per_server_and_user() -> None:
     from gitops.secrets import Secret
 
