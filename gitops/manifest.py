@@ -44,6 +44,7 @@ from pydantic_core import PydanticCustomError
 
 from gitops.errors import ManifestError
 from gitops.limits import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MAX_BRANCHES, Limit
+from gitops.yamlload import UntrustedLoader
 
 DEFAULT_MANIFEST = "gitops.yaml"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -60,6 +61,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN_LIKE = re.compile(r"(?=.*[0-9])[0-9A-Fa-f-]{20,}")
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _fail(message: str) -> PydanticCustomError:
@@ -102,7 +105,19 @@ def _check_branch_name(value: str) -> str:
     return value
 
 
+def _control_problem(value: str, fix: str) -> PydanticCustomError | None:
+    # A NUL cannot reach the file system at all, and no file name needs a newline or a tab: refuse them all here,
+    # where the message can name the line, rather than fail on them when the files are read.
+    found = _CONTROL.search(value)
+    if found is None:
+        return None
+    return _fail(f"{value!r} contains the control character {found.group()!r}; {fix}")
+
+
 def _check_root(value: str) -> str:
+    control = _control_problem(value, "write the folder's name without it, e.g. src")
+    if control is not None:
+        raise control
     if not value:
         raise _fail("is empty; use '.' for the manifest's own folder, or a folder such as src")
     if "\\" in value:
@@ -113,6 +128,9 @@ def _check_root(value: str) -> str:
 
 
 def _check_glob(value: str) -> str:
+    control = _control_problem(value, "write the glob without it, e.g. '**/*.js'")
+    if control is not None:
+        raise control
     if value.startswith("./"):
         value = value[2:]
     if not value:
@@ -602,7 +620,9 @@ def load_manifest(path: Path) -> LoadedManifest:
         ) from None
 
     try:
-        data, locations, yaml_problems = _parse_yaml(text)
+        data, locations, yaml_problems = _parse_yaml(text, display)
+    except _Unreadable as exc:
+        raise invalid(exc.problems) from None
     except yaml.MarkedYAMLError as exc:
         raise invalid([_yaml_error_text(display, exc)]) from None
     except yaml.YAMLError as exc:  # pragma: no cover - pyyaml marks its errors; kept as a guard
@@ -641,11 +661,28 @@ def load_manifest(path: Path) -> LoadedManifest:
     )
 
 
-def _parse_yaml(text: str) -> tuple[Any, dict[Loc, int], list[tuple[Loc, str]]]:
-    """The data, the line of every key path, and duplicate-key problems (YAML would silently keep the last)."""
-    loader = yaml.SafeLoader(text)
+class _Unreadable(Exception):
+    """Problems found while composing the YAML (line and column each), before any value is constructed."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+def _parse_yaml(text: str, display: str) -> tuple[Any, dict[Loc, int], list[tuple[Loc, str]]]:
+    """The data, the line of every key path, and duplicate-key problems (YAML would silently keep the last).
+
+    Anchors, aliases and escaped lone surrogates raise :class:`_Unreadable` before anything is constructed: a pull
+    request controls the manifest, and an alias can make a structure without end.
+    """
+    loader = UntrustedLoader(text)
     try:
         node = loader.get_single_node()
+        problems_here = [_refused_text(display, r.kind, r.name, r.line, r.column) for r in loader.refused]
+        if node is not None:
+            problems_here += _lone_surrogates(display, node)
+        if problems_here:
+            raise _Unreadable(problems_here)
         if node is None:
             return None, {}, []
         data = loader.construct_document(node)
@@ -655,6 +692,36 @@ def _parse_yaml(text: str) -> tuple[Any, dict[Loc, int], list[tuple[Loc, str]]]:
         return data, locations, problems
     finally:
         loader.dispose()
+
+
+def _refused_text(display: str, kind: str, name: str, line: int, column: int) -> str:
+    if kind == "alias":
+        return f"{display}:{line}:{column}: YAML aliases are not supported in {display}; write the value out"
+    return (
+        f"{display}:{line}:{column}: YAML anchors are not supported in {display}; remove '&{name}' and write the "
+        "value out where it is needed"
+    )
+
+
+def _lone_surrogates(display: str, root: yaml.Node) -> list[str]:
+    """Scalars holding an escape such as ``"\\udce9"``: not a character, so no name or path can hold it."""
+    found: list[str] = []
+    stack = [root]
+    while stack:  # a tree: composing refused every alias
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            hit = _LONE_SURROGATE.search(node.value)
+            if hit is not None:
+                mark = node.start_mark
+                found.append(
+                    f"{display}:{mark.line + 1}:{mark.column + 1}: the escape {hit.group()!r} is a lone surrogate, "
+                    "not a character; write the text itself"
+                )
+        elif isinstance(node, yaml.MappingNode):
+            stack += [part for pair in reversed(node.value) for part in reversed(pair)]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += reversed(node.value)
+    return found
 
 
 def _walk(
@@ -706,6 +773,8 @@ def _yaml_error_text(display: str, exc: yaml.MarkedYAMLError) -> str:
         what = f"{exc.problem} ({exc.context})"
     if "\\t" in what:
         return f"{where}: not valid YAML: {what}; indent with spaces, not tabs"
+    if what.endswith("levels deep"):  # UntrustedLoader: valid YAML, but no manifest is nested like that
+        return f"{where}: {what}; a manifest needs only a few levels"
     return (
         f"{where}: not valid YAML: {what}; check the indentation, and quote values that contain ': ' or start "
         "with '*', '&', '!' or '{'"

@@ -501,3 +501,76 @@ def test_models_used_directly_check_the_same_rules() -> None:
     bad_server = manifest_data(servers={"local": {"url": "http://127.0.0.1:21025"}})
     with pytest.raises(ValidationError, match="names no credentials"):
         Manifest.model_validate(bad_server)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            f'version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, root: "src\\0"}}]\n',
+            [
+                "gitops.yaml:3: branches[0].root: 'src\\x00' contains the control character '\\x00'; write the "
+                "folder's name without it, e.g. src"
+            ],
+            id="nul-in-root",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches:\n  - server: local\n    branch: main\n"
+            '    include: ["**/*.js\\n"]\n    exclude: ["a\\tb/*.js"]\n    binary: ["*.wasm\\x7f"]\n',
+            [
+                "gitops.yaml:6: branches[0].include[0]: '**/*.js\\n' contains the control character '\\n'; write "
+                "the glob without it, e.g. '**/*.js'",
+                "gitops.yaml:7: branches[0].exclude[0]: 'a\\tb/*.js' contains the control character '\\t'; write "
+                "the glob without it, e.g. '**/*.js'",
+                "gitops.yaml:8: branches[0].binary[0]: '*.wasm\\x7f' contains the control character '\\x7f'; write "
+                "the glob without it, e.g. '**/*.js'",
+            ],
+            id="control-characters-in-globs",
+        ),
+        pytest.param(
+            "version: 1\nservers: &a {x: *a}\nbranches: [{server: local, branch: main}]\n",
+            [
+                "gitops.yaml:2:10: YAML anchors are not supported in gitops.yaml; remove '&a' and write the value "
+                "out where it is needed",
+                "gitops.yaml:2:17: YAML aliases are not supported in gitops.yaml; write the value out",
+            ],
+            id="self-referencing-alias",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches:\n  - server: local\n    branch: main\n    include: &js ['**/*.js']\n"
+            "  - server: local\n    branch: sim\n    include: *js\n    <<: *js\n",
+            [
+                "gitops.yaml:6:14: YAML anchors are not supported in gitops.yaml; remove '&js' and write the value "
+                "out where it is needed",
+                "gitops.yaml:9:14: YAML aliases are not supported in gitops.yaml; write the value out",
+                "gitops.yaml:10:9: YAML aliases are not supported in gitops.yaml; write the value out",
+            ],
+            id="alias-and-merge-key",
+        ),
+        pytest.param(
+            f'version: 1\n{SERVER}\nbranches: [{{server: local, branch: "ma\\udce9in"}}]\n',
+            ["gitops.yaml:3:36: the escape '\\udce9' is a lone surrogate, not a character; write the text itself"],
+            id="lone-surrogate",
+        ),
+        pytest.param(
+            "version: 1\nservers: " + "[" * 70 + "]" * 70 + "\n",
+            ["gitops.yaml:2:73: found values nested more than 64 levels deep; a manifest needs only a few levels"],
+            id="nested-too-deeply",
+        ),
+    ],
+)
+def test_inputs_that_used_to_crash_are_refused(here: Path, text: str, expected: list[str]) -> None:
+    assert problems(here, text) == expected
+
+
+def test_billion_laughs_is_refused_before_anything_is_expanded(here: Path) -> None:
+    # Ten levels of ten aliases each would be 10**10 strings once expanded; composing refuses the first alias.
+    levels = ["a0: &a0 [lol]"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 11)]
+    text = f"version: 1\n{SERVER}\n{BRANCH}\n" + "\n".join(levels) + "\n"
+    found = problems(here, text)
+    assert len(found) == 11 + 100
+    assert found[0] == (
+        "gitops.yaml:4:5: YAML anchors are not supported in gitops.yaml; remove '&a0' and write the value out where "
+        "it is needed"
+    )
+    assert found[2] == "gitops.yaml:5:10: YAML aliases are not supported in gitops.yaml; write the value out"
