@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
 import re
 import ssl
 import time
@@ -44,8 +45,8 @@ from gitops.clock import Clock, SystemClock
 from gitops.codeset import CodeSet, WireModule
 from gitops.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
-from gitops.ledger import Ledger, window_key
-from gitops.limits import GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
+from gitops.ledger import Ledger, header_number, reset_time, window_key
+from gitops.limits import DAY, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
 from gitops.remote import BranchInfo, RemoteBranch
 from gitops.secrets import Secret, redact
 
@@ -70,6 +71,8 @@ APPLY_ENDPOINTS: tuple[str, ...] = (
 
 #: How many times one request waits out a 429 before giving up.
 MAX_RATE_LIMIT_RETRIES = 3
+#: The longest wait a 429 can mean: the longest window is a day. A longer one is never waited, whatever --max-wait.
+LONGEST_WAIT = float(DAY)
 #: Attempts of a read (GET) and of a write (POST) when the network or the server fails.
 READ_ATTEMPTS = 4
 WRITE_ATTEMPTS = 2
@@ -319,7 +322,7 @@ class ServiceClient:
             status = response.status_code
             if status == 429:
                 wait = self._retry_after(response)
-                if wait <= self._max_wait and waits < MAX_RATE_LIMIT_RETRIES:
+                if wait <= min(self._max_wait, LONGEST_WAIT) and waits < MAX_RATE_LIMIT_RETRIES:
                     waits += 1
                     self._wait(wait, endpoint)
                     continue
@@ -515,23 +518,24 @@ class ServiceClient:
             self._recent.append(self._clock.now())
 
     def _retry_after(self, response: httpx.Response) -> float:
-        """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else a minute."""
+        """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else
+        ``Retry-After``, else a minute. Never negative or NaN; ``inf`` when the body's number is too large for a
+        float (the caller treats anything over :data:`LONGEST_WAIT` as "more than a day")."""
         match = _RETRY_AFTER.search(response.text)
         if match:
-            return float(match.group(1)) / 1000.0
-        reset = response.headers.get("X-RateLimit-Reset", "")
-        try:
-            return max(0.0, float(reset) - self._clock.now())
-        except ValueError:
-            pass
-        try:
-            return max(0.0, float(response.headers.get("Retry-After", "")))
-        except ValueError:
-            return float(MINUTE)
+            return float(match.group(1)) / 1000.0  # digits only: finite, or inf when there are hundreds of them
+        now = self._clock.now()
+        reset = header_number(response.headers.get("X-RateLimit-Reset"))
+        if reset is not None:
+            return max(0.0, reset_time(reset, now) - now)
+        after = header_number(response.headers.get("Retry-After"))
+        if after is not None:
+            return max(0.0, after)
+        return float(MINUTE)
 
     def _guessed_429_headers(self, endpoint: str, response: httpx.Response) -> dict[str, str]:
-        # A 429 without X-RateLimit-* headers: record its window as spent until the wait is over.
-        wait = self._retry_after(response)
+        # A 429 without X-RateLimit-* headers: record its window as spent until the wait is over (at most a day).
+        wait = min(self._retry_after(response), LONGEST_WAIT)
         return {
             "X-RateLimit-Limit": str(_limit_of_429(endpoint, response, wait).count),
             "X-RateLimit-Remaining": "0",
@@ -545,9 +549,16 @@ class ServiceClient:
             if limit is GLOBAL_LIMIT
             else f"the limit of {limit.describe()} for {endpoint}"
         )
-        reset_at = datetime.fromtimestamp(self._clock.now() + wait, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        shown = min(wait, LONGEST_WAIT)
+        reset_at = datetime.fromtimestamp(self._clock.now() + shown, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         if waits >= MAX_RATE_LIMIT_RETRIES:
             why = f"still refused after waiting {waits} times"
+        elif wait > LONGEST_WAIT:
+            # No window is longer than a day: a longer wait is the server's nonsense, and no reason to sleep on.
+            reset_at += " or later"
+            why = (
+                f"the server asked for a wait of more than a day, longer than --max-wait ({_duration(self._max_wait)})"
+            )
         else:
             why = f"a wait of {_duration(wait)} is longer than --max-wait ({_duration(self._max_wait)})"
         raise RateLimitedError(
@@ -696,8 +707,8 @@ def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit
     """Which limit a 429 is about: the ``X-RateLimit-Limit`` header says; without it, a wait over a minute cannot
     be the global window (it resets every minute), so it is the endpoint's own."""
     own = limit_for(endpoint)
-    header = response.headers.get("X-RateLimit-Limit", "")
-    if header.isdigit():
+    header = header_number(response.headers.get("X-RateLimit-Limit"))
+    if header is not None and header >= 0:
         key = window_key(endpoint, int(header))
     else:
         key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
@@ -762,6 +773,8 @@ def _said(response: httpx.Response) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds > LONGEST_WAIT:
+        return "more than a day"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -797,6 +810,8 @@ def _token_info(data: Mapping[str, Any], now: float) -> TokenInfo:
                 break
     if until is not None and until <= now:
         until = None
+    if until is not None:
+        until = min(until, now + LONGEST_WAIT)  # the period is two hours; more than a day is the server's nonsense
     return TokenInfo(
         full=bool(token.get("full")),
         endpoints=strings(token.get("endpoints")),
@@ -808,4 +823,9 @@ def _token_info(data: Mapping[str, Any], now: float) -> TokenInfo:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    # JSON may hold 1e400 (inf), NaN or a 400-digit integer: none is a time.
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) < 1e15
+    return isinstance(value, int) and abs(value) < 10**15

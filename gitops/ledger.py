@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import tempfile
@@ -37,7 +38,15 @@ from gitops.clock import Clock
 from gitops.limits import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, limit_for
 from gitops.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
 
-__all__ = ["FORMAT_VERSION", "STATE_DIR_ENV", "Ledger", "default_state_dir", "window_key"]
+__all__ = [
+    "FORMAT_VERSION",
+    "STATE_DIR_ENV",
+    "Ledger",
+    "default_state_dir",
+    "header_number",
+    "reset_time",
+    "window_key",
+]
 
 #: Version of the ledger file format; a file of another version is set aside, not read.
 FORMAT_VERSION = 1
@@ -155,13 +164,39 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-def _int(value: str | None) -> int | None:
+#: Header numbers beyond this are nonsense (no window counts so many requests; epoch milliseconds stay below it).
+_MAX_HEADER_NUMBER = 1e15
+
+
+def header_number(value: str | None) -> float | None:
+    """A rate-limit header's number, or ``None`` when it is missing, not a number, not finite or absurdly large."""
     if value is None:
         return None
     try:
-        return int(float(value.strip()))
-    except ValueError:
+        number = float(value.strip())
+    except (ValueError, OverflowError):
         return None
+    if not math.isfinite(number) or abs(number) > _MAX_HEADER_NUMBER:
+        return None
+    return number
+
+
+def reset_time(value: float, now: float) -> float:
+    """``X-RateLimit-Reset`` as UTC epoch seconds, at most a day (the longest window) from ``now``.
+
+    The interface says epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small value (under
+    10^9) is taken as seconds from now, which some servers send.
+    """
+    if value > 1e11:
+        value /= 1000.0
+    elif value < 1e9:
+        value = now + value
+    return min(value, now + _longest_period())
+
+
+def _int(value: str | None) -> int | None:
+    number = header_number(value)
+    return None if number is None else int(number)
 
 
 class Ledger:
@@ -286,22 +321,18 @@ class Ledger:
         self._data.sent.setdefault(endpoint, []).append((self._clock.now(), self._data.seq))
 
     def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
-        """Keep the ``X-RateLimit-*`` headers of a response, if it carried all three.
+        """Keep the ``X-RateLimit-*`` headers of a response, if it carried all three as sane numbers.
 
-        ``X-RateLimit-Reset`` is UTC epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small
-        value (under 10^9) is taken as seconds from now, which some servers send.
+        ``X-RateLimit-Reset`` is read by :func:`reset_time` (epoch seconds or milliseconds, or seconds from now,
+        at most a day ahead); a value that is not a finite number makes the three headers be ignored.
         """
         limit = _int(_header(headers, "X-RateLimit-Limit"))
         remaining = _int(_header(headers, "X-RateLimit-Remaining"))
-        reset = _int(_header(headers, "X-RateLimit-Reset"))
+        reset = header_number(_header(headers, "X-RateLimit-Reset"))
         if limit is None or remaining is None or reset is None or limit < 0:
             return
         now = self._clock.now()
-        reset_at = float(reset)
-        if reset_at > 1e11:
-            reset_at /= 1000.0
-        elif reset_at < 1e9:
-            reset_at = now + reset_at
+        reset_at = reset_time(float(int(reset)), now)
         self._data.headers[endpoint] = _Headers(
             limit=limit, remaining=remaining, reset=reset_at, learnt_at=now, status=status, seq=self._data.seq
         )

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
+from gitops.cli import run
+from gitops.clock import ManualClock
 from gitops.server.testing import StandIn
+from tests.factories import make_repo, write_manifest
 from tests.project import Project
 
 
@@ -50,3 +54,33 @@ def test_a_token_that_cannot_be_sent_stops_with_exit_7_and_is_never_shown(
     for part in (token[:12], token[-12:], repr(token)[1:-1], repr(token.encode())[2:-1]):
         assert part not in result.out + result.err
     assert standin.count("GET /api/user/code") == standin.count("GET /api/user/branches") == 0
+
+
+# --- odd numbers from the server -----------------------------------------------------------------------------
+
+
+def test_a_429_asking_for_an_absurd_wait_is_exit_3_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "bot", {"src/main.js": "module.exports.loop = () => {};\n"})
+    manifest = write_manifest(repo)
+    monkeypatch.setenv("SCREEPS_TOKEN", "tok-absurd-wait-0123456789abcdef")
+
+    def server(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/user/branches":
+            return httpx.Response(200, json={"ok": 1, "list": [{"branch": "main"}]})
+        return httpx.Response(429, text="Rate limit exceeded, retry after 99999999999999999999999ms")
+
+    code = run(
+        ["plan", "-m", str(manifest), "--state-dir", str(tmp_path / "state"), "--max-wait", "inf"],
+        clock=ManualClock(1_800_000_000.0),
+        transport=httpx.MockTransport(server),
+    )
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith(
+        "Error: server 'local' refused GET /api/user/code: rate limited by the limit of 60 per hour for "
+        "GET /api/user/code; it resets at 2027-01-16 08:00:00 UTC or later (the server asked for a wait of more "
+        "than a day, longer than --max-wait (more than a day)).\n"
+    )
+    assert "Traceback" not in err

@@ -329,6 +329,79 @@ def test_429_global_limit_named_from_header(make_client: Callable[..., ServiceCl
     assert "rate limited by the global limit of 120 per minute; it resets at 2027-01-15 08:00:50 UTC" in str(info.value)
 
 
+LONG_BODIES = {
+    "a wait of 10^20 ms": "Rate limit exceeded, retry after 99999999999999999999999ms",
+    "more digits than a float holds": "Rate limit exceeded, retry after " + "9" * 400 + "ms",
+}
+
+
+@pytest.mark.parametrize("body", LONG_BODIES.values(), ids=LONG_BODIES.keys())
+@pytest.mark.parametrize("max_wait", [60.0, float("inf")])
+def test_429_asking_for_more_than_a_day_is_refused_not_waited(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path, body: str, max_wait: float
+) -> None:
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=clock)
+    rec = Recorder(httpx.Response(429, text=body))
+    with pytest.raises(RateLimitedError) as info:
+        make_client(rec, max_wait=max_wait, ledger=ledger).get_code("default")
+    assert clock.slept == []
+    limit = "more than a day" if max_wait > 86400 else "60 s"
+    assert str(info.value).startswith(
+        "server 'official' refused GET /api/user/code: rate limited by the limit of 60 per hour for "
+        "GET /api/user/code; it resets at 2027-01-16 08:00:00 UTC or later (the server asked for a wait of more than "
+        f"a day, longer than --max-wait ({limit})).\n"
+    )
+    window = ledger.windows()["GET /api/user/code"]
+    assert (window.remaining, window.reset) == (0, START + 86400)
+
+
+def test_429_with_a_reset_header_that_is_not_a_number_waits_a_minute(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=clock)
+    rec = Recorder(
+        httpx.Response(429, text="Too Many Requests", headers={"X-RateLimit-Reset": "inf"}), ok({"list": []})
+    )
+    assert make_client(rec, ledger=ledger).list_branches() == []
+    assert clock.slept == [60.0]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"X-RateLimit-Limit": "120", "X-RateLimit-Remaining": "1e400", "X-RateLimit-Reset": str(int(START) + 60)},
+        {"X-RateLimit-Limit": "\u00b2", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "nan"},
+        {"X-RateLimit-Limit": "9" * 5000, "X-RateLimit-Remaining": "-inf", "X-RateLimit-Reset": "1e999"},
+    ],
+)
+def test_odd_rate_limit_numbers_on_an_answer_are_ignored(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path, odd: dict[str, str]
+) -> None:
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=clock)
+    headers = [(k.encode(), v.encode()) for k, v in odd.items()]
+    rec = Recorder(httpx.Response(200, json={"ok": 1, "list": []}, headers=headers))
+    assert make_client(rec, ledger=ledger).list_branches() == []
+    assert ledger.windows()["global"].source == "counted"
+    rec.answers = [httpx.Response(429, text="Too Many Requests", headers=headers), ok({"list": []})]
+    assert make_client(rec, ledger=ledger).list_branches() == []
+
+
+@pytest.mark.parametrize(
+    ("content", "until"),
+    [
+        (b'{"ok": 1, "token": {"full": true}, "unlimitedSeconds": 1e400}', None),
+        (b'{"ok": 1, "token": {"full": true}, "unlimitedSeconds": NaN}', None),
+        (b'{"ok": 1, "token": {"full": true}, "unlimitedUntil": 1' + b"0" * 400 + b"}", None),
+        (b'{"ok": 1, "token": {"full": true}, "unlimitedSeconds": 1e12}', START + 86400),
+    ],
+)
+def test_token_query_with_odd_numbers(
+    make_client: Callable[..., ServiceClient], content: bytes, until: float | None
+) -> None:
+    rec = Recorder(httpx.Response(200, content=content, headers={"Content-Type": "application/json"}))
+    assert make_client(rec).query_token().unlimited_until == until
+
+
 def test_429_retries_are_bounded(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
     rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 1000ms"))
     with pytest.raises(RateLimitedError) as info:

@@ -127,6 +127,34 @@ def test_missing_or_bad_headers_are_ignored(tmp_path: Path, clock: ManualClock, 
     assert ledger.windows()["GET /api/user/code"].source == "counted"
 
 
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "1e400", "X-RateLimit-Reset": "30"},
+        {"X-RateLimit-Limit": "inf", "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "30"},
+        {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "nan", "X-RateLimit-Reset": "30"},
+        {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "-inf"},
+        {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "9" * 5000, "X-RateLimit-Reset": "30"},
+        {"X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "5", "X-RateLimit-Reset": "1e300"},
+    ],
+)
+def test_numbers_that_are_not_finite_or_absurd_are_ignored(
+    tmp_path: Path, clock: ManualClock, odd: dict[str, str]
+) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_response("GET /api/user/code", 200, odd)
+    window = ledger.windows()["GET /api/user/code"]
+    assert (window.source, window.remaining) == ("counted", 60)
+    ledger.save()
+
+
+def test_a_reset_beyond_a_day_is_capped_at_a_day(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.record_response("GET /api/user/code", 200, headers(60, 5, START + 10 * 365 * 86400))
+    window = ledger.windows()["GET /api/user/code"]
+    assert (window.source, window.remaining, window.reset) == ("headers", 5, START + 86400)
+
+
 def test_requests_are_pruned_when_no_window_needs_them(tmp_path: Path, clock: ManualClock) -> None:
     ledger = open_ledger(tmp_path, clock)
     ledger.record_sent("GET /api/user/branches")
