@@ -34,6 +34,7 @@ from gitops.errors import ProblemsError, UsageError
 from gitops.limits import endpoint_key
 from gitops.secrets import register
 from gitops.server.endpoints import SEGMENT_COUNT, SEGMENT_ENDPOINTS, TOKEN_ENDPOINTS
+from gitops.yamlload import UntrustedLoader
 
 _USER_KEYS = ("username", "email", "password", "tokens")
 _TOKEN_KEYS = ("value", "full", "endpoints", "websockets", "memory_segments")
@@ -169,11 +170,17 @@ def load_accounts(source: Path | Mapping[str, Any]) -> Accounts:
 
 def _parse_yaml(text: str, where: str) -> tuple[Any, dict[str, int]]:
     """The document and the line (1-based) of every key path, so that problems can say where they are."""
-    loader = yaml.SafeLoader(text)
+    loader = UntrustedLoader(text)  # no aliases: one to itself made _construct recurse without end
     try:
         node = loader.get_single_node()
         lines: dict[str, int] = {}
-        problems: list[str] = []
+        problems: list[str] = [
+            f"line {r.line}, column {r.column}: YAML {'aliases' if r.kind == 'alias' else 'anchors'} are not "
+            "supported in the accounts file; write the value out"
+            for r in loader.refused
+        ]
+        if problems:
+            raise AccountsError(f"{where} is invalid:", problems)
         data = _construct(loader, node, "", lines, problems) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

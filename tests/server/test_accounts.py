@@ -133,3 +133,13 @@ def test_a_mapping_is_checked_the_same_way() -> None:
         load_accounts({"users": [{"username": "a", "tokens": [{"value": "12345678", "endpoints": "all"}]}]})
     assert "users[0].tokens[0].endpoints: expected a list" in str(caught.value)
     assert str(caught.value).startswith("the accounts mapping is invalid:")
+
+
+def test_yaml_anchors_and_aliases_are_refused_before_anything_is_expanded(tmp_path: Path) -> None:
+    # An alias to itself made reading the file recurse without end; nested ones grow exponentially.
+    path = tmp_path / "accounts.yaml"
+    assert _problems(tmp_path, "users: &a\n  - username: alice\n    tokens: *a\n") == (
+        f"{path} is invalid:\n"
+        "  - line 1, column 8: YAML anchors are not supported in the accounts file; write the value out\n"
+        "  - line 3, column 13: YAML aliases are not supported in the accounts file; write the value out"
+    )
