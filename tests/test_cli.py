@@ -3,6 +3,10 @@ sent, and that every failure is one ``Error:`` line with a hint and no secret.""
 
 from __future__ import annotations
 
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -84,3 +88,93 @@ def test_a_429_asking_for_an_absurd_wait_is_exit_3_not_a_crash(
         "than a day, longer than --max-wait (more than a day)).\n"
     )
     assert "Traceback" not in err
+
+
+# --- NO_COLOR and GITOPS_DEBUG: any non-empty value, never a click boolean ---------------------------------
+
+
+def test_no_color_takes_any_non_empty_value(project: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    # no-color.org: "when present and not an empty string", whatever the value.
+    for value in ("x", "true", "0", ""):
+        monkeypatch.setenv("NO_COLOR", value)
+        result = project.plan("--refresh=never")
+        assert result.code == 2, result.err
+
+
+def at_terminal(project: Project, env: dict[str, str]) -> tuple[int, str]:
+    """``gitops plan --refresh=never`` with stdout on a pseudo-terminal (where colour is on by default)."""
+    primary, secondary = pty.openpty()
+    argv = [sys.executable, "-m", "gitops", "plan", "--refresh=never", "-m", str(project.root / "gitops.yaml")]
+    argv += ["--state-dir", str(project.state_dir)]
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "GITOPS_DEBUG")}
+    with subprocess.Popen(
+        argv, stdout=secondary, stderr=subprocess.PIPE, env={**base, "TERM": "xterm", **env}, cwd=project.root
+    ) as proc:
+        os.close(secondary)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the command closed its end
+                break
+            if not chunk:
+                break
+            output += chunk
+        os.close(primary)
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) in (0, 2), err
+    return proc.returncode, output.decode("utf-8", "replace")
+
+
+def test_no_color_x_turns_colour_off_at_a_terminal(project: Project) -> None:
+    assert "\x1b[" in at_terminal(project, {})[1]
+    code, out = at_terminal(project, {"NO_COLOR": "x"})
+    assert code == 2
+    assert "local/main: create" in out
+    assert "\x1b[" not in out
+
+
+@pytest.mark.parametrize("value", ["x", "1", "true", "yes"])
+def test_gitops_debug_takes_any_value_that_means_on(
+    project: Project, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("GITOPS_DEBUG", value)
+    result = project.plan()
+    assert result.code == 2, result.err
+    assert "debug: GET " in result.err
+    assert "/api/user/branches -> 200" in result.err
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "OFF"])
+def test_gitops_debug_off(project: Project, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("GITOPS_DEBUG", value)
+    result = project.plan()
+    assert result.code == 2, result.err
+    assert "debug:" not in result.err
+
+
+def test_gitops_debug_x_shows_the_traceback_of_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "bot", {"src/main.js": "module.exports.loop = () => {};\n"})
+    manifest = write_manifest(repo)
+    monkeypatch.setenv("SCREEPS_TOKEN", "tok-internal-error-0123456789abcd")
+    monkeypatch.setenv("GITOPS_DEBUG", "x")
+
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError(f"a bug that quotes {request.headers['X-Token']}")
+
+    code = run(
+        ["plan", "-m", str(manifest), "--state-dir", str(tmp_path / "state")],
+        clock=ManualClock(1_800_000_000.0),
+        transport=httpx.MockTransport(broken),
+    )
+    err = capsys.readouterr().err
+    assert code == 70
+    assert "Traceback (most recent call last):" in err  # --debug's traceback, redacted
+    assert "tok-internal-error-0123456789abcd" not in err
+    last = err[err.rindex("\nError: ") + 1 :]
+    assert last.startswith("Error: internal error (RuntimeError in gitops/client.py line ")
+    assert last.endswith(").\nThis is a bug in screeps-gitops; run again with --debug and report the output.\n")
+    assert "a bug that quotes" not in last

@@ -7,14 +7,15 @@ Subcommands live in their own modules and are imported only when used, so ``gito
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
 
 from gitops import __version__
+from gitops.cli.common import debug_from_env
 from gitops.errors import GitopsError, UsageError
 from gitops.secrets import redact
 
@@ -58,12 +59,17 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="gitops")
-@click.option("--debug", is_flag=True, envvar="GITOPS_DEBUG", help="Log requests (never secrets) to stderr.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    # GITOPS_DEBUG is read by debug_from_env(), not by click, which would refuse GITOPS_DEBUG=x as no boolean.
+    help="Log requests (never secrets) to stderr. [env: GITOPS_DEBUG, any value but empty, 0, false, no, off]",
+)
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """Declarative deployment of Screeps code: plan, then apply, within the token's rate limits."""
     ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
+    ctx.obj["debug"] = debug or debug_from_env()
 
 
 def _print_error(message: str) -> None:
@@ -81,7 +87,7 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
     ``clock`` (a ``gitops.clock.Clock``) and ``transport`` (an ``httpx.BaseTransport`` for the game service) are
     the two injectable edges: tests pass the stand-in's clock, or a transport that produces faults.
     """
-    debug = os.environ.get("GITOPS_DEBUG", "") not in ("", "0") or "--debug" in (argv or sys.argv[1:])
+    debug = debug_from_env() or "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         result: Any = cli.main(
             args=argv, prog_name="gitops", standalone_mode=False, obj={"clock": clock, "transport": transport}
@@ -104,9 +110,21 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
     except Exception as exc:  # a bug: say so briefly, traceback only in debug mode (redacted)
         if debug:
             click.echo(redact(traceback.format_exc()), err=True)
+        # Where, never the exception's text: that may quote a header value or server data (--debug shows the
+        # redacted traceback).
         _print_error(
-            f"internal error ({type(exc).__name__}): {exc}\n"
+            f"internal error ({type(exc).__name__}{_where(exc)}).\n"
             "This is a bug in screeps-gitops; run again with --debug and report the output."
         )
         return EXIT_INTERNAL
     return int(result) if isinstance(result, int) else 0
+
+
+def _where(exc: BaseException) -> str:
+    """`` in gitops/client.py line 548 (_rate_limited)``: the innermost frame of this package, for a bug report."""
+    package = Path(__file__).resolve().parent.parent
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if path.is_relative_to(package):
+            return f" in {path.relative_to(package.parent).as_posix()} line {frame.lineno} ({frame.name})"
+    return ""

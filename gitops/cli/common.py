@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,11 +64,12 @@ def plan_options(f: F) -> F:
                 envvar="GITOPS_STATE_DIR",
                 help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
             ),
+            # NO_COLOR is read by use_color(), not by click: click would parse it as a boolean and refuse
+            # NO_COLOR=x, while no-color.org says any non-empty value means no colour.
             click.option(
                 "--no-color",
                 is_flag=True,
-                envvar="NO_COLOR",
-                help="No colour even on a terminal. [env: NO_COLOR]",
+                help="No colour even on a terminal. [env: NO_COLOR, any non-empty value]",
             ),
         ]
     ):
@@ -149,7 +150,16 @@ def options_from(
 
 
 def use_color(no_color: bool) -> bool:
-    return not no_color and is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb"
+    """Colour only on a terminal, and not with ``--no-color``, a non-empty ``NO_COLOR`` (no-color.org) or TERM=dumb."""
+    if no_color or os.environ.get("NO_COLOR", "") != "":
+        return False
+    return is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb"
+
+
+def debug_from_env(env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``GITOPS_DEBUG`` asks for debug output: set, non-empty, and not 0, false, no or off."""
+    value = (os.environ if env is None else env).get("GITOPS_DEBUG", "").strip().lower()
+    return value not in ("", "0", "false", "no", "off")
 
 
 def print_unlock_links(error: Any) -> None:
