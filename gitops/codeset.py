@@ -19,6 +19,10 @@ from gitops.limits import MAX_CODE_LENGTH
 #: Characters a module name must not start with: the server silently drops such modules.
 DROPPED_NAME_PREFIXES = ("$", ".", "/", "\\")
 
+#: How the private server stores the characters a database key cannot hold, in the order it translates them back
+#: (``@screeps/backend`` ``utils.translateModulesFromDb``). A name that holds such a marker reads back changed.
+SERVER_NAME_ESCAPES = (("$DOT$", "."), ("$SLASH$", "/"), ("$BACKSLASH$", "\\"))
+
 WireModule = str | dict[str, str]
 
 
@@ -147,9 +151,33 @@ def code_too_long(wire_modules: Mapping[str, Any]) -> bool:
 
 
 def dropped_name_reason(name: str) -> str | None:
-    """Why the server would drop a module of this name, or ``None`` if it keeps it."""
+    """Why the server would drop a module of this name, or ``None`` if it keeps it (the stand-in drops the same)."""
     if not name:
         return "the name is empty"
     if name.startswith(DROPPED_NAME_PREFIXES):
         return f"the name starts with {name[0]!r}, and the server silently drops such modules"
     return None
+
+
+def refused_name_reason(name: str) -> str | None:
+    """Why a module of this name cannot be deployed as it is, or ``None``.
+
+    The server drops the name (:func:`dropped_name_reason`), or stores it with a marker of its own escaping in it
+    and reads it back as another name (``a$DOT$b`` comes back as ``a.b``), so a plan would never find it there.
+    """
+    reason = dropped_name_reason(name)
+    if reason is not None:
+        return reason
+    found = [(marker, char) for marker, char in SERVER_NAME_ESCAPES if marker in name]
+    if not found:
+        return None
+    read_back = name
+    for marker, char in SERVER_NAME_ESCAPES:
+        read_back = read_back.replace(marker, char)
+    markers = " and ".join(repr(marker) for marker, _ in found)
+    chars = " and ".join(repr(char) for _, char in found)
+    forms = "the server's stored form" + ("s" if len(found) > 1 else "")
+    return (
+        f"the name contains {markers}, {forms} of {chars}, so the server would return it as {read_back!r} and no "
+        "plan would ever match"
+    )

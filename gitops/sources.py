@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from wcmatch import glob as wcglob
 
-from gitops.codeset import CodeSet, Module, code_length, dropped_name_reason
+from gitops.codeset import CodeSet, Module, code_length, refused_name_reason
 from gitops.errors import SourceError
 from gitops.limits import MAX_CODE_LENGTH
 from gitops.manifest import BranchConfig, LoadedManifest, Loc, Naming, format_loc
@@ -210,7 +210,7 @@ def build_branch(
     for path in selected:
         binary = is_binary(path)
         name = module_name(path, binary=binary, naming=config.naming)
-        reason = dropped_name_reason(name)
+        reason = refused_name_reason(name)
         if reason is not None:
             problems.append(f"{label}: {shown(path)} becomes module {name!r}, but {reason}; rename it, or exclude it")
             continue

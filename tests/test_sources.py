@@ -211,6 +211,21 @@ def test_module_names_the_server_would_drop(here: Path) -> None:
     )
 
 
+def test_module_names_the_server_would_read_back_as_other_names(here: Path) -> None:
+    # The private server stores '.' as '$DOT$' (and '/', '\\' as '$SLASH$', '$BACKSLASH$') and turns every marker
+    # back on reading: a module named 'a$DOT$b' comes back as 'a.b', so a plan would upload it again forever.
+    write_files(here, {"src/main.js": "", "src/a$DOT$b.js": "", "src/lib/x$SLASH$y.js": ""})
+    assert refusal(load(here)) == (
+        "the local code from the working tree cannot be deployed (2 problems):\n"
+        "  - local/main: src/a$DOT$b.js becomes module 'a$DOT$b', but the name contains '$DOT$', the server's "
+        "stored form of '.', so the server would return it as 'a.b' and no plan would ever match; rename it, or "
+        "exclude it\n"
+        "  - local/main: src/lib/x$SLASH$y.js becomes module 'lib/x$SLASH$y', but the name contains '$SLASH$', the "
+        "server's stored form of '/', so the server would return it as 'lib/x/y' and no plan would ever match; "
+        "rename it, or exclude it"
+    )
+
+
 def test_branch_over_5mb_as_the_server_counts(here: Path) -> None:
     # 'é' is one UTF-16 unit, '🙂' two: the server counts JSON.stringify(modules).length, not bytes.
     text = "🙂" * (MAX_CODE_LENGTH // 2 - 8)
