@@ -4,7 +4,8 @@ It owns what every request needs, so that no other module has to think about it 
 for the service):
 
 * authentication: a persistent token in ``X-Token`` (never ``_token`` in a URL), or a private server's sign-in
-  (screepsmod-auth) with its rotating ``X-Token``, falling back to HTTP Basic on the code endpoint;
+  (screepsmod-auth) with its rotating ``X-Token``. There is no HTTP Basic fallback: the private server takes Basic
+  only on ``POST /api/user/code``, so without the sign-in nothing could be planned;
 * the response envelope: HTTP 200 without ``ok: 1`` is an error, shown with the server's own words;
 * rate limits: ``X-RateLimit-*`` headers go to the ledger, requests are paced under the global 120 per minute, a 429
   is waited out when the wait is short (``max_wait``) and refused with the reset time otherwise;
@@ -17,7 +18,6 @@ Errors are :mod:`gitops.errors` exceptions whose messages say what to do next; n
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import math
@@ -185,7 +185,6 @@ class ServiceClient:
         self._timeout = timeout
         self._recent: list[float] = []  # send times, for pacing when there is no ledger
         self._session: Secret | None = None  # the rotating token of a private server's sign-in
-        self._basic_only = False  # the server has no sign-in: HTTP Basic on the code endpoint
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
         self._http = httpx.Client(
             transport=transport,
@@ -328,7 +327,7 @@ class ServiceClient:
                     continue
                 self._rate_limited(endpoint, response, wait, waits)
             if status == 401:
-                if isinstance(self._auth, PasswordAuth) and not self._basic_only and not signed_in_again:
+                if isinstance(self._auth, PasswordAuth) and not signed_in_again:
                     # Private-server tokens live 60 s: sign in afresh once, then retry once.
                     signed_in_again = True
                     self._session = None
@@ -366,7 +365,7 @@ class ServiceClient:
     def _attempt(
         self, method: str, path: str, endpoint: str, params: Mapping[str, str] | None, body: Any
     ) -> tuple[httpx.Response, Any]:
-        headers = self._auth_headers(path, endpoint)
+        headers = self._auth_headers(path)
         content = None
         if body is not None:
             content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
@@ -412,7 +411,7 @@ class ServiceClient:
         return response, data
 
     def _after_response(self, endpoint: str, response: httpx.Response) -> None:
-        if isinstance(self._auth, PasswordAuth) and not self._basic_only:
+        if isinstance(self._auth, PasswordAuth):
             fresh = response.headers.get("X-Token")
             if fresh and _HEADER_SAFE.match(fresh):
                 # screepsmod-auth hands out a new token with every answer; the old one soon stops working.
@@ -426,24 +425,14 @@ class ServiceClient:
 
     # --- authentication --------------------------------------------------------------------------------------
 
-    def _auth_headers(self, path: str, endpoint: str) -> dict[str, str]:
+    def _auth_headers(self, path: str) -> dict[str, str]:
         auth = self._auth
         if auth is None or path == _SIGNIN:
             return {}
         if isinstance(auth, TokenAuth):
             return {"X-Token": auth.token.reveal()}
-        if not self._basic_only and self._session is None:
+        if self._session is None:
             self._sign_in(auth)
-        if self._basic_only:
-            if path != _CODE:
-                raise AuthError(
-                    f"server '{self.server_name}' has no {_SIGNIN} (screepsmod-auth is not installed), so only "
-                    f"/api/user/code can be used, with HTTP Basic; {endpoint} needs a signed-in session.",
-                    hint="Install screepsmod-auth on the server, or use a manifest that only uploads to existing "
-                    "branches there.",
-                )
-            pair = f"{auth.username}:{auth.password.reveal()}".encode()
-            return {"Authorization": "Basic " + base64.b64encode(pair).decode("ascii")}
         assert self._session is not None
         # screepsmod-auth wants X-Username too; any non-empty value is accepted.
         return {"X-Token": self._session.reveal(), "X-Username": auth.username}
@@ -454,9 +443,12 @@ class ServiceClient:
         response, data = self._send("POST", _SIGNIN, endpoint, None, body)
         status = response.status_code
         if status == 404:
-            self._basic_only = True
-            self._debug(f"server '{self.server_name}' has no {_SIGNIN}; using HTTP Basic on /api/user/code")
-            return
+            raise AuthError(
+                f"server '{self.server_name}' has no {_SIGNIN} (404), so the user name and password from "
+                f"{auth.source} cannot be used: a password login needs screepsmod-auth's sign-in.",
+                hint="Install screepsmod-auth on the private server (see docs/private-server.md); on an official "
+                "server use a persistent token (token_env) instead.",
+            )
         if status == 401 or (status == 200 and isinstance(data, dict) and data.get("ok") != 1):
             words = _error_words(data) if isinstance(data, dict) else ""
             raise AuthError(

@@ -14,7 +14,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.clock import ManualClock
-from gitops.server.testing import StandIn
+from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, StandIn
 from tests.factories import make_repo, write_manifest
 from tests.project import Project
 
@@ -178,3 +178,27 @@ def test_gitops_debug_x_shows_the_traceback_of_an_internal_error(
     assert last.startswith("Error: internal error (RuntimeError in gitops/client.py line ")
     assert last.endswith(").\nThis is a bug in screeps-gitops; run again with --debug and report the output.\n")
     assert "a bug that quotes" not in last
+
+
+# --- password logins need screepsmod-auth's sign-in --------------------------------------------------------
+
+
+def test_a_password_login_without_a_sign_in_is_exit_7(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The stand-in has no /api/auth/signin. HTTP Basic is no fallback: a real private server takes it only on
+    # POST /api/user/code, so nothing could be planned with it.
+    servers = {"local": {"url": standin.url, "username_env": "U", "password_env": "P"}}
+    project.manifest([{"branch": "main", "root": "src"}], servers=servers)
+    monkeypatch.setenv("U", ALICE_EMAIL)
+    monkeypatch.setenv("P", ALICE_PASSWORD)
+    for command in (["plan"], ["apply", "--yes"]):
+        result = project.gitops(*command)
+        assert result.code == 7
+        assert result.err == (
+            "Error: server 'local' has no /api/auth/signin (404), so the user name and password from the "
+            "environment variables U and P cannot be used: a password login needs screepsmod-auth's sign-in.\n"
+            "Install screepsmod-auth on the private server (see docs/private-server.md); on an official server use "
+            "a persistent token (token_env) instead.\n"
+        )
+    assert standin.count("GET /api/user/code") == standin.count("POST /api/user/code") == 0

@@ -5,7 +5,6 @@ against the real stand-in over loopback is tested in ``test_client_standin.py``-
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -487,11 +486,6 @@ class PrivateServer:
             if body != {"email": "alice", "password": PASSWORD}:
                 return httpx.Response(401, text="Unauthorized")
             return ok({"token": self._issue()})
-        if not self.signin:
-            expected = "Basic " + base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
-            if request.headers.get("Authorization") != expected:
-                return httpx.Response(401, json={"error": "unauthorized"})
-            return ok({"branch": "default", "modules": {"main": "b"}})
         if self.expire_next:
             self.expire_next = False
             self.valid = None
@@ -557,19 +551,22 @@ def test_wrong_password_at_signin(make_client: Callable[..., ServiceClient]) -> 
     assert "not-the-password-123" not in str(info.value)
 
 
-def test_no_signin_falls_back_to_basic_on_code(make_client: Callable[..., ServiceClient]) -> None:
+def test_no_signin_is_a_clear_auth_error_not_a_basic_fallback(make_client: Callable[..., ServiceClient]) -> None:
+    # HTTP Basic would not help: the private server takes it only on POST /api/user/code, so nothing could be
+    # planned (GET /api/user/code and the branch list need a session token).
     server = PrivateServer(signin=False)
     client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
-    code = client.get_code("default")
-    assert code is not None
-    assert code.modules["main"].text == "b"
-    assert [r.url.path for r in server.requests] == ["/api/auth/signin", "/api/user/code"]
     with pytest.raises(AuthError) as info:
-        client.list_branches()
-    assert str(info.value).startswith(
-        "server 'official' has no /api/auth/signin (screepsmod-auth is not installed), so only /api/user/code can "
-        "be used, with HTTP Basic; GET /api/user/branches needs a signed-in session."
+        client.get_code("default")
+    assert str(info.value) == (
+        "server 'official' has no /api/auth/signin (404), so the user name and password from the environment "
+        "variables U and P cannot be used: a password login needs screepsmod-auth's sign-in.\n"
+        "Install screepsmod-auth on the private server (see docs/private-server.md); on an official server use a "
+        "persistent token (token_env) instead."
     )
+    assert info.value.exit_code == 7
+    assert [r.url.path for r in server.requests] == ["/api/auth/signin"]
+    assert all("Authorization" not in r.headers for r in server.requests)
 
 
 def test_password_auth_has_no_token_query(make_client: Callable[..., ServiceClient]) -> None:
@@ -834,11 +831,17 @@ def test_standin_query_token_and_unlimited(standin: StandIn, tmp_path: Path) -> 
     assert (restricted.full, restricted.endpoints) == (False, ("GET /api/user/code", "POST /api/user/code"))
 
 
-def test_standin_basic_auth_when_there_is_no_signin(standin: StandIn) -> None:
+def test_standin_a_password_is_refused_without_a_sign_in(standin: StandIn) -> None:
+    # The stand-in models the official server: no /api/auth/signin, HTTP Basic on the code endpoint. The tool does
+    # not use Basic (a real private server takes it only on POST), so a password login stops before any code call.
     auth = PasswordAuth(ALICE_EMAIL, Secret(ALICE_PASSWORD), standin.url, "the environment variables U and P")
     with ServiceClient(server_name="local", url=standin.url, auth=auth, clock=standin.clock) as client:
-        client.upload_code("default", {"main": "by basic"})
-        assert client.get_code("default") == CodeSet.of([Module("main", text="by basic")])
+        with pytest.raises(AuthError) as info:
+            client.get_code("default")
+        with pytest.raises(AuthError):
+            client.upload_code("default", {"main": "by basic"})
+    assert str(info.value).startswith("server 'local' has no /api/auth/signin (404)")
+    assert standin.count("GET /api/user/code") == standin.count("POST /api/user/code") == 0
 
 
 @pytest.mark.parametrize(
