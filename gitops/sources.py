@@ -16,15 +16,19 @@ read a file's bytes into a :class:`~gitops.codeset.CodeSet` plus problems and wa
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import stat
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import bracex
+from wcmatch import fnmatch as wcfnmatch
 from wcmatch import glob as wcglob
 
 from gitops.codeset import CodeSet, Module, code_length, refused_name_reason
@@ -144,6 +148,89 @@ def _matcher(patterns: list[str]) -> Callable[[str], bool]:
     return lambda path: bool(compiled.match(path))
 
 
+def printable(path: str) -> str:
+    """``path`` for a message: the bytes of a name that is not UTF-8 (``os.fsdecode`` made them lone surrogates)
+    shown as ``\\xe9``, so that printing it cannot fail."""
+    if path.isascii():
+        return path
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte made
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _undecodable_part(path: str) -> str | None:
+    """The leading part of ``path`` up to the first name that is not UTF-8, or ``None`` when it all is."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        end = path.find("/", exc.start)
+        return path if end < 0 else path[:end]
+    return None
+
+
+def _alternatives(pattern: str) -> list[list[str]]:
+    """The ``/``-separated parts of each alternative of a glob (``{a,b}`` expanded)."""
+    try:
+        expanded = bracex.expand(pattern)
+    except bracex.ExpansionLimitException:
+        expanded = ["**"]  # too many to look at: assume it reaches everywhere
+    return [alternative.split("/") for alternative in expanded]
+
+
+def _part_matches(name: str, part: str) -> bool:
+    return bool(wcfnmatch.fnmatch(name, part, flags=wcfnmatch.FORCEUNIX))
+
+
+def _reaches_into(parts: list[str], folder: list[str]) -> bool:
+    """Whether a glob (its parts) could match some file under ``folder``, as ``GLOB_FLAGS`` match: ``**`` spans
+    folders but not ones whose names start with a dot. Errs on yes."""
+    if not folder:
+        return bool(parts)
+    if not parts:
+        return False
+    if parts[0] == "**":
+        return _reaches_into(parts[1:], folder) or (not folder[0].startswith(".") and _reaches_into(parts, folder[1:]))
+    return _part_matches(folder[0], parts[0]) and _reaches_into(parts[1:], folder[1:])
+
+
+def _matches_whole(parts: list[str], folder: list[str]) -> bool:
+    """Whether a glob (its parts) matches the path ``folder`` itself."""
+    if not parts:
+        return not folder
+    if parts[0] == "**":
+        return _matches_whole(parts[1:], folder) or (
+            bool(folder) and not folder[0].startswith(".") and _matches_whole(parts, folder[1:])
+        )
+    return bool(folder) and _part_matches(folder[0], parts[0]) and _matches_whole(parts[1:], folder[1:])
+
+
+def _glob_reaches_into(pattern: str, folder: str) -> bool:
+    names = folder.split("/") if folder else []
+    return any(_reaches_into(parts, names) for parts in _alternatives(pattern))
+
+
+def _may_hold_modules(folder: str, config: BranchConfig) -> bool:
+    """Whether files under ``folder`` (relative to the root) could be modules of the branch. Errs on yes: a folder
+    whose files cannot be listed is harmless only when include cannot reach into it, or an exclude of the form
+    ``folder/**`` (or one of its parents) leaves out all of it."""
+    names = folder.split("/") if folder else []
+    includes = [parts for pattern in config.include for parts in _alternatives(pattern)]
+    if not any(_reaches_into(parts, names) for parts in includes):
+        return False
+    if any(part.startswith(".") for parts in includes for part in parts):
+        return True  # include names hidden files, which an exclude's ``**`` does not cover
+    for pattern in config.exclude:
+        for parts in _alternatives(pattern):
+            if parts[-1] != "**":
+                continue
+            for k in range(len(names) + 1):
+                if _matches_whole(parts[:-1], names[:k]) and not any(n.startswith(".") for n in names[k:]):
+                    return False
+    return True
+
+
 def build_branch(
     config: BranchConfig,
     paths: Iterable[str],
@@ -154,6 +241,7 @@ def build_branch(
     origin: str = "",
     where: Callable[[Loc], str] | None = None,
     prefetch: Callable[[list[str]], None] | None = None,
+    unlisted: Mapping[str, str] | None = None,
 ) -> BranchBuild:
     """The code set of one branch, from the files under its root.
 
@@ -162,6 +250,9 @@ def build_branch(
     messages and in ``files``), ``origin`` says where the files are (``" in commit 1a2b3c4"``), and
     ``where(loc)`` names a key of this branch in the manifest (``gitops.yaml:9: branches[0].include[1]``).
     ``prefetch(paths)``, when given, is told once which files will be read, so an edge can fetch them in one go.
+    ``unlisted`` maps the folders under the root whose files could not be listed to why (the text completes
+    "<folder>/ ..."): each one that include could reach into is a problem, since the modules in it would be left
+    out, and an upload (``remote_only: remove``) would delete them from the server.
     No I/O happens here except through ``read`` and ``prefetch``.
     """
     label = label or f"{config.server}/{config.branch}"
@@ -170,7 +261,7 @@ def build_branch(
         return where(loc) if where is not None else format_loc(loc)
 
     def shown(path: str) -> str:
-        return posixpath.join(prefix, path) if prefix else path
+        return printable(posixpath.join(prefix, path) if prefix else path)
 
     problems: list[str] = []
     warnings: list[str] = []
@@ -192,22 +283,35 @@ def build_branch(
             if not is_excluded(path):
                 selected.append(path)
 
+    # Folders that could hold modules but cannot be listed; a glob that reaches into one is not said to match nothing.
+    blind = [folder for folder in sorted(unlisted or {}) if _may_hold_modules(folder, config)]
     root_shown = f"{prefix}/" if prefix else "./"
     for k, count in enumerate(hits):
-        if count == 0:
+        if count == 0 and not any(_glob_reaches_into(config.include[k], folder) for folder in blind):
             problems.append(
                 f"{where_(('include', k))}: {config.include[k]!r} matches no file under {root_shown}{origin}; "
                 "fix the glob or remove it"
             )
-    if included and not selected:
+    if included and not selected and not blind:
         problems.append(
             f"{where_(('exclude',))}: excludes every file that include matches ({included}), so the branch would "
             "have no modules; fix include or exclude"
         )
+    problems += [f"{label}: {shown(folder)}/ {(unlisted or {})[folder]}" for folder in blind]
 
     by_name: dict[str, list[str]] = {}
     binary_of: dict[str, bool] = {}
     for path in selected:
+        if not path.isascii():
+            undecodable = _undecodable_part(path)
+            if undecodable is not None:
+                # The name cannot travel as the UTF-8 text of JSON, and apply would fail on it: refuse it here.
+                what = "file" if undecodable == path else f"folder {shown(undecodable)}/"
+                problems.append(
+                    f"{label}: {shown(path)} has a name that is not UTF-8 (its undecodable bytes are shown as \\xNN), "
+                    f"and module names are UTF-8 text; rename the {what}"
+                )
+                continue
         binary = is_binary(path)
         name = module_name(path, binary=binary, naming=config.naming)
         reason = refused_name_reason(name)
@@ -275,6 +379,7 @@ class _Listing:
     read: Callable[[str], bytes]
     origin: str = ""
     prefetch: Callable[[list[str]], None] | None = None
+    unlisted: dict[str, str] = field(default_factory=dict)
 
 
 class _WorkTree:
@@ -286,13 +391,20 @@ class _WorkTree:
     def listing(self, prefix: str) -> _Listing | str:
         """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
         root = self.base_dir / prefix if prefix else self.base_dir
-        if not root.exists():
+        try:
+            is_folder = stat.S_ISDIR(os.stat(root).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
             return f"does not exist in {self.base_dir}; create the folder, or fix root"
-        if not root.is_dir():
+        except OSError as exc:  # a name too long, a chain of links without end, no permission
+            return f"cannot be read ({exc.strerror or type(exc).__name__}); make the folder readable, or fix root"
+        if not is_folder:
             return f"is not a folder in {self.base_dir}; name the folder that holds the code"
         root_real = os.path.realpath(root)
         notes: dict[str, str] = {}
-        paths = _walk(str(root), root_real, notes, prefix)
+        unlisted: dict[str, str] = {}
+        paths = _walk(str(root), root_real, notes, prefix, unlisted)
+        if "" in unlisted:
+            return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
         absolute = {p: os.path.join(root, p) for p in paths}
 
@@ -306,7 +418,14 @@ class _WorkTree:
             except OSError as exc:
                 raise UnreadableFile(f"cannot be read ({exc.strerror}); check its permissions") from None
 
-        return _Listing(paths, read)
+        unreadable = {
+            folder: (
+                f"cannot be read ({reason}), so the modules in it would be left out, and an upload would remove them "
+                f"from the server; make the folder readable, or exclude it with '{printable(folder)}/**'"
+            )
+            for folder, reason in unlisted.items()
+        }
+        return _Listing(paths, read, unlisted=unreadable)
 
 
 def _outside_note(link: str, *, through: bool) -> str:
@@ -321,13 +440,15 @@ def _outside_note(link: str, *, through: bool) -> str:
 
 _BROKEN_LINK = "is a broken symbolic link; fix or remove it, or exclude it"
 _ENDLESS_LINK = "is a chain of symbolic links that does not end; fix it, or exclude it"
+_NOT_A_FILE = "is not a regular file (a named pipe, socket or device); remove it, or exclude it"
 
 
-def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list[str]:
+def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str, unlisted: dict[str, str]) -> list[str]:
     """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
 
-    ``notes`` gets the files that must not become modules: broken links, and files reached through a link
-    that leaves the root.
+    ``notes`` gets the files that must not become modules: broken and endless links, files reached through a link
+    that leaves the root, and what is not a regular file. ``unlisted`` gets the folders whose entries could not be
+    listed (``""`` for the root itself), with the system's reason: nothing under the root is left out silently.
     """
     paths: list[str] = []
     inside = root_real.rstrip(os.sep) + os.sep
@@ -337,7 +458,8 @@ def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list
         folder, rel, outside = stack.pop()
         try:
             entries = list(os.scandir(folder))
-        except OSError:
+        except OSError as exc:
+            unlisted[rel[:-1]] = exc.strerror or type(exc).__name__
             continue
         for entry in entries:
             if entry.name == ".git":
@@ -347,7 +469,16 @@ def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list
                 link = entry.is_symlink()
                 is_dir = entry.is_dir()
                 is_file = entry.is_file()
-            except OSError:
+            except OSError as exc:
+                # What the entry is cannot be told: as a file it is refused when included, as a folder when
+                # include could reach into it.
+                paths.append(path)
+                if exc.errno == errno.ELOOP:
+                    notes[path] = _ENDLESS_LINK  # a chain of links has nothing under it
+                else:
+                    reason = exc.strerror or type(exc).__name__
+                    notes[path] = f"cannot be read ({reason}); check its permissions"
+                    unlisted[path] = reason
                 continue
             escapes = outside
             if link:
@@ -365,9 +496,9 @@ def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str) -> list
                 if escapes is not None:
                     shown = posixpath.join(prefix, escapes) if prefix else escapes
                     notes[path] = _outside_note(shown, through=escapes != path)
-            elif link:
+            else:
                 paths.append(path)
-                notes[path] = _BROKEN_LINK
+                notes[path] = _BROKEN_LINK if link and not os.path.exists(entry.path) else _NOT_A_FILE
     return paths
 
 
@@ -417,8 +548,11 @@ class _GitTree:
             raise SourceError(f"git {args[0]} failed in {self.top_dir}: {done.stderr.decode(errors='replace').strip()}")
         return done.stdout
 
-    def _entries(self, path: str) -> dict[str, tuple[int, str]]:
-        """Every blob under ``path`` (repository-relative) in the commit: path -> (mode, object id)."""
+    def _entries(self, path: str, submodules: list[str] | None = None) -> dict[str, tuple[int, str]]:
+        """Every blob under ``path`` (repository-relative) in the commit: path -> (mode, object id).
+
+        ``submodules`` gets the paths of the submodules under ``path``: the commit holds no files of theirs.
+        """
         out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit.hexsha, *(["--", path] if path else []))
         entries: dict[str, tuple[int, str]] = {}
         for record in out.split(b"\0"):
@@ -426,6 +560,8 @@ class _GitTree:
             fields = meta.split(b" ")
             if len(fields) == 3 and fields[1] == b"blob":
                 entries[name.decode("utf-8", "surrogateescape")] = (int(fields[0], 8), fields[2].decode("ascii"))
+            elif len(fields) == 3 and fields[1] == b"commit" and submodules is not None:
+                submodules.append(name.decode("utf-8", "surrogateescape"))
         return entries
 
     def _data(self, sha: str) -> bytes:
@@ -470,7 +606,17 @@ class _GitTree:
             return f"is not a folder in commit {self.short}; name the folder that holds the code"
         blobs: dict[str, str] = {}
         notes: dict[str, str] = {}
-        self._add(self._entries(top), top, top, prefix, "", blobs, notes, depth=0)
+        submodules: list[str] = []
+        self._add(self._entries(top, submodules), top, top, prefix, "", blobs, notes, depth=0)
+        # The working tree holds a submodule's files, a commit only the submodule's commit id: never drop them silently.
+        unlisted = {
+            folder: (
+                f"is a Git submodule, and --ref reads only the files of commit {self.short}, so the modules in it "
+                "would be left out, and an upload would remove them from the server; deploy from the working tree "
+                f"(without --ref), or exclude it with '{printable(folder)}/**'"
+            )
+            for folder in (full[len(top) + 1 :] if top else full for full in submodules)
+        }
 
         def read(path: str) -> bytes:
             note = notes.get(path)
@@ -481,7 +627,7 @@ class _GitTree:
         def prefetch(paths: list[str]) -> None:
             self._fetch([blobs[p] for p in paths if p in blobs and p not in notes])
 
-        return _Listing(sorted(blobs), read, f" in commit {self.short}", prefetch)
+        return _Listing(sorted(blobs), read, f" in commit {self.short}", prefetch, unlisted)
 
     def _add(
         self,
@@ -625,6 +771,7 @@ def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode
             origin=listing.origin,
             where=where,
             prefetch=listing.prefetch,
+            unlisted=listing.unlisted,
         )
         problems += build.problems
         warnings += build.warnings
@@ -649,5 +796,6 @@ __all__ = [
     "UnreadableFile",
     "build_branch",
     "module_name",
+    "printable",
     "read_local_code",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -353,3 +355,157 @@ def test_build_branch_is_pure() -> None:
         "s/b: src/locked.js cannot be read (Permission denied); check its permissions",
     ]
     assert build.server_length == build.code.server_length()
+
+
+# --- nothing under a root is left out silently: a module left out would be removed from the server --------------
+
+LONG_NAME = "d" * 250
+
+
+@pytest.fixture
+def deep_folder(here: Path) -> Iterator[str]:
+    """A folder under ``src/`` whose path is longer than the system takes (PATH_MAX), holding a module: listing it
+    fails with a real ``OSError`` (ENAMETOOLONG), as a folder without read permission would for a user who is not
+    root (tests run as root here, and root reads every folder). Returns the first folder that cannot be listed,
+    relative to ``src``."""
+    (here / "src").mkdir()
+    names: list[str] = []
+    fd = os.open(here / "src", os.O_RDONLY)
+    try:
+        # Created relative to open folders: no path this long can be named from the top.
+        while len(str(here / "src" / "/".join(names))) < 4096:
+            os.mkdir(LONG_NAME, dir_fd=fd)
+            inner = os.open(LONG_NAME, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            names.append(LONG_NAME)
+        module = os.open("deep.js", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+        os.close(module)
+    finally:
+        os.close(fd)
+    yield "/".join(names)
+    shutil.rmtree(here / "src")  # before the session's check reads every file left under the temporary folder
+
+
+def test_a_folder_that_cannot_be_listed_is_refused_not_left_out(here: Path, deep_folder: str) -> None:
+    write_files(here, {"src/main.js": "", "src/lib/util.js": ""})
+    shown = f"src/{deep_folder}"
+    assert len(shown) > 4000
+    assert refusal(load(here)) == (
+        "the local code from the working tree cannot be deployed (1 problem):\n"
+        f"  - local/main: {shown}/ cannot be read (File name too long), so the modules in it would be left out, and "
+        "an upload would remove them from the server; make the folder readable, or exclude it with "
+        f"'{deep_folder}/**'"
+    )
+    # Left out of the branch on purpose, it is no problem.
+    parent = deep_folder.rsplit("/", 1)[0]
+    for branch in ({"exclude": [f"{parent}/**"]}, {"include": ["*.js", "lib/**/*.js"]}):
+        local = read_local_code(load(here, branches=[{"branch": "main", "root": "src", **branch}]))
+        assert sorted(names_and_values(local)) == ["lib/util", "main"]
+
+
+def test_a_root_that_cannot_be_read(here: Path) -> None:
+    write_files(here, {"src/main.js": ""})
+    assert refusal(load(here, branches=[{"branch": "main", "root": "x" * 300}])) == (
+        "the local code from the working tree cannot be deployed (1 problem):\n"
+        f"  - gitops.yaml:9: branches[0].root: '{'x' * 300}' cannot be read (File name too long); make the folder "
+        "readable, or fix root"
+    )
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symbolic links and named pipes")
+def test_endless_links_and_named_pipes_are_refused_not_left_out(here: Path) -> None:
+    write_files(here, {"src/main.js": ""})
+    (here / "src/self.js").symlink_to("self.js")
+    (here / "src/a.js").symlink_to("b.js")
+    (here / "src/b.js").symlink_to("a.js")
+    os.mkfifo(here / "src/pipe.js")
+    assert refusal(load(here)) == (
+        "the local code from the working tree cannot be deployed (4 problems):\n"
+        "  - local/main: src/a.js is a chain of symbolic links that does not end; fix it, or exclude it\n"
+        "  - local/main: src/b.js is a chain of symbolic links that does not end; fix it, or exclude it\n"
+        "  - local/main: src/pipe.js is not a regular file (a named pipe, socket or device); remove it, or exclude it\n"
+        "  - local/main: src/self.js is a chain of symbolic links that does not end; fix it, or exclude it"
+    )
+
+
+def test_unlisted_folders_matter_only_where_include_reaches() -> None:
+    """The pure core, told which folders could not be listed: a folder matters when include could reach into it."""
+    from gitops.manifest import BranchConfig
+
+    files = {"main.js": b"", "lib/a.js": b""}
+    unlisted = {
+        "lib/locked": "cannot be read (Permission denied); make it readable",
+        ".cache": "cannot be read (Permission denied); make it readable",
+        "data": "cannot be read (Permission denied); make it readable",
+    }
+
+    def problems(**config: object) -> list[str]:
+        branch = BranchConfig(server="s", branch="b", **config)
+        return build_branch(branch, files, files.__getitem__, prefix="src", unlisted=unlisted).problems
+
+    # '**' reaches into every folder whose name does not start with a dot.
+    assert problems() == [
+        "s/b: src/data/ cannot be read (Permission denied); make it readable",
+        "s/b: src/lib/locked/ cannot be read (Permission denied); make it readable",
+    ]
+    assert problems(include=["*.js", "lib/*.js"]) == []
+    assert problems(include=["*.js", "{lib,data}/**/*.js"]) == [
+        "s/b: src/data/ cannot be read (Permission denied); make it readable",
+        "s/b: src/lib/locked/ cannot be read (Permission denied); make it readable",
+    ]
+    assert problems(include=["**/*.js", ".cache/*.js"]) == [
+        "s/b: src/.cache/ cannot be read (Permission denied); make it readable",
+        "s/b: src/data/ cannot be read (Permission denied); make it readable",
+        "s/b: src/lib/locked/ cannot be read (Permission denied); make it readable",
+    ]
+    # An exclude leaves a folder out only when it leaves out all of it.
+    assert problems(exclude=["data/**", "lib/**"]) == []
+    assert problems(exclude=["**/locked/**", "data/*.js"]) == [
+        "s/b: src/data/ cannot be read (Permission denied); make it readable",
+    ]
+    # ... and only when include names no hidden file, which an exclude's '**' would not cover.
+    assert problems(include=["**/*.js", "**/.x/*.js"], exclude=["data/**", "lib/**"]) == [
+        "s/b: src/data/ cannot be read (Permission denied); make it readable",
+        "s/b: src/lib/locked/ cannot be read (Permission denied); make it readable",
+    ]
+
+
+def test_file_names_that_are_not_utf8_are_refused(here: Path) -> None:
+    # A name made of bytes that are not UTF-8 passed validate and plan, and apply failed on it (exit 70).
+    make_repo(here, {"src/main.js": ""})
+    write_files(here, {os.fsdecode(b"src/caf\xe9.js"): "", os.fsdecode(b"src/d\xe9j\xe0/x.js"): ""})
+    loaded = load(here)
+    commit_all(here)
+    expected = (
+        "cannot be deployed (2 problems):\n"
+        "  - local/main: src/caf\\xe9.js has a name that is not UTF-8 (its undecodable bytes are shown as \\xNN), and "
+        "module names are UTF-8 text; rename the file\n"
+        "  - local/main: src/d\\xe9j\\xe0/x.js has a name that is not UTF-8 (its undecodable bytes are shown as "
+        "\\xNN), and module names are UTF-8 text; rename the folder src/d\\xe9j\\xe0/"
+    )
+    assert refusal(loaded).endswith(expected)
+    assert refusal(loaded, "HEAD").endswith(expected)
+    # Left out, they are no problem.
+    excluded = load(here, branches=[{"branch": "main", "root": "src", "include": ["main.js"]}])
+    assert names_and_values(read_local_code(excluded)) == {"main": ""}
+
+
+def test_a_submodule_is_refused_with_ref_not_left_out(here: Path) -> None:
+    # The working tree holds the submodule's files; a commit holds only its commit id, so --ref would leave its
+    # modules out and an upload would remove them from the server.
+    make_repo(here / "lib", {"util.js": "u"})
+    make_repo(here / "bot", {"src/main.js": ""})
+    git(here / "bot", "-c", "protocol.file.allow=always", "submodule", "add", "-q", "../lib", "src/vendor")
+    loaded = load(here / "bot")
+    commit_all(here / "bot")
+    assert names_and_values(read_local_code(loaded)) == {"main": "", "vendor/util": "u"}
+    short = git(here / "bot", "rev-parse", "HEAD").strip()[:12]
+    assert refusal(loaded, "HEAD") == (
+        f"the local code from the ref HEAD (commit {short}) cannot be deployed (1 problem):\n"
+        f"  - local/main: src/vendor/ is a Git submodule, and --ref reads only the files of commit {short}, so "
+        "the modules in it would be left out, and an upload would remove them from the server; deploy from the "
+        "working tree (without --ref), or exclude it with 'vendor/**'"
+    )
+    excluded = load(here / "bot", branches=[{"branch": "main", "root": "src", "exclude": ["vendor/**"]}])
+    assert names_and_values(read_local_code(excluded, "HEAD")) == {"main": ""}
