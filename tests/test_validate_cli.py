@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,36 @@ def test_unknown_ref_exits_6(here: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_schema_prints_the_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == manifest_json_schema()
+
+
+def test_file_names_that_are_not_utf8_exit_6_and_print_safely(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Such a name passed validate and plan before, and apply failed on it with exit 70.
+    write_files(here, {"src/main.js": "", os.fsdecode(b"src/caf\xe9.js"): ""})
+    write_manifest(here)
+    assert run(["validate"]) == 6
+    assert capsys.readouterr().err == (
+        "Error: the local code from the working tree cannot be deployed (1 problem):\n"
+        "  - local/main: src/caf\\xe9.js has a name that is not UTF-8 (its undecodable bytes are shown as \\xNN), and "
+        "module names are UTF-8 text; rename the file\n"
+    )
+
+
+def test_manifests_that_crashed_validate_exit_5(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_files(here, {"src/main.js": ""})
+    write_manifest(here, 'version: 1\nservers: &a {x: *a}\nbranches: [{server: local, branch: main, root: "src\\0"}]\n')
+    assert run(["validate"]) == 5  # was a RecursionError (exit 70)
+    assert capsys.readouterr().err == (
+        "Error: manifest gitops.yaml is invalid (2 problems):\n"
+        "  - gitops.yaml:2:10: YAML anchors are not supported in gitops.yaml; remove '&a' and write the value out "
+        "where it is needed\n"
+        "  - gitops.yaml:2:17: YAML aliases are not supported in gitops.yaml; write the value out\n"
+        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+    )
+    write_manifest(here, manifest_data(branches=[{"branch": "main", "root": "src\0"}]))
+    assert run(["validate"]) == 5  # was 'ValueError: embedded null byte' (exit 70)
+    assert capsys.readouterr().err == (
+        "Error: manifest gitops.yaml is invalid (1 problem):\n"
+        "  - gitops.yaml:9: branches[0].root: 'src\\x00' contains the control character '\\x00'; write the folder's "
+        "name without it, e.g. src\n"
+        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+    )
