@@ -42,9 +42,9 @@ def test_the_issue_example_loads(tmp_path: Path) -> None:
     assert scoped.endpoints == {"GET /api/user/code", "POST /api/user/code"}
     assert scoped.websockets == ("console",)
     assert scoped.memory_segments == {0, 1}
-    # Loading registers the secrets, so that any text the tool prints can be scrubbed of them.
-    assert "fedcba98" not in redact("token fedcba9876543210fedcba9876543210 and s3cret")
-    assert "s3cret" not in redact("password s3cret")
+    # Loading registers the secrets, so that any text the tool prints can be scrubbed of them. (The password here
+    # has 6 characters: too short to scrub from text, see gitops.secrets; it is never put in a message either.)
+    assert "fedcba98" not in redact("token fedcba9876543210fedcba9876543210")
     assert "0123456789abcdef" not in repr(full)
 
 
