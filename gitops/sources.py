@@ -11,6 +11,11 @@ read a file's bytes into a :class:`~gitops.codeset.CodeSet` plus problems and wa
   ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
   from disk.
 
+Nothing under a root is left out silently, because a module left out is removed from the server by the next upload
+(``remote_only: remove``): what an edge cannot list (a folder it cannot read, a submodule in a commit) reaches the
+core as ``unlisted``, and what it cannot read (an endless link, a named pipe) as a note on the file; the core refuses
+either where the branch's globs reach it.
+
 :func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem of every branch.
 """
 
