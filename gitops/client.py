@@ -577,7 +577,7 @@ class ServiceClient:
             hint="A token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
             "deleted token gets this answer."
             if isinstance(auth, TokenAuth)
-            else "on a private server the password is set with screepsmod-auth.",
+            else "On a private server the password is set with screepsmod-auth (in the server CLI: setPassword).",
         )
 
     def _forbidden(self, endpoint: str, data: Any) -> AuthError:
@@ -613,7 +613,7 @@ class ServiceClient:
                 "address, with any path prefix (https://screeps.com/ptr)."
             )
         elif status == 413:
-            hint = "the request is too large for the server; the code of a branch must stay under 5 MB."
+            hint = "The request is too large for the server; the code of a branch must stay under 5 MB."
         return ServiceError(
             f"server '{self.server_name}' answered {status} {response.reason_phrase} to {endpoint}{said}.", hint=hint
         )

@@ -537,7 +537,7 @@ def test_refused_again_after_signing_in_again(make_client: Callable[..., Service
     assert str(info.value) == (
         "the server refused the credentials for server 'official' (401 on GET /api/user/branches); check the user "
         "name and password in the environment variables U and P.\n"
-        "on a private server the password is set with screepsmod-auth."
+        "On a private server the password is set with screepsmod-auth (in the server CLI: setPassword)."
     )
 
 
