@@ -654,7 +654,7 @@ class ServiceClient:
                 hint="The server may be overloaded or down; try again later.",
             )
         # Never the exception's text: httpx quotes request data in it (a header value is the token).
-        detail = _transport_detail(exc)
+        detail = transport_detail(exc)
         if isinstance(exc, httpx.ConnectError):
             return NetworkError(
                 f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
@@ -707,7 +707,7 @@ def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit
     return own if key == endpoint and own is not None else GLOBAL_LIMIT
 
 
-def _transport_detail(exc: BaseException) -> str:
+def transport_detail(exc: BaseException) -> str:
     """The failure's type, with the operating system's or TLS's fixed reason when it lies underneath.
 
     httpx chains the socket error as the cause; its ``strerror`` ("Connection refused", "Name or service not

@@ -175,6 +175,8 @@ def auth_available(server: ServerConfig, env: Mapping[str, str], *, cwd: Path | 
     """Whether :func:`resolve_auth` would find credentials (for planning without them: forks, --refresh=never)."""
     try:
         resolve_auth("?", server, env, cwd=cwd or Path.cwd())
+    except CredentialsFileError:
+        raise  # a broken credentials file is reported, not taken for "no credentials"
     except AuthError:
         return False
     return True
@@ -250,7 +252,7 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
     path = find_credentials_file(env, cwd=cwd)
     if path is None:
         places = ", ".join(str(p) for p in credentials_file_candidates(env, cwd=cwd))
-        raise CredentialsFileError(
+        raise AuthError(  # no file at all: "no credentials", as an unset variable
             f"server '{server_name}' reads entry '{entry_name}' of the credentials file, but none was found "
             f"(looked in: {places}).",
             hint="Create .screeps.yaml with `servers: {"

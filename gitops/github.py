@@ -20,6 +20,7 @@ from typing import Any, Literal
 import httpx
 
 from gitops import __version__
+from gitops.client import transport_detail
 from gitops.errors import GitopsError
 from gitops.secrets import Secret, redact
 
@@ -183,7 +184,7 @@ class GitHubClient:
             response = self._http.request(method, url, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
             raise GitHubError(
-                f"could not reach GitHub at {self.api_url} to {what}: {redact(str(exc)) or type(exc).__name__}",
+                f"could not reach GitHub at {self.api_url} to {what}: {transport_detail(exc)}",
                 hint="Check GITHUB_API_URL (GitHub Enterprise Server: https://HOST/api/v3) and the runner's network.",
             ) from None
         if response.is_success:

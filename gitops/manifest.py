@@ -43,7 +43,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from gitops.errors import ManifestError
-from gitops.limits import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MAX_BRANCHES, Limit
+from gitops.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.yamlload import UntrustedLoader
 
 DEFAULT_MANIFEST = "gitops.yaml"
@@ -325,10 +325,10 @@ class BudgetConfig(_Model):
 
     reserve: dict[str, StrictInt] = Field(
         default_factory=dict,
-        description="Requests kept back for the person, per endpoint of the limits table or 'global' "
+        description="Requests kept back for the person, per endpoint of the limits table "
         "('POST /api/user/code': 20). Each value is 0 or more and below that limit.",
         json_schema_extra={
-            "propertyNames": {"enum": [GLOBAL_KEY, *ENDPOINT_LIMITS]},
+            "propertyNames": {"enum": [*ENDPOINT_LIMITS]},
             "additionalProperties": {"type": "integer", "minimum": 0},
         },
     )
@@ -424,14 +424,15 @@ def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     reserve = raw.get("reserve")
     if not isinstance(reserve, dict):
         return problems
-    known: dict[str, Limit] = {GLOBAL_KEY: GLOBAL_LIMIT, **ENDPOINT_LIMITS}
+    # The global limit is paced by the client, not reserved: a reserve names an endpoint of the table.
+    known: dict[str, Limit] = dict(ENDPOINT_LIMITS)
     for key, value in reserve.items():
         if not isinstance(key, str):
             continue
         limit = known.get(key)
         if limit is None:
             close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
-            fix = f"did you mean '{close[0]}'?" if close else "use 'global' or an endpoint of the limits table"
+            fix = f"did you mean '{close[0]}'?" if close else "use an endpoint of the limits table"
             problems.append(
                 (("reserve", key), f"is not a rate-limited endpoint; {fix} (see the limits in docs/manifest.md)")
             )

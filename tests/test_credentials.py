@@ -319,3 +319,13 @@ def test_private_server_entry(tmp_path: Path) -> None:
     auth = resolve_auth("local", config, env_for(tmp_path), cwd=tmp_path)
     assert isinstance(auth, PasswordAuth)
     assert (auth.username, auth.password.reveal()) == ("alice", "pw-local-entry-0001")
+
+
+def test_a_broken_credentials_file_is_reported_not_taken_for_no_credentials(tmp_path: Path) -> None:
+    path = write(tmp_path / ".screeps.yaml", f"servers:\n  main:\n    token: {SECRET}\n    host: [screeps.com\n")
+    with pytest.raises(AuthError) as info:
+        auth_available(server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert str(info.value).startswith(f"the credentials file {path} is not valid YAML at line 5, column 1: ")
+    # No credentials file anywhere, by contrast, is simply "no credentials" (a fork's pull request plans without).
+    path.unlink()
+    assert auth_available(server(credentials="main"), env_for(tmp_path), cwd=tmp_path) is False

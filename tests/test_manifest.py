@@ -355,17 +355,20 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             id="reserve-unknown-endpoint",
         ),
         pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/code: 240\n    global: -1\n",
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/code: 240\n"
+            "    GET /api/user/code: -1\n    global: 10\n",
             [
                 'gitops.yaml:6: budget.reserve["POST /api/user/code"]: 240 is not below the limit (240 per day); '
                 "keep back fewer requests than that",
-                "gitops.yaml:7: budget.reserve.global: -1 is negative; keep back 0 requests or more",
+                'gitops.yaml:7: budget.reserve["GET /api/user/code"]: -1 is negative; keep back 0 requests or more',
+                "gitops.yaml:8: budget.reserve.global: is not a rate-limited endpoint; use an endpoint of the limits "
+                "table (see the limits in docs/manifest.md)",
             ],
             id="reserve-out-of-range",
         ),
         pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudget: {{reserve: {{global: many}}}}\n",
-            ["gitops.yaml:4: budget.reserve.global: must be a whole number, not a string"],
+            f"version: 1\n{SERVER}\n{BRANCH}\nbudget: {{reserve: {{POST /api/user/code: many}}}}\n",
+            ['gitops.yaml:4: budget.reserve["POST /api/user/code"]: must be a whole number, not a string'],
             id="reserve-not-a-number",
         ),
         pytest.param(
