@@ -349,15 +349,7 @@ class Runner:
         else:
             script_file = step_dir / "script.sh"
             script_file.write_text(script, encoding="utf-8")
-            done = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script_file)],
-                cwd=self.workspace,
-                env=step_env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            done = run_bash(script_file, cwd=self.workspace, env=step_env)
             code, out, err = done.returncode, done.stdout, done.stderr
         return StepRun(
             step_id,
@@ -420,3 +412,18 @@ def _cwd(path: Path) -> Iterator[None]:
         yield
     finally:
         os.chdir(saved)
+
+
+def run_bash(
+    script: Path, *, cwd: Path, env: Mapping[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a step's script as the runner does: ``bash --noprofile --norc -eo pipefail FILE``."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from gitops.clock import ManualClock
 from gitops.github import COMMENT_LIMIT, marker
 from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
-from tests.action.runner import ActionRun, CacheStore, InProcess, Runner
+from tests.action.runner import ActionRun, CacheStore, InProcess, Runner, run_bash
 from tests.factories import git
 
 UPLOAD = "POST /api/user/code"
@@ -456,15 +455,7 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
             "GITHUB_STEP_SUMMARY": str(summary),
         }
     )
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=world.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_bash(script, cwd=world.root, env=env, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "unlimited: until" in done.stdout
     assert "The token for server 'local' is unlimited until" in done.stdout
@@ -477,14 +468,6 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
     assert any(u is not None and u > time.time() for u in until)
 
     env["WAIT_MINUTES"] = "1; id"
-    refused = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=world.root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    refused = run_bash(script, cwd=world.root, env=env, timeout=60)
     assert refused.returncode == 1
     assert refused.stderr.strip() == "wait-minutes must be a whole number of minutes"
