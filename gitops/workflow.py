@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitops.budget import BudgetFacts, EndpointBudget, assess, shortfall_message
 from gitops.clock import Clock, SystemClock
@@ -21,6 +21,11 @@ from gitops.plan import DOWNLOAD, Plan, build_plan, requests_needed
 from gitops.remote import BranchInfo, RemoteBranch, RemoteView
 from gitops.secrets import Secret
 from gitops.sources import LocalCode, read_local_code
+
+if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
+    from gitops.client import ServiceClient
+    from gitops.credentials import Auth
+    from gitops.ledger import Ledger
 
 Refresh = Literal["always", "auto", "never"]
 REFRESH_CHOICES: tuple[Refresh, ...] = ("always", "auto", "never")
@@ -51,12 +56,12 @@ class Session:
         self.loaded = loaded
         self.options = options
         self.state_dir = options.state_dir or default_state_dir(options.env)
-        self._clients: dict[str, Any] = {}
-        self._ledgers: dict[str, Any] = {}
-        self._auth: dict[str, Any] = {}
+        self._clients: dict[str, ServiceClient] = {}
+        self._ledgers: dict[str, Ledger] = {}
+        self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
 
-    def auth(self, server: str) -> Any:
+    def auth(self, server: str) -> Auth:
         """The server's credentials; :class:`AuthError` naming what is missing."""
         from gitops.credentials import resolve_auth
 
@@ -65,7 +70,7 @@ class Session:
             self._auth[server] = resolve_auth(server, config, self.options.env, cwd=self.loaded.base_dir)
         return self._auth[server]
 
-    def ledger(self, server: str) -> Any:
+    def ledger(self, server: str) -> Ledger:
         """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token."""
         from gitops.credentials import auth_available
         from gitops.ledger import Ledger
@@ -78,7 +83,7 @@ class Session:
             self._ledgers[server] = Ledger.open(self.state_dir, config.url, fingerprint, clock=self.options.clock)
         return self._ledgers[server]
 
-    def client(self, server: str) -> Any:
+    def client(self, server: str) -> ServiceClient:
         """A :class:`gitops.client.ServiceClient` for the server (credentials required)."""
         from gitops.client import ServiceClient
 
@@ -137,7 +142,7 @@ class Session:
 
     def unlock_link(self, server: str) -> Secret | None:
         try:
-            return self.client(server).no_rate_limit_url()  # type: ignore[no-any-return]
+            return self.client(server).no_rate_limit_url()
         except GitopsError:  # no credentials, or a password login: there is no link to give
             return None
 
