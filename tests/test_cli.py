@@ -16,18 +16,14 @@ from gitops.cli import run
 from gitops.clock import ManualClock
 from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, StandIn
 from tests.factories import make_repo, write_manifest
-from tests.project import Project
+from tests.project import Project, one_branch_project
 
 
 @pytest.fixture
 def project(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Project:
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "main", "root": "src"}])
-    p.commit()
-    return p
+    return one_branch_project(tmp_path, standin, capsys, monkeypatch)
 
 
 # --- credentials that cannot travel in a header ------------------------------------------------------------
