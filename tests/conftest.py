@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.server.testing import BOB_TOKEN, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from gitops.standin.testing import BOB_TOKEN, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gitops.cli import run
-from gitops.server.testing import FULL_TOKEN, StandIn
+from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.factories import git
 
 

@@ -13,16 +13,16 @@ from typing import Any
 import httpx
 import pytest
 
-from gitops.client import ServiceClient, TokenInfo
-from gitops.clock import ManualClock
-from gitops.codeset import CodeSet, Module
-from gitops.credentials import Auth, PasswordAuth, TokenAuth
+from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
+from gitops.core.codeset import CodeSet, Module
+from gitops.core.remote import BranchInfo
+from gitops.edges.client import ServiceClient, TokenInfo
+from gitops.edges.clock import ManualClock
+from gitops.edges.ledger import Ledger
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
-from gitops.ledger import Ledger
-from gitops.remote import BranchInfo
 from gitops.secrets import Secret, redact
-from gitops.server.testing import ALICE as ALICE_NAME
-from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from gitops.standin.testing import ALICE as ALICE_NAME
+from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 from tests.project import Project
 
 CANARY = "canary0123456789abcdef0123456789ab"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitops.codeset import dropped_name_reason, refused_name_reason
+from gitops.core.codeset import dropped_name_reason, refused_name_reason
 
 
 @pytest.mark.parametrize("name", ["main", "role.harvester", "lib/util", "win\\path", "a$b", "a$DOT", "a$dot$b"])

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from gitops.credentials import (
+from gitops.config.credentials import (
     PasswordAuth,
     TokenAuth,
     auth_available,
     credentials_file_candidates,
     resolve_auth,
 )
+from gitops.config.manifest import ServerConfig
 from gitops.errors import AuthError
-from gitops.manifest import ServerConfig
 
 SECRET = "tok-5e5e5e5e5e5e5e5e5e5e5e5e"
 OFFICIAL = "https://screeps.com"

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 from tests.project import Project
 
 UPLOAD = "POST /api/user/code"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from gitops.codeset import CodeSet, Module
-from gitops.diff import MAX_DIFF_LINES, diff_branch
-from gitops.remote import RemoteBranch
+from gitops.core.codeset import CodeSet, Module
+from gitops.core.diff import MAX_DIFF_LINES, diff_branch
+from gitops.core.remote import RemoteBranch
 
 
 def remote_of(*modules: Module, downloaded: bool = True) -> RemoteBranch:

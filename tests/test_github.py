@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gitops.github import (
+from gitops.github.api import (
     COMMENT_LIMIT,
     MAX_PAGES,
     GitHubClient,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from gitops.clock import ManualClock
-from gitops.codeset import CodeSet, Module
-from gitops.ledger import Ledger, default_state_dir, window_key
-from gitops.limits import GLOBAL_KEY
-from gitops.remote import BranchInfo, RemoteBranch
+from gitops.core.codeset import CodeSet, Module
+from gitops.core.limits import GLOBAL_KEY
+from gitops.core.remote import BranchInfo, RemoteBranch
+from gitops.edges.clock import ManualClock
+from gitops.edges.ledger import Ledger, default_state_dir, window_key
 
 URL = "https://screeps.com/ptr"
 FP = "0123456789abcdef"
@@ -279,9 +279,9 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from gitops.clock import ManualClock
-    from gitops.ledger import Ledger
-    from gitops.remote import BranchInfo
+    from gitops.edges.clock import ManualClock
+    from gitops.edges.ledger import Ledger
+    from gitops.core.remote import BranchInfo
 
     clock = ManualClock(1_800_000_000.0)
     ledger = Ledger.open(Path(sys.argv[1]), sys.argv[2], sys.argv[3], clock=clock)

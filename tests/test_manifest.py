@@ -9,8 +9,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
 from gitops.errors import ManifestError
-from gitops.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
 from tests.factories import manifest_data, write_manifest
 
 HINT = "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema."

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gitops.codeset import Module
+from gitops.config.manifest import LoadedManifest, Naming, load_manifest
+from gitops.core.codeset import Module
+from gitops.core.limits import MAX_CODE_LENGTH
+from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
-from gitops.limits import MAX_CODE_LENGTH
-from gitops.manifest import LoadedManifest, Naming, load_manifest
-from gitops.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest
 
 WASM = b"\0asm\x01\0\0\0"
@@ -338,7 +338,7 @@ def test_symbolic_links_inside_the_root_are_followed_outside_refused(here: Path)
 
 def test_build_branch_is_pure() -> None:
     """The core takes a listing and a reader; nothing touches the disk."""
-    from gitops.manifest import BranchConfig
+    from gitops.config.manifest import BranchConfig
 
     files = {"main.js": b"loop", "lib/x.wasm": WASM, "locked.js": b""}
 
@@ -431,7 +431,7 @@ def test_endless_links_and_named_pipes_are_refused_not_left_out(here: Path) -> N
 
 def test_unlisted_folders_matter_only_where_include_reaches() -> None:
     """The pure core, told which folders could not be listed: a folder matters when include could reach into it."""
-    from gitops.manifest import BranchConfig
+    from gitops.config.manifest import BranchConfig
 
     files = {"main.js": b"", "lib/a.js": b""}
     unlisted = {

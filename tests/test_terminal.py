@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.project import Project, one_branch_project, spend
 
 UPLOAD = "POST /api/user/code"

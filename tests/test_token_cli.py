@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from gitops.cli import run
-from gitops.clock import ManualClock
-from gitops.server.testing import DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from gitops.edges.clock import ManualClock
+from gitops.standin.testing import DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 
 START = 1_800_000_000.0
 

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
 def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = None) -> int:
     """Run the CLI and return the exit code instead of exiting (tests and the Action call this).
 
-    ``clock`` (a ``gitops.clock.Clock``) and ``transport`` (an ``httpx.BaseTransport`` for the game service) are
+    ``clock`` (a ``gitops.edges.clock.Clock``) and ``transport`` (an ``httpx.BaseTransport`` for the game service) are
     the two injectable edges: tests pass the stand-in's clock, or a transport that produces faults.
     """
     debug = debug_from_env() or "--debug" in (sys.argv[1:] if argv is None else argv)
@@ -121,7 +121,7 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
 
 
 def _where(exc: BaseException) -> str:
-    """`` in gitops/client.py line 548 (_rate_limited)``: the innermost frame of this package, for a bug report."""
+    """`` in gitops/edges/client.py line 548 (_rate_limited)``: the innermost frame of this package (bug reports)."""
     package = Path(__file__).resolve().parent.parent
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         path = Path(frame.filename).resolve()

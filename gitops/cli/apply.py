@@ -42,11 +42,11 @@ def apply(
     With PLAN_FILE (saved by 'gitops plan --out'): apply exactly that plan, after checking that the servers
     still hold what it was made from and that the manifest is unchanged.
     """
-    from gitops import workflow
-    from gitops.apply import Outcome, apply_plan, verify_plan
-    from gitops.plan import DOWNLOAD
-    from gitops.planfile import load_plan
-    from gitops.render import applied_line, render_text
+    from gitops.app import workflow
+    from gitops.core.apply import Outcome, apply_plan, verify_plan
+    from gitops.core.plan import DOWNLOAD
+    from gitops.edges.planfile import load_plan
+    from gitops.render.plan import applied_line, render_text
 
     options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
     saved = plan_file is not None

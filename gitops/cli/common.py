@@ -131,8 +131,8 @@ def options_from(
     max_wait: float,
     state_dir: Path | None,
 ) -> Any:
-    from gitops.clock import SystemClock
-    from gitops.workflow import Options
+    from gitops.app.workflow import Options
+    from gitops.edges.clock import SystemClock
 
     injected = ctx.find_root().obj or {}
     return Options(

@@ -59,8 +59,8 @@ def demo(example: Path | None) -> int:
     import time
 
     from gitops.cli import run
-    from gitops.clock import ManualClock
-    from gitops.server.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, running_standin
+    from gitops.edges.clock import ManualClock
+    from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, running_standin
 
     source = example or find_example("basic")
     with tempfile.TemporaryDirectory(prefix="gitops-demo-") as tmp:

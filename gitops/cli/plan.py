@@ -50,9 +50,9 @@ def plan(
     Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
     errors (see the README).
     """
-    from gitops import workflow
-    from gitops.planfile import save_plan
-    from gitops.render import render_json, render_markdown, render_text
+    from gitops.app import workflow
+    from gitops.edges.planfile import save_plan
+    from gitops.render.plan import render_json, render_markdown, render_text
 
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown exclude each other")

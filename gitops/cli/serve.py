@@ -57,11 +57,11 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
     Try a deploy before you have an account: 'gitops serve --demo'.
     """
-    from gitops.clock import Clock, ManualClock, SystemClock
-    from gitops.server.accounts import load_accounts
-    from gitops.server.app import create_app
-    from gitops.server.runner import ForegroundServer, bind, make_config, url_of
-    from gitops.server.store import StoreError
+    from gitops.edges.clock import Clock, ManualClock, SystemClock
+    from gitops.standin.accounts import load_accounts
+    from gitops.standin.app import create_app
+    from gitops.standin.runner import ForegroundServer, bind, make_config, url_of
+    from gitops.standin.store import StoreError
 
     if accounts is None and not demo:
         raise UsageError(

@@ -40,9 +40,9 @@ def _state_dir_option(f: Any) -> Any:
 
 def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None) -> tuple[Any, str]:
     """A workflow session for the manifest and the server the command is about."""
-    from gitops import workflow
+    from gitops.app import workflow
+    from gitops.config.manifest import load_manifest
     from gitops.errors import UsageError
-    from gitops.manifest import load_manifest
 
     loaded = load_manifest(manifest)
     names = sorted(loaded.manifest.servers)
@@ -81,8 +81,8 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
     Says whether the scope is enough for plan and for apply. Official servers only: private servers have no
     persistent tokens and no rate limits.
     """
-    from gitops.budget import utc
-    from gitops.client import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
+    from gitops.core.budget import utc
+    from gitops.edges.client import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
 
     session, server = _open(ctx, manifest, server_name, state_dir)
     try:
@@ -172,7 +172,7 @@ def unlock(
     Open the link in a browser and press "Proceed": the token has no rate limits for two hours. The link holds
     the token, so it is shown whole only on an interactive terminal.
     """
-    from gitops.budget import utc
+    from gitops.core.budget import utc
     from gitops.errors import GitopsError
     from gitops.secrets import HIDDEN, redact
 

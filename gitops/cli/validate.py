@@ -26,10 +26,10 @@ def validate(manifest: Path, ref: str | None) -> None:
     Prints each branch's modules and size as the server counts it against its 5 MB limit, and any warnings.
     Exits 5 for an invalid manifest, 6 for local code that cannot be deployed.
     """
-    from gitops.limits import MAX_CODE_LENGTH
-    from gitops.manifest import load_manifest
-    from gitops.render import size
-    from gitops.sources import read_local_code
+    from gitops.config.manifest import load_manifest
+    from gitops.core.limits import MAX_CODE_LENGTH
+    from gitops.edges.sources import read_local_code
+    from gitops.render.plan import size
 
     loaded = load_manifest(manifest)
     local = read_local_code(loaded, ref)
@@ -60,6 +60,6 @@ def schema() -> None:
 
     Regenerate the committed file with: gitops schema > schemas/gitops.schema.json
     """
-    from gitops.manifest import manifest_json_schema
+    from gitops.config.manifest import manifest_json_schema
 
     click.echo(json.dumps(manifest_json_schema(), indent=2, ensure_ascii=False))

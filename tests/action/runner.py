@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from gitops.action import read_outputs
+from gitops.github.action import read_outputs
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTION_YML = ROOT / "action.yml"
@@ -380,7 +380,7 @@ class Runner:
 
 def _run_in_process(env: Mapping[str, str], how: InProcess, *, cwd: Path) -> tuple[int, str, str]:
     from gitops.cli import run
-    from gitops.github import use_transport
+    from gitops.github.api import use_transport
 
     out, err = io.StringIO(), io.StringIO()
     with _environ(env), _cwd(cwd), redirect_stdout(out), redirect_stderr(err):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gitops.action import INPUT_ENV
+from gitops.github.action import INPUT_ENV
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))

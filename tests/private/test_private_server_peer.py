@@ -1,6 +1,6 @@
 """What the real private server (screeps 4.3.0 + screepsmod-auth 2.7.2) answers: the facts our client relies on.
 
-These tests use only the harness and raw httpx, so they hold whatever state ``gitops.client`` is in. Each fact is
+These tests use only the harness and raw httpx, so they hold whatever state ``gitops.edges.client`` is in. Each fact is
 written down in ``docs/private-server-facts.md``; when a test here fails, the server changed and so must the doc.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gitops.codeset import code_length
+from gitops.core.codeset import code_length
 from tests.private import harness
 from tests.private.harness import ROOT, SCRIPT, PrivateServer, ServerUser, install_problem
 

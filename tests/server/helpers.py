@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 
-from gitops.server.testing import StandIn
+from gitops.standin.testing import StandIn
 
 JSON_TYPE = "application/json; charset=utf-8"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitops.secrets import redact
-from gitops.server.accounts import AccountsError, load_accounts
+from gitops.standin.accounts import AccountsError, load_accounts
 from tests.server.test_auth import ISSUE_ACCOUNTS
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.server.testing import (
+from gitops.standin.testing import (
     ALICE,
     ALICE_EMAIL,
     ALICE_PASSWORD,

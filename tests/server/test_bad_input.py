@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from gitops.server.app import MAX_BODY
-from gitops.server.endpoints import ENDPOINTS
-from gitops.server.testing import FULL_TOKEN, StandIn
+from gitops.standin.app import MAX_BODY
+from gitops.standin.endpoints import ENDPOINTS
+from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.server.helpers import JSON_TYPE, client
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}

@@ -11,9 +11,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.codeset import code_length
-from gitops.limits import MAX_BRANCHES, MAX_CODE_LENGTH
-from gitops.server.testing import ALICE, BOB, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from gitops.core.codeset import code_length
+from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
+from gitops.standin.testing import ALICE, BOB, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.server.helpers import JSON_TYPE, client
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gitops.server.testing import BOB_TOKEN, FULL_TOKEN, StandIn
+from gitops.standin.testing import BOB_TOKEN, FULL_TOKEN, StandIn
 from tests.server.helpers import JSON_TYPE, SAMPLE_REQUESTS, client, send
 
 

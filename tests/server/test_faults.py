@@ -8,8 +8,8 @@ import time
 import httpx
 import pytest
 
-from gitops.server.faults import Faults
-from gitops.server.testing import ALICE, FULL_TOKEN, StandIn
+from gitops.standin.faults import Faults
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.server.helpers import client, window
 
 UPLOAD = {"branch": "default", "modules": {"main": "new"}}

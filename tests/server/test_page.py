@@ -12,8 +12,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from gitops.limits import UNLIMITED_PERIOD
-from gitops.server.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
+from gitops.core.limits import UNLIMITED_PERIOD
+from gitops.standin.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 
 pytestmark = pytest.mark.browser
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.limits import ENDPOINT_LIMITS, GLOBAL_LIMIT, UNLIMITED_PERIOD, limit_for
-from gitops.server.testing import (
+from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_LIMIT, UNLIMITED_PERIOD, limit_for
+from gitops.standin.testing import (
     ALICE_EMAIL,
     ALICE_PASSWORD,
     BOB_TOKEN,

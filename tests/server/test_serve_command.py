@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from gitops.cli import run
-from gitops.server.testing import ALICE_EMAIL, ALICE_PASSWORD
+from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD
 from tests.server.test_auth import ISSUE_ACCOUNTS
 
 

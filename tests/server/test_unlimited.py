@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from gitops.limits import UNLIMITED_PERIOD
-from gitops.server.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
+from gitops.core.limits import UNLIMITED_PERIOD
+from gitops.standin.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 from tests.server.helpers import client
 
 

@@ -1,0 +1,325 @@
+"""Credentials for a server: where they come from, and the two kinds the client can use.
+
+A manifest only ever *names* credentials (``token_env``, ``username_env``/``password_env``, ``credentials``); this
+module turns those names into an :class:`Auth` from an environment mapping or from the screepers unified
+credentials file (SS3, ``.screeps.yaml``). Values are wrapped in :class:`~gitops.secrets.Secret` the moment they
+are read, so no message, log line or ``repr`` can show them.
+
+A server names exactly one way (the manifest checks it; see ``docs/credentials.md``):
+
+* ``token_env``: a persistent token (official servers);
+* ``username_env`` and ``password_env``: a user name (or e-mail) and password (private servers, screepsmod-auth);
+* ``credentials: NAME``: entry ``NAME`` of the first credentials file found in the SS3 search order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+
+from gitops.config.manifest import ServerConfig
+from gitops.errors import AuthError
+from gitops.secrets import Secret
+
+__all__ = [
+    "Auth",
+    "CredentialsFileError",
+    "PasswordAuth",
+    "TokenAuth",
+    "auth_available",
+    "credentials_file_candidates",
+    "find_credentials_file",
+    "resolve_auth",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenAuth:
+    """A persistent token, sent as ``X-Token``. ``source`` says where it was read (for messages)."""
+
+    token: Secret
+    source: str
+
+    def fingerprint(self) -> str:
+        """A non-reversible name of the token, used as the ledger key (never the token itself)."""
+        return self.token.fingerprint()
+
+
+@dataclass(frozen=True, slots=True)
+class PasswordAuth:
+    """A user name (or e-mail) and password for a private server's ``/api/auth/signin`` (screepsmod-auth).
+
+    The user name is not treated as a secret (it is shown to other players in the game); the password is.
+    ``url`` is the server's base URL, part of the fingerprint because a user name means nothing across servers.
+    """
+
+    username: str
+    password: Secret
+    url: str
+    source: str
+
+    def fingerprint(self) -> str:
+        """A hash of server URL and user name: one ledger per account, the same across password changes."""
+        raw = f"screeps-gitops\0{self.url.rstrip('/').lower()}\0{self.username}".encode()
+        return hashlib.sha256(raw).hexdigest()[:16]
+
+
+Auth = TokenAuth | PasswordAuth
+
+
+class CredentialsFileError(AuthError):
+    """The unified credentials file is unreadable, not YAML, or not shaped as SS3 describes."""
+
+
+def _ci_hint(var: str, action_input: str) -> str:
+    return (
+        f"Set {var} in the environment; in GitHub Actions pass the repository secret to the action's "
+        f"`{action_input}` input (`{action_input}: ${{{{ secrets.{var} }}}}`) or to the step's `env:` (secrets are "
+        "not given to pull requests from forks: plan those with --refresh=never)."
+    )
+
+
+def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str], *, cwd: Path) -> Auth:
+    """The credentials for ``server``, read from ``env`` or the unified credentials file.
+
+    The manifest names exactly one way (it checks that); ``cwd`` is where ``./.screeps.yaml`` is looked for.
+    Raises :class:`~gitops.errors.AuthError` naming the server, what was looked for and how to provide it. Never
+    puts a secret value in a message.
+    """
+    if server.token_env:
+        value = env.get(server.token_env, "").strip()
+        if value:
+            where = f"the environment variable {server.token_env}"
+            _check(server_name, where, "token", value)
+            return TokenAuth(Secret(value), where)
+        raise AuthError(
+            f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
+            f"{_state(server.token_env, env)}.",
+            hint=_ci_hint(server.token_env, "token"),
+        )
+    if server.username_env and server.password_env:
+        user, password = env.get(server.username_env, "").strip(), env.get(server.password_env, "")
+        if user and password:
+            _check(server_name, f"the environment variable {server.username_env}", "user name", user)
+            _check(server_name, f"the environment variable {server.password_env}", "password", password)
+            return PasswordAuth(
+                user,
+                Secret(password),
+                server.url,
+                f"the environment variables {server.username_env} and {server.password_env}",
+            )
+        missing = [var for var, value in ((server.username_env, user), (server.password_env, password)) if not value]
+        raise AuthError(
+            f"no credentials for server '{server_name}': "
+            + " and ".join(f"the environment variable {var} is {_state(var, env)}" for var in missing)
+            + ".",
+            hint=_ci_hint(missing[0], "username" if missing[0] == server.username_env else "password"),
+        )
+    if server.credentials:
+        return _from_file(server_name, server.url, server.credentials, env, cwd=cwd)
+    raise AuthError(
+        f"server '{server_name}' names no credentials.",
+        hint=f"Add token_env (official servers), username_env and password_env (private servers), or "
+        f"credentials (an entry of .screeps.yaml) to servers.{server_name} in the manifest.",
+    )
+
+
+def _check(server_name: str, where: str, what: Literal["token", "user name", "password"], value: str) -> None:
+    """Refuse a value that cannot travel as the server needs it, naming where it is and what is wrong, never it.
+
+    Tokens and user names go in HTTP headers (``X-Token``, ``X-Username``): printable ASCII without whitespace,
+    or httpx refuses the header with an error that quotes it. A password travels in a JSON body, so any printable
+    text will do (spaces and non-ASCII letters too), but a control character is a copy-and-paste accident.
+    """
+    problem = _problem(value, header=what != "password")
+    if problem is None:
+        return
+    if what == "token":
+        hint = (
+            "Copy the token again from the account settings (Account, Auth tokens) and set it without quotes, spaces "
+            "or line endings (a file written on Windows ends its lines with a carriage return)."
+        )
+    else:
+        hint = f"Set the {what} again without line endings or other control characters."
+    raise AuthError(f"the {what} for server '{server_name}' in {where} {problem}; it is not used.", hint=hint)
+
+
+def _problem(value: str, *, header: bool) -> str | None:
+    for char in value:
+        if char in "\r\n":
+            return "contains a line break (carriage return or newline)"
+        category = unicodedata.category(char)
+        if category == "Cs":
+            return "contains bytes that are not valid UTF-8"
+        if category == "Cc":
+            return "contains a control character"
+        if header and char.isspace():
+            return "contains whitespace"
+        if header and not char.isascii():
+            return "contains a non-ASCII character (only letters, digits and ASCII punctuation can be sent)"
+    return None
+
+
+def _state(var: str, env: Mapping[str, str]) -> str:
+    return "empty" if var in env else "not set"
+
+
+def auth_available(server: ServerConfig, env: Mapping[str, str], *, cwd: Path | None = None) -> bool:
+    """Whether :func:`resolve_auth` would find credentials (for planning without them: forks, --refresh=never)."""
+    try:
+        resolve_auth("?", server, env, cwd=cwd or Path.cwd())
+    except CredentialsFileError:
+        raise  # a broken credentials file is reported, not taken for "no credentials"
+    except AuthError:
+        return False
+    return True
+
+
+# --- the unified credentials file (SS3) ----------------------------------------------------------------------
+
+
+def credentials_file_candidates(env: Mapping[str, str], *, cwd: Path) -> list[Path]:
+    """Where the unified credentials file is looked for, in the SS3 order (``$SCREEPS_CONFIG`` first)."""
+    home = Path(env["HOME"]) if env.get("HOME") else Path(env.get("USERPROFILE") or Path.home())
+    out: list[Path] = []
+    if env.get("SCREEPS_CONFIG"):
+        out.append(Path(env["SCREEPS_CONFIG"]).expanduser())
+    out.append(cwd / ".screeps.yaml")
+    if env.get("XDG_CONFIG_HOME"):
+        out.append(Path(env["XDG_CONFIG_HOME"]) / "screeps" / "config.yaml")
+    out.append(home / ".config" / "screeps" / "config.yaml")
+    if env.get("APPDATA"):
+        out.append(Path(env["APPDATA"]) / "screeps" / "config.yaml")
+    out.append(home / ".screeps.yaml")
+    return out
+
+
+def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
+    """The first credentials file that exists, or ``None``.
+
+    ``$SCREEPS_CONFIG`` naming a file that does not exist is an error rather than a silent fall-through: the
+    user asked for that file.
+    """
+    if env.get("SCREEPS_CONFIG"):
+        named = Path(env["SCREEPS_CONFIG"]).expanduser()
+        if not named.is_file():
+            raise CredentialsFileError(
+                f"SCREEPS_CONFIG names {named}, which is not a file.",
+                hint="Point SCREEPS_CONFIG at your .screeps.yaml, or unset it to use the usual places.",
+            )
+        return named
+    for candidate in credentials_file_candidates(env, cwd=cwd):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _load_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise CredentialsFileError(f"the credentials file {path} cannot be read: {reason}.") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # str(exc) quotes the offending line, which may hold a token: use only the problem and its position.
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise CredentialsFileError(
+            f"the credentials file {path} is not valid YAML{where}: {problem}.",
+            hint="Fix the file; its format is the screepers SS3 standard (servers: NAME: host, token, ...).",
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
+        raise CredentialsFileError(
+            f"the credentials file {path} has no 'servers' mapping.",
+            hint="The file needs `servers:` with one entry per server (screepers SS3 standard).",
+        )
+    return data
+
+
+def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, str], *, cwd: Path) -> Auth:
+    path = find_credentials_file(env, cwd=cwd)
+    if path is None:
+        places = ", ".join(str(p) for p in credentials_file_candidates(env, cwd=cwd))
+        raise AuthError(  # no file at all: "no credentials", as an unset variable
+            f"server '{server_name}' reads entry '{entry_name}' of the credentials file, but none was found "
+            f"(looked in: {places}).",
+            hint="Create .screeps.yaml with `servers: {"
+            + entry_name
+            + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
+        )
+    servers: dict[Any, Any] = _load_file(path)["servers"]
+    entry = servers.get(entry_name)
+    where = f"entry '{entry_name}' of the credentials file {path}"
+    if entry is None:
+        names = ", ".join(sorted(str(n) for n in servers)) or "none"
+        raise CredentialsFileError(
+            f"server '{server_name}' reads entry '{entry_name}', but the credentials file {path} has no such "
+            f"entry (it has: {names}).",
+            hint=f"Add servers.{entry_name} to {path}, or fix 'credentials' of servers.{server_name} in the manifest.",
+        )
+    if not isinstance(entry, dict):
+        raise CredentialsFileError(f"{where} is not a mapping of host, token, ...")
+    for key in ("token", "username", "password", "host", "path"):
+        if key in entry and entry[key] is not None and not isinstance(entry[key], str | int):
+            raise CredentialsFileError(f"{where}: '{key}' must be a string.")
+    _check_address(server_name, url, entry, where)
+    token = entry.get("token")
+    if token is not None and str(token).strip():
+        _check(server_name, where, "token", str(token).strip())
+        return TokenAuth(Secret(str(token).strip()), where)
+    username, password = entry.get("username"), entry.get("password")
+    if username is not None and str(username).strip() and password is not None and str(password):
+        _check(server_name, where, "user name", str(username).strip())
+        _check(server_name, where, "password", str(password))
+        return PasswordAuth(str(username).strip(), Secret(str(password)), url, where)
+    raise CredentialsFileError(
+        f"{where} has neither 'token' nor both 'username' and 'password'.",
+        hint="Official servers use 'token' (created in the account settings); private servers "
+        "'username' and 'password'.",
+    )
+
+
+def _check_address(server_name: str, url: str, entry: Mapping[str, Any], where: str) -> None:
+    """Refuse an entry written for another address than the manifest's URL.
+
+    Only what the entry states is compared (host, port, secure, path/ptr/season). A mismatch would send the
+    entry's secret to a server it was not written for, so it is an error, not a warning.
+    """
+    parts = urlsplit(url)
+    problems: list[str] = []
+    host = entry.get("host")
+    if host is not None and str(host).strip().lower() != (parts.hostname or "").lower():
+        problems.append(f"host '{host}' is not the manifest's host '{parts.hostname}'")
+    secure = entry.get("secure")
+    if secure is not None and bool(secure) != (parts.scheme == "https"):
+        problems.append(f"secure: {str(bool(secure)).lower()} does not match the manifest's scheme '{parts.scheme}'")
+    port = entry.get("port")
+    if port is not None:
+        actual = parts.port or (443 if parts.scheme == "https" else 80)
+        if str(port).strip() != str(actual):
+            problems.append(f"port {port} is not the manifest's port {actual}")
+    path = entry.get("path")
+    if path is None and entry.get("ptr"):
+        path = "/ptr"
+    if path is None and entry.get("season"):
+        path = "/season"
+    if path is not None and str(path).strip("/") != parts.path.strip("/"):
+        problems.append(f"path '{path}' is not the manifest's path '{parts.path or '/'}'")
+    if problems:
+        raise CredentialsFileError(
+            f"{where} does not describe server '{server_name}' ({url}): {'; '.join(problems)}.",
+            hint="The entry's secret is not sent to another address than it was written for; fix the entry, "
+            "or name the right entry in the manifest's 'credentials'.",
+        )

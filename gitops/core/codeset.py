@@ -1,0 +1,183 @@
+"""Code sets: the modules of one branch, as the repository or the server holds them.
+
+A module is either text (a JavaScript source) or binary (for example WebAssembly), which travels on the wire as
+``{"binary": "<base64>"}``. This module is pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitops.core.limits import MAX_CODE_LENGTH
+
+#: Characters a module name must not start with: the server silently drops such modules.
+DROPPED_NAME_PREFIXES = ("$", ".", "/", "\\")
+
+#: How the private server stores the characters a database key cannot hold, in the order it translates them back
+#: (``@screeps/backend`` ``utils.translateModulesFromDb``). A name that holds such a marker reads back changed.
+SERVER_NAME_ESCAPES = (("$DOT$", "."), ("$SLASH$", "/"), ("$BACKSLASH$", "\\"))
+
+WireModule = str | dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One module. Exactly one of ``text`` and ``binary`` is set."""
+
+    name: str
+    text: str | None = None
+    binary: bytes | None = None
+    digest: str = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if (self.text is None) == (self.binary is None):
+            raise ValueError("a module is either text or binary")
+        h = hashlib.sha256()
+        if self.text is not None:
+            h.update(b"t\0")
+            h.update(self.text.encode("utf-8", "surrogatepass"))
+        else:
+            assert self.binary is not None
+            h.update(b"b\0")
+            h.update(self.binary)
+        object.__setattr__(self, "digest", h.hexdigest())
+
+    @property
+    def is_binary(self) -> bool:
+        return self.binary is not None
+
+    @property
+    def size(self) -> int:
+        """Bytes of content: UTF-8 length for text, raw length for binary."""
+        if self.text is not None:
+            return len(self.text.encode("utf-8", "surrogatepass"))
+        assert self.binary is not None
+        return len(self.binary)
+
+    def wire(self) -> WireModule:
+        """The module's value in the code endpoint's ``modules`` map."""
+        if self.text is not None:
+            return self.text
+        assert self.binary is not None
+        return {"binary": base64.b64encode(self.binary).decode("ascii")}
+
+
+def module_from_wire(name: str, value: Any) -> Module:
+    """A module from the server's JSON. Raises ``ValueError`` with a short reason for anything else."""
+    if isinstance(value, str):
+        return Module(name, text=value)
+    if isinstance(value, dict) and set(value) == {"binary"} and isinstance(value["binary"], str):
+        try:
+            raw = base64.b64decode(_pad(value["binary"]), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValueError(f"module {name!r} has invalid base64 in 'binary'") from exc
+        return Module(name, binary=raw)
+    raise ValueError(f"module {name!r} is neither a string nor {{'binary': base64}}")
+
+
+def _pad(text: str) -> str:
+    # cargo-screeps sends unpadded base64; accept it.
+    return text + "=" * (-len(text) % 4)
+
+
+@dataclass(frozen=True)
+class CodeSet:
+    """The modules of one branch, by name."""
+
+    modules: Mapping[str, Module]
+
+    @classmethod
+    def of(cls, modules: list[Module] | tuple[Module, ...]) -> CodeSet:
+        return cls({m.name: m for m in modules})
+
+    @classmethod
+    def from_wire(cls, modules: Any) -> CodeSet:
+        """Parse a ``modules`` map from the server; ``ValueError`` if it is not one."""
+        if not isinstance(modules, dict):
+            raise ValueError("'modules' is not an object")
+        return cls({str(name): module_from_wire(str(name), value) for name, value in modules.items()})
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self.modules[name] for name in sorted(self.modules))
+
+    def __len__(self) -> int:
+        return len(self.modules)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.modules
+
+    def names(self) -> list[str]:
+        return sorted(self.modules)
+
+    def wire(self) -> dict[str, WireModule]:
+        """The ``modules`` map to upload (sorted by name, so the JSON is stable)."""
+        return {m.name: m.wire() for m in self}
+
+    @property
+    def digest(self) -> str:
+        """A hash of the whole set (names and contents); equal sets have equal digests."""
+        h = hashlib.sha256()
+        for m in self:
+            h.update(m.name.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+            h.update(m.digest.encode("ascii"))
+            h.update(b"\n")
+        return h.hexdigest()
+
+    @property
+    def total_size(self) -> int:
+        return sum(m.size for m in self.modules.values())
+
+    def server_length(self) -> int:
+        """``JSON.stringify(modules).length`` as the server computes it (UTF-16 code units)."""
+        return code_length(self.wire())
+
+
+def code_length(wire_modules: Mapping[str, Any]) -> int:
+    """UTF-16 length of the compact JSON of a modules map, matching JavaScript's ``JSON.stringify(x).length``."""
+    text = json.dumps(wire_modules, ensure_ascii=False, separators=(",", ":"))
+    # JavaScript strings are UTF-16: characters outside the BMP count twice.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def code_too_long(wire_modules: Mapping[str, Any]) -> bool:
+    return code_length(wire_modules) > MAX_CODE_LENGTH
+
+
+def dropped_name_reason(name: str) -> str | None:
+    """Why the server would drop a module of this name, or ``None`` if it keeps it (the stand-in drops the same)."""
+    if not name:
+        return "the name is empty"
+    if name.startswith(DROPPED_NAME_PREFIXES):
+        return f"the name starts with {name[0]!r}, and the server silently drops such modules"
+    return None
+
+
+def refused_name_reason(name: str) -> str | None:
+    """Why a module of this name cannot be deployed as it is, or ``None``.
+
+    The server drops the name (:func:`dropped_name_reason`), or stores it with a marker of its own escaping in it
+    and reads it back as another name (``a$DOT$b`` comes back as ``a.b``), so a plan would never find it there.
+    """
+    reason = dropped_name_reason(name)
+    if reason is not None:
+        return reason
+    found = [(marker, char) for marker, char in SERVER_NAME_ESCAPES if marker in name]
+    if not found:
+        return None
+    read_back = name
+    for marker, char in SERVER_NAME_ESCAPES:
+        read_back = read_back.replace(marker, char)
+    markers = " and ".join(repr(marker) for marker, _ in found)
+    chars = " and ".join(repr(char) for _, char in found)
+    forms = "the server's stored form" + ("s" if len(found) > 1 else "")
+    return (
+        f"the name contains {markers}, {forms} of {chars}, so the server would return it as {read_back!r} and no "
+        "plan would ever match"
+    )

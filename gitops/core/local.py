@@ -1,0 +1,355 @@
+"""The local code of each branch, as pure data and one pure function.
+
+:func:`build_branch` turns a branch's configuration, a listing of the files under its root and a way to read a
+file's bytes into a :class:`~gitops.core.codeset.CodeSet` plus problems and warnings. The edges that list and read
+files (the working tree, a Git ref) live in :mod:`gitops.edges.sources`.
+
+Nothing under a root is left out silently, because a module left out is removed from the server by the next upload
+(``remote_only: remove``): what an edge cannot list (a folder it cannot read, a submodule in a commit) reaches the
+core as ``unlisted``, and what it cannot read (an endless link, a named pipe) as a note on the file; the core refuses
+either where the branch's globs reach it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
+
+import bracex
+from wcmatch import fnmatch as wcfnmatch
+from wcmatch import glob as wcglob
+
+from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
+from gitops.core.codeset import CodeSet, Module, code_length, refused_name_reason
+from gitops.core.limits import MAX_CODE_LENGTH
+
+if TYPE_CHECKING:
+    pass
+
+#: ``**`` spans folders; ``{a,b}`` alternatives; ``/`` separators and case-sensitive matching on every platform.
+#: ``*`` does not match a leading dot (as in a shell): a module name starting with ``.`` would be dropped anyway.
+GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.FORCEUNIX
+
+
+class UnreadableFile(Exception):
+    """Raised by a reader: the file cannot be used as a module. The text completes "<file> ..."."""
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """Where the local code came from: the working tree, or the blobs of a commit (``--ref``).
+
+    ``commit`` is the full commit id (for the working tree: ``HEAD``, when the folder is in a Git repository);
+    ``dirty`` says whether the working tree differs from ``HEAD`` under the branch roots or in the manifest
+    (``None`` for a ref, or outside Git).
+    """
+
+    kind: Literal["worktree", "ref"]
+    ref: str | None
+    commit: str | None
+    dirty: bool | None
+
+    def describe(self) -> str:
+        """``working tree (commit 1a2b3c4d5e6f, uncommitted changes)`` or ``ref main (commit 1a2b3c4d5e6f)``."""
+        if self.kind == "ref":
+            return f"ref {self.ref} (commit {(self.commit or '')[:12]})"
+        details = []
+        if self.commit:
+            details.append(f"commit {self.commit[:12]}")
+        if self.dirty:
+            details.append("uncommitted changes")
+        return "working tree" + (f" ({', '.join(details)})" if details else "")
+
+
+@dataclass(frozen=True)
+class LocalBranch:
+    """The code of one branch of the manifest. ``files`` maps module name to the file it came from (relative to
+    the manifest's folder, ``/`` separators)."""
+
+    server: str
+    branch: str
+    code: CodeSet
+    files: dict[str, str]
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}/{self.branch}"
+
+    @cached_property
+    def server_length(self) -> int:
+        """``JSON.stringify(modules).length``, as the server counts it against the 5 MB limit."""
+        return self.code.server_length()
+
+
+@dataclass(frozen=True)
+class LocalCode:
+    """The code of every branch of the manifest, in manifest order."""
+
+    branches: list[LocalBranch]
+    source: SourceInfo
+    warnings: list[str]
+
+    def get(self, server: str, branch: str) -> LocalBranch | None:
+        return next((b for b in self.branches if b.server == server and b.branch == branch), None)
+
+
+@dataclass(frozen=True)
+class BranchBuild:
+    """What :func:`build_branch` made of one branch: the code (of the files that could be read) and what is wrong."""
+
+    code: CodeSet
+    files: dict[str, str]
+    server_length: int
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+# --- the pure core ---------------------------------------------------------------------------------------------
+
+
+def module_name(path: str, *, binary: bool, naming: Naming) -> str:
+    """The module name of a file at ``path`` (relative to the branch root, ``/`` separators).
+
+    Text modules lose the longest of ``naming.strip_suffixes`` that ends the path; binary modules keep their
+    suffix. Folder boundaries become ``naming.separator``: ``role/harvester.js`` is ``role/harvester`` or
+    ``role.harvester``.
+    """
+    name = path
+    if not binary:
+        for suffix in sorted(naming.strip_suffixes, key=len, reverse=True):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+    if naming.separator != "/":
+        name = name.replace("/", naming.separator)
+    return name
+
+
+def _matcher(patterns: list[str]) -> Callable[[str], bool]:
+    if not patterns:
+        return lambda _path: False
+    compiled = wcglob.compile(patterns, flags=GLOB_FLAGS)
+    return lambda path: bool(compiled.match(path))
+
+
+def printable(path: str) -> str:
+    """``path`` for a message: the bytes of a name that is not UTF-8 (``os.fsdecode`` made them lone surrogates)
+    shown as ``\\xe9``, so that printing it cannot fail."""
+    if path.isascii():
+        return path
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that no undecodable byte made
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _undecodable_part(path: str) -> str | None:
+    """The leading part of ``path`` up to the first name that is not UTF-8, or ``None`` when it all is."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        end = path.find("/", exc.start)
+        return path if end < 0 else path[:end]
+    return None
+
+
+def _alternatives(pattern: str) -> list[list[str]]:
+    """The ``/``-separated parts of each alternative of a glob (``{a,b}`` expanded)."""
+    try:
+        expanded = bracex.expand(pattern)
+    except bracex.ExpansionLimitException:
+        expanded = ["**"]  # too many to look at: assume it reaches everywhere
+    return [alternative.split("/") for alternative in expanded]
+
+
+def _part_matches(name: str, part: str) -> bool:
+    return bool(wcfnmatch.fnmatch(name, part, flags=wcfnmatch.FORCEUNIX))
+
+
+def _reaches_into(parts: list[str], folder: list[str]) -> bool:
+    """Whether a glob (its parts) could match some file under ``folder``, as ``GLOB_FLAGS`` match: ``**`` spans
+    folders but not ones whose names start with a dot. Errs on yes."""
+    if not folder:
+        return bool(parts)
+    if not parts:
+        return False
+    if parts[0] == "**":
+        return _reaches_into(parts[1:], folder) or (not folder[0].startswith(".") and _reaches_into(parts, folder[1:]))
+    return _part_matches(folder[0], parts[0]) and _reaches_into(parts[1:], folder[1:])
+
+
+def _matches_whole(parts: list[str], folder: list[str]) -> bool:
+    """Whether a glob (its parts) matches the path ``folder`` itself."""
+    if not parts:
+        return not folder
+    if parts[0] == "**":
+        return _matches_whole(parts[1:], folder) or (
+            bool(folder) and not folder[0].startswith(".") and _matches_whole(parts, folder[1:])
+        )
+    return bool(folder) and _part_matches(folder[0], parts[0]) and _matches_whole(parts[1:], folder[1:])
+
+
+def _glob_reaches_into(pattern: str, folder: str) -> bool:
+    names = folder.split("/") if folder else []
+    return any(_reaches_into(parts, names) for parts in _alternatives(pattern))
+
+
+def _may_hold_modules(folder: str, config: BranchConfig) -> bool:
+    """Whether files under ``folder`` (relative to the root) could be modules of the branch. Errs on yes: a folder
+    whose files cannot be listed is harmless only when include cannot reach into it, or an exclude of the form
+    ``folder/**`` (or one of its parents) leaves out all of it."""
+    names = folder.split("/") if folder else []
+    includes = [parts for pattern in config.include for parts in _alternatives(pattern)]
+    if not any(_reaches_into(parts, names) for parts in includes):
+        return False
+    if any(part.startswith(".") for parts in includes for part in parts):
+        return True  # include names hidden files, which an exclude's ``**`` does not cover
+    for pattern in config.exclude:
+        for parts in _alternatives(pattern):
+            if parts[-1] != "**":
+                continue
+            for k in range(len(names) + 1):
+                if _matches_whole(parts[:-1], names[:k]) and not any(n.startswith(".") for n in names[k:]):
+                    return False
+    return True
+
+
+def build_branch(
+    config: BranchConfig,
+    paths: Iterable[str],
+    read: Callable[[str], bytes],
+    *,
+    label: str | None = None,
+    prefix: str = "",
+    origin: str = "",
+    where: Callable[[Loc], str] | None = None,
+    prefetch: Callable[[list[str]], None] | None = None,
+    unlisted: Mapping[str, str] | None = None,
+) -> BranchBuild:
+    """The code set of one branch, from the files under its root.
+
+    ``paths`` are relative to the root (``/`` separators); ``read(path)`` returns a file's bytes or raises
+    :class:`UnreadableFile`. ``prefix`` is the root's path relative to the manifest's folder (for file names in
+    messages and in ``files``), ``origin`` says where the files are (``" in commit 1a2b3c4"``), and
+    ``where(loc)`` names a key of this branch in the manifest (``gitops.yaml:9: branches[0].include[1]``).
+    ``prefetch(paths)``, when given, is told once which files will be read, so an edge can fetch them in one go.
+    ``unlisted`` maps the folders under the root whose files could not be listed to why (the text completes
+    "<folder>/ ..."): each one that include could reach into is a problem, since the modules in it would be left
+    out, and an upload (``remote_only: remove``) would delete them from the server.
+    No I/O happens here except through ``read`` and ``prefetch``.
+    """
+    label = label or f"{config.server}/{config.branch}"
+
+    def where_(loc: Loc) -> str:
+        return where(loc) if where is not None else format_loc(loc)
+
+    def shown(path: str) -> str:
+        return printable(posixpath.join(prefix, path) if prefix else path)
+
+    problems: list[str] = []
+    warnings: list[str] = []
+    includes = [_matcher([g]) for g in config.include]
+    hits = [0] * len(includes)
+    is_excluded = _matcher(config.exclude)
+    is_binary = _matcher(config.binary)
+
+    selected: list[str] = []
+    included = 0
+    for path in sorted(paths):
+        matched = False
+        for k, match in enumerate(includes):
+            if match(path):
+                hits[k] += 1
+                matched = True
+        if matched:
+            included += 1
+            if not is_excluded(path):
+                selected.append(path)
+
+    # Folders that could hold modules but cannot be listed; a glob that reaches into one is not said to match nothing.
+    blind = [folder for folder in sorted(unlisted or {}) if _may_hold_modules(folder, config)]
+    root_shown = f"{prefix}/" if prefix else "./"
+    for k, count in enumerate(hits):
+        if count == 0 and not any(_glob_reaches_into(config.include[k], folder) for folder in blind):
+            problems.append(
+                f"{where_(('include', k))}: {config.include[k]!r} matches no file under {root_shown}{origin}; "
+                "fix the glob or remove it"
+            )
+    if included and not selected and not blind:
+        problems.append(
+            f"{where_(('exclude',))}: excludes every file that include matches ({included}), so the branch would "
+            "have no modules; fix include or exclude"
+        )
+    problems += [f"{label}: {shown(folder)}/ {(unlisted or {})[folder]}" for folder in blind]
+
+    by_name: dict[str, list[str]] = {}
+    binary_of: dict[str, bool] = {}
+    for path in selected:
+        if not path.isascii():
+            undecodable = _undecodable_part(path)
+            if undecodable is not None:
+                # The name cannot travel as the UTF-8 text of JSON, and apply would fail on it: refuse it here.
+                what = "file" if undecodable == path else f"folder {shown(undecodable)}/"
+                problems.append(
+                    f"{label}: {shown(path)} has a name that is not UTF-8 (its undecodable bytes are shown as \\xNN), "
+                    f"and module names are UTF-8 text; rename the {what}"
+                )
+                continue
+        binary = is_binary(path)
+        name = module_name(path, binary=binary, naming=config.naming)
+        reason = refused_name_reason(name)
+        if reason is not None:
+            problems.append(f"{label}: {shown(path)} becomes module {name!r}, but {reason}; rename it, or exclude it")
+            continue
+        by_name.setdefault(name, []).append(path)
+        binary_of[path] = binary
+
+    if prefetch is not None:
+        prefetch([sources[0] for sources in by_name.values() if len(sources) == 1])
+    modules: list[Module] = []
+    files: dict[str, str] = {}
+    for name, sources in by_name.items():
+        if len(sources) > 1:
+            listed = [shown(p) for p in sources]
+            both = "both" if len(listed) == 2 else "all"
+            problems.append(
+                f"{label}: {', '.join(listed[:-1])} and {listed[-1]} {both} become module {name!r}; rename or "
+                f"exclude {'one of them' if len(listed) == 2 else 'all but one'}"
+            )
+            continue
+        path = sources[0]
+        try:
+            data = read(path)
+        except UnreadableFile as exc:
+            problems.append(f"{label}: {shown(path)} {exc}")
+            continue
+        if binary_of[path]:
+            modules.append(Module(name, binary=data))
+        else:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[: exc.start].count(b"\n") + 1
+                problems.append(
+                    f"{label}: {shown(path)} is not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}, "
+                    f"line {line}); save it as UTF-8, or list it under binary if it is not text"
+                )
+                continue
+            modules.append(Module(name, text=text))
+        files[name] = shown(path)
+
+    code = CodeSet.of(modules)
+    length = code_length(code.wire())
+    if length > MAX_CODE_LENGTH:
+        problems.append(
+            f"{label}: the code is {length:,} characters as the server counts them (JSON.stringify of the "
+            f"modules), over the 5 MB limit of {MAX_CODE_LENGTH:,}; exclude files or minify the code"
+        )
+    if selected and "main" not in by_name:
+        add = f"add {shown('main.js')}" if ".js" in config.naming.strip_suffixes else "add a module named main"
+        warnings.append(f"{label}: no module 'main'; the server adds an empty one, so the code will not run; {add}")
+    return BranchBuild(code, files, length, problems, warnings)

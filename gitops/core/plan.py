@@ -1,0 +1,311 @@
+"""The plan: per branch, what ``apply`` will do, the requests it will spend, and whether they fit the budget.
+
+:func:`build_plan` is a pure function of (manifest, local code, what is known of the servers, budget facts, time):
+no HTTP, git or clock inside. A :class:`Plan` is a frozen model; ``gitops plan --out FILE`` saves it (with the exact
+module content to upload) and ``gitops apply FILE`` carries it out. Renderers (``gitops.render.plan``) and ``apply``
+(``gitops.core.apply``) are two readers of the same steps, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
+from gitops.core.budget import BudgetFacts, EndpointBudget, assess
+from gitops.core.codeset import CodeSet, Module, WireModule, code_length
+from gitops.core.diff import BranchDiff, ModuleChange, diff_branch
+from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
+from gitops.core.local import LocalCode
+from gitops.core.remote import RemoteBranch, RemoteView
+from gitops.errors import ServiceError, SourceError
+
+PLAN_FORMAT_VERSION: Literal[1] = 1
+
+UPLOAD = "POST /api/user/code"
+DOWNLOAD = "GET /api/user/code"
+CLONE = "POST /api/user/clone-branch"
+ACTIVATE = "POST /api/user/set-active-branch"
+
+Action = Literal["create", "update", "activate", "none"]
+Seen = Literal["download", "own-upload", "ledger", "unknown"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RemoteSeen(_Frozen):
+    """How the plan knows the server's branch: downloaded now, from its own recent upload, or from the ledger."""
+
+    how: Seen
+    learnt_at: float | None
+    exists: bool | None
+    digest: str | None
+
+
+class Step(_Frozen):
+    """One request that ``apply`` makes."""
+
+    kind: Literal["clone-branch", "upload", "activate"]
+    request: str
+    which: ActiveName | None = None
+
+    def describe(self) -> str:
+        """``upload (POST /api/user/code)``, ``activate for world (POST /api/user/set-active-branch)``."""
+        if self.kind == "activate":
+            return f"activate for {self.which} ({self.request})"
+        return f"{self.kind} ({self.request})"
+
+
+class Payload(_Frozen):
+    """The exact modules to upload to one branch. ``missing_kept`` names server-only modules to keep whose content
+    the plan does not hold (planned from the ledger): apply downloads them before uploading."""
+
+    server: str
+    branch: str
+    modules: dict[str, WireModule]
+    missing_kept: list[str] = Field(default_factory=list)
+
+
+class BranchPlan(_Frozen):
+    """What the plan does to one branch."""
+
+    server: str
+    branch: str
+    action: Action
+    remote: RemoteSeen
+    modules: list[ModuleChange]
+    unchanged: int
+    activate: list[ActiveName]
+    module_count: int
+    upload_length: int
+    upload_digest: str | None
+    steps: list[Step]
+
+    def names(self, change: str) -> list[str]:
+        return [m.name for m in self.modules if m.change == change]
+
+    @property
+    def has_changes(self) -> bool:
+        return self.action != "none"
+
+    @property
+    def uploads(self) -> int:
+        return sum(1 for s in self.steps if s.kind == "upload")
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}/{self.branch}"
+
+
+class Plan(_Frozen):
+    """A whole plan. ``payloads`` hold the content to upload; they are written to plan files but never rendered."""
+
+    format_version: Literal[1] = PLAN_FORMAT_VERSION
+    created_at: float
+    manifest_path: str
+    manifest_digest: str
+    source: dict[str, str | bool | None]
+    refresh: str
+    branches: list[BranchPlan]
+    budget: list[EndpointBudget]
+    #: Servers whose requests are not rate limited (a password login on a private server).
+    not_rate_limited: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    payloads: list[Payload] = Field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return any(b.has_changes for b in self.branches)
+
+    @property
+    def uploads_needed(self) -> int:
+        return sum(b.uploads for b in self.branches)
+
+    @property
+    def fits_budget(self) -> bool:
+        return all(row.fits for row in self.budget)
+
+    def payload(self, server: str, branch: str) -> Payload | None:
+        for p in self.payloads:
+            if p.server == server and p.branch == branch:
+                return p
+        return None
+
+    def servers(self) -> list[str]:
+        return sorted({b.server for b in self.branches})
+
+
+def build_plan(
+    *,
+    loaded: LoadedManifest,
+    local: LocalCode,
+    remote: Mapping[str, RemoteView],
+    budgets: Mapping[str, BudgetFacts],
+    refresh: str,
+    now: float,
+) -> Plan:
+    """Decide, per branch of the manifest, what apply must do to make the server hold the local code."""
+    configs = {(b.server, b.branch): b for b in loaded.manifest.branches}
+    branches: list[BranchPlan] = []
+    payloads: list[Payload] = []
+    warnings = list(local.warnings)
+    for entry in local.branches:
+        config = configs[(entry.server, entry.branch)]
+        view = remote.get(entry.server) or RemoteView(entry.server, None, {})
+        branch_plan, payload = _plan_branch(config, entry.code, view, view.branches.get(entry.branch))
+        branches.append(branch_plan)
+        if payload is not None:
+            payloads.append(payload)
+        if branch_plan.remote.how == "unknown":
+            warnings.append(
+                f"{branch_plan.label}: nothing is known of this branch on the server (no download, empty ledger); "
+                "the plan assumes it does not exist"
+            )
+    _check_branch_count(branches, remote)
+    budget: list[EndpointBudget] = []
+    not_limited: list[str] = []
+    for server in sorted({b.server for b in branches}):
+        facts = budgets.get(server) or BudgetFacts({})
+        if not facts.limited:
+            not_limited.append(server)
+            continue
+        needs = requests_needed([b for b in branches if b.server == server])
+        reserve = dict(facts.reserve or {})
+        budget.extend(
+            assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
+        )
+    return Plan(
+        created_at=now,
+        manifest_path=str(loaded.path),
+        manifest_digest=loaded.digest,
+        source={
+            "kind": local.source.kind,
+            "ref": local.source.ref,
+            "commit": local.source.commit,
+            "dirty": local.source.dirty,
+        },
+        refresh=refresh,
+        branches=branches,
+        budget=budget,
+        not_rate_limited=not_limited,
+        warnings=warnings,
+        payloads=payloads,
+    )
+
+
+def _plan_branch(
+    config: BranchConfig, code: CodeSet, view: RemoteView, seen: RemoteBranch | None
+) -> tuple[BranchPlan, Payload | None]:
+    exists = seen.exists if seen is not None else None
+    server_has_main = seen is not None and seen.modules is not None and "main" in seen.modules
+    if not (config.remote_only == "keep" and server_has_main):
+        # With remote_only: keep, the server's own main is kept instead (never replaced by an empty one).
+        code = as_server_stores(code)
+    if seen is not None and seen.exists and seen.modules is not None:
+        diff = diff_branch(code, seen.modules, remote_only=config.remote_only)
+    else:
+        diff = diff_branch(code, None, remote_only=config.remote_only)
+    upload_needed = not exists or diff.has_changes
+    info = view.info(config.branch)
+    activate: list[ActiveName] = [
+        which for which in config.activate if not exists or info is None or not info.is_active(which)
+    ]
+    steps: list[Step] = []
+    if not exists:
+        steps.append(Step(kind="clone-branch", request=CLONE))
+    if upload_needed:
+        steps.append(Step(kind="upload", request=UPLOAD))
+    steps.extend(Step(kind="activate", request=ACTIVATE, which=which) for which in activate)
+    action: Action
+    if not exists:
+        action = "create"
+    elif upload_needed:
+        action = "update"
+    elif activate:
+        action = "activate"
+    else:
+        action = "none"
+    upload_modules, missing_kept = _upload_set(code, diff, seen)
+    length = code_length(upload_modules)
+    if upload_needed and length > MAX_CODE_LENGTH:
+        # The sources check the repository's part; modules kept from the server can push the upload over.
+        raise SourceError(
+            f"{config.server}/{config.branch}: the upload would be {length:,} characters as the server counts "
+            f"them, over its limit of {MAX_CODE_LENGTH:,} (5 MB), with {len(diff.kept)} module(s) kept from the "
+            "server (remote_only: keep)",
+            hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
+        )
+    entries = [*diff.added, *diff.changed, *diff.removed, *diff.kept]
+    plan = BranchPlan(
+        server=config.server,
+        branch=config.branch,
+        action=action,
+        remote=RemoteSeen(
+            how=seen.how if seen is not None else "unknown",
+            learnt_at=seen.learnt_at if seen is not None else None,
+            exists=exists,
+            digest=seen.digest if seen is not None else None,
+        ),
+        modules=entries,
+        unchanged=diff.unchanged,
+        activate=activate,
+        module_count=len(upload_modules) + len(missing_kept),
+        upload_length=length,
+        upload_digest=CodeSet.from_wire(upload_modules).digest if not missing_kept else None,
+        steps=steps,
+    )
+    payload = None
+    if upload_needed:
+        payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
+    return plan, payload
+
+
+def as_server_stores(code: CodeSet) -> CodeSet:
+    """The code set as the server will store it: it adds ``main: ""`` when a branch has no ``main``.
+
+    Planning against this form is what makes a branch without ``main`` converge: otherwise the server's empty
+    ``main`` would show as a removal on every download. (Names the server drops are refused earlier, by the
+    sources.)
+    """
+    if "main" in code.modules:
+        return code
+    return CodeSet({**code.modules, "main": Module("main", text="")})
+
+
+def _upload_set(code: CodeSet, diff: BranchDiff, seen: RemoteBranch | None) -> tuple[dict[str, WireModule], list[str]]:
+    """The modules the upload sends: the local ones, plus server-only modules kept by ``remote_only: keep``."""
+    modules = code.wire()
+    missing: list[str] = []
+    for kept in diff.kept:
+        facts = seen.modules.get(kept.name) if seen is not None and seen.modules is not None else None
+        if facts is not None and facts.text is not None and not facts.is_binary:
+            modules[kept.name] = facts.text
+        else:
+            missing.append(kept.name)
+    return dict(sorted(modules.items())), missing
+
+
+def _check_branch_count(branches: list[BranchPlan], remote: Mapping[str, RemoteView]) -> None:
+    for server, view in remote.items():
+        if view.branch_list is None:
+            continue
+        creating = sum(1 for b in branches if b.server == server and b.action == "create")
+        if creating and len(view.branch_list) + creating > MAX_BRANCHES:
+            raise ServiceError(
+                f"server '{server}': the plan creates {creating} branch(es) but the account already has "
+                f"{len(view.branch_list)} of at most {MAX_BRANCHES}",
+                hint="Delete unused branches in the game's script editor, or deploy to existing branches.",
+            )
+
+
+def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
+    """Requests per endpoint that applying these branch plans makes."""
+    needs: dict[str, int] = {}
+    for branch in branches:
+        for step in branch.steps:
+            needs[step.request] = needs.get(step.request, 0) + 1
+    return needs

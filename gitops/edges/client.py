@@ -1,0 +1,823 @@
+"""The one client of the game service: every request to a server goes through :class:`ServiceClient`.
+
+It owns what every request needs, so that no other module has to think about it (and nothing else imports httpx
+for the service):
+
+* authentication: a persistent token in ``X-Token`` (never ``_token`` in a URL), or a private server's sign-in
+  (screepsmod-auth) with its rotating ``X-Token``. There is no HTTP Basic fallback: the private server takes Basic
+  only on ``POST /api/user/code``, so without the sign-in nothing could be planned;
+* the response envelope: HTTP 200 without ``ok: 1`` is an error, shown with the server's own words;
+* rate limits: ``X-RateLimit-*`` headers go to the ledger, requests are paced under the global 120 per minute, a 429
+  is waited out when the wait is short (``max_wait``) and refused with the reset time otherwise;
+* transient failures: a read is retried with exponential backoff (tenacity), a write at most once;
+* secrets: log lines carry method, sanitised URL, status and time, never headers or bodies; every message is
+  redacted.
+
+Errors are :mod:`gitops.errors` exceptions whose messages say what to do next; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, NoReturn
+
+import httpx
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_any,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
+
+from gitops import __version__
+from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
+from gitops.core.codeset import CodeSet, WireModule
+from gitops.core.limits import DAY, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
+from gitops.core.remote import BranchInfo, RemoteBranch
+from gitops.edges.clock import Clock, SystemClock
+from gitops.edges.ledger import Ledger, header_number, reset_time, window_key
+from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
+from gitops.secrets import Secret, redact
+
+__all__ = [
+    "APPLY_ENDPOINTS",
+    "PLAN_ENDPOINTS",
+    "ServerAnswerError",
+    "ServiceClient",
+    "TokenInfo",
+]
+
+#: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
+#: addition, for ``apply``; named in 403 messages and by ``gitops token``.
+PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code",)
+#: Optional for plan: without it, branch existence is learnt from the code download and activation is re-sent.
+LIST_ENDPOINT = "GET /api/user/branches"
+APPLY_ENDPOINTS: tuple[str, ...] = (
+    "POST /api/user/code",
+    "POST /api/user/clone-branch",
+    "POST /api/user/set-active-branch",
+)
+
+#: How many times one request waits out a 429 before giving up.
+MAX_RATE_LIMIT_RETRIES = 3
+#: The longest wait a 429 can mean: the longest window is a day. A longer one is never waited, whatever --max-wait.
+LONGEST_WAIT = float(DAY)
+#: Attempts of a read (GET) and of a write (POST) when the network or the server fails.
+READ_ATTEMPTS = 4
+WRITE_ATTEMPTS = 2
+#: Backoff between those attempts: 0.5 s, 1 s, 2 s, ... at most 8 s, and at most 30 s of waiting in all.
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 8.0
+BACKOFF_TOTAL = 30.0
+
+_RETRY_AFTER = re.compile(r"retry after\s+(\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+#: What a session token must look like to be sent back as a header: printable ASCII without spaces.
+_HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
+_SIGNIN = "/api/auth/signin"
+_CODE = "/api/user/code"
+
+
+class ServerAnswerError(ServiceError):
+    """The server answered a well-formed error (``{"error": ...}``); ``server_message`` holds its words."""
+
+    def __init__(self, message: str, *, server_message: str, endpoint: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.server_message = server_message
+        self.endpoint = endpoint
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """What ``GET /api/auth/query-token`` says of the token.
+
+    ``unlimited_until`` is the UTC epoch second its unlimited period ends (``None``: limited now);
+    ``unlimited_seconds`` is how long that is from now (0 when limited).
+    """
+
+    full: bool
+    endpoints: tuple[str, ...]
+    websockets: tuple[str, ...]
+    memory_segments: tuple[int, ...]
+    unlimited_until: float | None
+    unlimited_seconds: float
+
+
+class _Transient(Exception):
+    """A failure worth another attempt; ``error`` is what the user sees when attempts run out."""
+
+    def __init__(self, error: GitopsError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class _RedactingFilter(logging.Filter):
+    """httpx logs every request URL at INFO; the token query's URL carries the token, so scrub every record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact(record.getMessage())
+        record.args = None
+        return True
+
+
+_httpx_logger = logging.getLogger("httpx")
+if not any(isinstance(f, _RedactingFilter) for f in _httpx_logger.filters):
+    _httpx_logger.addFilter(_RedactingFilter())
+
+
+def sanitize_url(url: str) -> str:
+    """A URL fit for a log line: no user info, token query values hidden, known secrets redacted."""
+    return redact(_USERINFO.sub("", url))
+
+
+class ServiceClient:
+    """Every request to one server account; implements :class:`gitops.core.remote.RemoteWriter`.
+
+    ``url`` is the server's base address, with any path prefix (``https://screeps.com/ptr``). ``auth`` ``None``
+    sends no credentials (only useful against endpoints that need none). With a ``ledger``, rate-limit headers,
+    sent requests and what is learnt of branches are recorded and saved after every request. ``on_wait(seconds,
+    endpoint)`` is called before a rate-limit wait (``endpoint`` is ``"global"`` when pacing under the global
+    limit); ``log`` receives one redacted line per request in debug mode. ``transport`` is the test seam.
+    """
+
+    def __init__(
+        self,
+        *,
+        server_name: str,
+        url: str,
+        auth: Auth | None,
+        ledger: Ledger | None = None,
+        clock: Clock | None = None,
+        transport: httpx.BaseTransport | None = None,
+        max_wait: float = 60.0,
+        on_wait: Callable[[float, str], None] | None = None,
+        log: Callable[[str], None] | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.server_name = server_name
+        self.base_url = url.strip().rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", self.base_url):
+            raise ServiceError(
+                f"server '{server_name}' has url '{sanitize_url(self.base_url)}', which is not an http(s) address.",
+                hint="Set servers."
+                + server_name
+                + ".url in the manifest to the server's base address, e.g. https://screeps.com or "
+                "http://127.0.0.1:21025.",
+            )
+        self._auth = auth
+        self._ledger = ledger
+        self._clock: Clock = clock or SystemClock()
+        self._max_wait = max_wait
+        self._on_wait = on_wait
+        self._log = log
+        self._timeout = timeout
+        self._recent: list[float] = []  # send times, for pacing when there is no ledger
+        self._session: Secret | None = None  # the rotating token of a private server's sign-in
+        # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
+        self._http = httpx.Client(
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=False,
+            headers={"User-Agent": f"screeps-gitops/{__version__}", "Accept": "application/json"},
+        )
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> ServiceClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the service's operations ----------------------------------------------------------------------------
+
+    def list_branches(self) -> list[BranchInfo]:
+        """All branches of the account with their active flags (``GET /api/user/branches``)."""
+        data = self._call("GET", "/api/user/branches")
+        raw = data.get("list")
+        if not isinstance(raw, list) or not all(isinstance(b, dict) and isinstance(b.get("branch"), str) for b in raw):
+            raise self._shape_error("GET /api/user/branches", "'list' is not a list of branches")
+        branches = [BranchInfo(b["branch"], bool(b.get("activeWorld")), bool(b.get("activeSim"))) for b in raw]
+        if self._ledger is not None:
+            self._ledger.remember_branch_list(branches)
+            self._save()
+        return branches
+
+    def get_code(self, branch: str) -> CodeSet | None:
+        """The modules of ``branch``, or ``None`` when the server says the branch does not exist."""
+        endpoint = "GET /api/user/code"
+        now = self._clock.now()
+        try:
+            data = self._call("GET", _CODE, params={"branch": branch})
+        except ServerAnswerError as exc:
+            if exc.server_message.strip().lower() != "no code":
+                raise
+            if self._ledger is not None and not branch.startswith("$"):
+                self._ledger.remember_branch(RemoteBranch.missing(branch, now))
+                self._save()
+            return None
+        try:
+            code = CodeSet.from_wire(data.get("modules"))
+        except ValueError as exc:
+            raise self._shape_error(endpoint, str(exc)) from None
+        # '$activeWorld' names whichever branch is active; the answer says which one that is.
+        name = data.get("branch") if branch.startswith("$") else branch
+        if self._ledger is not None and isinstance(name, str) and not name.startswith("$"):
+            self._ledger.remember_branch(RemoteBranch.from_code(name, code, now, "download"))
+            self._save()
+        return code
+
+    def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
+        """Replace every module of ``branch`` (``POST /api/user/code``); the branch must exist."""
+        self._call("POST", _CODE, body={"branch": branch, "modules": dict(modules)})
+        if self._ledger is not None:
+            try:
+                code = CodeSet.from_wire(dict(modules))
+            except ValueError:
+                self._ledger.forget_branch(branch)
+            else:
+                self._ledger.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload"))
+            self._save()
+
+    def clone_branch(self, new_name: str, source: str | None = None) -> None:
+        """Create ``new_name`` (``POST /api/user/clone-branch``) from ``source``, or with the server's default
+        modules when ``source`` is ``None``."""
+        self._call("POST", "/api/user/clone-branch", body={"branch": source or "", "newName": new_name})
+        if self._ledger is not None:
+            # What the new branch holds is the server's copy; the next plan downloads it (or apply uploads).
+            self._ledger.forget_branch(new_name)
+            known = self._ledger.remembered_branch_list()
+            if known is not None and all(b.name != new_name for b in known[0]):
+                self._ledger.remember_branch_list([*known[0], BranchInfo(new_name)])
+            self._save()
+
+    def set_active_branch(self, branch: str, which: Literal["world", "sim"]) -> None:
+        """Make ``branch`` the active branch for the world or the simulation (``POST
+        /api/user/set-active-branch``)."""
+        active_name = "activeWorld" if which == "world" else "activeSim"
+        self._call("POST", "/api/user/set-active-branch", body={"branch": branch, "activeName": active_name})
+        if self._ledger is not None:
+            # For a token without GET /api/user/branches this record is all the tool will know of activation, and
+            # the list may hold only what the tool itself cloned or activated: add the branch when it is missing.
+            known = self._ledger.remembered_branch_list()
+            branches = list(known[0]) if known is not None else []
+            if all(b.name != branch for b in branches):
+                branches.append(BranchInfo(branch))
+            self._ledger.remember_branch_list(
+                [
+                    BranchInfo(
+                        b.name,
+                        b.name == branch if which == "world" else b.active_world,
+                        b.name == branch if which == "sim" else b.active_sim,
+                    )
+                    for b in branches
+                ]
+            )
+            self._save()
+
+    def query_token(self) -> TokenInfo:
+        """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only."""
+        token = self._token_auth("The token query").token
+        data = self._call("GET", "/api/auth/query-token", params={"token": token.reveal()})
+        info = _token_info(data, self._clock.now())
+        if self._ledger is not None:
+            self._ledger.set_unlimited_until(info.unlimited_until)
+            self._save()
+        return info
+
+    def no_rate_limit_url(self) -> Secret:
+        """The no-rate-limit page for the token; a :class:`Secret` because the link carries the token."""
+        token = self._token_auth("The no-rate-limit page").token
+        # Not registered itself: the token inside is, so redact() shows the link with 'token=<hidden>'.
+        return Secret(f"{self.base_url}/a/#!/account/auth-tokens/noratelimit?token={token.reveal()}", scrub=False)
+
+    # --- one request, start to finish ------------------------------------------------------------------------
+
+    def _call(
+        self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None
+    ) -> dict[str, Any]:
+        """Send one request and return the answer's JSON object, or raise the error a user should see."""
+        endpoint = endpoint_key(method, path)
+        waits = 0
+        signed_in_again = False
+        while True:
+            response, data = self._send(method, path, endpoint, params, body)
+            status = response.status_code
+            if status == 429:
+                wait = self._retry_after(response)
+                if wait <= min(self._max_wait, LONGEST_WAIT) and waits < MAX_RATE_LIMIT_RETRIES:
+                    waits += 1
+                    self._wait(wait, endpoint)
+                    continue
+                self._rate_limited(endpoint, response, wait, waits)
+            if status == 401:
+                if isinstance(self._auth, PasswordAuth) and not signed_in_again:
+                    # Private-server tokens live 60 s: sign in afresh once, then retry once.
+                    signed_in_again = True
+                    self._session = None
+                    continue
+                raise self._refused(endpoint)
+            if status == 403:
+                raise self._forbidden(endpoint, data)
+            if not 200 <= status < 300:
+                raise self._unexpected_status(endpoint, response, data)
+            if not isinstance(data, dict):
+                raise self._shape_error(endpoint, "the answer is JSON but not an object")
+            if data.get("ok") != 1:
+                raise self._answer_error(endpoint, data)
+            return data
+
+    def _send(
+        self, method: str, path: str, endpoint: str, params: Mapping[str, str] | None, body: Any
+    ) -> tuple[httpx.Response, Any]:
+        """One request with bounded retries of transient failures (tenacity; the clock does the sleeping)."""
+        retrying = Retrying(
+            stop=stop_any(
+                stop_after_attempt(READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS), _StopAfterWaiting()
+            ),
+            wait=wait_exponential(multiplier=BACKOFF_FIRST, min=BACKOFF_FIRST, max=BACKOFF_MAX),
+            retry=retry_if_exception_type(_Transient),
+            sleep=self._clock.sleep,
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+        try:
+            return retrying(self._attempt, method, path, endpoint, params, body)
+        except _Transient as exc:
+            raise exc.error from None
+
+    def _attempt(
+        self, method: str, path: str, endpoint: str, params: Mapping[str, str] | None, body: Any
+    ) -> tuple[httpx.Response, Any]:
+        headers = self._auth_headers(path)
+        content = None
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json; charset=utf-8"
+        self._pace()
+        self._record_sent(endpoint)
+        url = self.base_url + path
+        started = time.perf_counter()
+        try:
+            response = self._http.request(method, url, params=params, content=content, headers=headers)
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+            # Not worth another attempt: the request itself cannot be written. The exception's text quotes the
+            # offending header value, which is the token or the user name, so only its type is shown.
+            self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> {type(exc).__name__}")
+            raise self._unsendable(endpoint, exc) from None
+        except httpx.TransportError as exc:
+            elapsed = (time.perf_counter() - started) * 1000
+            shown = sanitize_url(str(httpx.URL(url, params=params)))
+            self._debug(f"{method} {shown} -> {type(exc).__name__} ({elapsed:.0f} ms)")
+            self._save()
+            raise _Transient(self._network_error(endpoint, exc)) from None
+        elapsed = (time.perf_counter() - started) * 1000
+        self._debug(f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)")
+        self._after_response(endpoint, response)
+        status = response.status_code
+        if status >= 500:
+            raise _Transient(
+                NetworkError(
+                    f"server '{self.server_name}' answered {status} {response.reason_phrase} to {endpoint}"
+                    f"{_said(response)}.",
+                    hint="The server may be down or overloaded; try again later (the request was retried).",
+                )
+            )
+        data = _json_or_none(response)
+        if 200 <= status < 300 and data is None:
+            raise _Transient(
+                ServiceError(
+                    f"server '{self.server_name}' answered {endpoint} with {_describe_body(response)} instead of JSON.",
+                    hint=f"Check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's "
+                    "base address (e.g. https://screeps.com or http://127.0.0.1:21025) and that the server is up.",
+                )
+            )
+        return response, data
+
+    def _after_response(self, endpoint: str, response: httpx.Response) -> None:
+        if isinstance(self._auth, PasswordAuth):
+            fresh = response.headers.get("X-Token")
+            if fresh and _HEADER_SAFE.match(fresh):
+                # screepsmod-auth hands out a new token with every answer; the old one soon stops working.
+                self._session = Secret(fresh)
+        if self._ledger is not None:
+            headers: Mapping[str, str] = response.headers
+            if response.status_code == 429 and "x-ratelimit-limit" not in response.headers:
+                headers = self._guessed_429_headers(endpoint, response)
+            self._ledger.record_response(endpoint, response.status_code, headers)
+            self._save()
+
+    # --- authentication --------------------------------------------------------------------------------------
+
+    def _auth_headers(self, path: str) -> dict[str, str]:
+        auth = self._auth
+        if auth is None or path == _SIGNIN:
+            return {}
+        if isinstance(auth, TokenAuth):
+            return {"X-Token": auth.token.reveal()}
+        if self._session is None:
+            self._sign_in(auth)
+        assert self._session is not None
+        # screepsmod-auth wants X-Username too; any non-empty value is accepted.
+        return {"X-Token": self._session.reveal(), "X-Username": auth.username}
+
+    def _sign_in(self, auth: PasswordAuth) -> None:
+        endpoint = endpoint_key("POST", _SIGNIN)
+        body = {"email": auth.username, "password": auth.password.reveal()}
+        response, data = self._send("POST", _SIGNIN, endpoint, None, body)
+        status = response.status_code
+        if status == 404:
+            raise AuthError(
+                f"server '{self.server_name}' has no {_SIGNIN} (404), so the user name and password from "
+                f"{auth.source} cannot be used: a password login needs screepsmod-auth's sign-in.",
+                hint="Install screepsmod-auth on the private server (see docs/private-server.md); on an official "
+                "server use a persistent token (token_env) instead.",
+            )
+        if status == 401 or (status == 200 and isinstance(data, dict) and data.get("ok") != 1):
+            words = _error_words(data) if isinstance(data, dict) else ""
+            raise AuthError(
+                f"server '{self.server_name}' refused the sign-in with the user name and password from "
+                f"{auth.source}{': ' + words if words else ''}.",
+                hint="Check the user name (or e-mail) and password; on a private server set the password with "
+                "screepsmod-auth (in the server CLI: setPassword('NAME', 'PASSWORD')).",
+            )
+        token = data.get("token") if isinstance(data, dict) else None
+        if status != 200:
+            raise self._unexpected_status(endpoint, response, data)
+        if not isinstance(token, str) or not _HEADER_SAFE.match(token):
+            # Never the body: it is the session token the tool could not use.
+            raise self._shape_error(endpoint, "'token' is missing or not printable ASCII")
+        self._session = Secret(token)
+
+    def _token_auth(self, what: str) -> TokenAuth:
+        if isinstance(self._auth, TokenAuth):
+            return self._auth
+        raise AuthError(
+            f"{what} is only for persistent tokens, and server '{self.server_name}' is not used with one.",
+            hint="Tokens and rate limits exist on the official servers (token_env in the manifest); private servers "
+            "have neither.",
+        )
+
+    # --- rate limits -----------------------------------------------------------------------------------------
+
+    def _pace(self) -> None:
+        """Wait, if needed, so that the next request stays under the global limit (120 per minute)."""
+        if not isinstance(self._auth, TokenAuth) or self._unlimited():
+            return
+        now = self._clock.now()
+        if self._ledger is not None:
+            times = self._ledger.sent_times(GLOBAL_KEY, MINUTE)
+        else:
+            self._recent = [t for t in self._recent if t > now - MINUTE]
+            times = self._recent
+        if len(times) < GLOBAL_LIMIT.count:
+            return
+        # Once the oldest of the last 120 requests leaves the minute, one more fits.
+        wait = times[len(times) - GLOBAL_LIMIT.count] + MINUTE - now
+        if wait > 0:
+            self._debug(f"pacing: {len(times)} requests in the last minute; waiting {wait:.1f} s")
+            self._wait(wait, GLOBAL_KEY)
+
+    def _unlimited(self) -> bool:
+        until = self._ledger.unlimited_until if self._ledger is not None else None
+        return until is not None and until > self._clock.now()
+
+    def _wait(self, seconds: float, endpoint: str) -> None:
+        if self._on_wait is not None:
+            self._on_wait(seconds, endpoint)
+        self._clock.sleep(seconds)
+
+    def _record_sent(self, endpoint: str) -> None:
+        if self._ledger is not None:
+            self._ledger.record_sent(endpoint)
+        else:
+            self._recent.append(self._clock.now())
+
+    def _retry_after(self, response: httpx.Response) -> float:
+        """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else
+        ``Retry-After``, else a minute. Never negative or NaN; ``inf`` when the body's number is too large for a
+        float (the caller treats anything over :data:`LONGEST_WAIT` as "more than a day")."""
+        match = _RETRY_AFTER.search(response.text)
+        if match:
+            return float(match.group(1)) / 1000.0  # digits only: finite, or inf when there are hundreds of them
+        now = self._clock.now()
+        reset = header_number(response.headers.get("X-RateLimit-Reset"))
+        if reset is not None:
+            return max(0.0, reset_time(reset, now) - now)
+        after = header_number(response.headers.get("Retry-After"))
+        if after is not None:
+            return max(0.0, after)
+        return float(MINUTE)
+
+    def _guessed_429_headers(self, endpoint: str, response: httpx.Response) -> dict[str, str]:
+        # A 429 without X-RateLimit-* headers: record its window as spent until the wait is over (at most a day).
+        wait = min(self._retry_after(response), LONGEST_WAIT)
+        return {
+            "X-RateLimit-Limit": str(_limit_of_429(endpoint, response, wait).count),
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": str(int(self._clock.now() + wait + 0.999)),
+        }
+
+    def _rate_limited(self, endpoint: str, response: httpx.Response, wait: float, waits: int) -> NoReturn:
+        limit = _limit_of_429(endpoint, response, wait)
+        which = (
+            f"the global limit of {limit.describe()}"
+            if limit is GLOBAL_LIMIT
+            else f"the limit of {limit.describe()} for {endpoint}"
+        )
+        shown = min(wait, LONGEST_WAIT)
+        reset_at = datetime.fromtimestamp(self._clock.now() + shown, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        if waits >= MAX_RATE_LIMIT_RETRIES:
+            why = f"still refused after waiting {waits} times"
+        elif wait > LONGEST_WAIT:
+            # No window is longer than a day: a longer wait is the server's nonsense, and no reason to sleep on.
+            reset_at += " or later"
+            why = (
+                f"the server asked for a wait of more than a day, longer than --max-wait ({_duration(self._max_wait)})"
+            )
+        else:
+            why = f"a wait of {_duration(wait)} is longer than --max-wait ({_duration(self._max_wait)})"
+        raise RateLimitedError(
+            f"server '{self.server_name}' refused {endpoint}: rate limited by {which}; it resets at {reset_at} "
+            f"({why}).",
+            hint="Wait until then and run again, or lift every limit of the token for two hours on the "
+            "no-rate-limit page: `gitops unlock` prints its link.",
+        )
+
+    # --- errors ----------------------------------------------------------------------------------------------
+
+    def _refused(self, endpoint: str) -> AuthError:
+        auth = self._auth
+        if auth is None:
+            return AuthError(
+                f"server '{self.server_name}' needs credentials for {endpoint}, and none were given.",
+                hint=f"Name them in servers.{self.server_name} of the manifest (token_env, or username_env and "
+                "password_env).",
+            )
+        what = "token" if isinstance(auth, TokenAuth) else "user name and password"
+        return AuthError(
+            f"the server refused the credentials for server '{self.server_name}' (401 on {endpoint}); check the "
+            f"{what} in {auth.source}.",
+            hint="A token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
+            "deleted token gets this answer."
+            if isinstance(auth, TokenAuth)
+            else "On a private server the password is set with screepsmod-auth (in the server CLI: setPassword).",
+        )
+
+    def _forbidden(self, endpoint: str, data: Any) -> AuthError:
+        """403: for a token, a :class:`ScopeError` naming the endpoint and the scope plan and apply need."""
+        if not isinstance(self._auth, TokenAuth):
+            words = _error_words(data) if isinstance(data, dict) else ""
+            return AuthError(
+                f"server '{self.server_name}' forbade {endpoint} (403){': ' + words if words else ''}.",
+                hint="Check that the account may use this endpoint on that server.",
+            )
+        return ScopeError(
+            f"the token for server '{self.server_name}' may not use {endpoint}; plan needs "
+            f"{', '.join(PLAN_ENDPOINTS)} (and {LIST_ENDPOINT} to see which branches are active); apply also needs "
+            f"{', '.join(APPLY_ENDPOINTS)} — create a token with those endpoints or a full-access token.",
+            hint=f"Tokens are created in the account settings; put the new one in {self._auth.source}.",
+        )
+
+    def _unexpected_status(self, endpoint: str, response: httpx.Response, data: Any) -> ServiceError:
+        status = response.status_code
+        if 300 <= status < 400:
+            location = sanitize_url(response.headers.get("Location", "elsewhere"))
+            return ServiceError(
+                f"server '{self.server_name}' redirected {endpoint} to {location}.",
+                hint="Put the address it redirects to in the manifest's url (redirects are not followed, so that "
+                "credentials only go where the manifest says).",
+            )
+        words = _error_words(data) if isinstance(data, dict) else ""
+        said = f": {words}" if words else _said(response)
+        hint = None
+        if status == 404:
+            hint = (
+                f"Check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's base "
+                "address, with any path prefix (https://screeps.com/ptr)."
+            )
+        elif status == 413:
+            hint = "The request is too large for the server; the code of a branch must stay under 5 MB."
+        return ServiceError(
+            f"server '{self.server_name}' answered {status} {response.reason_phrase} to {endpoint}{said}.", hint=hint
+        )
+
+    def _answer_error(self, endpoint: str, data: Mapping[str, Any]) -> ServerAnswerError:
+        words = _error_words(data)
+        if not words:
+            return ServerAnswerError(
+                f"server '{self.server_name}' answered {endpoint} without 'ok: 1' and without an error message.",
+                server_message="",
+                endpoint=endpoint,
+                hint="The server does not behave as the interface describes; check the url in the manifest.",
+            )
+        return ServerAnswerError(
+            f"server '{self.server_name}' refused {endpoint}: {words}", server_message=words, endpoint=endpoint
+        )
+
+    def _shape_error(self, endpoint: str, reason: str) -> ServiceError:
+        return ServiceError(
+            f"server '{self.server_name}' answered {endpoint} with JSON the tool cannot read: {redact(reason)}.",
+            hint="Check that the url in the manifest is a Screeps server's base address.",
+        )
+
+    def _unsendable(self, endpoint: str, exc: Exception) -> AuthError:
+        source = f" in {self._auth.source}" if self._auth is not None else ""
+        return AuthError(
+            f"the request {endpoint} to server '{self.server_name}' cannot be sent ({type(exc).__name__}): a header "
+            "value holds a character HTTP headers do not allow, and the headers that vary are the credentials.",
+            hint=f"Check the token or user name{source}: printable ASCII letters, digits and punctuation, without "
+            "spaces or line endings.",
+        )
+
+    def _network_error(self, endpoint: str, exc: httpx.TransportError) -> NetworkError:
+        base = sanitize_url(self.base_url)
+        if isinstance(exc, httpx.TimeoutException):
+            return NetworkError(
+                f"server '{self.server_name}' did not answer {endpoint} within {self._timeout:g} s ({base}).",
+                hint="The server may be overloaded or down; try again later.",
+            )
+        # Never the exception's text: httpx quotes request data in it (a header value is the token).
+        detail = transport_detail(exc)
+        if isinstance(exc, httpx.ConnectError):
+            return NetworkError(
+                f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
+                hint="Check the url in the manifest, your network, and that the server is running.",
+            )
+        return NetworkError(
+            f"the connection to server '{self.server_name}' at {base} broke during {endpoint}: {detail}.",
+            hint="The network or the server dropped the connection; try again later.",
+        )
+
+    # --- small helpers ---------------------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        if self._ledger is not None:
+            try:
+                self._ledger.save()
+            except OSError as exc:
+                # The ledger is a cache: failing to write it must not fail the deploy, but the user should know.
+                warning = f"the ledger at {self._ledger.path} cannot be written ({exc.strerror}); it was not updated."
+                if warning not in self._ledger.warnings:
+                    self._ledger.warnings.append(warning)
+
+    def _debug(self, line: str) -> None:
+        if self._log is not None:
+            self._log(redact(line))
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        error = state.outcome.exception() if state.outcome is not None else None
+        reason = error.error.message if isinstance(error, _Transient) else "failure"
+        self._debug(f"attempt {state.attempt_number} failed ({reason}); retrying in {wait:.1f} s")
+
+
+class _StopAfterWaiting(stop_base):
+    """Bounded in time as well as in count: ``idle_for`` is the backoff already waited (on the injected clock)."""
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return retry_state.idle_for >= BACKOFF_TOTAL
+
+
+def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit:
+    """Which limit a 429 is about: the ``X-RateLimit-Limit`` header says; without it, a wait over a minute cannot
+    be the global window (it resets every minute), so it is the endpoint's own."""
+    own = limit_for(endpoint)
+    header = header_number(response.headers.get("X-RateLimit-Limit"))
+    if header is not None and header >= 0:
+        key = window_key(endpoint, int(header))
+    else:
+        key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
+    return own if key == endpoint and own is not None else GLOBAL_LIMIT
+
+
+def transport_detail(exc: BaseException) -> str:
+    """The failure's type, with the operating system's or TLS's fixed reason when it lies underneath.
+
+    httpx chains the socket error as the cause; its ``strerror`` ("Connection refused", "Name or service not
+    known") and an SSL error's ``reason`` are fixed words that carry no request data, unlike ``str(exc)``.
+    """
+    name = type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None:
+            break
+        if isinstance(cause, ssl.SSLError) and isinstance(cause.reason, str):
+            return f"{name} (TLS: {cause.reason})"
+        if isinstance(cause, OSError) and isinstance(cause.strerror, str) and cause.strerror:
+            return f"{name} ({cause.strerror})"
+        cause = cause.__cause__ or cause.__context__
+    return name
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _error_words(data: Mapping[str, Any]) -> str:
+    error = data.get("error")
+    if error is None or error == "":
+        return ""
+    text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+    return redact(" ".join(text.split()))[:300]
+
+
+def _describe_body(response: httpx.Response) -> str:
+    text = response.text
+    if not text.strip():
+        return "an empty answer"
+    content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip() or "no content type"
+    title = _HTML_TITLE.search(text)
+    if "html" in content_type or text.lstrip().lower().startswith(("<!doctype html", "<html")):
+        named = f" titled '{redact(' '.join(title.group(1).split()))[:80]}'" if title else ""
+        return f"an HTML page{named}"
+    snippet = redact(" ".join(text.split()))[:80]
+    return f"{content_type} text starting '{snippet}'"
+
+
+def _said(response: httpx.Response) -> str:
+    text = response.text.strip()
+    if not text:
+        return ""
+    data = _json_or_none(response)
+    if isinstance(data, dict) and _error_words(data):
+        return f": {_error_words(data)}"
+    return f" ({_describe_body(response)})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds > LONGEST_WAIT:
+        return "more than a day"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _token_info(data: Mapping[str, Any], now: float) -> TokenInfo:
+    """Read the token query's answer, accepting the field spellings seen in clients and the stand-in."""
+    raw = data.get("token")
+    token: Mapping[str, Any] = raw if isinstance(raw, dict) else data
+
+    def strings(value: Any) -> tuple[str, ...]:
+        if isinstance(value, dict):
+            return tuple(sorted(str(k) for k, v in value.items() if v))
+        if isinstance(value, list):
+            return tuple(str(v) for v in value)
+        return ()
+
+    segments = token.get("memorySegments", token.get("memory_segments", []))
+    # A duration is read first: it does not depend on the two clocks agreeing; an end time is the fallback.
+    until: float | None = None
+    for key in ("unlimitedSeconds", "unlimited_seconds"):
+        value = token.get(key, data.get(key))
+        if _number(value):
+            until = now + float(value) if value > 0 else None
+            break
+    else:
+        for key in ("unlimitedUntil", "noRateLimitUntil", "unlimited_until"):
+            value = token.get(key, data.get(key))
+            if _number(value):
+                until = float(value) / 1000.0 if value > 1e11 else float(value)
+                break
+    if until is not None and until <= now:
+        until = None
+    if until is not None:
+        until = min(until, now + LONGEST_WAIT)  # the period is two hours; more than a day is the server's nonsense
+    return TokenInfo(
+        full=bool(token.get("full")),
+        endpoints=strings(token.get("endpoints")),
+        websockets=strings(token.get("websockets")),
+        memory_segments=tuple(int(s) for s in segments if isinstance(s, int)) if isinstance(segments, list) else (),
+        unlimited_until=until,
+        unlimited_seconds=max(0.0, until - now) if until is not None else 0.0,
+    )
+
+
+def _number(value: Any) -> bool:
+    # JSON may hold 1e400 (inf), NaN or a 400-digit integer: none is a time.
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value) and abs(value) < 1e15
+    return isinstance(value, int) and abs(value) < 10**15

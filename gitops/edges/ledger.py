@@ -1,0 +1,469 @@
+"""The local ledger: what this tool has learnt of one server account, kept between runs.
+
+One JSON file per server URL and credentials fingerprint (a hash; the token itself is never stored) holds:
+
+* the last ``X-RateLimit-*`` headers seen for each endpoint,
+* the requests this tool sent (time and endpoint), pruned once no limit window can need them,
+* the last known state of each branch: module names, digests, sizes and the set digest (never module text), with
+  when and how it was learnt (``download`` or ``own-upload``),
+* the branch list with its active flags, and
+* the end of an unlimited (no-rate-limit) period.
+
+With it a plan can budget its requests without spending any (``windows()``), and ``--refresh=auto`` can skip
+downloading a branch the tool uploaded itself a moment ago. The file is written atomically (temporary file in the
+same folder, ``fsync``, ``os.replace``), so a run killed mid-write leaves the old or the new state. A file that is
+not valid is reported, set aside and never trusted: the ledger is a cache of facts, losing it costs requests, not
+correctness. Layout and format: ``docs/budget-and-ledger.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gitops.core.budget import WindowState
+from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, limit_for
+from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
+from gitops.edges.clock import Clock
+
+__all__ = [
+    "FORMAT_VERSION",
+    "STATE_DIR_ENV",
+    "Ledger",
+    "default_state_dir",
+    "header_number",
+    "reset_time",
+    "window_key",
+]
+
+#: Version of the ledger file format; a file of another version is set aside, not read.
+FORMAT_VERSION = 1
+
+#: Environment variable that overrides the state folder (the CLI's ``--state-dir``).
+STATE_DIR_ENV = "GITOPS_STATE_DIR"
+
+#: Remembers which fingerprint last wrote a server's ledger, for runs without credentials (fork pull requests).
+_LAST_FINGERPRINT = "last-fingerprint"
+_FINGERPRINT_RE = re.compile(r"^[0-9a-f]{8,64}$")
+_NO_FINGERPRINT = "no-credentials"
+
+#: Leftover temporary files of a killed writer older than this are removed when the ledger is opened.
+_STALE_TEMP_SECONDS = 3600
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    """``$GITOPS_STATE_DIR``, else ``$XDG_STATE_HOME/screeps-gitops``, else ``~/.local/state/screeps-gitops``."""
+    if env.get(STATE_DIR_ENV):
+        return Path(env[STATE_DIR_ENV]).expanduser()
+    if env.get("XDG_STATE_HOME"):
+        return Path(env["XDG_STATE_HOME"]) / "screeps-gitops"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".local" / "state" / "screeps-gitops"
+
+
+def window_key(endpoint: str, header_limit: int) -> str:
+    """Which window a response's ``X-RateLimit-*`` headers describe.
+
+    The interface does not say whether they report the global or the endpoint window. Every endpoint limit differs
+    from the global 120, so the ``X-RateLimit-Limit`` value tells them apart; an unknown value is taken as the
+    endpoint's own window when it has one (the server's word beats our table), else as the global one.
+    """
+    own = limit_for(endpoint)
+    if own is not None and header_limit == own.count:
+        return endpoint
+    if header_limit == GLOBAL_LIMIT.count:
+        return GLOBAL_KEY
+    return endpoint if own is not None else GLOBAL_KEY
+
+
+# --- the file format -----------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Headers(_Model):
+    limit: int = Field(ge=0)
+    remaining: int
+    reset: float
+    learnt_at: float
+    status: int
+    #: Sequence number of the last request sent when these headers arrived: later requests are subtracted.
+    seq: int
+
+
+class _Module(_Model):
+    digest: str
+    size: int = Field(ge=0)
+    binary: bool
+
+
+class _Branch(_Model):
+    exists: bool
+    digest: str | None
+    modules: dict[str, _Module] | None
+    learnt_at: float
+    how: Provenance
+
+
+class _BranchEntry(_Model):
+    name: str
+    active_world: bool = False
+    active_sim: bool = False
+
+
+class _BranchList(_Model):
+    learnt_at: float
+    branches: list[_BranchEntry]
+
+
+class _File(_Model):
+    format_version: Literal[1]
+    server_url: str
+    fingerprint: str | None
+    saved_at: float
+    seq: int = 0
+    headers: dict[str, _Headers] = Field(default_factory=dict)
+    #: endpoint -> [[sent at, sequence number], ...], oldest first.
+    sent: dict[str, list[tuple[float, int]]] = Field(default_factory=dict)
+    branches: dict[str, _Branch] = Field(default_factory=dict)
+    branch_list: _BranchList | None = None
+    unlimited_until: float | None = None
+
+
+def _normal_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    netloc = (parts.hostname or "").lower() + (f":{parts.port}" if parts.port else "")
+    return f"{parts.scheme.lower()}://{netloc}{parts.path.rstrip('/')}"
+
+
+def _server_slug(url: str) -> str:
+    normal = _normal_url(url)
+    readable = re.sub(r"[^a-z0-9.-]+", "_", normal.split("://", 1)[-1]).strip("_") or "server"
+    return f"{readable[:60]}-{hashlib.sha256(normal.encode()).hexdigest()[:10]}"
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    lower = name.lower()
+    for key, value in headers.items():
+        if key.lower() == lower:
+            return value
+    return None
+
+
+#: Header numbers beyond this are nonsense (no window counts so many requests; epoch milliseconds stay below it).
+_MAX_HEADER_NUMBER = 1e15
+
+
+def header_number(value: str | None) -> float | None:
+    """A rate-limit header's number, or ``None`` when it is missing, not a number, not finite or absurdly large."""
+    if value is None:
+        return None
+    try:
+        number = float(value.strip())
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(number) or abs(number) > _MAX_HEADER_NUMBER:
+        return None
+    return number
+
+
+def reset_time(value: float, now: float) -> float:
+    """``X-RateLimit-Reset`` as UTC epoch seconds, at most a day (the longest window) from ``now``.
+
+    The interface says epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small value (under
+    10^9) is taken as seconds from now, which some servers send.
+    """
+    if value > 1e11:
+        value /= 1000.0
+    elif value < 1e9:
+        value = now + value
+    return min(value, now + _longest_period())
+
+
+def _int(value: str | None) -> int | None:
+    number = header_number(value)
+    return None if number is None else int(number)
+
+
+class Ledger:
+    """What is known of one server account's rate limits and branches; see the module docstring.
+
+    Open it with :meth:`open`; nothing is written until :meth:`save`.
+    """
+
+    def __init__(self, path: Path, server_url: str, fingerprint: str | None, *, clock: Clock) -> None:
+        self.path = path
+        self.server_url = _normal_url(server_url)
+        self.fingerprint = fingerprint
+        self.warnings: list[str] = []
+        self._clock = clock
+        self._data = _File(
+            format_version=FORMAT_VERSION, server_url=self.server_url, fingerprint=fingerprint, saved_at=0.0
+        )
+        self._pointer_written = False
+
+    # --- opening and saving ----------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, state_dir: Path, server_url: str, fingerprint: str | None, *, clock: Clock) -> Ledger:
+        """The ledger of ``server_url`` for the credentials with ``fingerprint``.
+
+        ``fingerprint`` ``None`` (no credentials, e.g. a fork's pull request) opens the ledger last written for
+        that server. A missing file gives an empty ledger; a corrupt one is set aside with a warning in
+        :attr:`warnings`. Never raises for the file's content.
+        """
+        folder = state_dir / "ledger" / _server_slug(server_url)
+        if fingerprint is None:
+            fingerprint = _read_pointer(folder)
+        name = fingerprint if fingerprint is not None else _NO_FINGERPRINT
+        ledger = cls(folder / f"{name}.json", server_url, fingerprint, clock=clock)
+        ledger._load()
+        ledger._remove_stale_temps()
+        return ledger
+
+    def _load(self) -> None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.warnings.append(
+                f"the ledger at {self.path} cannot be read ({exc.strerror}); starting without it, so rate-limit "
+                "figures are counted from zero and branches are downloaded."
+            )
+            return
+        reason = None
+        try:
+            loaded = json.loads(raw)
+            if isinstance(loaded, dict) and loaded.get("format_version") != FORMAT_VERSION:
+                reason = f"format_version {loaded.get('format_version')!r}, expected {FORMAT_VERSION}"
+            else:
+                data = _File.model_validate(loaded)
+                if data.server_url != self.server_url or data.fingerprint != self.fingerprint:
+                    reason = "it belongs to another server or credentials"
+                else:
+                    self._data = data
+                    self._prune()
+                    return
+        except ValueError as exc:  # also json.JSONDecodeError, UnicodeDecodeError and pydantic's ValidationError
+            reason = "not valid JSON" if not isinstance(exc, ValidationError) else "not shaped as a ledger"
+        self._set_aside(reason)
+
+    def _set_aside(self, reason: str) -> None:
+        stamp = datetime.fromtimestamp(self._clock.now(), tz=UTC).strftime("%Y%m%dT%H%M%SZ")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        try:
+            os.replace(self.path, aside)
+            moved = f"set aside as {aside}"
+        except OSError as exc:
+            moved = f"it could not be set aside ({exc.strerror}) and will be overwritten"
+        self.warnings.append(
+            f"the ledger at {self.path} was corrupt ({reason}); {moved}; starting afresh, so rate-limit figures "
+            "are counted from zero and branches are downloaded."
+        )
+
+    def _remove_stale_temps(self) -> None:
+        # A writer killed between creating its temporary file and os.replace leaves the file behind.
+        cutoff = self._clock.now() - _STALE_TEMP_SECONDS
+        with contextlib.suppress(OSError):
+            for temp in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                with contextlib.suppress(OSError):
+                    if temp.stat().st_mtime < cutoff:
+                        temp.unlink()
+
+    def save(self) -> None:
+        """Write the ledger atomically: a temporary file in the same folder, ``fsync``, then ``os.replace``."""
+        self._prune()
+        self._data.saved_at = self._clock.now()
+        payload = self._data.model_dump_json().encode("utf-8") + b"\n"
+        _atomic_write(self.path, payload)
+        if self.fingerprint is not None and not self._pointer_written:
+            pointer = self.path.parent / _LAST_FINGERPRINT
+            if _read_pointer(self.path.parent) != self.fingerprint:
+                _atomic_write(pointer, self.fingerprint.encode("ascii") + b"\n")
+            self._pointer_written = True
+
+    def _prune(self) -> None:
+        # Keep a request only as long as a window it counts in can still need it: the global minute, and the
+        # endpoint's own period.
+        now = self._clock.now()
+        for endpoint in list(self._data.sent):
+            own = limit_for(endpoint)
+            keep = max(MINUTE, own.period if own else 0)
+            kept = [entry for entry in self._data.sent[endpoint] if entry[0] > now - keep]
+            if kept:
+                self._data.sent[endpoint] = kept
+            else:
+                del self._data.sent[endpoint]
+        for endpoint, record in list(self._data.headers.items()):
+            if record.reset < now - GLOBAL_LIMIT.period and record.learnt_at < now - _longest_period():
+                del self._data.headers[endpoint]
+
+    # --- rate limits -----------------------------------------------------------------------------------------
+
+    def record_sent(self, endpoint: str) -> None:
+        """Count one request to ``endpoint`` (``"METHOD /path"``), sent now."""
+        self._data.seq += 1
+        self._data.sent.setdefault(endpoint, []).append((self._clock.now(), self._data.seq))
+
+    def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
+        """Keep the ``X-RateLimit-*`` headers of a response, if it carried all three as sane numbers.
+
+        ``X-RateLimit-Reset`` is read by :func:`reset_time` (epoch seconds or milliseconds, or seconds from now,
+        at most a day ahead); a value that is not a finite number makes the three headers be ignored.
+        """
+        limit = _int(_header(headers, "X-RateLimit-Limit"))
+        remaining = _int(_header(headers, "X-RateLimit-Remaining"))
+        reset = header_number(_header(headers, "X-RateLimit-Reset"))
+        if limit is None or remaining is None or reset is None or limit < 0:
+            return
+        now = self._clock.now()
+        reset_at = reset_time(float(int(reset)), now)
+        self._data.headers[endpoint] = _Headers(
+            limit=limit, remaining=remaining, reset=reset_at, learnt_at=now, status=status, seq=self._data.seq
+        )
+
+    def sent_in_last(self, endpoint: str, seconds: float) -> int:
+        """How many requests this tool sent to ``endpoint`` (or to any, for ``GLOBAL_KEY``) in the last seconds."""
+        return len(self.sent_times(endpoint, seconds))
+
+    def sent_times(self, endpoint: str, seconds: float) -> list[float]:
+        """When the requests of the last ``seconds`` to ``endpoint`` (or to any, for ``GLOBAL_KEY``) were sent."""
+        since = self._clock.now() - seconds
+        return sorted(t for t, _ in self._sent_to(endpoint) if t > since)
+
+    def _sent_to(self, key: str) -> list[tuple[float, int]]:
+        if key == GLOBAL_KEY:
+            return [entry for entries in self._data.sent.values() for entry in entries]
+        return list(self._data.sent.get(key, []))
+
+    def windows(self) -> dict[str, WindowState]:
+        """What is known to remain now of the global window and of every endpoint window in the limits table.
+
+        From headers while their window has not reset (less the requests sent since they arrived); otherwise by
+        counting this tool's requests in the window's period (after the last known reset). Requests made with the
+        same token by other tools are only seen through headers.
+        """
+        now = self._clock.now()
+        out: dict[str, WindowState] = {}
+        for key, limit in [(GLOBAL_KEY, GLOBAL_LIMIT), *ENDPOINT_LIMITS.items()]:
+            out[key] = self._window(key, limit, now)
+        return out
+
+    def _window(self, key: str, limit: Limit, now: float) -> WindowState:
+        records = [r for endpoint, r in self._data.headers.items() if window_key(endpoint, r.limit) == key]
+        latest = max(records, key=lambda r: (r.learnt_at, r.seq), default=None)
+        sent = self._sent_to(key)
+        if latest is not None and latest.reset > now:
+            since = sum(1 for _, seq in sent if seq > latest.seq)
+            return WindowState(
+                key, latest.limit, max(0, latest.remaining - since), latest.reset, latest.learnt_at, "headers"
+            )
+        floor = now - limit.period
+        if latest is not None:
+            # Requests before the last known reset were counted in a window that is over.
+            floor = max(floor, latest.reset)
+        times = sorted(t for t, _ in sent if t > floor)
+        reset = times[0] + limit.period if times else now + limit.period
+        return WindowState(key, limit.count, max(0, limit.count - len(times)), reset, now, "counted")
+
+    @property
+    def unlimited_until(self) -> float | None:
+        """UTC epoch second at which the token's unlimited period ends (``None``: not known to be unlimited)."""
+        return self._data.unlimited_until
+
+    def set_unlimited_until(self, until: float | None) -> None:
+        """Record the end of the token's unlimited period (from the token query), or ``None`` for none."""
+        self._data.unlimited_until = until
+
+    # --- branches --------------------------------------------------------------------------------------------
+
+    def remember_branch(self, branch: RemoteBranch) -> None:
+        """Keep what is known of a branch: module digests and sizes, never their text."""
+        modules = None
+        if branch.modules is not None:
+            modules = {
+                name: _Module(digest=m.digest, size=m.size, binary=m.is_binary) for name, m in branch.modules.items()
+            }
+        self._data.branches[branch.name] = _Branch(
+            exists=branch.exists, digest=branch.digest, modules=modules, learnt_at=branch.learnt_at, how=branch.how
+        )
+
+    def forget_branch(self, name: str) -> None:
+        """Drop what is known of a branch (its state changed in a way the tool cannot reproduce)."""
+        self._data.branches.pop(name, None)
+
+    def remembered_branch(self, name: str) -> RemoteBranch | None:
+        """The last known state of a branch, with when and how it was learnt; module facts carry no text."""
+        record = self._data.branches.get(name)
+        if record is None:
+            return None
+        if not record.exists or record.modules is None:
+            return RemoteBranch.missing(name, record.learnt_at, record.how)
+        facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in record.modules.items()}
+        return RemoteBranch(name, facts, record.digest, record.learnt_at, record.how)
+
+    def remember_branch_list(self, branches: list[BranchInfo]) -> None:
+        """Keep the account's branch list with its active flags, as learnt now."""
+        self._data.branch_list = _BranchList(
+            learnt_at=self._clock.now(),
+            branches=[
+                _BranchEntry(name=b.name, active_world=b.active_world, active_sim=b.active_sim) for b in branches
+            ],
+        )
+
+    def remembered_branch_list(self) -> tuple[list[BranchInfo], float] | None:
+        """The last known branch list and when it was learnt, or ``None``."""
+        record = self._data.branch_list
+        if record is None:
+            return None
+        return [BranchInfo(b.name, b.active_world, b.active_sim) for b in record.branches], record.learnt_at
+
+
+def _longest_period() -> int:
+    return max(limit.period for limit in ENDPOINT_LIMITS.values())
+
+
+def _read_pointer(folder: Path) -> str | None:
+    try:
+        text = (folder / _LAST_FINGERPRINT).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _FINGERPRINT_RE.match(text) else None
+
+
+def _atomic_write(path: Path, payload: bytes) -> None:
+    """Replace ``path`` with ``payload`` so that readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    # The rename itself is durable only once the folder is synced (POSIX; not possible on Windows).
+    if hasattr(os, "O_DIRECTORY"):
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

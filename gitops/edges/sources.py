@@ -1,0 +1,492 @@
+"""The local code: what each branch of the manifest holds in this repository.
+
+The pure core, :func:`gitops.core.local.build_branch`, turns a branch's configuration, a listing of the files under
+its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed it:
+
+* the working tree: the files on disk under the manifest's folder, ``.gitignore``-d files included (build output
+  that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
+  inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
+  link, not the files, so ``--ref`` would deploy something else);
+* a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
+  ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
+  from disk.
+
+Nothing under a root is left out silently, because a module left out is removed from the server by the next upload
+(``remote_only: remove``): what an edge cannot list (a folder it cannot read, a submodule in a commit) reaches the
+core as ``unlisted``, and what it cannot read (an endless link, a named pipe) as a note on the file; the core refuses
+either where the branch's globs reach it.
+
+:func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem of every branch.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from gitops.config.manifest import LoadedManifest, Loc
+from gitops.errors import SourceError
+
+if TYPE_CHECKING:
+    import git
+
+from gitops.core.local import (
+    GLOB_FLAGS,
+    BranchBuild,
+    LocalBranch,
+    LocalCode,
+    SourceInfo,
+    UnreadableFile,
+    build_branch,
+    module_name,
+    printable,
+)
+
+_SYMLINK_MODE = 0o120000
+_MAX_LINK_HOPS = 8
+
+
+# --- the edges ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Listing:
+    """The files under one root: ``paths`` relative to it, and ``read(path)``."""
+
+    paths: list[str]
+    read: Callable[[str], bytes]
+    origin: str = ""
+    prefetch: Callable[[list[str]], None] | None = None
+    unlisted: dict[str, str] = field(default_factory=dict)
+
+
+class _WorkTree:
+    """Files on disk under the manifest's folder."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = base_dir
+
+    def listing(self, prefix: str) -> _Listing | str:
+        """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
+        root = self.base_dir / prefix if prefix else self.base_dir
+        try:
+            is_folder = stat.S_ISDIR(os.stat(root).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return f"does not exist in {self.base_dir}; create the folder, or fix root"
+        except OSError as exc:  # a name too long, a chain of links without end, no permission
+            return f"cannot be read ({exc.strerror or type(exc).__name__}); make the folder readable, or fix root"
+        if not is_folder:
+            return f"is not a folder in {self.base_dir}; name the folder that holds the code"
+        root_real = os.path.realpath(root)
+        notes: dict[str, str] = {}
+        unlisted: dict[str, str] = {}
+        paths = _walk(str(root), root_real, notes, prefix, unlisted)
+        if "" in unlisted:
+            return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
+        # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
+        absolute = {p: os.path.join(root, p) for p in paths}
+
+        def read(path: str) -> bytes:
+            note = notes.get(path)
+            if note is not None:
+                raise UnreadableFile(note)
+            try:
+                with open(absolute[path], "rb") as fh:
+                    return fh.read()
+            except OSError as exc:
+                raise UnreadableFile(f"cannot be read ({exc.strerror}); check its permissions") from None
+
+        unreadable = {
+            folder: (
+                f"cannot be read ({reason}), so the modules in it would be left out, and an upload would remove them "
+                f"from the server; make the folder readable, or exclude it with '{printable(folder)}/**'"
+            )
+            for folder, reason in unlisted.items()
+        }
+        return _Listing(paths, read, unlisted=unreadable)
+
+
+def _outside_note(link: str, *, through: bool) -> str:
+    # Git stores a link, not the files it leads to: --ref would deploy something else, so both edges refuse.
+    if through:
+        return (
+            f"is reached through {link}, a symbolic link that leads outside the root; copy the files into the root, "
+            "or exclude them"
+        )
+    return "is a symbolic link that leads outside the root; copy the file into the root, or exclude it"
+
+
+_BROKEN_LINK = "is a broken symbolic link; fix or remove it, or exclude it"
+_ENDLESS_LINK = "is a chain of symbolic links that does not end; fix it, or exclude it"
+_NOT_A_FILE = "is not a regular file (a named pipe, socket or device); remove it, or exclude it"
+
+
+def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str, unlisted: dict[str, str]) -> list[str]:
+    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
+
+    ``notes`` gets the files that must not become modules: broken and endless links, files reached through a link
+    that leaves the root, and what is not a regular file. ``unlisted`` gets the folders whose entries could not be
+    listed (``""`` for the root itself), with the system's reason: nothing under the root is left out silently.
+    """
+    paths: list[str] = []
+    inside = root_real.rstrip(os.sep) + os.sep
+    seen: set[str] = {root_real}
+    stack: list[tuple[str, str, str | None]] = [(root, "", None)]
+    while stack:
+        folder, rel, outside = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            unlisted[rel[:-1]] = exc.strerror or type(exc).__name__
+            continue
+        for entry in entries:
+            if entry.name == ".git":
+                continue
+            path = f"{rel}{entry.name}"
+            try:
+                link = entry.is_symlink()
+                is_dir = entry.is_dir()
+                is_file = entry.is_file()
+            except OSError as exc:
+                # What the entry is cannot be told: as a file it is refused when included, as a folder when
+                # include could reach into it.
+                paths.append(path)
+                if exc.errno == errno.ELOOP:
+                    notes[path] = _ENDLESS_LINK  # a chain of links has nothing under it
+                else:
+                    reason = exc.strerror or type(exc).__name__
+                    notes[path] = f"cannot be read ({reason}); check its permissions"
+                    unlisted[path] = reason
+                continue
+            escapes = outside
+            if link:
+                real = os.path.realpath(entry.path)
+                if not (real + os.sep).startswith(inside) and escapes is None:
+                    escapes = path
+                if is_dir:
+                    if real in seen:
+                        continue
+                    seen.add(real)
+            if is_dir:
+                stack.append((entry.path, f"{path}/", escapes))
+            elif is_file:
+                paths.append(path)
+                if escapes is not None:
+                    shown = posixpath.join(prefix, escapes) if prefix else escapes
+                    notes[path] = _outside_note(shown, through=escapes != path)
+            else:
+                paths.append(path)
+                notes[path] = _BROKEN_LINK if link and not os.path.exists(entry.path) else _NOT_A_FILE
+    return paths
+
+
+class _GitTree:
+    """The blobs of one commit: one ``git ls-tree -r`` per root, one pipelined ``git cat-file --batch`` for the
+    contents; gitpython finds the repository, resolves the ref and follows symbolic links."""
+
+    def __init__(self, repo: git.Repo, commit: git.Commit, ref: str, top_dir: str, prefix: str) -> None:
+        self.repo = repo
+        self.commit = commit
+        self.ref = ref
+        self.top_dir = top_dir  # the repository's working tree
+        self.prefix = prefix  # the manifest's folder, relative to the repository's top ('' at the top)
+        self.short = commit.hexsha[:12]
+        self._contents: dict[str, bytes] = {}
+
+    @classmethod
+    def open(cls, base_dir: Path, ref: str) -> _GitTree:
+        import git  # gitpython costs ~0.1 s to import; only --ref needs it
+
+        try:
+            repo = git.Repo(base_dir, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise SourceError(
+                f"--ref {ref}: {base_dir} (the manifest's folder) is not in a Git repository",
+                hint="Drop --ref to read the working tree, or run gitops inside a clone of the repository.",
+            ) from None
+        try:
+            commit = repo.commit(ref)
+        except (git.BadName, git.BadObject, ValueError, git.GitCommandError):
+            repo.close()
+            raise SourceError(
+                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}",
+                hint="Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
+                "(actions/checkout with fetch-depth: 0).",
+            ) from None
+        top = Path(repo.working_tree_dir or base_dir).resolve()
+        try:
+            prefix = base_dir.resolve().relative_to(top).as_posix()
+        except ValueError:  # pragma: no cover - search_parent_directories found it above base_dir
+            prefix = ""
+        return cls(repo, commit, ref, str(top), "" if prefix == "." else prefix)
+
+    def close(self) -> None:
+        """Stop gitpython's persistent ``git cat-file`` processes: none may outlive the read."""
+        self.repo.close()
+
+    def _git(self, *args: str, stdin: bytes | None = None) -> bytes:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
+        done = subprocess.run(["git", *args], cwd=self.top_dir, env=env, input=stdin, capture_output=True, check=False)
+        if done.returncode != 0:
+            raise SourceError(f"git {args[0]} failed in {self.top_dir}: {done.stderr.decode(errors='replace').strip()}")
+        return done.stdout
+
+    def _entries(self, path: str, submodules: list[str] | None = None) -> dict[str, tuple[int, str]]:
+        """Every blob under ``path`` (repository-relative) in the commit: path -> (mode, object id).
+
+        ``submodules`` gets the paths of the submodules under ``path``: the commit holds no files of theirs.
+        """
+        out = self._git("ls-tree", "-r", "-z", "--full-tree", self.commit.hexsha, *(["--", path] if path else []))
+        entries: dict[str, tuple[int, str]] = {}
+        for record in out.split(b"\0"):
+            meta, _, name = record.partition(b"\t")
+            fields = meta.split(b" ")
+            if len(fields) == 3 and fields[1] == b"blob":
+                entries[name.decode("utf-8", "surrogateescape")] = (int(fields[0], 8), fields[2].decode("ascii"))
+            elif len(fields) == 3 and fields[1] == b"commit" and submodules is not None:
+                submodules.append(name.decode("utf-8", "surrogateescape"))
+        return entries
+
+    def _data(self, sha: str) -> bytes:
+        data = self._contents.get(sha)
+        if data is None:
+            _, _, _, raw = self.repo.git.get_object_data(sha)
+            data = bytes(raw)
+        return data
+
+    def _fetch(self, shas: list[str]) -> None:
+        """Read many blobs through one ``git cat-file --batch``, requests written ahead of the answers."""
+        wanted = [sha for sha in dict.fromkeys(shas) if sha not in self._contents]
+        if not wanted:
+            return
+        out = self._git("cat-file", "--batch", stdin="".join(f"{sha}\n" for sha in wanted).encode("ascii"))
+        pos = 0
+        for sha in wanted:
+            end = out.index(b"\n", pos)
+            header = out[pos:end].split(b" ")
+            if len(header) != 3:  # pragma: no cover - ls-tree named it, so the object exists
+                raise SourceError(f"git cat-file cannot read object {sha} in {self.top_dir}")
+            size = int(header[2])
+            self._contents[sha] = out[end + 1 : end + 1 + size]
+            pos = end + 1 + size + 1
+
+    def _object(self, path: str) -> git.Blob | git.Tree | None:
+        try:
+            obj = self.commit.tree / path if path else self.commit.tree
+        except KeyError:
+            return None
+        return obj if obj.type in ("blob", "tree") else None
+
+    def listing(self, prefix: str) -> _Listing | str:
+        top = posixpath.normpath(posixpath.join(self.prefix, prefix)) if (self.prefix or prefix) else ""
+        top = "" if top == "." else top
+        if top == ".." or top.startswith("../"):
+            return "leads outside the Git repository; put the code inside it"
+        tree = self._object(top)
+        if tree is None:
+            return f"does not exist in commit {self.short} (--ref {self.ref}); commit the folder, or fix root"
+        if tree.type != "tree":
+            return f"is not a folder in commit {self.short}; name the folder that holds the code"
+        blobs: dict[str, str] = {}
+        notes: dict[str, str] = {}
+        submodules: list[str] = []
+        self._add(self._entries(top, submodules), top, top, prefix, "", blobs, notes, depth=0)
+        # The working tree holds a submodule's files, a commit only the submodule's commit id: never drop them silently.
+        unlisted = {
+            folder: (
+                f"is a Git submodule, and --ref reads only the files of commit {self.short}, so the modules in it "
+                "would be left out, and an upload would remove them from the server; deploy from the working tree "
+                f"(without --ref), or exclude it with '{printable(folder)}/**'"
+            )
+            for folder in (full[len(top) + 1 :] if top else full for full in submodules)
+        }
+
+        def read(path: str) -> bytes:
+            note = notes.get(path)
+            if note is not None:
+                raise UnreadableFile(note)
+            return self._data(blobs[path])
+
+        def prefetch(paths: list[str]) -> None:
+            self._fetch([blobs[p] for p in paths if p in blobs and p not in notes])
+
+        return _Listing(sorted(blobs), read, f" in commit {self.short}", prefetch, unlisted)
+
+    def _add(
+        self,
+        entries: dict[str, tuple[int, str]],
+        base: str,
+        top: str,
+        prefix: str,
+        rel: str,
+        blobs: dict[str, str],
+        notes: dict[str, str],
+        depth: int,
+    ) -> None:
+        """``entries`` (under ``base``) as paths under the root, starting with ``rel``; links resolved."""
+        for full, (mode, sha) in entries.items():
+            path = rel + (full[len(base) + 1 :] if base else full)
+            if mode & 0o170000 != _SYMLINK_MODE:
+                blobs[path] = sha
+                continue
+            target, state = self._follow(full, top)
+            if target is None:
+                blobs[path] = sha
+                notes[path] = {"broken": _BROKEN_LINK, "endless": _ENDLESS_LINK}.get(state) or _outside_note(
+                    path, through=False
+                )
+            elif target.type == "blob":
+                blobs[path] = target.hexsha
+                if state == "outside":
+                    notes[path] = _outside_note(path, through=False)
+            elif depth < _MAX_LINK_HOPS:
+                inner: dict[str, str] = {}
+                target_path = os.fspath(target.path)
+                self._add(self._entries(target_path), target_path, top, prefix, f"{path}/", inner, notes, depth + 1)
+                blobs.update(inner)
+                if state == "outside":
+                    shown = posixpath.join(prefix, path) if prefix else path
+                    notes.update(dict.fromkeys(inner, _outside_note(shown, through=True)))
+
+    def _follow(
+        self, link_path: str, top: str
+    ) -> tuple[git.Blob | git.Tree | None, Literal["inside", "outside", "broken", "endless"]]:
+        """What a link stored in the commit leads to (within the commit), and whether it stays inside the root."""
+        inside = top + "/" if top else ""
+        path = link_path
+        for _ in range(_MAX_LINK_HOPS):
+            obj = self._object(path)
+            if obj is None:
+                return None, "broken"
+            if obj.type == "tree" or obj.mode & 0o170000 != _SYMLINK_MODE:
+                return obj, "inside" if path.startswith(inside) else "outside"
+            target = self._data(obj.hexsha).decode("utf-8", "surrogateescape")
+            path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+            if target.startswith("/") or path == ".." or path.startswith("../"):
+                return None, "outside"  # outside the repository, so outside the root
+        return None, "endless"
+
+    def manifest_warning(self, loaded: LoadedManifest) -> str | None:
+        rel = posixpath.join(self.prefix, loaded.path.name) if self.prefix else loaded.path.name
+        obj = self._object(rel)
+        if obj is None or obj.type != "blob":
+            return f"the manifest {loaded.display} is not in commit {self.short}; it was read from disk"
+        try:
+            on_disk = loaded.path.read_bytes()
+        except OSError:  # pragma: no cover - load_manifest just read it
+            return None
+        if self._data(obj.hexsha) != on_disk:
+            return (
+                f"the manifest {loaded.display} differs from the one in commit {self.short}; the manifest is "
+                "always read from disk, the code from the commit"
+            )
+        return None
+
+
+def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
+    """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git)."""
+    cwd = loaded.base_dir
+    # No index lock (status must not collide with a git command the user runs at the same time); roots are paths,
+    # not pathspec patterns.
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
+    commit: str | None = None
+    dirty: bool | None = None
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, env=env, capture_output=True, check=False
+        )
+        if head.returncode == 0:
+            commit = head.stdout.decode().strip() or None
+        specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "-z", "--", *specs], cwd=cwd, env=env, capture_output=True, check=False
+        )
+        if status.returncode == 0:
+            dirty = bool(status.stdout.strip(b"\0"))
+    except OSError:  # git is not installed: the working tree is still readable
+        return SourceInfo("worktree", None, None, None)
+    return SourceInfo("worktree", None, commit, dirty)
+
+
+def _root_prefix(root: str) -> str:
+    norm = posixpath.normpath(root)
+    return "" if norm == "." else norm
+
+
+def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode:
+    """The code of every branch of the manifest, from the working tree or from commit ``ref``.
+
+    Raises :class:`~gitops.errors.SourceError` listing every problem of every branch.
+    """
+    if ref is None:
+        return _read_branches(loaded, _WorkTree(loaded.base_dir), _worktree_info(loaded), [])
+    gtree = _GitTree.open(loaded.base_dir, ref)
+    try:
+        note = gtree.manifest_warning(loaded)
+        source = SourceInfo("ref", ref, gtree.commit.hexsha, None)
+        return _read_branches(loaded, gtree, source, [note] if note else [])
+    finally:
+        gtree.close()
+
+
+def _read_branches(
+    loaded: LoadedManifest, tree: _WorkTree | _GitTree, source: SourceInfo, warnings: list[str]
+) -> LocalCode:
+    problems: list[str] = []
+    branches: list[LocalBranch] = []
+    listings: dict[str, _Listing | str] = {}
+    for i, config in enumerate(loaded.manifest.branches):
+
+        def where(loc: Loc, i: int = i) -> str:
+            return loaded.where(("branches", i, *loc))
+
+        prefix = _root_prefix(config.root)
+        if prefix not in listings:
+            listings[prefix] = tree.listing(prefix)
+        listing = listings[prefix]
+        if isinstance(listing, str):
+            problems.append(f"{where(('root',))}: {config.root!r} {listing}")
+            continue
+        build = build_branch(
+            config,
+            listing.paths,
+            listing.read,
+            prefix=prefix,
+            origin=listing.origin,
+            where=where,
+            prefetch=listing.prefetch,
+            unlisted=listing.unlisted,
+        )
+        problems += build.problems
+        warnings += build.warnings
+        local = LocalBranch(config.server, config.branch, build.code, build.files)
+        local.__dict__["server_length"] = build.server_length  # computed already; spare the cached property
+        branches.append(local)
+
+    if problems:
+        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+        raise SourceError(
+            f"the local code from the {source.describe()} cannot be deployed ({count}):\n  - " + "\n  - ".join(problems)
+        )
+    return LocalCode(branches, source, warnings)
+
+
+__all__ = [
+    "GLOB_FLAGS",
+    "BranchBuild",
+    "LocalBranch",
+    "LocalCode",
+    "SourceInfo",
+    "UnreadableFile",
+    "build_branch",
+    "module_name",
+    "printable",
+    "read_local_code",
+]

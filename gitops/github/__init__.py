@@ -1,0 +1,1 @@
+"""The GitHub side: the REST API client and the Action's step."""

@@ -1,0 +1,624 @@
+"""The GitHub Action's step: plan or apply, then tell GitHub (outputs, job summary, pull request comment).
+
+``action.yml`` runs ``gitops action`` with the Action's inputs in ``GITOPS_*`` environment variables (secrets never
+on a command line; the names are in :data:`INPUT_ENV` and ``docs/github-action.md``). One run:
+
+1. prints ``::add-mask::`` for every secret and every string derived from one (the no-rate-limit link), before
+   anything else could print them;
+2. plans through :mod:`gitops.app.workflow`, as ``gitops plan`` does; without credentials (a pull request from a fork
+   gets no secrets) it plans from the ledger alone (``--refresh=never``) and says so;
+3. for ``apply``: checks the budget, then carries the plan out, as ``gitops apply --yes`` does;
+4. writes the outputs (``GITHUB_OUTPUT``), the Markdown plan (``GITHUB_STEP_SUMMARY``, cut under 1 MiB) and, on a
+   pull request, the one plan comment (cut under 65,536 characters), edited in place on every push.
+
+Step 4 happens whatever step 2 or 3 raised, so a failed run still shows why in the summary and the comment. The
+error itself is re-raised for the CLI to print and turn into the exit code; a plan with changes (exit code 2) is
+not a failure of the step: the ``exit-code`` output carries the 2.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import secrets
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gitops.errors import GitopsError, UsageError
+from gitops.secrets import Secret, redact
+
+Command = Literal["plan", "apply"]
+
+#: The environment variables ``action.yml`` sets, by input name.
+INPUT_ENV: dict[str, str] = {
+    "command": "GITOPS_ACTION_COMMAND",
+    "manifest": "GITOPS_MANIFEST",
+    "ref": "GITOPS_REF",
+    "refresh": "GITOPS_REFRESH",
+    "comment": "GITOPS_ACTION_COMMENT",
+    "max-wait": "GITOPS_MAX_WAIT",
+    "github-token": "GITOPS_GITHUB_TOKEN",
+    "token": "GITOPS_ACTION_TOKEN",
+    "token-env": "GITOPS_ACTION_TOKEN_ENV",
+    "username": "GITOPS_ACTION_USERNAME",
+    "username-env": "GITOPS_ACTION_USERNAME_ENV",
+    "password": "GITOPS_ACTION_PASSWORD",
+    "password-env": "GITOPS_ACTION_PASSWORD_ENV",
+}
+
+#: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
+SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
+#: Characters kept free in the comment for the marker and footer estimate errors.
+_COMMENT_MARGIN = 512
+#: An error message longer than this is cut in the summary and comment (the log has all of it).
+_ERROR_CHARS = 8000
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off", "")
+
+
+# --- inputs and the runner's context ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The Action's inputs, checked. ``credentials`` maps environment variable names to values to add to the
+    tool's environment (the manifest's ``token_env``/``username_env``/``password_env`` read them); the token and
+    the password are :class:`Secret`, the user name is not (it is public in the game, and masking it would hide
+    every mention of the player's name in the log)."""
+
+    command: Command
+    manifest: Path
+    ref: str | None
+    refresh: Literal["always", "auto", "never"] | None
+    comment: bool
+    max_wait: float
+    github_token: Secret | None
+    credentials: dict[str, Secret | str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Inputs:
+        """Read and check the inputs; :class:`UsageError` naming the input and what it accepts."""
+
+        def get(name: str, default: str = "") -> str:
+            return env.get(INPUT_ENV[name], "").strip() or default
+
+        command = get("command", "plan")
+        if command not in ("plan", "apply"):
+            raise _input_error("command", command, "plan or apply")
+        refresh = get("refresh") or None
+        if refresh not in (None, "always", "auto", "never"):
+            raise _input_error("refresh", refresh, "always, auto or never (or empty for the default)")
+        comment = get("comment", "true").lower()
+        if comment not in _TRUE + _FALSE:
+            raise _input_error("comment", comment, "true or false")
+        try:
+            max_wait = float(get("max-wait", "60"))
+        except ValueError:
+            raise _input_error("max-wait", get("max-wait"), "a number of seconds") from None
+        if max_wait < 0:
+            raise _input_error("max-wait", get("max-wait"), "a number of seconds, 0 or more")
+        credentials: dict[str, Secret | str] = {}
+        for value_input, name_input, default_name in (
+            ("token", "token-env", "SCREEPS_TOKEN"),
+            ("username", "username-env", "SCREEPS_USERNAME"),
+            ("password", "password-env", "SCREEPS_PASSWORD"),
+        ):
+            # Not stripped: a password may end in a space. A token is stripped by the credentials module.
+            value = env.get(INPUT_ENV[value_input], "")
+            name = get(name_input, default_name)
+            if not _ENV_NAME.fullmatch(name):
+                raise _input_error(name_input, name, "an environment variable name (letters, digits, _)")
+            if value.strip():
+                credentials[name] = value.strip() if value_input == "username" else Secret(value)
+        github_token = env.get(INPUT_ENV["github-token"], "").strip()
+        return cls(
+            command=command,  # type: ignore[arg-type]
+            manifest=Path(get("manifest", "gitops.yaml")),
+            ref=get("ref") or None,
+            refresh=refresh,  # type: ignore[arg-type]
+            comment=comment in _TRUE,
+            max_wait=max_wait,
+            github_token=Secret(github_token) if github_token else None,
+            credentials=credentials,
+        )
+
+
+def _input_error(name: str, value: str, accepted: str) -> UsageError:
+    return UsageError(
+        f"input '{name}' ({INPUT_ENV[name]}) is {value!r}; it must be {accepted}",
+        hint="Fix the `with:` of the screeps-gitops step in the workflow (docs/github-action.md lists the inputs).",
+    )
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The pull request of a ``pull_request`` event."""
+
+    number: int
+    head_sha: str
+    head_repo: str | None
+    base_repo: str | None
+
+    @property
+    def from_fork(self) -> bool:
+        """A fork's pull request (its head repository deleted counts too): GitHub gives it no secrets."""
+        return self.head_repo is None or self.head_repo != self.base_repo
+
+
+@dataclass(frozen=True)
+class Runner:
+    """What the Actions runner provides: event, repository, API address, and the files that steps write."""
+
+    event_name: str
+    event: Mapping[str, Any]
+    repository: str
+    api_url: str
+    server_url: str
+    run_id: str
+    sha: str
+    output: Path | None
+    summary: Path | None
+    temp: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Runner:
+        event: Any = {}
+        path = env.get("GITHUB_EVENT_PATH", "")
+        if path:
+            try:
+                event = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise UsageError(
+                    f"GITHUB_EVENT_PATH names {path}, which is not a readable JSON event: {type(exc).__name__}"
+                ) from None
+        return cls(
+            event_name=env.get("GITHUB_EVENT_NAME", ""),
+            event=event if isinstance(event, dict) else {},
+            repository=env.get("GITHUB_REPOSITORY", ""),
+            api_url=env.get("GITHUB_API_URL", "") or "https://api.github.com",
+            server_url=env.get("GITHUB_SERVER_URL", "") or "https://github.com",
+            run_id=env.get("GITHUB_RUN_ID", ""),
+            sha=env.get("GITHUB_SHA", ""),
+            output=Path(env["GITHUB_OUTPUT"]) if env.get("GITHUB_OUTPUT") else None,
+            summary=Path(env["GITHUB_STEP_SUMMARY"]) if env.get("GITHUB_STEP_SUMMARY") else None,
+            temp=Path(env.get("RUNNER_TEMP") or tempfile.gettempdir()),
+        )
+
+    @property
+    def pull_request(self) -> PullRequest | None:
+        """The pull request of a ``pull_request``/``pull_request_target`` event, else ``None``."""
+        if not self.event_name.startswith("pull_request"):
+            return None
+        pr = self.event.get("pull_request")
+        if not isinstance(pr, dict) or not isinstance(pr.get("number"), int):
+            return None
+
+        def repo(side: str) -> str | None:
+            part = pr.get(side)
+            repo_ = part.get("repo") if isinstance(part, dict) else None
+            name = repo_.get("full_name") if isinstance(repo_, dict) else None
+            return name if isinstance(name, str) else None
+
+        head = pr.get("head")
+        sha = head.get("sha") if isinstance(head, dict) else None
+        return PullRequest(pr["number"], sha if isinstance(sha, str) else "", repo("head"), repo("base"))
+
+    @property
+    def run_url(self) -> str | None:
+        if not (self.repository and self.run_id):
+            return None
+        return f"{self.server_url.rstrip('/')}/{self.repository}/actions/runs/{self.run_id}"
+
+
+# --- workflow commands and files -------------------------------------------------------------------------------
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's data, escaped as the runner unescapes it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def mask_lines(value: str) -> list[str]:
+    """``::add-mask::`` commands for a value (one per line: the runner masks line by line)."""
+    return [f"::add-mask::{escape_data(line)}" for line in value.splitlines() if line.strip()]
+
+
+def annotation(level: Literal["notice", "warning", "error"], message: str) -> str:
+    return f"::{level} title={escape_property('screeps-gitops')}::{escape_data(redact(message))}"
+
+
+def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
+    """Append outputs to ``GITHUB_OUTPUT`` in the heredoc form, safe for values of several lines."""
+    chunks: list[str] = []
+    for name, value in outputs.items():
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        while delimiter in value:  # pragma: no cover - 128 random bits
+            delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+        chunks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write("".join(chunks))
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """Parse a ``GITHUB_OUTPUT`` file as the runner does (both ``name=value`` and heredoc forms)."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
+                value.append(lines[i])
+                i += 1
+            if i >= len(lines):
+                raise ValueError(f"output {name!r}: no closing delimiter {delimiter!r}")
+            i += 1
+            out[name] = "\n".join(value)
+        else:
+            name, _, rest = line.partition("=")
+            out[name] = rest
+    return out
+
+
+# --- one run ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """What a run found out, for the outputs, the summary and the comment."""
+
+    command: Command
+    manifest: str
+    plan: Any = None
+    plan_file: Path | None = None
+    notices: list[str] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
+    applied: bool = False
+    error: GitopsError | None = None
+    exit_code: int = 0
+    comment_url: str = ""
+
+    def outputs(self) -> dict[str, str]:
+        plan = self.plan
+        return {
+            "exit-code": str(self.exit_code),
+            "has-changes": "" if plan is None else str(bool(plan.has_changes)).lower(),
+            "uploads-needed": "" if plan is None else str(plan.uploads_needed),
+            "plan-file": "" if self.plan_file is None else str(self.plan_file),
+            "comment-url": self.comment_url,
+        }
+
+
+Echo = Callable[[str], None]
+
+
+def run_action(
+    env: Mapping[str, str],
+    *,
+    echo: Echo,
+    clock: Any = None,
+    transport: Any = None,
+    on_wait: Callable[[float, str], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> int:
+    """One run of the Action's step. Returns 0 on success (a plan with changes included); raises the
+    :class:`GitopsError` that stopped it, after the outputs, summary and comment say so."""
+    # Secrets first: nothing may print before the runner knows to mask them.
+    mask = _Masks(echo)
+    github_token = env.get(INPUT_ENV["github-token"], "").strip()
+    mask.add(env.get(INPUT_ENV["token"], ""), prefix=True)
+    mask.add(env.get(INPUT_ENV["password"], ""))
+    mask.add(github_token)
+    runner = Runner.from_env(env)
+    try:
+        inputs = Inputs.from_env(env)
+    except GitopsError as exc:
+        command = env.get(INPUT_ENV["command"], "").strip()
+        report = Report(command="apply" if command == "apply" else "plan", manifest="", error=exc)
+        report.exit_code = exc.exit_code
+        echo(annotation("error", exc.message))
+        _write_files(runner, report)
+        raise
+    # As the workflow names it (relative to the workspace): the same on every runner, so the marker finds the comment.
+    report = Report(command=inputs.command, manifest=Path(os.path.normpath(inputs.manifest)).as_posix())
+    try:
+        _plan_and_apply(
+            inputs,
+            runner,
+            env,
+            report,
+            echo=echo,
+            mask=mask,
+            clock=clock,
+            transport=transport,
+            on_wait=on_wait,
+            log=log,
+        )
+    except GitopsError as exc:
+        report.error = exc
+        report.exit_code = exc.exit_code
+        echo(annotation("error", exc.message))
+        raise
+    finally:
+        _tell_github(inputs, runner, report, echo=echo, github_token=github_token)
+    return 0
+
+
+class _Masks:
+    """``::add-mask::`` each secret once, and register it so that :func:`redact` scrubs it too."""
+
+    def __init__(self, echo: Echo) -> None:
+        self._echo = echo
+        self._done: set[str] = set()
+
+    def add(self, value: str, *, prefix: bool = False, register: bool = True) -> None:
+        """Mask ``value``; with ``prefix`` (a Screeps token) also its first 8 characters, which the official
+        server echoes in its 429 answers (see :mod:`gitops.secrets`). ``register=False`` for a value that only
+        carries a registered secret (the link): redacting the secret in it is enough for the tool's own text."""
+        value = value.strip()
+        if not value:
+            return
+        if register:
+            Secret(value)
+        values = [value, value[:8]] if prefix and len(value) >= 16 else [value]
+        for item in values:
+            if item not in self._done:
+                self._done.add(item)
+                for line in mask_lines(item):
+                    self._echo(line)
+
+
+def _plan_and_apply(
+    inputs: Inputs,
+    runner: Runner,
+    env: Mapping[str, str],
+    report: Report,
+    *,
+    echo: Echo,
+    mask: _Masks,
+    clock: Any,
+    transport: Any,
+    on_wait: Callable[[float, str], None] | None,
+    log: Callable[[str], None] | None,
+) -> None:
+    from gitops.app import workflow
+    from gitops.config.credentials import auth_available
+    from gitops.config.manifest import load_manifest
+    from gitops.edges.clock import SystemClock
+    from gitops.edges.planfile import save_plan
+    from gitops.render.plan import render_text
+
+    tool_env = dict(env)
+    tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
+    loaded = load_manifest(inputs.manifest)
+    pr = runner.pull_request
+    options = workflow.Options(
+        manifest=inputs.manifest,
+        env=tool_env,
+        ref=inputs.ref,
+        refresh=inputs.refresh or ("never" if inputs.command == "plan" and pr is not None else "auto"),
+        max_wait=inputs.max_wait,
+        clock=clock or SystemClock(),
+        transport=transport,
+        on_wait=on_wait,
+        log=log,
+    )
+    with workflow.session(options, loaded) as s:
+        servers = workflow.servers_of(loaded)
+        missing = [
+            name for name in servers if not auth_available(loaded.manifest.servers[name], tool_env, cwd=loaded.base_dir)
+        ]
+        for name in servers:
+            if name not in missing:
+                _mask_credentials(mask, s, name)
+        if missing:
+            if inputs.command == "apply":
+                s.auth(missing[0])  # raises AuthError: what is missing and how to provide it
+            options.refresh = "never"
+            report.notices.append(_no_credentials_notice(missing, pr))
+            echo(annotation("notice" if pr is not None else "warning", report.notices[-1]))
+        elif inputs.refresh is None and options.refresh == "never":
+            report.notices.append(
+                "Planned from the ledger that the last deploy left (refresh: never, the default on pull requests): "
+                "no request was sent to the game server. Set `refresh: auto` to download what the server holds."
+            )
+        result, _ = workflow.plan(options, s)
+        report.plan = result
+        report.plan_file = _plan_path(runner, inputs)
+        save_plan(result, report.plan_file)
+        now = options.clock.now()
+        echo(render_text(result, now=now).rstrip("\n"))
+        report.exit_code = 2 if inputs.command == "plan" and result.has_changes else 0
+        if inputs.command == "plan":
+            refusal = workflow.budget_error(result, s)
+            if refusal is not None:
+                raise refusal
+            return
+        _apply(result, s, report, echo=echo)
+
+
+def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
+    """Mask the server's credentials (also those the step's own ``env:`` supplies) and the no-rate-limit link."""
+    from gitops.config.credentials import PasswordAuth, TokenAuth
+
+    auth = s.auth(server)
+    if isinstance(auth, TokenAuth):
+        mask.add(auth.token.reveal(), prefix=True)
+    elif isinstance(auth, PasswordAuth):
+        mask.add(auth.password.reveal())
+        basic = base64.b64encode(f"{auth.username}:{auth.password.reveal()}".encode()).decode("ascii")
+        mask.add(basic)
+    link = s.unlock_link(server)
+    if link is not None:
+        mask.add(link.reveal(), register=False)
+
+
+def _no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
+    names = ", ".join(f"'{m}'" for m in missing)
+    if pr is not None and pr.from_fork:
+        why = (
+            "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests, "
+            f"so there are no credentials for server {names}."
+        )
+    else:
+        why = f"There are no credentials for server {names} in this run (the inputs and the environment are empty)."
+    return (
+        f"{why} The plan was made from the ledger alone (refresh: never): no request was sent to the game server, "
+        "and what it shows of the server is what this tool last learnt there, not a fresh download. "
+        "The deploy after merging plans again with the credentials."
+    )
+
+
+def _plan_path(runner: Runner, inputs: Inputs) -> Path:
+    digest = hashlib.sha256(str(inputs.manifest).encode("utf-8")).hexdigest()[:10]
+    return runner.temp / "screeps-gitops" / f"{inputs.command}-{digest}.plan.json"
+
+
+def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
+    from gitops.app import workflow
+    from gitops.core.apply import Outcome, apply_plan, verify_plan
+    from gitops.render.plan import summary_line
+
+    if not result.has_changes:
+        report.outcomes.append("Nothing to apply.")
+        echo("Nothing to apply.")
+        return
+    workflow.recheck_budget(result, s)
+    writers = {b.server: s.client(b.server) for b in result.branches if b.steps}
+    uploads = verify_plan(result, writers, saved=False)
+
+    def progress(outcome: Outcome) -> None:
+        report.outcomes.append(outcome.line())
+        echo(outcome.line())
+
+    apply_plan(result, writers, uploads, progress=progress)
+    report.applied = True
+    line = f"Applied: {summary_line(result).removeprefix('Plan: ')}"
+    report.outcomes.append(line)
+    echo(line)
+
+
+# --- telling GitHub --------------------------------------------------------------------------------------------
+
+
+def _tell_github(inputs: Inputs, runner: Runner, report: Report, *, echo: Echo, github_token: str) -> None:
+    """Comment, summary and outputs; problems with the comment are warnings, never the reason a step fails."""
+    pr = runner.pull_request
+    if inputs.comment and pr is not None:
+        _comment(inputs, runner, report, pr, echo=echo, github_token=github_token)
+    _write_files(runner, report)
+
+
+def _write_files(runner: Runner, report: Report) -> None:
+    if runner.summary is not None:
+        used = runner.summary.stat().st_size if runner.summary.exists() else 0
+        text = document(report, runner, limit=SUMMARY_LIMIT_BYTES - used, unit="bytes")
+        with runner.summary.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+    if runner.output is not None:
+        write_outputs(runner.output, report.outputs())
+
+
+def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *, echo: Echo, github_token: str) -> None:
+    from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPermissionError, marker
+
+    if not github_token:
+        echo(
+            annotation(
+                "warning", "comment is true but the github-token input is empty; the plan is only in the job summary."
+            )
+        )
+        return
+    mark = marker(report.manifest)
+    body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - _COMMENT_MARGIN, unit="chars")
+    try:
+        with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
+            comment, what = gh.upsert_comment(pr.number, mark, body)
+    except GitHubPermissionError as exc:
+        fork = " (a fork's pull request gets a read-only token)" if pr.from_fork else ""
+        echo(annotation("warning", f"the plan comment was not posted{fork}: {exc}"))
+        return
+    except GitHubError as exc:
+        echo(annotation("warning", f"the plan comment was not posted: {exc}"))
+        return
+    report.comment_url = comment.url
+    echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
+
+
+def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
+    """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
+    within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note)."""
+    from gitops.render.plan import render_markdown
+
+    def measure(text: str) -> int:
+        return len(text.encode("utf-8")) if unit == "bytes" else len(text)
+
+    title = f"screeps-gitops {report.command}" + (
+        f" (`{report.manifest.replace('`', '')}`)" if report.manifest not in ("", "gitops.yaml") else ""
+    )
+    head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices)
+    tail: list[str] = []
+    if report.outcomes:
+        tail.extend(["", "#### Apply", "", "```text", *report.outcomes, "```"])
+    if report.error is not None:
+        message = redact(str(report.error))
+        if len(message) > _ERROR_CHARS:
+            message = message[:_ERROR_CHARS] + "\n... (cut; the job log has all of it)"
+        fence = "````" if "```" in message else "```"
+        verdict = _verdict(report)
+        tail.extend(["", f"**{verdict}** (exit code {report.exit_code}):", "", f"{fence}text", message, fence])
+    footer = _footer(report, runner)
+    tail.extend(["", footer, ""])
+    rest = "\n".join(tail)
+    if report.plan is None:
+        return f"{head}### {title}\n" + rest
+    now = report.plan.created_at
+    room = limit - measure(head) - measure(rest)
+    text = render_markdown(report.plan, now=now, max_chars=max(room, 1000), title=title)
+    for _ in range(8):  # characters are not bytes: shrink until the bytes fit too
+        if measure(text) <= room or room <= 1000:
+            break
+        room_chars = int(len(text) * room / measure(text)) - 64
+        text = render_markdown(report.plan, now=now, max_chars=max(room_chars, 1000), title=title)
+    return head + text + rest
+
+
+def _verdict(report: Report) -> str:
+    from gitops.errors import BudgetError
+
+    if isinstance(report.error, BudgetError) and report.plan is not None:
+        return "The plan does not fit the token's rate limits; a deploy now would be refused"
+    if report.command == "apply":
+        return "Apply failed"
+    return "Planning failed"
+
+
+def _footer(report: Report, runner: Runner) -> str:
+    parts = ["screeps-gitops"]
+    pr = runner.pull_request
+    if pr is not None and pr.head_sha:
+        parts.append(f"for commit {pr.head_sha[:7]}")
+    elif runner.sha:
+        parts.append(f"for commit {runner.sha[:7]}")
+    if report.plan is not None:
+        parts.append(f"refresh: {report.plan.refresh}")
+    if runner.run_url:
+        parts.append(f"[workflow run]({runner.run_url})")
+    return "<sub>" + " · ".join(parts) + "</sub>"

@@ -1,0 +1,1 @@
+"""Renderers: terminal text, Markdown and JSON of a plan."""

@@ -1,0 +1,298 @@
+"""Renderers of a plan: terminal text, Markdown (pull requests, job summaries) and JSON (machines).
+
+All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON document is versioned by
+``format_version`` and documented in the README ("The plan as JSON").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from gitops.core.budget import EndpointBudget, utc
+from gitops.core.diff import ModuleChange
+from gitops.core.limits import GLOBAL_KEY, Limit
+from gitops.core.plan import BranchPlan, Plan
+
+JSON_FORMAT_VERSION = 1
+
+Style = Callable[..., str]
+
+_SIGNS = {"added": "+", "changed": "~", "removed": "-", "kept": "="}
+_COLOURS = {"added": "green", "changed": "yellow", "removed": "red", "kept": "cyan"}
+_ACTIONS = {
+    "create": "create (clone-branch, then upload)",
+    "update": "update (upload)",
+    "activate": "activate only",
+    "none": "no changes",
+}
+
+
+def size(n: int | None) -> str:
+    """``812 B``, ``4.2 kB``, ``1.3 MB`` (decimal units, as file managers show)."""
+    if n is None:
+        return "-"
+    if n < 1000:
+        return f"{n} B"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} kB"
+    return f"{n / 1_000_000:.2f} MB"
+
+
+def age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min ago"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h ago"
+    return f"{seconds / 86400:.1f} days ago"
+
+
+def seen_text(branch: BranchPlan, now: float) -> str:
+    remote = branch.remote
+    if remote.how == "unknown" or remote.learnt_at is None:
+        return "server state unknown (nothing downloaded, nothing in the ledger)"
+    when = age(now - remote.learnt_at)
+    if remote.exists is False:
+        return f"the branch does not exist on the server (checked {when})"
+    return {
+        "download": f"downloaded {when}",
+        "own-upload": f"from this tool's own upload {when} (ledger; not downloaded again)",
+        "ledger": f"from the ledger, learnt {when} (not downloaded)",
+    }[remote.how]
+
+
+def _module_line(entry: ModuleChange) -> str:
+    sizes = {
+        "added": size(entry.new_size),
+        "removed": size(entry.old_size),
+        "kept": size(entry.old_size),
+        "changed": f"{size(entry.old_size)} -> {size(entry.new_size)}",
+    }[entry.change]
+    kind = " (binary)" if entry.binary else ""
+    line = f"{_SIGNS[entry.change]} {entry.name}  {sizes}{kind}"
+    if entry.change == "changed" and entry.diff is None:
+        line += f"  sha256 {(entry.old_digest or '')[:12]} -> {(entry.new_digest or '')[:12]}"
+    return line
+
+
+NOT_LIMITED = "not rate limited (password login; only token requests count against limits)"
+
+
+def budget_row_text(row: EndpointBudget) -> str:
+    limit = Limit(row.endpoint, row.limit, row.period)
+    name = "all requests" if row.endpoint == GLOBAL_KEY else row.endpoint
+    if row.source == "unlimited":
+        left = f"unlimited until {utc(row.reset or 0)}"
+    elif row.remaining is None:
+        left = f"remaining unknown (at most {row.limit})"
+    elif row.remaining >= row.limit:
+        left = f"{row.remaining} left"  # the window has not started: nothing counted yet
+    else:
+        left = f"{row.remaining} left, resets {utc(row.reset or 0)}"
+    reserve = f", {row.reserve} reserved" if row.reserve else ""
+    verdict = "ok" if row.fits else "DOES NOT FIT"
+    paced = " (paced)" if row.endpoint == GLOBAL_KEY else ""
+    return f"{name}: needs {row.needed}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
+
+
+def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
+    """The plan for a person at a terminal (``color`` only when stdout is one)."""
+    import click
+
+    def style(text: str, **kw: Any) -> str:
+        return click.style(text, **kw) if color else text
+
+    out: list[str] = []
+    source = plan.source
+    where = f"git ref {source.get('ref')} ({str(source.get('commit') or '')[:12]})"
+    if source.get("kind") != "ref":
+        where = "working tree" + (" (uncommitted changes)" if source.get("dirty") else "")
+    out.append(f"Plan from {where}, manifest {plan.manifest_path}, refresh={plan.refresh}")
+    for warning in plan.warnings:
+        out.append(style(f"warning: {warning}", fg="yellow"))
+    for branch in plan.branches:
+        out.append("")
+        head = f"{branch.label}: {_ACTIONS[branch.action]}"
+        out.append(style(head, bold=True, fg=None if branch.action == "none" else "cyan"))
+        out.append(f"  server view: {seen_text(branch, now)}")
+        counts = {c: len(branch.names(c)) for c in ("added", "changed", "removed", "kept")}
+        out.append(
+            f"  modules: {counts['added']} added, {counts['changed']} changed, {counts['removed']} removed, "
+            f"{branch.unchanged} unchanged" + (f", {counts['kept']} kept" if counts["kept"] else "")
+        )
+        for entry in branch.modules:
+            out.append("  " + style(_module_line(entry), fg=_COLOURS[entry.change]))
+            if entry.note:
+                out.append(f"      ({entry.note})")
+            if entry.diff:
+                for line in entry.diff.splitlines():
+                    fg = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+                    out.append("      " + style(line, fg=fg))
+        for which in branch.activate:
+            out.append(f"  activate for {which}")
+        if branch.steps:
+            out.append("  requests: " + ", ".join(s.describe() for s in branch.steps))
+    if plan.budget or plan.not_rate_limited:
+        out.append("")
+        out.append(style("Budget", bold=True))
+        for row in plan.budget:
+            line = f"  {row.server}: {budget_row_text(row)}"
+            out.append(line if row.fits else style(line, fg="red", bold=True))
+        out.extend(f"  {server}: {NOT_LIMITED}" for server in plan.not_rate_limited)
+    out.append("")
+    out.append(summary_line(plan))
+    return "\n".join(out) + "\n"
+
+
+def summary_line(plan: Plan) -> str:
+    changed = [b for b in plan.branches if b.has_changes]
+    if not changed:
+        return "No changes: the servers hold what the repository holds."
+    return f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
+
+
+def applied_line(plan: Plan) -> str:
+    changed = [b for b in plan.branches if b.has_changes]
+    return (
+        f"Applied: {len(changed)} branch(es) changed with {plan.uploads_needed} upload(s); "
+        "the servers now hold what the plan holds."
+    )
+
+
+def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
+    """The documented JSON document of ``gitops plan --json`` (no module content)."""
+    return {
+        "format_version": JSON_FORMAT_VERSION,
+        "has_changes": plan.has_changes,
+        "uploads_needed": plan.uploads_needed,
+        "fits_budget": plan.fits_budget,
+        "created_at": plan.created_at,
+        "manifest": plan.manifest_path,
+        "source": plan.source,
+        "refresh": plan.refresh,
+        "branches": [
+            {
+                "server": b.server,
+                "branch": b.branch,
+                "action": b.action,
+                "added": b.names("added"),
+                "changed": b.names("changed"),
+                "removed": b.names("removed"),
+                "kept": b.names("kept"),
+                "unchanged": b.unchanged,
+                "activate": list(b.activate),
+                "requests": [s.request for s in b.steps],
+                "module_count": b.module_count,
+                "upload_length": b.upload_length,
+                "remote": {
+                    "how": b.remote.how,
+                    "exists": b.remote.exists,
+                    "learnt_at": b.remote.learnt_at,
+                    "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
+                },
+            }
+            for b in plan.branches
+        ],
+        "budget": [row.model_dump() for row in plan.budget],
+        "not_rate_limited": list(plan.not_rate_limited),
+        "warnings": list(plan.warnings),
+    }
+
+
+def render_json(plan: Plan, *, now: float) -> str:
+    return json.dumps(plan_document(plan, now=now), indent=2, sort_keys=False) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _fence(text: str) -> str:
+    ticks = "```"
+    while ticks in text:
+        ticks += "`"
+    return f"{ticks}diff\n{text}\n{ticks}"
+
+
+def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, title: str = "screeps-gitops plan") -> str:
+    """Markdown: a summary table first, then each branch with its module diffs folded in ``<details>``.
+
+    With ``max_chars`` the text is cut to fit (GitHub: 1 MiB job summaries, 65,536-character comments): the
+    diffs go first, then whole branch sections, and a note says so.
+    """
+    head: list[str] = [f"### {title}", ""]
+    head.append(_md_escape(summary_line(plan)))
+    head.append("")
+    head.append("| server | branch | action | added | changed | removed | requests | server view |")
+    head.append("|---|---|---|---:|---:|---:|---|---|")
+    for b in plan.branches:
+        requests = ", ".join(s.request.split(" ", 1)[1].rsplit("/", 1)[-1] for s in b.steps) or "-"
+        head.append(
+            f"| {_md_escape(b.server)} | {_md_escape(b.branch)} | {b.action} | {len(b.names('added'))} | "
+            f"{len(b.names('changed'))} | {len(b.names('removed'))} | {requests} | {_md_escape(seen_text(b, now))} |"
+        )
+    if plan.budget or plan.not_rate_limited:
+        head.extend(["", "**Budget**", ""])
+        head.extend(f"- {_md_escape(r.server)}: {_md_escape(budget_row_text(r))}" for r in plan.budget)
+        head.extend(f"- {_md_escape(server)}: {NOT_LIMITED}" for server in plan.not_rate_limited)
+    if plan.warnings:
+        head.extend(["", "**Warnings**", ""])
+        head.extend(f"- {_md_escape(w)}" for w in plan.warnings)
+    head.append("")
+    sections = [(b, _branch_markdown(b, with_diffs=True), _branch_markdown(b, with_diffs=False)) for b in plan.branches]
+    text = "\n".join(head)
+    full = text + "".join(s[1] for s in sections)
+    if max_chars is None or len(full) <= max_chars:
+        return full
+    note = "\n_The plan was cut to fit GitHub's size limit; run `gitops plan` for the whole of it._\n"
+    budget = max_chars - len(note)
+    body = text
+    for branch, with_diffs, without in sections:
+        if len(body) + len(with_diffs) <= budget:
+            body += with_diffs
+        elif len(body) + len(without) <= budget:
+            # As many of the branch's diffs as fit; one big branch must not lose them all.
+            some = _branch_markdown(branch, with_diffs=True, room=budget - len(body))
+            body += some if len(body) + len(some) <= budget else without
+        else:
+            break
+    return body[:budget] + note
+
+
+def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None = None) -> str:
+    if not branch.modules and not branch.activate:
+        return ""
+    lines = [f"#### `{branch.label}`: {_ACTIONS[branch.action]}", ""]
+    for entry in branch.modules:
+        lines.append(f"- `{_md_escape(_module_line(entry))}`" + (f" ({_md_escape(entry.note)})" if entry.note else ""))
+    for which in branch.activate:
+        lines.append(f"- activate for {which}")
+    diffs = [e for e in branch.modules if e.diff]
+    if diffs:
+        if with_diffs:
+            blocks = [
+                f"<details><summary>diff of <code>{_md_escape(e.name)}</code></summary>\n\n{_fence(e.diff or '')}"
+                "\n\n</details>"
+                for e in diffs
+            ]
+            if room is not None:  # keep diffs while the section (with its "left out" line) stays within room
+                used = len("\n".join(lines)) + 64
+                fitting = 0
+                for block in blocks:
+                    used += len(block) + 1
+                    if used > room:
+                        break
+                    fitting += 1
+                blocks = blocks[:fitting]
+            lines.append("")
+            lines.extend(blocks)
+            if len(blocks) < len(diffs):
+                lines.append(f"- _{len(diffs) - len(blocks)} diff(s) left out to fit_")
+        else:
+            lines.append(f"- _{len(diffs)} diff(s) left out to fit_")
+    lines.append("")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,365 @@
+"""The stand-in of the game service as an ASGI application.
+
+Every request goes the same way: count it as received, apply an injected fault, find the endpoint (404), read the
+body (413 above ``max_body``), authenticate (401), check the token's scope (403), count it against the token's
+rate limits (429), and only then run the endpoint's handler. No answer is ever a traceback: a bug in a handler is
+logged and answered with a JSON 500. The log shows method, path, user and status, never a query string, a token,
+a password or a header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import threading
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.types import Message, Receive, Scope, Send
+
+from gitops.core.limits import endpoint_key
+from gitops.edges.clock import Clock
+from gitops.standin.accounts import Account, Accounts, Token
+from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint
+from gitops.standin.faults import Faults
+from gitops.standin.handlers import Handlers, parse_segment
+from gitops.standin.ratelimit import RateLimiter
+from gitops.standin.store import Store
+from gitops.standin.wire import HTML_TYPE, JSON_TYPE, TEXT_TYPE, Reject, Request, Response, error, ok
+
+log = logging.getLogger("gitops.standin")
+
+#: Request bodies above this many bytes are refused with 413 without being read into memory.
+MAX_BODY = 16 * 1024 * 1024
+
+#: Prefix of the control routes that only ``gitops serve --testing`` (and ``running_standin``) enables.
+CONTROL_PREFIX = "/__standin__/"
+
+_FAULT_ANSWERS: dict[str, Response] = {
+    "500": Response(500, b"Internal Server Error", TEXT_TYPE),
+    "html": Response(
+        502,
+        b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head>"
+        b"<body><h1>502 Bad Gateway</h1><p>The server is temporarily unavailable.</p></body></html>\n",
+        HTML_TYPE,
+    ),
+    "badjson": Response(200, b'{"ok":1,"modules":{"main":"module.exports.loop = function', JSON_TYPE),
+}
+
+
+class _ClientGone(Exception):
+    """The client disconnected before its request body arrived."""
+
+
+class StandInApp:
+    """The ASGI application. ``clock`` decides what "now" is for rate limits, grants and timestamps."""
+
+    def __init__(
+        self,
+        accounts: Accounts,
+        store: Store,
+        clock: Clock,
+        *,
+        testing: bool = False,
+        max_body: int = MAX_BODY,
+    ) -> None:
+        self.accounts = accounts
+        self.store = store
+        self.clock = clock
+        self.testing = testing
+        self.max_body = max_body
+        self.limiter = RateLimiter(store, clock)
+        self.faults = Faults()
+        self._received: Counter[tuple[str, str | None]] = Counter()
+        self._received_lock = threading.Lock()
+        now_ms = int(clock.now() * 1000)
+        for account in accounts.users:
+            store.ensure_user(account.username, now_ms)
+        self.routes = Handlers(self).routes()
+        assert set(self.routes) == set(ENDPOINTS), "every endpoint needs a handler"
+
+    # -- what tests read ------------------------------------------------------------------------------------
+
+    def count(self, endpoint: str, username: str | None = None) -> int:
+        """Requests received for ``endpoint`` (``"POST /api/user/code"``), by anyone or by ``username``'s login."""
+        parts = endpoint.split()
+        key = endpoint_key(parts[0], parts[1]) if len(parts) == 2 else endpoint
+        with self._received_lock:
+            return self._received[(key, username.lower() if username else None)]
+
+    def close(self) -> None:
+        """Release the data file."""
+        self.store.close()
+
+    # -- ASGI -----------------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # there is no websocket server; uvicorn is started with ws="none"
+        method: str = scope["method"]
+        path: str = scope["path"]
+        user: list[str] = []
+        try:
+            response = await self._handle(scope, receive, send, user)
+        except _ClientGone:
+            return
+        except Exception:
+            # Only a bug gets here; the client learns nothing of it but that it is one.
+            log.exception("internal error while answering %s %s", method, path)
+            response = error("internal error in the stand-in (see its log)", 500)
+        if response is None:
+            log.info("%s %s (%s) -> connection dropped (injected fault)", method, path, _who(user))
+            return
+        await _respond(send, response)
+        log.info("%s %s (%s) -> %d", method, path, _who(user), response.status)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send, user: list[str]) -> Response | None:
+        method: str = scope["method"]
+        path: str = scope["path"]
+        key = endpoint_key(method, path)
+        try:
+            query = _query(scope.get("query_string", b""))
+        except ValueError:
+            return error("the query string has too many parameters", 400)
+        headers: dict[str, str] = {}
+        for name, value in scope["headers"]:
+            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+
+        if self.testing and path.startswith(CONTROL_PREFIX):
+            body = await self._read_body(headers, receive)
+            if isinstance(body, Response):
+                return body
+            return self._control(Request(method, path, key, query, headers, body))
+
+        endpoint = ENDPOINTS.get(key)
+        token_value = headers.get("x-token") or query.get("_token") or None
+        authorization = headers.get("authorization")
+        token, account = self._identify(endpoint, token_value, authorization)
+        if account is not None:
+            user.append(account.username)
+        with self._received_lock:
+            self._received[(key, None)] += 1
+            if account is not None:
+                self._received[(key, account.username.lower())] += 1
+
+        fault = self.faults.take(key)
+        if fault is not None:
+            if fault.kind == "delay":
+                await asyncio.sleep(fault.delay_seconds)  # then answered as usual
+            elif fault.kind == "drop":
+                await _drop(send)
+                return None
+            else:
+                template = _FAULT_ANSWERS[fault.kind]
+                return Response(template.status, template.body, template.content_type)
+
+        if endpoint is None:
+            return error(f"no such endpoint: {key}", 404)
+        body = await self._read_body(headers, receive)
+        if isinstance(body, Response):
+            return body
+        req = Request(method, path, key, query, headers, body, account, token)
+
+        limited_token: str | None = None
+        rate_headers: list[tuple[bytes, bytes]] = []
+        try:
+            if endpoint.auth != "none":
+                if account is None:
+                    return error("unauthorized", 401)
+                if token is not None and self.limiter.unlimited_until(token.fingerprint) is None:
+                    limited_token = token.fingerprint
+                if token is not None:
+                    denied = _scope_problem(req, token)
+                    if denied is not None:
+                        return self._with_window(denied, limited_token, key)
+                if limited_token is not None:
+                    verdict = self.limiter.check(limited_token, key)
+                    if not verdict.allowed:
+                        text = f"Rate limit exceeded, retry after {verdict.retry_ms}ms"
+                        return Response(429, text.encode("ascii"), TEXT_TYPE, verdict.headers())
+                    rate_headers = verdict.headers()
+            response = self.routes[key](req)
+        except Reject as exc:
+            response = error(exc.message, exc.status, **exc.extra)
+        if rate_headers:
+            response.headers.extend(rate_headers)
+            return response
+        return self._with_window(response, limited_token, key)
+
+    def _with_window(self, response: Response, token: str | None, key: str) -> Response:
+        """Add the headers of the window a token-authenticated request would count against (without counting)."""
+        if token is not None:
+            response.headers.extend(self.limiter.peek(token, key).headers())
+        return response
+
+    def _identify(
+        self, endpoint: Endpoint | None, token_value: str | None, authorization: str | None
+    ) -> tuple[Token | None, Account | None]:
+        """Who the request is from; ``(None, None)`` when it has no valid credentials for the endpoint.
+
+        A token (header or query) wins over HTTP Basic; HTTP Basic counts only where the endpoint accepts it.
+        """
+        if endpoint is not None and endpoint.auth == "none":
+            return None, None
+        if token_value is not None:
+            token = self.accounts.token(token_value)
+            if token is None:
+                return None, None
+            return token, self.accounts.user(token.username)
+        if authorization and (endpoint is None or endpoint.auth == "token-or-basic"):
+            return None, self._basic(authorization)
+        return None, None
+
+    def _basic(self, authorization: str) -> Account | None:
+        scheme, _, encoded = authorization.strip().partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            decoded = base64.b64decode(encoded.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            return None
+        login, sep, password = decoded.partition(":")
+        if not sep:
+            return None
+        return self.accounts.login(login, password)
+
+    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | Response:
+        too_large = error(f"the request body is larger than the stand-in's limit of {self.max_body} bytes", 413)
+        too_large.headers.append((b"connection", b"close"))
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            return too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message: Message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                return too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    # -- control routes (testing only) ----------------------------------------------------------------------
+
+    def _control(self, req: Request) -> Response:
+        try:
+            return self._control_route(req)
+        except Reject as exc:
+            # Control routes are for test code, which wants a plain HTTP error rather than the game's envelope.
+            return error(exc.message, 400 if exc.status == 200 else exc.status)
+        except (ValueError, TypeError) as exc:
+            return error(f"bad control request: {exc}", 400)
+
+    def _control_route(self, req: Request) -> Response:
+        name = req.path[len(CONTROL_PREFIX) :].rstrip("/")
+        if req.method == "POST" and name == "advance":
+            seconds = req.json_object().get("seconds")
+            advance = getattr(self.clock, "advance", None)
+            if advance is None:
+                raise Reject("this stand-in runs on the real clock", 400)
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise Reject("give 'seconds' as a number", 400)
+            advance(float(seconds))
+            return ok(now=self.clock.now())
+        if req.method == "GET" and name == "now":
+            return ok(now=self.clock.now())
+        if req.method == "POST" and name == "fault":
+            data = req.json_object()
+            self.faults.inject(
+                str(data.get("endpoint", "")),
+                str(data.get("kind", "")),
+                data.get("count", 1),
+                float(data.get("delay", 0.0)),
+            )
+            return ok()
+        if req.method == "GET" and name == "count":
+            return ok(count=self.count(req.query.get("endpoint", ""), req.query.get("username") or None))
+        if req.method == "GET" and name == "branches":
+            listing = self.store.branches(req.query.get("username", ""))
+            return ok(
+                list=[{"branch": b.name, "activeWorld": b.active_world, "activeSim": b.active_sim} for b in listing]
+            )
+        if req.method == "GET" and name == "code":
+            found = self.store.branch(req.query.get("username", ""), req.query.get("branch", ""))
+            return ok(modules=None if found is None else found.modules())
+        return error(f"no such control route: {req.method} {req.path}", 404)
+
+
+def _scope_problem(req: Request, token: Token) -> Response | None:
+    """403 when a restricted token may not use this endpoint (or this memory segment)."""
+    if not token.allows(req.key):
+        return error(f"token is not allowed to use {req.key}", 403, endpoint=req.key)
+    if req.key in SEGMENT_ENDPOINTS and not token.full and req.key not in token.endpoints:
+        raw = req.query.get("segment") if req.method == "GET" else req.json_object().get("segment")
+        segment = parse_segment(raw)
+        # A number that is not a segment at all is left to the handler ("invalid segment ID").
+        if segment is not None and not token.allows_segment(req.key, segment):
+            return error(f"token is not allowed to use memory segment {segment}", 403, segment=segment)
+    return None
+
+
+def _query(raw: bytes) -> dict[str, str]:
+    query: dict[str, str] = {}
+    for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, max_num_fields=200):
+        query.setdefault(name, value)
+    return query
+
+
+def _who(user: list[str]) -> str:
+    return user[0] if user else "-"
+
+
+async def _respond(send: Send, response: Response) -> None:
+    headers = [
+        (b"content-type", response.content_type),
+        (b"content-length", str(len(response.body)).encode("ascii")),
+        *response.headers,
+    ]
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    await send({"type": "http.response.body", "body": response.body})
+
+
+async def _drop(send: Send) -> None:
+    """Close the connection without any answer.
+
+    ASGI has no message for that, so reach uvicorn's transport (its ``send`` is a bound method of the request
+    cycle) and abort it; elsewhere, start an answer that never completes, which makes the server close it.
+    """
+    cycle: Any = getattr(send, "__self__", None)
+    transport: Any = getattr(cycle, "transport", None)
+    if transport is not None and hasattr(cycle, "disconnected"):
+        transport.abort()
+        cycle.disconnected = True  # uvicorn then neither logs nor sends anything for this request
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1")]})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def create_app(
+    accounts: Accounts, data: Path, clock: Clock, *, testing: bool = False, max_body: int = MAX_BODY
+) -> StandInApp:
+    """The stand-in for ``accounts``, keeping its state in the SQLite file ``data`` (created when missing)."""
+    return StandInApp(accounts, Store(data), clock, testing=testing, max_body=max_body)
+
+
+__all__ = ["CONTROL_PREFIX", "MAX_BODY", "StandInApp", "create_app"]

@@ -1,0 +1,394 @@
+"""What each endpoint does, once the request is authenticated, in scope and within its rate limits.
+
+The answers follow the real server (``{"ok": 1, ...}``, and HTTP 200 ``{"error": "..."}`` for logical errors, with
+the real server's messages where it has one). ``docs/serve.md`` lists every answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import random
+import re
+from collections.abc import Callable
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from gitops import __version__
+from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire
+from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
+from gitops.standin.accounts import fingerprint
+from gitops.standin.endpoints import SEGMENT_COUNT
+from gitops.standin.store import ActiveName, dump_json, dump_modules, new_id
+from gitops.standin.wire import HTML_TYPE, Reject, Request, Response, dump, ok
+
+if TYPE_CHECKING:
+    from gitops.standin.app import StandInApp
+
+Handler = Callable[[Request], Response]
+
+#: Longest branch name the real server accepts in ``clone-branch``.
+MAX_BRANCH_NAME = 30
+MAX_MEMORY_LENGTH = 1024 * 1024
+MAX_SEGMENT_LENGTH = 100 * 1024
+MAX_EXPRESSION_LENGTH = 1024
+DEFAULT_SHARD = "shard0"
+
+_ROOM = re.compile(r"[WE](\d{1,3})[NS](\d{1,3})")
+_SHARD = re.compile(r"[A-Za-z0-9_-]{1,30}")
+_SEGMENT = re.compile(r"\s*\d{1,3}\s*")
+_ACTIVE_NAMES: tuple[ActiveName, ...] = ("activeWorld", "activeSim")
+
+
+def js_length(text: str) -> int:
+    """``text.length`` in JavaScript (UTF-16 code units)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def parse_segment(value: Any) -> int | None:
+    """A memory-segment number from a query string or JSON value, or ``None`` if it is not one from 0 to 99."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and _SEGMENT.fullmatch(value):
+        number = int(value)
+    else:
+        return None
+    return number if 0 <= number < SEGMENT_COUNT else None
+
+
+def check_modules(raw: Any, field: str) -> dict[str, Any]:
+    """The modules map the server keeps: each value checked, names the server drops left out, ``main`` added."""
+    if not isinstance(raw, dict):
+        raise Reject(f"invalid params: '{field}' must be an object that maps module names to source text")
+    kept: dict[str, Any] = {}
+    for name, value in raw.items():
+        if not isinstance(value, str):  # text needs no check; binary modules must hold valid base64
+            try:
+                module_from_wire(name, value)
+            except ValueError as exc:
+                raise Reject(f"invalid module: {exc}") from None
+        if dropped_name_reason(name) is None:
+            kept[name] = value
+    kept.setdefault("main", "")
+    return kept
+
+
+class Handlers:
+    """The endpoint handlers of one stand-in app."""
+
+    def __init__(self, app: StandInApp) -> None:
+        self.app = app
+        self.store = app.store
+        self.page = resources.files("gitops.standin").joinpath("page.html").read_bytes()
+
+    def routes(self) -> dict[str, Handler]:
+        return {
+            "GET /api/version": self.version,
+            "GET /api/auth/me": self.me,
+            "GET /api/auth/query-token": self.query_token,
+            "POST /api/auth/noratelimit": self.noratelimit,
+            "GET /a": self.page_html,
+            "GET /a/index.html": self.page_html,
+            "GET /api/user/code": self.get_code,
+            "POST /api/user/code": self.post_code,
+            "GET /api/user/branches": self.branches,
+            "POST /api/user/clone-branch": self.clone_branch,
+            "POST /api/user/set-active-branch": self.set_active_branch,
+            "POST /api/user/delete-branch": self.delete_branch,
+            "GET /api/user/memory": self.get_memory,
+            "POST /api/user/memory": self.post_memory,
+            "GET /api/user/memory-segment": self.get_segment,
+            "POST /api/user/memory-segment": self.post_segment,
+            "POST /api/user/console": self.console,
+            "GET /api/game/room-terrain": self.room_terrain,
+            "POST /api/game/map-stats": self.map_stats,
+            "GET /api/game/market/orders-index": self.orders_index,
+            "GET /api/game/market/orders": self.orders,
+            "GET /api/game/market/my-orders": self.my_orders,
+            "GET /api/game/market/stats": self.market_stats,
+            "GET /api/game/user/money-history": self.money_history,
+        }
+
+    def _now_ms(self) -> int:
+        return int(self.app.clock.now() * 1000)
+
+    # -- service, tokens and the no-rate-limit page ---------------------------------------------------------
+
+    def version(self, req: Request) -> Response:
+        return ok(
+            protocol=14,
+            useNativeAuth=False,
+            users=len(self.app.accounts.users),
+            serverData={"shards": [DEFAULT_SHARD]},
+            standin=True,
+            packageVersion=__version__,
+        )
+
+    def me(self, req: Request) -> Response:
+        user = req.user
+        return ok(_id=user.user_id, username=user.username, email=user.email, cpu=100, gcl=0, badge=None)
+
+    def _token_state(self, value: Any) -> tuple[Any, float | None]:
+        if not isinstance(value, str) or not value:
+            raise Reject("invalid params: give the token as 'token'")
+        token = self.app.accounts.token(value)
+        if token is None:
+            raise Reject("token not found")
+        return token, self.app.limiter.unlimited_until(fingerprint(value))
+
+    def query_token(self, req: Request) -> Response:
+        token, until = self._token_state(req.query.get("token"))
+        now = self.app.clock.now()
+        account = self.app.accounts.user(token.username)
+        assert account is not None
+        return ok(
+            _id=account.user_id,
+            user=account.username,
+            token=token.scope(),
+            unlimitedUntil=None if until is None else int(until * 1000),
+            unlimitedSeconds=0 if until is None else max(0, int(until - now)),
+        )
+
+    def noratelimit(self, req: Request) -> Response:
+        token, _ = self._token_state(req.json_object().get("token"))
+        until = self.app.limiter.grant(token.fingerprint)
+        return ok(unlimitedUntil=int(until * 1000))
+
+    def page_html(self, req: Request) -> Response:
+        # No X-Frame-Options: the page must work inside a frame (the interface document, section 4.3).
+        return Response(200, self.page, HTML_TYPE, [(b"cache-control", b"no-store")])
+
+    # -- code and branches ----------------------------------------------------------------------------------
+
+    def get_code(self, req: Request) -> Response:
+        selector = req.query.get("branch") or "$activeWorld"
+        branch = self.store.branch(req.user.username, selector)
+        if branch is None:
+            raise Reject("no code")
+        # The stored map is already JSON: splice it in rather than decode and encode it again.
+        body = b"".join((b'{"ok":1,"branch":', dump(branch.name), b',"modules":', branch.modules_json, b"}"))
+        return Response(200, body)
+
+    def post_code(self, req: Request) -> Response:
+        data = req.json_object()
+        raw = data.get("modules")
+        if not isinstance(raw, dict):
+            raise Reject("invalid params: 'modules' must be an object that maps module names to source text")
+        # JSON.stringify(modules).length never exceeds the body's size in bytes, so only a large body can be over.
+        if len(req.body) > MAX_CODE_LENGTH and code_length(raw) > MAX_CODE_LENGTH:
+            raise Reject("code length exceeds 5 MB limit")
+        branch = data.get("branch") or "$activeWorld"
+        if not isinstance(branch, str):
+            raise Reject("invalid params: 'branch' must be a string")
+        modules = check_modules(raw, "modules")
+        now_ms = self._now_ms()
+        if not self.store.put_code(req.user.username, branch, dump_modules(modules), now_ms):
+            raise Reject("branch does not exist")
+        return ok(timestamp=now_ms)
+
+    def branches(self, req: Request) -> Response:
+        listing = [
+            {
+                "_id": b.id,
+                "branch": b.name,
+                "activeWorld": b.active_world,
+                "activeSim": b.active_sim,
+                "timestamp": b.timestamp,
+            }
+            for b in self.store.branches(req.user.username)
+        ]
+        return ok(list=listing)
+
+    def clone_branch(self, req: Request) -> Response:
+        data = req.json_object()
+        source = data.get("branch")
+        if source and (not isinstance(source, str) or len(source) > MAX_BRANCH_NAME):
+            raise Reject("invalid branch name")
+        new_name = data.get("newName")
+        if not isinstance(new_name, str) or not new_name:
+            raise Reject("invalid params: 'newName' must be the name of the branch to create")
+        if len(new_name) > MAX_BRANCH_NAME or new_name.startswith("$"):
+            raise Reject("invalid branch name")
+        defaults = data.get("defaultModules")
+        modules = check_modules(defaults, "defaultModules") if defaults else {"main": ""}
+        now_ms = self._now_ms()
+        if not self.store.clone_branch(
+            req.user.username, source or None, new_name, dump_modules(modules), now_ms, MAX_BRANCHES
+        ):
+            raise Reject("too many branches")
+        return ok(timestamp=now_ms)
+
+    def set_active_branch(self, req: Request) -> Response:
+        data = req.json_object()
+        which = data.get("activeName")
+        if which not in _ACTIVE_NAMES:
+            raise Reject("invalid params")
+        branch = data.get("branch")
+        if not isinstance(branch, str) or not self.store.set_active(req.user.username, branch, which):
+            raise Reject("no branch")
+        return ok()
+
+    def delete_branch(self, req: Request) -> Response:
+        branch = req.json_object().get("branch")
+        if not isinstance(branch, str):
+            raise Reject("invalid params: 'branch' must be a string")
+        # Like the real server: an active branch is kept, and the answer is the same either way.
+        self.store.delete_branch(req.user.username, branch)
+        return ok(timestamp=self._now_ms())
+
+    # -- memory and segments --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _shard(value: Any) -> str:
+        if value is None or value == "":
+            return DEFAULT_SHARD
+        if not isinstance(value, str) or not _SHARD.fullmatch(value):
+            raise Reject("invalid params: 'shard' must be a shard name such as shard0")
+        return value
+
+    def get_memory(self, req: Request) -> Response:
+        memory: Any = self.store.memory(req.user.username, self._shard(req.query.get("shard")))
+        path = req.query.get("path")
+        if path:
+            for part in path.split("."):
+                if memory is _MISSING or memory is None:
+                    # JavaScript throws on a property of undefined; the real server answers this text as data.
+                    return ok(data="Incorrect memory path")
+                if isinstance(memory, dict):
+                    memory = memory.get(part, _MISSING)
+                elif isinstance(memory, list) and part.isdigit() and int(part) < len(memory):
+                    memory = memory[int(part)]
+                else:
+                    memory = _MISSING
+        if memory is _MISSING:
+            return ok()  # JSON.stringify leaves out an undefined 'data'
+        packed = gzip.compress(dump_json(memory).encode("ascii"), mtime=0)
+        return ok(data="gz:" + base64.b64encode(packed).decode("ascii"))
+
+    def post_memory(self, req: Request) -> Response:
+        data = req.json_object()
+        shard = self._shard(data.get("shard"))
+        path = data.get("path")
+        if path is not None and not isinstance(path, str):
+            raise Reject("invalid params: 'path' must be a string such as 'creeps.harvester1'")
+        has_value = "value" in data
+        value = data.get("value")
+        if has_value and len(dump_json(value)) > MAX_MEMORY_LENGTH:
+            raise Reject("memory size is too large")
+        user = req.user.username
+        if not path:
+            # The real server empties Memory and copies the value's keys into it.
+            self.store.set_memory(user, shard, value if isinstance(value, dict) else {})
+            return ok(result={"ok": 1, "n": 1})
+        memory: Any = self.store.memory(user, shard)
+        if not isinstance(memory, dict):
+            memory = {}
+        node = memory
+        *parents, last = path.split(".")
+        for part in parents:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise Reject("Incorrect memory path")
+            node = child
+        if has_value:
+            node[last] = value
+        else:
+            node.pop(last, None)
+        self.store.set_memory(user, shard, memory)
+        return ok(result={"ok": 1, "n": 1})
+
+    def get_segment(self, req: Request) -> Response:
+        segment = parse_segment(req.query.get("segment"))
+        if segment is None:
+            raise Reject("invalid segment ID")
+        shard = self._shard(req.query.get("shard"))
+        return ok(data=self.store.segment(req.user.username, shard, segment))
+
+    def post_segment(self, req: Request) -> Response:
+        data = req.json_object()
+        segment = parse_segment(data.get("segment"))
+        if segment is None:
+            raise Reject("invalid segment ID")
+        text = data.get("data")
+        if not isinstance(text, str):
+            raise Reject("invalid params: 'data' must be a string")
+        if js_length(text) > MAX_SEGMENT_LENGTH:
+            raise Reject("length limit exceeded")
+        self.store.set_segment(req.user.username, self._shard(data.get("shard")), segment, text)
+        return ok()
+
+    def console(self, req: Request) -> Response:
+        data = req.json_object()
+        expression = data.get("expression")
+        if not isinstance(expression, str):
+            raise Reject("invalid params: 'expression' must be a string")
+        self._shard(data.get("shard"))
+        if js_length(dump_json(expression)) > MAX_EXPRESSION_LENGTH:
+            raise Reject("expression size is too large")
+        entry = {"_id": new_id(), "user": req.user.user_id, "expression": expression}
+        return ok(result={"ok": 1, "n": 1}, ops=[entry], insertedCount=1)
+
+    # -- game and market ------------------------------------------------------------------------------------
+
+    def room_terrain(self, req: Request) -> Response:
+        room = req.query.get("room", "")
+        if not _ROOM.fullmatch(room):
+            raise Reject("invalid room")
+        terrain = _terrain(room)
+        if req.query.get("encoded") not in (None, "", "0", "false"):
+            return ok(terrain=[{"_id": room, "room": room, "terrain": terrain, "type": "terrain"}])
+        names = {"1": "wall", "2": "swamp"}
+        tiles = [
+            {"room": room, "x": i % 50, "y": i // 50, "type": names[t]} for i, t in enumerate(terrain) if t in names
+        ]
+        return ok(terrain=tiles)
+
+    def map_stats(self, req: Request) -> Response:
+        data = req.json_object()
+        rooms = data.get("rooms")
+        if not isinstance(rooms, list) or len(rooms) > 1000 or not all(isinstance(r, str) for r in rooms):
+            raise Reject("invalid params: 'rooms' must be a list of room names")
+        stat = data.get("statName")
+        if not isinstance(stat, str) or not stat:
+            raise Reject("invalid params: 'statName' must be a string such as 'owner0'")
+        self._shard(data.get("shard"))
+        stats = {r: {"status": "normal", "novice": None, "openTime": None} for r in rooms if _ROOM.fullmatch(r)}
+        return ok(stats=stats, users={})
+
+    def orders_index(self, req: Request) -> Response:
+        return ok(list=[{"_id": "energy", "count": 0}])
+
+    def orders(self, req: Request) -> Response:
+        return ok(list=[])
+
+    def my_orders(self, req: Request) -> Response:
+        return ok(list=[])
+
+    def market_stats(self, req: Request) -> Response:
+        return ok(stats=[])
+
+    def money_history(self, req: Request) -> Response:
+        raw = req.query.get("page") or "0"
+        page = int(raw) if raw.isdigit() and len(raw) < 6 else 0
+        return ok(page=page, list=[], hasMore=False)
+
+
+_MISSING: Any = object()
+
+
+def _terrain(room: str) -> str:
+    """A fixed made-up terrain for a room: 2,500 digits (0 plain, 1 wall, 2 swamp), walls round the edge with exits."""
+    rng = random.Random(room)
+    tiles = []
+    for y in range(50):
+        for x in range(50):
+            edge = x in (0, 49) or y in (0, 49)
+            exit_gap = 20 <= (y if x in (0, 49) else x) <= 29
+            if edge:
+                tiles.append("0" if exit_gap else "1")
+            else:
+                roll = rng.random()
+                tiles.append("1" if roll < 0.2 else "2" if roll < 0.3 else "0")
+    return "".join(tiles)

@@ -1,0 +1,115 @@
+"""Running the stand-in inside a test: a real HTTP server on an ephemeral loopback port, on a manual clock.
+
+Example::
+
+    with running_standin(DEMO_ACCOUNTS, tmp_path / "standin.sqlite3") as standin:
+        httpx.get(standin.url + "/api/user/code", headers={"X-Token": FULL_TOKEN})
+        standin.clock.advance(3600)          # an hour later, without waiting
+        standin.inject_fault("POST /api/user/code", "drop")
+        assert standin.count("POST /api/user/code", ALICE) == 0
+
+The pytest fixture ``standin`` (``tests/conftest.py``) does this with a fresh database for each test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gitops.edges.clock import ManualClock
+from gitops.standin.accounts import fingerprint, load_accounts
+from gitops.standin.app import StandInApp, create_app
+from gitops.standin.runner import ThreadedServer, bind, make_config, url_of
+
+ALICE = "alice"
+ALICE_EMAIL = "alice@example.com"
+ALICE_PASSWORD = "s3cret"  # noqa: S105 (test data)
+#: Alice's full-access token. A canary: tests search every output of the tool for it.
+FULL_TOKEN = "canary0123456789abcdef0123456789ab"  # noqa: S105 (test data)
+#: Alice's restricted token: only ``GET /api/user/code`` and ``POST /api/user/code``.
+RESTRICTED_TOKEN = "canaryrestricted0123456789abcdef0"  # noqa: S105 (test data)
+BOB = "bob"
+BOB_EMAIL = "bob@example.com"
+BOB_PASSWORD = "hunter2"  # noqa: S105 (test data)
+#: Bob's full-access token (a second account, to show that state is per user).
+BOB_TOKEN = "canarybob0123456789abcdef01234567"  # noqa: S105 (test data)
+
+DEMO_ACCOUNTS: dict[str, Any] = {
+    "users": [
+        {
+            "username": ALICE,
+            "email": ALICE_EMAIL,
+            "password": ALICE_PASSWORD,
+            "tokens": [
+                {"value": FULL_TOKEN, "full": True},
+                {"value": RESTRICTED_TOKEN, "endpoints": ["GET /api/user/code", "POST /api/user/code"]},
+            ],
+        },
+        {
+            "username": BOB,
+            "email": BOB_EMAIL,
+            "password": BOB_PASSWORD,
+            "tokens": [{"value": BOB_TOKEN, "full": True}],
+        },
+    ]
+}
+
+
+class StandIn:
+    """A running stand-in, with what tests need to steer and inspect it."""
+
+    def __init__(self, url: str, app: StandInApp, clock: ManualClock) -> None:
+        self.url = url
+        self.app = app
+        self.clock = clock
+
+    def inject_fault(self, endpoint: str, kind: str, count: int = 1, delay: float = 0.0) -> None:
+        """The next ``count`` requests to ``endpoint`` fail: ``500``, ``drop``, ``delay``, ``html`` or ``badjson``."""
+        self.app.faults.inject(endpoint, kind, count, delay)
+
+    def count(self, endpoint: str, username: str | None = None) -> int:
+        """Requests received for ``endpoint`` (``"POST /api/user/code"``), by anyone or from ``username``."""
+        return self.app.count(endpoint, username)
+
+    def branch_modules(self, username: str, branch: str) -> dict[str, object] | None:
+        """The modules of a branch in wire form (``$activeWorld`` works), or ``None`` if it does not exist."""
+        found = self.app.store.branch(self._user(username), branch)
+        return None if found is None else found.modules()
+
+    def branches(self, username: str) -> list[dict[str, object]]:
+        """``[{"branch": ..., "activeWorld": ..., "activeSim": ...}]`` sorted by name."""
+        return [
+            {"branch": b.name, "activeWorld": b.active_world, "activeSim": b.active_sim}
+            for b in self.app.store.branches(self._user(username))
+        ]
+
+    def _user(self, username: str) -> str:
+        # Usernames are case-insensitive, as on the server; the store keys them as the accounts file spells them.
+        account = self.app.accounts.user(username)
+        return account.username if account is not None else username
+
+    def grant_unlimited(self, token: str) -> float:
+        """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""
+        return self.app.limiter.grant(fingerprint(token))
+
+
+@contextmanager
+def running_standin(
+    accounts: Mapping[str, object] | Path, data: Path, clock: ManualClock | None = None
+) -> Iterator[StandIn]:
+    """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block."""
+    clock = clock or ManualClock()
+    app = create_app(load_accounts(accounts), data, clock, testing=True)
+    try:
+        sock = bind("127.0.0.1", 0)
+        server = ThreadedServer(make_config(app), sock)
+        try:
+            server.start()
+            yield StandIn(url_of(sock), app, clock)
+        finally:
+            server.stop()
+            sock.close()
+    finally:
+        app.close()
