@@ -43,7 +43,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from gitops.config.yamlload import UntrustedLoader
-from gitops.core.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
+from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.errors import ManifestError
 
 DEFAULT_MANIFEST = "gitops.yaml"

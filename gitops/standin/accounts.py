@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from gitops.config.yamlload import UntrustedLoader
-from gitops.core.limits import endpoint_key
+from gitops.core.endpoints import endpoint_key
 from gitops.errors import ProblemsError, UsageError
 from gitops.secrets import register
 from gitops.standin.endpoints import SEGMENT_COUNT, SEGMENT_ENDPOINTS, TOKEN_ENDPOINTS

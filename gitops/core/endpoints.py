@@ -1,8 +1,10 @@
-"""The rate limits of the game service, as the interface document lists them (section 8).
+"""The catalogue of the game service: the endpoints this tool uses, their rate limits, and the scopes each
+command needs (the interface document, sections 3 and 8).
 
-One table, read by the client (to budget and pace requests) and by the local stand-in service (to enforce them).
-Limits apply per token; every token-authenticated request counts against the global limit and, where it has one,
-against its endpoint's limit.
+One module, read by the planner (what a plan spends), the client (pacing, 429s, 403 messages), ``gitops token``
+(what a restricted token lacks) and the local stand-in service (to enforce the limits). Limits apply per token;
+every token-authenticated request counts against the global limit and, where it has one, against its endpoint's
+limit.
 """
 
 from __future__ import annotations
@@ -36,6 +38,22 @@ class Limit:
         return f"{self.count} per {unit}"
 
 
+#: The endpoints plan and apply use, keyed ``"METHOD /path"`` as the limit table and the accounts file key them.
+DOWNLOAD = "GET /api/user/code"
+UPLOAD = "POST /api/user/code"
+LIST = "GET /api/user/branches"
+CLONE = "POST /api/user/clone-branch"
+ACTIVATE = "POST /api/user/set-active-branch"
+QUERY_TOKEN = "GET /api/auth/query-token"  # noqa: S105 - an endpoint, not a password
+SIGNIN = "POST /api/auth/signin"
+
+#: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
+#: addition, for ``apply``; named in 403 messages and by ``gitops token``.
+PLAN_ENDPOINTS: tuple[str, ...] = (DOWNLOAD,)
+#: Optional for plan: without it, branch existence is learnt from the code download and activation is re-sent.
+LIST_ENDPOINT = LIST
+APPLY_ENDPOINTS: tuple[str, ...] = (UPLOAD, CLONE, ACTIVATE)
+
 GLOBAL_KEY = "global"
 GLOBAL_LIMIT = Limit(GLOBAL_KEY, 120, MINUTE)
 
@@ -44,9 +62,9 @@ ENDPOINT_LIMITS: dict[str, Limit] = {
     for limit in (
         Limit("GET /api/game/room-terrain", 360, HOUR),
         Limit("POST /api/game/map-stats", 60, HOUR),
-        Limit("GET /api/user/code", 60, HOUR),
-        Limit("POST /api/user/code", 240, DAY),
-        Limit("POST /api/user/set-active-branch", 240, DAY),
+        Limit(DOWNLOAD, 60, HOUR),
+        Limit(UPLOAD, 240, DAY),
+        Limit(ACTIVATE, 240, DAY),
         Limit("GET /api/user/memory", 1440, DAY),
         Limit("POST /api/user/memory", 240, DAY),
         Limit("GET /api/user/memory-segment", 360, HOUR),
