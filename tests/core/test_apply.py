@@ -16,7 +16,7 @@ from gitops.config.manifest import ActiveName, load_manifest
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import CodeSet, Module, WireModule
 from gitops.core.endpoints import ACTIVATE, CLONE, DOWNLOAD, UPLOAD
-from gitops.core.plan import BranchPlan, Payload, Plan, RemoteSeen, Step
+from gitops.core.plan import BranchPlan, Payload, Plan, RemoteSeen, Seen, Step
 from gitops.core.remote import BranchInfo, RemoteReader, RemoteWriter
 from gitops.edges.clock import ManualClock
 from gitops.errors import (
@@ -79,7 +79,7 @@ def branch_plan(
     create: bool = False,
     upload: bool = True,
     activate: tuple[ActiveName, ...] = (),
-    how: str = "download",
+    how: Seen = "download",
     seen: CodeSet | None = SERVER_CODE,
 ) -> BranchPlan:
     steps = []
@@ -94,7 +94,7 @@ def branch_plan(
         branch=branch,
         action="create" if create else "update" if upload else "activate" if activate else "none",
         remote=RemoteSeen(
-            how=how,  # type: ignore[arg-type]
+            how=how,
             learnt_at=None if how == "unknown" else 1.0,
             exists=exists,
             digest=seen.digest if seen is not None and exists else None,
