@@ -29,9 +29,7 @@ Contents = Mapping[str, str | bytes]
 
 def code(modules: Contents) -> CodeSet:
     """A code set from ``{name: text or bytes}`` (bytes make a binary module)."""
-    return CodeSet.of(
-        [Module(n, binary=v) if isinstance(v, bytes) else Module(n, text=v) for n, v in modules.items()]
-    )
+    return CodeSet.of([Module(n, binary=v) if isinstance(v, bytes) else Module(n, text=v) for n, v in modules.items()])
 
 
 def branch(server: str = "local", name: str = "main", **options: Any) -> dict[str, Any]:
@@ -61,7 +59,8 @@ def local(
 ) -> LocalCode:
     """The repository's code: ``(server, branch, {name: content})`` per branch, in manifest order."""
     branches = [
-        LocalBranch(server, name, code(modules), {m: f"src/{m}.js" for m in modules}) for server, name, modules in entries
+        LocalBranch(server, name, code(modules), {m: f"src/{m}.js" for m in modules})
+        for server, name, modules in entries
     ]
     return LocalCode(
         branches=branches,

@@ -113,7 +113,9 @@ def test_the_reserve_is_kept_back_from_the_full_limit_when_nothing_is_known() ->
 
 
 def test_a_reserve_above_what_remains_refuses_even_one_request() -> None:
-    rows = assess("s", {UPLOAD: 1}, {UPLOAD: window(UPLOAD, 240, 2)}, reserve={UPLOAD: 5}, unlimited_until=None, now=NOW)
+    rows = assess(
+        "s", {UPLOAD: 1}, {UPLOAD: window(UPLOAD, 240, 2)}, reserve={UPLOAD: 5}, unlimited_until=None, now=NOW
+    )
     assert not rows[0].fits
 
 

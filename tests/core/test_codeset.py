@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gitops.core.codeset import (
@@ -111,7 +113,7 @@ def test_binary_from_the_wire_with_or_without_padding(encoded: str) -> None:
     ],
 )
 def test_anything_else_from_the_wire_is_refused(value: object, reason: str) -> None:
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ValueError, match=re.escape(reason)) as caught:
         module_from_wire("m", value)
     assert str(caught.value) == reason
 

@@ -87,7 +87,9 @@ def test_line_ending_only_change_says_so() -> None:
 
 def test_a_large_module_shows_no_diff() -> None:
     old = "a\n" * (MAX_DIFF_BYTES // 2 + 1)  # just over the size where difflib may take too long
-    change = diff_branch(CodeSet.of([Module("main", text="b\n")]), remote_of(Module("main", text=old)).modules).changed[0]
+    change = diff_branch(CodeSet.of([Module("main", text="b\n")]), remote_of(Module("main", text=old)).modules).changed[
+        0
+    ]
     assert (change.diff, change.note) == (None, "large module: sizes and hashes only")
     assert (change.old_size, change.new_size) == (len(old), 2)
 
@@ -119,7 +121,9 @@ def test_the_diff_cap_is_a_parameter() -> None:
 
 
 def test_a_final_newline_alone_is_a_line_ending_change() -> None:
-    change = diff_branch(CodeSet.of([Module("main", text="a")]), remote_of(Module("main", text="a\n")).modules).changed[0]
+    change = diff_branch(CodeSet.of([Module("main", text="a")]), remote_of(Module("main", text="a\n")).modules).changed[
+        0
+    ]
     assert (change.diff, change.note) == (None, "only line endings or the final newline differ")
 
 

@@ -123,7 +123,9 @@ def test_a_created_branch_is_activated_whatever_the_list_says() -> None:
 
 def test_keep_with_downloaded_content_sends_the_kept_modules_back() -> None:
     server = on_server("main", {"main": "old", "extra": "server only"})
-    result = plan(manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server))
+    result = plan(
+        manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server)
+    )
     (b,) = result.branches
     assert b.action == "update"
     assert (b.names("changed"), b.names("kept"), b.names("removed")) == (["main"], ["extra"], [])
@@ -138,7 +140,9 @@ def test_keep_with_downloaded_content_sends_the_kept_modules_back() -> None:
 
 def test_keep_planned_from_the_ledger_names_the_kept_modules_apply_must_download() -> None:
     server = on_server("main", {"main": "old", "extra": "server only"}, how="ledger", with_text=False)
-    result = plan(manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server))
+    result = plan(
+        manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server)
+    )
     (b,) = result.branches
     payload = result.payload("local", "main")
     assert payload is not None
@@ -153,7 +157,9 @@ def test_keep_planned_from_the_ledger_names_the_kept_modules_apply_must_download
 
 def test_a_kept_binary_module_is_always_downloaded_by_apply() -> None:
     server = on_server("main", {"main": "old", "lib.wasm": b"\0asm"})
-    result = plan(manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server))
+    result = plan(
+        manifest(branch(remote_only="keep")), local(("local", "main", {"main": "new"})), view("local", server)
+    )
     payload = result.payload("local", "main")
     assert payload is not None
     assert payload.missing_kept == ["lib.wasm"]
@@ -187,7 +193,9 @@ def test_kept_modules_can_push_the_upload_over_5_mb() -> None:
 def test_a_large_kept_module_without_an_upload_is_no_problem() -> None:
     big = "x" * MAX_CODE_LENGTH
     server = on_server("main", {"main": "same", "bundle": big})
-    result = plan(manifest(branch(remote_only="keep")), local(("local", "main", {"main": "same"})), view("local", server))
+    result = plan(
+        manifest(branch(remote_only="keep")), local(("local", "main", {"main": "same"})), view("local", server)
+    )
     (b,) = result.branches
     assert b.action == "none"
     assert b.upload_length > MAX_CODE_LENGTH
@@ -200,9 +208,10 @@ def test_a_branch_without_main_plans_the_servers_empty_main() -> None:
     created = plan(manifest(), local(("local", "main", {"lib": "l"})), view("local", on_server("main", None)))
     payload = created.payload("local", "main")
     assert payload is not None
-    assert payload.modules == {"lib": "l", "main": ""}
+    uploaded = {"lib": "l", "main": ""}
+    assert payload.modules == uploaded
     # After the upload the server holds the empty main too: no change, so the plan converges.
-    again = plan(manifest(), local(("local", "main", {"lib": "l"})), view("local", on_server("main", payload.modules)))
+    again = plan(manifest(), local(("local", "main", {"lib": "l"})), view("local", on_server("main", uploaded)))
     assert again.branches[0].action == "none"
 
 
@@ -256,14 +265,18 @@ def test_creating_a_branch_past_the_limit_is_refused() -> None:
 def test_the_last_free_branch_can_be_created() -> None:
     almost = listed(*(f"b{i}" for i in range(MAX_BRANCHES - 1)))
     result = plan(
-        manifest(branch(name="new")), local(("local", "new", MAIN)), view("local", on_server("new", None), listed=almost)
+        manifest(branch(name="new")),
+        local(("local", "new", MAIN)),
+        view("local", on_server("new", None), listed=almost),
     )
     assert result.branches[0].action == "create"
 
 
 def test_a_full_account_can_still_update_its_branches() -> None:
     full = listed(*(f"b{i}" for i in range(MAX_BRANCHES - 1)), "main")
-    result = plan(manifest(), local(("local", "main", MAIN)), view("local", on_server("main", {"main": "x"}), listed=full))
+    result = plan(
+        manifest(), local(("local", "main", MAIN)), view("local", on_server("main", {"main": "x"}), listed=full)
+    )
     assert result.branches[0].action == "update"
 
 
@@ -299,6 +312,15 @@ def test_budget_rows_are_per_server_and_count_every_request() -> None:
     ]
     assert not result.fits_budget
     assert result.servers() == ["official", "private"]
+    assert [(p.server, p.branch) for p in result.payloads] == [
+        ("official", "main"),
+        ("official", "ptr"),
+        ("private", "main"),
+    ]
+    private = result.payload("private", "main")
+    assert private is not None
+    assert private.modules == MAIN
+    assert result.payload("private", "ptr") is None
     assert result.not_rate_limited == []
 
 

@@ -78,14 +78,17 @@ def test_a_plan_file_that_is_not_json(tmp_path: Path) -> None:
     path = tmp_path / "plan.json"
     path.write_text("format_version: 1\nbranches: []\n", encoding="utf-8")
     error = plan_file_error(path)
-    assert error.message == (
-        f"plan file {path} is not JSON (line 1): is it a plan saved with 'gitops plan --out'?"
-    )
+    assert error.message == (f"plan file {path} is not JSON (line 1): is it a plan saved with 'gitops plan --out'?")
 
 
 @pytest.mark.parametrize(
     ("content", "shown"),
-    [('{"format_version": 2}', "2"), ('{"branches": []}', "None"), ("[1, 2]", "None"), ('{"format_version": "1"}', "'1'")],
+    [
+        ('{"format_version": 2}', "2"),
+        ('{"branches": []}', "None"),
+        ("[1, 2]", "None"),
+        ('{"format_version": "1"}', "'1'"),
+    ],
 )
 def test_a_plan_file_of_another_format(tmp_path: Path, content: str, shown: str) -> None:
     path = tmp_path / "plan.json"

@@ -94,7 +94,9 @@ def mixed_plan() -> Plan:
                 ago=30,
             ),
             on_server("season", None, ago=4000),
-            on_server("ptr", {"main": "ptr\n", "util": "old util", "gone": "g"}, how="ledger", ago=3 * 86400, with_text=False),
+            on_server(
+                "ptr", {"main": "ptr\n", "util": "old util", "gone": "g"}, how="ledger", ago=3 * 86400, with_text=False
+            ),
             listed=listed("main", "ptr"),
         ),
         view("private", on_server("main", {"main": "private\n"}, how="own-upload", ago=7200), listed=listed("main")),
@@ -174,7 +176,9 @@ def test_colour_only_when_asked_and_only_as_styling() -> None:
     assert "\n  " + click.style("= extra  1.5 kB", fg="cyan") in coloured
     assert "\n      " + click.style("+line three", fg="green") in coloured
     assert "\n      " + click.style("-line 3", fg="red") in coloured
-    shortfall = "  official: POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved"
+    shortfall = (
+        "  official: POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved"
+    )
     assert "\n" + click.style(shortfall + " -> DOES NOT FIT", fg="red", bold=True) in coloured
     # A branch with nothing to do is bold but not coloured.
     quiet = render_text(quiet_plan(), now=NOW, color=True)
@@ -258,7 +262,8 @@ def test_a_diff_holding_backticks_gets_a_longer_fence() -> None:
 
 
 @pytest.mark.parametrize(
-    ("n", "text"), [(None, "-"), (0, "0 B"), (999, "999 B"), (1000, "1.0 kB"), (999_949, "999.9 kB"), (1_300_000, "1.30 MB")]
+    ("n", "text"),
+    [(None, "-"), (0, "0 B"), (999, "999 B"), (1000, "1.0 kB"), (999_949, "999.9 kB"), (1_300_000, "1.30 MB")],
 )
 def test_size(n: int | None, text: str) -> None:
     assert size(n) == text
@@ -266,7 +271,14 @@ def test_size(n: int | None, text: str) -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(-5, "0 s ago"), (89, "89 s ago"), (90, "2 min ago"), (5399, "90 min ago"), (5400, "1.5 h ago"), (2 * 86400, "2.0 days ago")],
+    [
+        (-5, "0 s ago"),
+        (89, "89 s ago"),
+        (90, "2 min ago"),
+        (5399, "90 min ago"),
+        (5400, "1.5 h ago"),
+        (2 * 86400, "2.0 days ago"),
+    ],
 )
 def test_age(seconds: float, text: str) -> None:
     assert age(seconds) == text
@@ -281,6 +293,8 @@ def test_seen_text_of_each_provenance() -> None:
         "from the ledger, learnt 3.0 days ago (not downloaded)",
         "from this tool's own upload 2.0 h ago (ledger; not downloaded again)",
     ]
+    unknown = plan(manifest(), local(("local", "main", {"main": "m"}))).branches[0]
+    assert seen_text(unknown, NOW) == "server state unknown (nothing downloaded, nothing in the ledger)"
 
 
 def test_budget_rows_in_words() -> None:
