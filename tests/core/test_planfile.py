@@ -81,6 +81,16 @@ def test_a_plan_file_that_is_not_json(tmp_path: Path) -> None:
     assert error.message == (f"plan file {path} is not JSON (line 1): is it a plan saved with 'gitops plan --out'?")
 
 
+def test_a_plan_file_nested_too_deeply(tmp_path: Path) -> None:
+    # json.loads recurses once per level; this used to end in a RecursionError (exit 70) instead of exit 8.
+    path = tmp_path / "plan.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    error = plan_file_error(path)
+    assert error.message == (
+        f"plan file {path} is nested too deeply to be a plan: is it a plan saved with 'gitops plan --out'?"
+    )
+
+
 @pytest.mark.parametrize(
     ("content", "shown"),
     [
