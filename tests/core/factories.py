@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from gitops.config.manifest import LoadedManifest, Manifest, manifest_digest
 from gitops.core.budget import BudgetFacts, WindowState
@@ -111,17 +111,25 @@ def listed(*names: str, world: str | None = None, sim: str | None = None) -> lis
 
 
 def window(
-    endpoint: str, limit: int, remaining: int, *, reset_in: float = 3600, source: str = "headers"
+    endpoint: str,
+    limit: int,
+    remaining: int,
+    *,
+    reset_in: float = 3600,
+    source: Literal["headers", "counted"] = "headers",
 ) -> WindowState:
     """A known rate-limit window that resets ``reset_in`` seconds after :data:`NOW`."""
-    assert source in ("headers", "counted")
-    return WindowState(endpoint, limit, remaining, NOW + reset_in, NOW - 10, source)  # type: ignore[arg-type]
+    return WindowState(endpoint, limit, remaining, NOW + reset_in, NOW - 10, source)
 
 
-def facts(*windows: WindowState, **options: Any) -> BudgetFacts:
-    """Budget facts of one server from its known windows (options: ``unlimited_until``, ``reserve``,
-    ``limited``)."""
-    return BudgetFacts({w.endpoint: w for w in windows}, **options)
+def facts(
+    *windows: WindowState,
+    unlimited_until: float | None = None,
+    reserve: Mapping[str, int] | None = None,
+    limited: bool = True,
+) -> BudgetFacts:
+    """Budget facts of one server from its known windows."""
+    return BudgetFacts({w.endpoint: w for w in windows}, unlimited_until, reserve, limited)
 
 
 def plan(
