@@ -16,7 +16,7 @@ import pytest
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.remote import BranchInfo
-from gitops.edges.client import ServiceClient, TokenInfo
+from gitops.edges.client import ReadOnlyClient, ServiceClient, TokenInfo
 from gitops.edges.clock import ManualClock
 from gitops.edges.ledger import Ledger
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
@@ -955,3 +955,19 @@ def test_without_the_branch_list_a_second_activated_branch_is_recorded(
         assert (flags["default"], flags["trial"]) == ((True, False), (False, True))
         again = p.plan("--refresh=always")
         assert again.code == 0, again.out + again.err
+
+
+def test_the_read_only_view_reads_and_cannot_write(make_client: Callable[..., ServiceClient], tmp_path: Path) -> None:
+    """What planning gets: the client's reads, and no method that writes (mypy refuses the call; so does Python)."""
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=ManualClock(START))
+    rec = Recorder(ok({"list": [{"branch": "main", "activeWorld": True}]}), ok({"modules": {"main": "x"}}))
+    reader = ReadOnlyClient(make_client(rec, observer=ledger))
+    assert reader.list_branches() == [BranchInfo("main", True, False)]
+    code = reader.get_code("main")
+    assert code is not None
+    assert code.names() == ["main"]
+    for write in ("upload_code", "clone_branch", "set_active_branch", "query_token"):
+        assert not hasattr(reader, write)
+    remembered = ledger.remembered_branch("main")
+    assert remembered is not None
+    assert remembered.digest == code.digest  # what it read went to the observer

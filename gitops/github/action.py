@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, REFRESH_CHOICES, Refresh
+from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
 from gitops.errors import ExitCode, GitopsError, UsageError
 from gitops.secrets import Secret, redact
 
@@ -391,7 +391,7 @@ def _plan_and_apply(
         manifest=inputs.manifest,
         env=tool_env,
         ref=inputs.ref,
-        refresh=inputs.refresh or ("never" if inputs.command == "plan" and pr is not None else "auto"),
+        refresh=inputs.refresh or ("never" if inputs.command == "plan" and pr is not None else DEFAULT_REFRESH),
         max_wait=inputs.max_wait,
         clock=clock or SystemClock(),
         transport=transport,
