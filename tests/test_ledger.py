@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.endpoints import GLOBAL_KEY
+from gitops.core.endpoints import GLOBAL_KEY, window_key
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import ManualClock
-from gitops.edges.ledger import Ledger, default_state_dir, window_key
+from gitops.edges.ledger import Ledger, default_state_dir
 
 URL = "https://screeps.com/ptr"
 FP = "0123456789abcdef"

@@ -4,11 +4,13 @@ command needs (the interface document, sections 3 and 8).
 One module, read by the planner (what a plan spends), the client (pacing, 429s, 403 messages), ``gitops token``
 (what a restricted token lacks) and the local stand-in service (to enforce the limits). Limits apply per token;
 every token-authenticated request counts against the global limit and, where it has one, against its endpoint's
-limit.
+limit. How the ``X-RateLimit-*`` headers are read (which window they describe, their numbers) is here too, so that
+the client and the ledger read them alike.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 MINUTE = 60
@@ -90,3 +92,54 @@ def endpoint_key(method: str, path: str) -> str:
 def limit_for(endpoint: str) -> Limit | None:
     """The endpoint's own limit, or ``None`` when only the global limit applies."""
     return ENDPOINT_LIMITS.get(endpoint)
+
+
+# --- reading the X-RateLimit-* headers (the client and the ledger read them alike) ---------------------------
+
+#: The longest window of any limit (a day): no reset is further away than this.
+LONGEST_PERIOD = max(limit.period for limit in ENDPOINT_LIMITS.values())
+
+
+def window_key(endpoint: str, header_limit: int) -> str:
+    """Which window a response's ``X-RateLimit-*`` headers describe.
+
+    The interface does not say whether they report the global or the endpoint window. Every endpoint limit differs
+    from the global 120, so the ``X-RateLimit-Limit`` value tells them apart; an unknown value is taken as the
+    endpoint's own window when it has one (the server's word beats our table), else as the global one.
+    """
+    own = limit_for(endpoint)
+    if own is not None and header_limit == own.count:
+        return endpoint
+    if header_limit == GLOBAL_LIMIT.count:
+        return GLOBAL_KEY
+    return endpoint if own is not None else GLOBAL_KEY
+
+
+#: Header numbers beyond this are nonsense (no window counts so many requests; epoch milliseconds stay below it).
+_MAX_HEADER_NUMBER = 1e15
+
+
+def header_number(value: str | None) -> float | None:
+    """A rate-limit header's number, or ``None`` when it is missing, not a number, not finite or absurdly large."""
+    if value is None:
+        return None
+    try:
+        number = float(value.strip())
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(number) or abs(number) > _MAX_HEADER_NUMBER:
+        return None
+    return number
+
+
+def reset_time(value: float, now: float) -> float:
+    """``X-RateLimit-Reset`` as UTC epoch seconds, at most a day (the longest window) from ``now``.
+
+    The interface says epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small value (under
+    10^9) is taken as seconds from now, which some servers send.
+    """
+    if value > 1e11:
+        value /= 1000.0
+    elif value < 1e9:
+        value = now + value
+    return min(value, now + LONGEST_PERIOD)

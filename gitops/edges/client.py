@@ -64,11 +64,13 @@ from gitops.core.endpoints import (
     SIGNIN,
     Limit,
     endpoint_key,
+    header_number,
     limit_for,
+    reset_time,
+    window_key,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import Clock, SystemClock
-from gitops.edges.ledger import header_number, reset_time, window_key
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -37,7 +36,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gitops.config.manifest import ActiveName
 from gitops.core.budget import WindowState
-from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, limit_for
+from gitops.core.endpoints import (
+    ENDPOINT_LIMITS,
+    GLOBAL_KEY,
+    GLOBAL_LIMIT,
+    LONGEST_PERIOD,
+    MINUTE,
+    Limit,
+    header_number,
+    limit_for,
+    reset_time,
+    window_key,
+)
 from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
 from gitops.edges.clock import Clock
 
@@ -46,9 +56,6 @@ __all__ = [
     "STATE_DIR_ENV",
     "Ledger",
     "default_state_dir",
-    "header_number",
-    "reset_time",
-    "window_key",
 ]
 
 #: Version of the ledger file format; a file of another version is set aside, not read.
@@ -74,21 +81,6 @@ def default_state_dir(env: Mapping[str, str]) -> Path:
         return Path(env["XDG_STATE_HOME"]) / "screeps-gitops"
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return home / ".local" / "state" / "screeps-gitops"
-
-
-def window_key(endpoint: str, header_limit: int) -> str:
-    """Which window a response's ``X-RateLimit-*`` headers describe.
-
-    The interface does not say whether they report the global or the endpoint window. Every endpoint limit differs
-    from the global 120, so the ``X-RateLimit-Limit`` value tells them apart; an unknown value is taken as the
-    endpoint's own window when it has one (the server's word beats our table), else as the global one.
-    """
-    own = limit_for(endpoint)
-    if own is not None and header_limit == own.count:
-        return endpoint
-    if header_limit == GLOBAL_LIMIT.count:
-        return GLOBAL_KEY
-    return endpoint if own is not None else GLOBAL_KEY
 
 
 # --- the file format -----------------------------------------------------------------------------------------
@@ -165,36 +157,6 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
         if key.lower() == lower:
             return value
     return None
-
-
-#: Header numbers beyond this are nonsense (no window counts so many requests; epoch milliseconds stay below it).
-_MAX_HEADER_NUMBER = 1e15
-
-
-def header_number(value: str | None) -> float | None:
-    """A rate-limit header's number, or ``None`` when it is missing, not a number, not finite or absurdly large."""
-    if value is None:
-        return None
-    try:
-        number = float(value.strip())
-    except (ValueError, OverflowError):
-        return None
-    if not math.isfinite(number) or abs(number) > _MAX_HEADER_NUMBER:
-        return None
-    return number
-
-
-def reset_time(value: float, now: float) -> float:
-    """``X-RateLimit-Reset`` as UTC epoch seconds, at most a day (the longest window) from ``now``.
-
-    The interface says epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small value (under
-    10^9) is taken as seconds from now, which some servers send.
-    """
-    if value > 1e11:
-        value /= 1000.0
-    elif value < 1e9:
-        value = now + value
-    return min(value, now + _longest_period())
 
 
 def _int(value: str | None) -> int | None:
@@ -322,7 +284,7 @@ class Ledger:
             else:
                 del self._data.sent[endpoint]
         for endpoint, record in list(self._data.headers.items()):
-            if record.reset < now - GLOBAL_LIMIT.period and record.learnt_at < now - _longest_period():
+            if record.reset < now - GLOBAL_LIMIT.period and record.learnt_at < now - LONGEST_PERIOD:
                 del self._data.headers[endpoint]
 
     # --- rate limits -----------------------------------------------------------------------------------------
@@ -469,10 +431,6 @@ class Ledger:
         if record is None:
             return None
         return [BranchInfo(b.name, b.active_world, b.active_sim) for b in record.branches], record.learnt_at
-
-
-def _longest_period() -> int:
-    return max(limit.period for limit in ENDPOINT_LIMITS.values())
 
 
 def _read_pointer(folder: Path) -> str | None:
