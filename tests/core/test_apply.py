@@ -257,13 +257,13 @@ def test_nothing_is_written_blind(saved: bool, error: type[GitopsError]) -> None
 class FakeSession(Session):
     """A real session (manifest, ledger files, budget) whose servers are :class:`FakeServer` s."""
 
-    def __init__(self, folder: Path, server: FakeServer, clock: ManualClock) -> None:
+    def __init__(self, folder: Path, server: FakeServer, clock: ManualClock, state_dir: Path | None = None) -> None:
         manifest = write_manifest(folder, servers={"local": {"url": "http://127.0.0.1:9", "token_env": "TOKEN"}})
         options = Options(
             manifest=manifest,
             env={"TOKEN": "t" * 32},
             refresh="never",  # no token query: there is no server
-            state_dir=folder / "state",
+            state_dir=state_dir or folder / "state",
             clock=clock,
         )
         super().__init__(load_manifest(manifest), options)
@@ -368,3 +368,16 @@ def test_a_failed_step_is_saved_in_the_ledger_up_to_the_step_before(session: Fak
     with pytest.raises(ApplyError):
         run_apply(session, plan, saved=False)
     assert session.saves == 2  # after the (empty) verification, after the upload; the failed clone is not a step
+
+
+def test_a_ledger_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: Path, clock: ManualClock) -> None:
+    (tmp_path / "file").write_text("not a folder", encoding="utf-8")
+    s = FakeSession(tmp_path, FakeServer({"main": SERVER_CODE}), clock, state_dir=tmp_path / "file" / "state")
+    try:
+        report = run_apply(s, make_plan([branch_plan("main")]), saved=False)
+        assert report.applied
+        read, written = s.warnings()  # each said once, however many steps tried to save
+        assert "cannot be read (Not a directory); starting without it" in read
+        assert written.endswith("cannot be written (Not a directory); it was not updated.")
+    finally:
+        s.close()
