@@ -374,6 +374,7 @@ def test_a_ledger_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: Pa
     (tmp_path / "file").write_text("not a folder", encoding="utf-8")
     s = FakeSession(tmp_path, FakeServer({"main": SERVER_CODE}), clock, state_dir=tmp_path / "file" / "state")
     try:
+        downloads_left(s, 5)  # the ledger learnt something: there is something to save
         report = run_apply(s, make_plan([branch_plan("main")]), saved=False)
         assert report.applied
         read, written = s.warnings()  # each said once, however many steps tried to save
