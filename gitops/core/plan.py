@@ -62,7 +62,10 @@ class Step(_Frozen):
 
 class Payload(_Frozen):
     """The exact modules to upload to one branch. ``missing_kept`` names server-only modules to keep whose content
-    the plan does not hold (planned from the ledger): apply downloads them before uploading."""
+    the plan does not hold (planned from the ledger): apply downloads them before uploading.
+
+    A payload is not rendered, so a reviewer never sees it: :func:`seal_problems` checks it against what the plan
+    shows (the branch's changes and their digests, the count of unchanged modules, ``upload_digest``)."""
 
     server: str
     branch: str
@@ -82,6 +85,9 @@ class BranchPlan(_Frozen):
     activate: list[ActiveName]
     module_count: int
     upload_length: int
+    #: The digest (:attr:`CodeSet.digest`) of the modules the plan holds for this branch's upload: with
+    #: ``modules`` (each change's ``new_digest``) and ``unchanged``, part of the seal that ``apply FILE`` checks
+    #: (:func:`seal_problems`). Without an upload, the digest of the code the upload would send.
     upload_digest: str | None
     steps: list[Step]
 
@@ -255,7 +261,7 @@ def _plan_branch(
         activate=activate,
         module_count=len(upload_modules) + len(missing_kept),
         upload_length=length,
-        upload_digest=CodeSet.from_wire(upload_modules).digest if not missing_kept else None,
+        upload_digest=CodeSet.from_wire(upload_modules).digest,
         steps=steps,
     )
     payload = None
@@ -309,3 +315,95 @@ def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
         for step in branch.steps:
             needs[step.request] = needs.get(step.request, 0) + 1
     return needs
+
+
+# --- the seal of a saved plan ------------------------------------------------------------------------------------
+
+
+def seal_problems(plan: Plan) -> list[str]:
+    """What in a saved plan's payloads does not match the plan's reviewed content (one line per problem, naming
+    the branch); empty when every payload is exactly what the plan was made with.
+
+    The reviewed content of a branch is what the plan renders: each changed module with its ``new_digest``, the
+    removed ones, the kept ones and the number left unchanged; ``upload_digest`` covers the whole set held.
+    Checking each module against its own row (not only the one stored digest) catches an edit of a module in
+    ``payloads``, a module added or dropped, a payload moved to another branch, and an edit of ``upload_digest``
+    along with the payload. It is integrity against edits by hand, not a signature: whoever rewrites the reviewed
+    rows too (consistently) is not caught here, and the modules planned as unchanged can only be compared with the
+    server (:func:`unchanged_problems`, once ``apply`` has downloaded the branch).
+    """
+    problems: list[str] = []
+    uploading = {(b.server, b.branch): b for b in plan.branches if b.uploads}
+    seen: set[tuple[str, str]] = set()
+    for payload in plan.payloads:
+        key = (payload.server, payload.branch)
+        label = f"{payload.server}/{payload.branch}"
+        branch = uploading.get(key)
+        if branch is None:
+            problems.append(
+                f"{label}: the plan holds modules to upload to it, but the reviewed plan has no upload there"
+            )
+            continue
+        if key in seen:
+            problems.append(f"{label}: the plan holds two sets of modules to upload to it")
+            continue
+        seen.add(key)
+        problems += [f"{label}: {p}" for p in _payload_problems(branch, payload)]
+    for key, branch in uploading.items():
+        if key not in seen:
+            problems.append(f"{branch.label}: the reviewed plan uploads to it, but the plan holds no modules for it")
+    return problems
+
+
+def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
+    try:
+        held = CodeSet.from_wire(payload.modules)
+    except ValueError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    missing = set(payload.missing_kept)
+    listed: set[str] = set()
+    for row in branch.modules:
+        listed.add(row.name)
+        module = held.modules.get(row.name)
+        if row.change == "removed":
+            if module is not None or row.name in missing:
+                problems.append(f"module {row.name!r} is to be removed, but the plan uploads it")
+        elif row.change == "kept" and row.name in missing:
+            if module is not None:
+                problems.append(f"module {row.name!r} is both held and to be downloaded before the upload")
+        elif module is None:
+            problems.append(f"module {row.name!r} ({row.change}) is not in the upload")
+        elif module.digest != row.new_digest:
+            problems.append(f"module {row.name!r} ({row.change}) is not the reviewed content")
+    kept_names = {row.name for row in branch.modules if row.change == "kept"}
+    problems += [
+        f"module {name!r} is to be downloaded, but the plan keeps no such module" for name in missing - kept_names
+    ]
+    unlisted = [name for name in held.names() if name not in listed]
+    if len(unlisted) != branch.unchanged:
+        problems.append(
+            f"the upload holds {len(unlisted)} module(s) the plan shows no change for, but the plan has "
+            f"{branch.unchanged} unchanged"
+        )
+    if held.digest != branch.upload_digest:
+        problems.append("the modules to upload do not match the plan's upload_digest")
+    if len(held) + len(missing) != branch.module_count or code_length(dict(payload.modules)) != branch.upload_length:
+        problems.append("the modules to upload do not match the plan's module count and upload length")
+    return problems
+
+
+def unchanged_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> list[str]:
+    """The modules of ``payload`` that the plan shows as unchanged but that differ from ``server`` (the branch as
+    downloaded, already checked to be what the plan was made from): edited in the plan file, since the plan shows
+    no row for them. One line per module, naming the branch."""
+    listed = {row.name for row in branch.modules}
+    try:
+        held = CodeSet.from_wire(payload.modules)
+    except ValueError:  # pragma: no cover - seal_problems refused it when the plan file was loaded
+        return [f"{branch.label}: the modules to upload are not modules"]
+    return [
+        f"{branch.label}: module {m.name!r} is shown as unchanged, but differs from the server's"
+        for m in held
+        if m.name not in listed and (server.modules.get(m.name) is None or server.modules[m.name].digest != m.digest)
+    ]
