@@ -65,6 +65,7 @@ def test_a_root_in_dot_git_is_refused_in_both_modes(repo: Path) -> None:
     )
     assert refusal(loaded).endswith(expected)
     assert refusal(loaded, "HEAD").endswith(expected)
+    assert refusal(load(repo, root=".GIT")).endswith(expected.replace("'.git'", "'.GIT'"))  # as Git protects it
     assert refusal(load(repo, root="src/../.git/hooks", include=["**/*"])).endswith(
         "is inside .git, Git's own folder (history, hooks and config, never code to deploy); name a folder of the "
         "working tree"
@@ -94,7 +95,7 @@ def test_a_root_that_is_a_link_out_of_the_repository_is_refused(repo: Path) -> N
 def test_a_root_that_is_a_link_into_dot_git_is_refused(repo: Path) -> None:
     (repo / "hooks").symlink_to(".git/hooks")
     message = refusal(load(repo, root="hooks", include=["**/*"]))
-    assert f"'hooks' resolves to {os.path.realpath(repo / '.git/hooks')}, inside .git; name a folder" in message
+    assert f"'hooks' resolves to {os.path.realpath(repo / '.git/hooks')}, inside .git, Git's own folder" in message
 
 
 def test_links_under_the_root_to_the_machine_are_refused_in_both_modes(repo: Path) -> None:

@@ -153,7 +153,8 @@ def in_git_folder(path: str) -> bool:
     Git's own folder holds the history, hooks and config (remote URLs may carry tokens): never a module. A working
     tree skips ``.git`` folders when it walks; this catches a root, or a link's target, that names one.
     """
-    return ".git" in posixpath.normpath(path).split("/")
+    # Case-insensitively, as Git itself protects the name (a case-insensitive file system opens .GIT as .git).
+    return ".git" in posixpath.normpath(path).casefold().split("/")
 
 
 def _undecodable_part(path: str) -> str | None:

@@ -6,7 +6,9 @@ its root and a way to read a file's bytes into a code set plus problems and warn
 * the working tree: the files on disk under the manifest's folder, ``.gitignore``-d files included (build output
   that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
   inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
-  link, not the files, so ``--ref`` would deploy something else);
+  link, not the files, so ``--ref`` would deploy something else). Only the repository's files, as with ``--ref``:
+  a root that resolves outside the Git work tree holding the manifest (outside Git: the manifest's folder) or into
+  ``.git`` is refused, and a link under it that does so is named as leading there;
 * a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
   ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
   from disk.
@@ -132,7 +134,7 @@ class _WorkTree:
                 "only the repository's files are deployed; put the code inside the repository, or fix root"
             )
         if why == "git":
-            return f"resolves to {printable(root_real)}, inside .git; " + _ROOT_IN_GIT.split("; ", 1)[1]
+            return f"resolves to {printable(root_real)}, inside .git, {_GIT_FOLDER}; name a folder of the working tree"
         try:
             is_folder = stat.S_ISDIR(os.stat(root).st_mode)
         except (FileNotFoundError, NotADirectoryError):
@@ -169,10 +171,8 @@ class _WorkTree:
         return _Listing(paths, read, unlisted=unreadable)
 
 
-_ROOT_IN_GIT = (
-    "is inside .git, Git's own folder (history, hooks and config, never code to deploy); name a folder of the "
-    "working tree"
-)
+_GIT_FOLDER = "Git's own folder (history, hooks and config, never code to deploy)"
+_ROOT_IN_GIT = f"is inside .git, {_GIT_FOLDER}; name a folder of the working tree"
 
 #: Where a symbolic link leads when its files must not be deployed.
 Leads = Literal["root", "outside", "git"]
