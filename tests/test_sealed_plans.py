@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gitops.core.codeset import CodeSet
+from gitops.core.codeset import CodeSet, code_length
 from gitops.standin.testing import ALICE, StandIn
 from tests.project import Project
 
@@ -43,12 +43,13 @@ def project(
 
 @pytest.fixture
 def saved(project: Project, tmp_path: Path) -> Path:
-    """A plan of one changed, one added, one removed and one unchanged module, saved after a first deploy."""
+    """A plan of one changed, one added, one removed and one unchanged module, saved after a first deploy; made
+    from a download, so that it shows the changed module's diff."""
     assert project.apply("--yes").code == 0
     project.write({"src/main.js": V2_MAIN, "src/new.js": NEW})
     project.remove("src/util/names.js")
     plan_file = tmp_path / "v2.plan.json"
-    assert project.plan("--out", str(plan_file)).code == 2
+    assert project.plan("--out", str(plan_file), "--refresh=always").code == 2
     return plan_file
 
 
@@ -69,6 +70,17 @@ def edit_a_changed_module(plan: Plan) -> None:
 
 def edit_a_changed_module_and_the_digest(plan: Plan) -> None:
     edit_a_changed_module(plan)
+    redigest(plan)
+
+
+def edit_a_changed_module_and_every_digest(plan: Plan) -> None:
+    """Rewrite the module's row too (digest, size, length): only the diff the reviewer read is left as it was."""
+    edited = "module.exports.loop = () => 'v3';\n"
+    payload(plan)["main"] = edited
+    (row,) = [r for r in plan["branches"][0]["modules"] if r["name"] == "main"]
+    module = CodeSet.from_wire({"main": edited}).modules["main"]
+    row["new_digest"], row["new_size"] = module.digest, module.size
+    plan["branches"][0]["upload_length"] = code_length(payload(plan))
     redigest(plan)
 
 
@@ -108,6 +120,10 @@ TAMPERINGS: dict[str, tuple[Callable[[Plan], None], str]] = {
     "changed module and digest": (
         edit_a_changed_module_and_the_digest,
         "local/main: module 'main' (changed) is not the reviewed content",
+    ),
+    "changed module and every digest": (
+        edit_a_changed_module_and_every_digest,
+        "local/main: module 'main' is not what the plan's diff shows",
     ),
     "unchanged module": (
         edit_an_unchanged_module,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gitops.core.codeset import CodeSet, WireModule
-from gitops.core.plan import BranchPlan, Payload, Plan, Step, unchanged_problems
+from gitops.core.plan import BranchPlan, Payload, Plan, Step, server_problems
 from gitops.core.remote import RemoteWriter
 from gitops.errors import ApplyError, AuthError, BudgetError, GitopsError, PlanFileError, ServiceError, UsageError
 
@@ -66,11 +66,11 @@ def verify_plan(
                 continue
             if current is not None:
                 _fill_kept(modules, payload, current)
-                edited += unchanged_problems(branch, payload, current) if saved else []
+                edited += server_problems(branch, payload, current) if saved else []
         uploads[(branch.server, branch.branch)] = dict(sorted(modules.items()))
     if edited:
-        # The seal (checked when the file was loaded) cannot cover the modules planned as unchanged; the download
-        # can: they must be the server's.
+        # The seal (checked when the file was loaded) cannot cover the modules planned as unchanged, nor bind the
+        # shown diffs to the payload; the download can.
         raise PlanFileError(
             "plan file was edited after it was made: what it would upload is not what the plan shows, nothing was "
             "applied:\n" + "\n".join(f"  - {e}" for e in edited),

@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length
-from gitops.core.diff import BranchDiff, ModuleChange, diff_branch
+from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.core.local import LocalCode
-from gitops.core.remote import RemoteBranch, RemoteView
+from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
@@ -329,8 +329,8 @@ def seal_problems(plan: Plan) -> list[str]:
     Checking each module against its own row (not only the one stored digest) catches an edit of a module in
     ``payloads``, a module added or dropped, a payload moved to another branch, and an edit of ``upload_digest``
     along with the payload. It is integrity against edits by hand, not a signature: whoever rewrites the reviewed
-    rows too (consistently) is not caught here, and the modules planned as unchanged can only be compared with the
-    server (:func:`unchanged_problems`, once ``apply`` has downloaded the branch).
+    rows too (consistently) is not caught here, and the modules planned as unchanged, and the diffs shown, can only be
+    compared with the server (:func:`server_problems`, once ``apply`` has downloaded the branch).
     """
     problems: list[str] = []
     uploading = {(b.server, b.branch): b for b in plan.branches if b.uploads}
@@ -374,7 +374,7 @@ def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
                 problems.append(f"module {row.name!r} is both held and to be downloaded before the upload")
         elif module is None:
             problems.append(f"module {row.name!r} ({row.change}) is not in the upload")
-        elif module.digest != row.new_digest:
+        elif module.digest != row.new_digest or module.size != row.new_size:
             problems.append(f"module {row.name!r} ({row.change}) is not the reviewed content")
     kept_names = {row.name for row in branch.modules if row.change == "kept"}
     problems += [
@@ -393,17 +393,31 @@ def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
     return problems
 
 
-def unchanged_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> list[str]:
-    """The modules of ``payload`` that the plan shows as unchanged but that differ from ``server`` (the branch as
-    downloaded, already checked to be what the plan was made from): edited in the plan file, since the plan shows
-    no row for them. One line per module, naming the branch."""
-    listed = {row.name for row in branch.modules}
+def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> list[str]:
+    """What in ``payload`` the branch as downloaded shows was edited in the plan file (one line per module, naming
+    the branch). ``server`` must be what the plan was made from (``apply`` checks its digest first).
+
+    The rest of the seal (:func:`seal_problems`) cannot see two things that the server's copy can: the modules the
+    plan shows as unchanged must be the server's, and each changed text module's diff, as the plan shows it (what a
+    reviewer reads), must be the diff from the server's module to the one uploaded; so an edit of a module and of
+    its digests is still caught unless the shown diff was rewritten too.
+    """
+    rows = {row.name: row for row in branch.modules}
     try:
         held = CodeSet.from_wire(payload.modules)
     except ValueError:  # pragma: no cover - seal_problems refused it when the plan file was loaded
         return [f"{branch.label}: the modules to upload are not modules"]
-    return [
-        f"{branch.label}: module {m.name!r} is shown as unchanged, but differs from the server's"
-        for m in held
-        if m.name not in listed and (server.modules.get(m.name) is None or server.modules[m.name].digest != m.digest)
-    ]
+    problems: list[str] = []
+    for module in held:
+        old = server.modules.get(module.name)
+        row = rows.get(module.name)
+        if row is None:
+            if old is None or old.digest != module.digest:
+                problems.append(
+                    f"{branch.label}: module {module.name!r} is shown as unchanged, but differs from the server's"
+                )
+        elif row.change == "changed" and old is not None and row.diff is not None:
+            facts = ModuleFacts(old.name, old.digest, old.size, old.is_binary, old.text)
+            if text_diff(facts, module, MAX_DIFF_LINES) != (row.diff, row.note):
+                problems.append(f"{branch.label}: module {module.name!r} is not what the plan's diff shows")
+    return problems
