@@ -85,9 +85,10 @@ class BranchPlan(_Frozen):
     activate: list[ActiveName]
     module_count: int
     upload_length: int
-    #: The digest (:attr:`CodeSet.digest`) of the modules the plan holds for this branch's upload: with
-    #: ``modules`` (each change's ``new_digest``) and ``unchanged``, part of the seal that ``apply FILE`` checks
-    #: (:func:`seal_problems`). Without an upload, the digest of the code the upload would send.
+    #: The digest (:attr:`CodeSet.digest`) of the modules the upload sends; ``None`` when it keeps server-only
+    #: modules whose content the plan does not hold (``Payload.missing_kept``), so it is unknown until apply has
+    #: them. With ``modules`` (each change's ``new_digest``) and ``unchanged``, part of the seal that ``apply FILE``
+    #: checks (:func:`seal_problems`).
     upload_digest: str | None
     steps: list[Step]
 
@@ -261,7 +262,7 @@ def _plan_branch(
         activate=activate,
         module_count=len(upload_modules) + len(missing_kept),
         upload_length=length,
-        upload_digest=CodeSet.from_wire(upload_modules).digest,
+        upload_digest=CodeSet.from_wire(upload_modules).digest if not missing_kept else None,
         steps=steps,
     )
     payload = None
@@ -386,7 +387,12 @@ def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
             f"the upload holds {len(unlisted)} module(s) the plan shows no change for, but the plan has "
             f"{branch.unchanged} unchanged"
         )
-    if held.digest != branch.upload_digest:
+    if branch.upload_digest is None:
+        # Unknown only while kept modules are to be downloaded; apply then compares every module the plan shows as
+        # unchanged with the server's (server_problems).
+        if not missing:
+            problems.append("the plan's upload_digest is missing")
+    elif held.digest != branch.upload_digest:
         problems.append("the modules to upload do not match the plan's upload_digest")
     if len(held) + len(missing) != branch.module_count or code_length(dict(payload.modules)) != branch.upload_length:
         problems.append("the modules to upload do not match the plan's module count and upload length")
