@@ -212,6 +212,18 @@ def test_a_branch_created_since_the_saved_plan_makes_it_stale() -> None:
         verify_plan(plan, {"local": FakeServer({"main": SERVER_CODE})}, saved=True)
 
 
+def test_a_saved_plan_whose_upload_is_not_what_it_shows_is_refused() -> None:
+    """The server holds what the plan saw, but the payload's 'main' differs from it while the plan shows no change
+    to 'main' (the file was edited): the download that checks staleness catches it, before any write."""
+    server = FakeServer({"main": SERVER_CODE})
+    plan = make_plan([branch_plan("main")])
+    with pytest.raises(PlanFileError) as caught:
+        verify_plan(plan, {"local": server}, saved=True)
+    assert caught.value.message.startswith("plan file was edited after it was made")
+    assert "local/main: module 'main' is shown as unchanged, but differs from the server's" in caught.value.message
+    assert server.writes == 0
+
+
 def test_an_unsaved_plan_that_went_stale_is_a_service_error() -> None:
     """A fresh plan checks only branches whose kept modules it must download; a change there is the server moving
     under the run (exit 1, run again), not a stale file (exit 8)."""
