@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
-from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest, manifest_from_data
 from gitops.errors import ManifestError
 from tests.factories import manifest_data, write_manifest
 
@@ -497,13 +496,19 @@ def test_not_utf8(here: Path) -> None:
     assert caught.value.problems == ["gitops.yaml:2: not UTF-8 (byte 0xe9 at offset 16); save the file as UTF-8"]
 
 
-def test_models_used_directly_check_the_same_rules() -> None:
-    data = manifest_data(branches=[{"server": "nowhere", "branch": "main"}])
-    with pytest.raises(ValidationError, match="'nowhere' is not a server of this manifest; use one of: local"):
-        Manifest.model_validate(data)
-    bad_server = manifest_data(servers={"local": {"url": "http://127.0.0.1:21025"}})
-    with pytest.raises(ValidationError, match="names no credentials"):
-        Manifest.model_validate(bad_server)
+def test_data_not_read_from_a_file_is_checked_by_the_same_rules() -> None:
+    data = manifest_data(
+        servers={"local": {"url": "http://127.0.0.1:21025"}}, branches=[{"server": "nowhere", "branch": "main"}]
+    )
+    with pytest.raises(ManifestError) as caught:
+        manifest_from_data(data)
+    assert caught.value.problems == [
+        "branches[0].server: 'nowhere' is not a server of this manifest; use one of: local",
+        "servers.local: names no credentials; add token_env (a token, official servers), username_env and "
+        "password_env (private servers), or credentials (an entry of the unified credentials file .screeps.yaml)",
+    ]
+    # The models hold the rules for one value only: the cross-field rules run once, on the data as loaded.
+    assert Manifest.model_validate(data).branches[0].server == "nowhere"
 
 
 @pytest.mark.parametrize(
