@@ -17,8 +17,8 @@ Why the loader is stricter than ``yaml.safe_load``:
 * Values are built one node at a time, so a value that does not fit its tag (``!!int x``, ``!!timestamp x``, a
   plain ``2024-13-45``, an integer of 5,000 digits) or a tag these files have no use for (``!!binary``, ``!!set``,
   ``!!python/...``, ``!custom``) is a problem at its line and key instead of an exception from deep in pyyaml.
-  Such a value is left out of the data (as ``null``), and :meth:`Problems.cover` keeps later checks from
-  reporting it a second time.
+  Such a value is :data:`UNFIT` in the data, and :meth:`Problems.cover` keeps later checks from reporting it a
+  second time.
 * A key written twice is a problem (YAML would silently keep the last).
 
 No message here quotes a value: the credentials and accounts files hold secrets.
@@ -52,11 +52,22 @@ _CORE = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {
     f"{_CORE}null": "null",
     f"{_CORE}bool": "true or false",
-    f"{_CORE}int": "whole number",
-    f"{_CORE}float": "number",
-    f"{_CORE}str": "string",
-    f"{_CORE}timestamp": "date or timestamp",
+    f"{_CORE}int": "a whole number",
+    f"{_CORE}float": "a number",
+    f"{_CORE}str": "a string",
+    f"{_CORE}timestamp": "a date or timestamp",
 }
+
+
+class _Unfit:
+    """What the data holds in place of a value that could not be read (reported once, where it was)."""
+
+    def __repr__(self) -> str:
+        return "<unreadable value>"
+
+
+#: In the data where a value did not fit its tag: not ``None``, so that "is it given?" checks see a value there.
+UNFIT: Any = _Unfit()
 
 
 class Refused(NamedTuple):
@@ -375,7 +386,7 @@ class _Builder:
                 )
                 continue
             key = self._scalar(key_node, loc, line)
-            if key is None and key_node.tag != f"{_CORE}null":
+            if key is UNFIT:
                 continue  # its tag did not fit: reported
             # The data keeps the key as it is (each file says which keys it takes); its path names it as text.
             named: str | int = key if isinstance(key, str | int) else str(key)
@@ -390,7 +401,7 @@ class _Builder:
         return out
 
     def _scalar(self, node: yaml.ScalarNode, loc: Loc, key_line: int | None = None) -> Any:
-        """The value of ``node``, or ``None`` and a problem (``key_line``: the node is the key on that line)."""
+        """The value of ``node``, or :data:`UNFIT` and a problem (``key_line``: the node is the key on that line)."""
         tag = node.tag
         if tag == f"{_CORE}value":  # a plain '=': pyyaml's "value" key, a string here
             return node.value
@@ -400,18 +411,19 @@ class _Builder:
         try:
             return self.loader.construct_object(node, deep=True)
         except Exception:  # pyyaml raises anything from ValueError to TypeError for a misfit
-            self.problems.append(
-                Found(
-                    loc,
-                    f"{'a key' if key_line else 'the value'} is not a valid {name} ({_tag_text(tag)}); write a valid "
-                    "one, or remove any tag and quote the value if it is text",
-                    key_line,
-                    key_line is None,
+            what = "a key" if key_line else "the value"
+            implicit = node.style is None and self.loader.resolve(yaml.ScalarNode, node.value, (True, False)) == tag
+            if implicit:  # 2024-13-45, or a whole number of thousands of digits
+                message = f"{what} reads as {name} but is not a valid one; quote it if it is text"
+            else:
+                message = (
+                    f"{what} is not {name}, as its tag {_tag_text(tag)} says; write {name}, or remove the tag (and "
+                    "quote the value if it is text)"
                 )
-            )
-            return None
+            self.problems.append(Found(loc, message, key_line, key_line is None))
+            return UNFIT
 
-    def _unsupported(self, node: yaml.Node, loc: Loc, shape: str, line: int | None = None) -> None:
+    def _unsupported(self, node: yaml.Node, loc: Loc, shape: str, line: int | None = None) -> Any:
         self.problems.append(
             Found(
                 loc,
@@ -421,11 +433,13 @@ class _Builder:
                 line is None,
             )
         )
+        return UNFIT
 
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_FILE_BYTES",
+    "UNFIT",
     "Document",
     "Found",
     "Loc",
