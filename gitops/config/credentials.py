@@ -263,8 +263,8 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
     data = document.data
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
-        where: Loc = ("servers",) if isinstance(data, dict) and "servers" in data else ()
-        problems.add(where, "the file has no 'servers' mapping; write `servers:` with one entry per server")
+        at_servers: Loc = ("servers",) if isinstance(data, dict) and "servers" in data else ()
+        problems.add(at_servers, "the file has no 'servers' mapping; write `servers:` with one entry per server")
         raise _invalid(file_header, problems.texts())
     if entry_name not in servers:
         names = ", ".join(sorted(str(n) for n in servers)) or "none"

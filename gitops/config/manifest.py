@@ -46,6 +46,24 @@ from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, fo
 from gitops.core.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.errors import ManifestError
 
+__all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's vocabulary too
+    "DEFAULT_MANIFEST",
+    "MAX_MANIFEST_BYTES",
+    "ActiveName",
+    "BranchConfig",
+    "BudgetConfig",
+    "LoadedManifest",
+    "Loc",
+    "Manifest",
+    "Naming",
+    "ServerConfig",
+    "format_loc",
+    "load_manifest",
+    "manifest_digest",
+    "manifest_from_data",
+    "manifest_json_schema",
+]
+
 DEFAULT_MANIFEST = "gitops.yaml"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = "urn:screeps-gitops:manifest:v1"

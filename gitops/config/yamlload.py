@@ -368,7 +368,7 @@ class _Builder:
                 self.locations[(*loc, i)] = item.start_mark.line + 1
                 out.append(self.build(item, (*loc, i)))
             return out
-        return self._scalar(node, loc)
+        return self._scalar(cast("yaml.ScalarNode", node), loc)
 
     def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
@@ -412,7 +412,13 @@ class _Builder:
             return self.loader.construct_object(node, deep=True)
         except Exception:  # pyyaml raises anything from ValueError to TypeError for a misfit
             what = "a key" if key_line else "the value"
-            implicit = node.style is None and self.loader.resolve(yaml.ScalarNode, node.value, (True, False)) == tag
+            implicit = (
+                node.style is None
+                and self.loader.resolve(  # type: ignore[no-untyped-call]
+                    yaml.ScalarNode, node.value, (True, False)
+                )
+                == tag
+            )
             if implicit:  # 2024-13-45, or a whole number of thousands of digits
                 message = f"{what} reads as {name} but is not a valid one; quote it if it is text"
             else:
