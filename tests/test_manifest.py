@@ -582,3 +582,66 @@ def test_billion_laughs_is_refused_before_anything_is_expanded(here: Path) -> No
         "it is needed"
     )
     assert found[2] == "gitops.yaml:5:10: YAML aliases are not supported in gitops.yaml; write the value out"
+
+
+SERVER_BLOCK = "servers:\n  local: {url: 'http://127.0.0.1:21025', token_env: SCREEPS_TOKEN}\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("!!int x", "the value is not a whole number, as its tag !!int says; write a whole number, or remove the tag"),
+        ("!!float x", "the value is not a number, as its tag !!float says; write a number, or remove the tag"),
+        ("!!timestamp x", "the value is not a date or timestamp, as its tag !!timestamp says; write a date or"),
+        ("!!bool x", "the value is not true or false, as its tag !!bool says; write true or false, or remove the tag"),
+        ("!!binary aGVsbG8=", "the YAML tag !!binary on a value is not supported; remove the tag"),
+        ("!!set {a, b}", "the YAML tag !!set on a mapping is not supported; remove the tag"),
+        ("!!omap [{a: 1}]", "the YAML tag !!omap on a list is not supported; remove the tag"),
+        ("!!python/object/apply:os.system [ls]", "the YAML tag !!python/object/apply:os.system on a list is not"),
+        ("!!python/name:os.system ''", "the YAML tag !!python/name:os.system on a value is not supported"),
+        ("!custom x", "the YAML tag !custom on a value is not supported; remove the tag"),
+        ("2024-13-45", "the value reads as a date or timestamp but is not a valid one; quote it if it is text"),
+        ("1" * 5000, "the value reads as a whole number but is not a valid one; quote it if it is text"),
+    ],
+)
+def test_values_that_do_not_fit_their_tag_are_one_problem_each(here: Path, value: str, expected: str) -> None:
+    # Each of these was an exception from deep in pyyaml (exit 70); the value is left out, and reported once.
+    found = problems(here, f"version: 1\n{SERVER_BLOCK}branches:\n  - server: local\n    branch: {value}\n")
+    [only] = found
+    assert only.startswith(f"gitops.yaml:6: branches[0].branch: {expected}")
+
+
+def test_tags_everywhere_are_reported_at_once_with_the_other_problems(here: Path) -> None:
+    text = (
+        "version: !!int one\n"
+        "servers:\n"
+        "  local: {url: !!float x, token_env: !!bool maybe}\n"
+        "  !!int x: {url: 'http://127.0.0.1:21025'}\n"
+        "branches:\n"
+        "  - {server: local, branch: main, colour: blue, <<: {a: 1}}\n"
+    )
+    assert problems(here, text) == [
+        "gitops.yaml:1: version: the value is not a whole number, as its tag !!int says; write a whole number, or "
+        "remove the tag (and quote the value if it is text)",
+        "gitops.yaml:3: servers.local.url: the value is not a number, as its tag !!float says; write a number, or "
+        "remove the tag (and quote the value if it is text)",
+        "gitops.yaml:3: servers.local.token_env: the value is not true or false, as its tag !!bool says; write true "
+        "or false, or remove the tag (and quote the value if it is text)",
+        "gitops.yaml:4: servers: a key is not a whole number, as its tag !!int says; write a whole number, or remove "
+        "the tag (and quote the value if it is text)",
+        "gitops.yaml:6: branches[0]: '<<' (a YAML merge key) is not supported; write the keys out",
+        "gitops.yaml:6: branches[0].colour: unknown key; the keys here are: server, branch, root, include, exclude, "
+        "binary, naming, activate, remote_only",
+    ]
+
+
+def test_a_manifest_over_1_mb_is_refused_before_it_is_parsed(here: Path) -> None:
+    # 200,000 servers (8 MB) took 35 s and 1 GB before this limit; now the file is not even read.
+    line = "  s{:06d}: {{url: 'http://127.0.0.1:21025', token_env: SCREEPS_TOKEN}}\n"
+    text = f"version: 1\nservers:\n{''.join(line.format(i) for i in range(125_000))}branches: []\n"
+    size = len(text.encode())
+    assert size > 8 * 1024 * 1024
+    assert problems(here, text) == [
+        f"gitops.yaml:1: the file is {size:,} bytes ({size / 1024 / 1024:.1f} MB), and a manifest may have at most "
+        "1,048,576 bytes (1.0 MB); it was not read: check that this is the right file"
+    ]
