@@ -124,7 +124,7 @@ class UntrustedLoader(yaml.SafeLoader):
 def format_loc(loc: Loc) -> str:
     """``branches[0].include[1]``, ``servers.local.url``, ``budget.reserve["POST /api/user/code"]``."""
     out = ""
-    for part in loc:
+    for part in _named(loc):
         if isinstance(part, int):
             out += f"[{part}]"
         elif _PLAIN_KEY.fullmatch(part):
@@ -134,8 +134,17 @@ def format_loc(loc: Loc) -> str:
     return out or "(top level)"
 
 
+def _named(loc: Loc) -> Loc:
+    # A key the file wrote as a date, a float or null reaches a path (through pydantic) as that value: named as
+    # text, as the data builder records it.
+    if all(isinstance(part, str | int) for part in loc):
+        return loc
+    return tuple(part if isinstance(part, str | int) else str(part) for part in loc)
+
+
 def line_of(locations: Mapping[Loc, int], loc: Loc) -> int:
     """The line of ``loc``, or of the nearest enclosing key that exists in the file (1 for none)."""
+    loc = _named(loc)
     for end in range(len(loc), -1, -1):
         line = locations.get(loc[:end])
         if line is not None:
