@@ -11,12 +11,17 @@ and odd nesting. The same seed gives the same manifests, so a failure names one 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gitops.cli import run
+from gitops.config.credentials import CredentialsFileError, resolve_auth
+from gitops.config.manifest import ServerConfig
+from gitops.errors import AuthError, GitopsError
+from gitops.standin.accounts import AccountsError, load_accounts
 from tests.factories import write_files
 
 SEED = 20261122
@@ -258,3 +263,34 @@ def test_generated_manifests_end_in_exit_0_or_5(code: Path, capsys: pytest.Captu
     assert seen.get(0, 0) > COUNT // 50
     assert seen.get(5, 0) > COUNT // 2
     assert seen.get(6, 0) < COUNT // 20
+
+
+def test_the_same_odd_yaml_in_the_accounts_and_credentials_files_is_reported_not_raised(tmp_path: Path) -> None:
+    # The three files share one reader: what cannot crash the manifest cannot crash the other two either.
+    rng = random.Random(SEED + 1)
+    accounts, credentials = tmp_path / "accounts.yaml", tmp_path / ".screeps.yaml"
+    env = {"HOME": str(tmp_path / "home"), "SCREEPS_CONFIG": str(credentials)}
+    server = ServerConfig(url="http://127.0.0.1:21025", credentials="local")
+    for n in range(COUNT // 4):
+        text = manifest_text(rng)
+        accounts.write_text(text.replace("branches", "users"), encoding="utf-8")
+        error = refusal(lambda: load_accounts(accounts))
+        if error is not None:
+            assert isinstance(error, AccountsError), f"{n}: {error!r}"
+            assert error.exit_code == 4
+            assert all(p.startswith(str(accounts)) for p in error.problems), f"{n}: {error}"
+        credentials.write_text(text.replace("servers", "servers" if n % 2 else "nope"), encoding="utf-8")
+        error = refusal(lambda: resolve_auth("local", server, env, cwd=tmp_path))
+        assert isinstance(error, AuthError), f"{n}: {error!r}"  # no usable token in there
+        assert error.exit_code == 7
+        if isinstance(error, CredentialsFileError):
+            assert all(p.startswith(str(credentials)) for p in error.problems), f"{n}: {error}"
+
+
+def refusal(call: Callable[[], object]) -> GitopsError | None:
+    """The tool's error from ``call`` (any other exception fails the test), or ``None``."""
+    try:
+        call()
+    except GitopsError as exc:
+        return exc
+    return None
