@@ -23,7 +23,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from gitops.config.manifest import ServerConfig
-from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, read_yaml
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
 from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
 
@@ -234,7 +234,7 @@ def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
 
 
 def _invalid(header: str, problems: list[str], hint: str = _FILE_HINT) -> CredentialsFileError:
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    count = counted(problems)
     return CredentialsFileError(f"{header} ({count}):", problems, hint=hint)
 
 

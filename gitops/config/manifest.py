@@ -42,7 +42,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, format_loc, line_of, read_yaml
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, format_loc, line_of, read_yaml
 from gitops.core.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.errors import ManifestError
 
@@ -626,7 +626,7 @@ def _validate(data: Any, problems: Problems) -> Manifest | None:
 
 
 def _invalid(display: str, problems: list[str]) -> ManifestError:
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    count = counted(problems)
     return ManifestError(
         f"manifest {display} is invalid ({count}):",
         problems,

@@ -152,6 +152,11 @@ def line_of(locations: Mapping[Loc, int], loc: Loc) -> int:
     return 1
 
 
+def counted(problems: list[str]) -> str:
+    """``1 problem``, ``3 problems``: for the first line of an error listing them."""
+    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+
+
 class Problems:
     """Every problem of one file, each as ``file:line: key: problem`` (``key: problem`` without a file).
 
@@ -462,6 +467,7 @@ __all__ = [
     "Refused",
     "Unreadable",
     "UntrustedLoader",
+    "counted",
     "decode",
     "format_loc",
     "line_of",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, read_yaml
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
 from gitops.core.limits import endpoint_key
 from gitops.errors import ProblemsError, UsageError
 from gitops.secrets import register
@@ -173,7 +173,7 @@ def load_accounts(source: Path | Mapping[str, Any]) -> Accounts:
 
 
 def _invalid(where: str, problems: list[str]) -> AccountsError:
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    count = counted(problems)
     return AccountsError(f"{where} is invalid ({count}):", problems, hint=_HINT)
 
 
