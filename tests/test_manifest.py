@@ -633,15 +633,3 @@ def test_tags_everywhere_are_reported_at_once_with_the_other_problems(here: Path
         "gitops.yaml:6: branches[0].colour: unknown key; the keys here are: server, branch, root, include, exclude, "
         "binary, naming, activate, remote_only",
     ]
-
-
-def test_a_manifest_over_1_mb_is_refused_before_it_is_parsed(here: Path) -> None:
-    # 200,000 servers (8 MB) took 35 s and 1 GB before this limit; now the file is not even read.
-    line = "  s{:06d}: {{url: 'http://127.0.0.1:21025', token_env: SCREEPS_TOKEN}}\n"
-    text = f"version: 1\nservers:\n{''.join(line.format(i) for i in range(125_000))}branches: []\n"
-    size = len(text.encode())
-    assert size > 8 * 1024 * 1024
-    assert problems(here, text) == [
-        f"gitops.yaml:1: the file is {size:,} bytes ({size / 1024 / 1024:.1f} MB), and a manifest may have at most "
-        "1,048,576 bytes (1.0 MB); it was not read: check that this is the right file"
-    ]
