@@ -168,7 +168,8 @@ class Problems:
         self.display = display
         self.locations = locations
         self._found: list[tuple[Loc, str, int | None]] = []
-        self._covering: dict[int, Loc] = {}
+        self._covering: set[int] = set()  # indexes of the problems that cover their key path
+        self._covered: set[Loc] = set()
 
     def add(self, loc: Loc, message: str, line: int | None = None) -> None:
         """One problem at ``loc`` (on ``line``, or the line of ``loc``); ``message`` says what is wrong and the fix."""
@@ -182,7 +183,8 @@ class Problems:
         """Problems that stand for everything at and under their key path: later problems there are not reported."""
         for item in found:
             if item.covers:
-                self._covering[len(self._found)] = item.loc
+                self._covering.add(len(self._found))
+                self._covered.add(_named(item.loc))
             self.add(item.loc, item.message, item.line)
 
     def texts(self) -> list[str]:
@@ -190,8 +192,10 @@ class Problems:
         lines: list[tuple[int, int, str]] = []
         seen: set[str] = set()
         for n, (loc, message, at) in enumerate(self._found):
-            if n not in self._covering and any(loc[: len(c)] == c for c in self._covering.values()):
-                continue
+            if n not in self._covering and self._covered:
+                named = _named(loc)
+                if any(named[:end] in self._covered for end in range(len(named) + 1)):
+                    continue
             line = line_of(self.locations, loc) if at is None else at
             text = f"{format_loc(loc)}: {message}"
             if self.display is not None:
