@@ -21,6 +21,7 @@ from typing import Any
 from gitops.edges.clock import ManualClock
 from gitops.standin.accounts import fingerprint, load_accounts
 from gitops.standin.app import StandInApp, create_app
+from gitops.standin.bounds import ServiceBounds
 from gitops.standin.runner import ThreadedServer, bind, make_config, url_of
 
 ALICE = "alice"
@@ -97,11 +98,18 @@ class StandIn:
 
 @contextmanager
 def running_standin(
-    accounts: Mapping[str, object] | Path, data: Path, clock: ManualClock | None = None
+    accounts: Mapping[str, object] | Path,
+    data: Path,
+    clock: ManualClock | None = None,
+    *,
+    bounds: ServiceBounds | None = None,
 ) -> Iterator[StandIn]:
-    """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block."""
+    """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block.
+
+    ``bounds`` replaces the service's bounds (body size, read deadlines, connections), to show them quickly.
+    """
     clock = clock or ManualClock()
-    app = create_app(load_accounts(accounts), data, clock, testing=True)
+    app = create_app(load_accounts(accounts), data, clock, testing=True, bounds=bounds)
     try:
         sock = bind("127.0.0.1", 0)
         server = ThreadedServer(make_config(app), sock)
