@@ -36,7 +36,8 @@ DEFAULT_SHARD = "shard0"
 
 _ROOM = re.compile(r"[WE](\d{1,3})[NS](\d{1,3})")
 _SHARD = re.compile(r"[A-Za-z0-9_-]{1,30}")
-_SEGMENT = re.compile(r"\s*\d{1,3}\s*")
+# What JavaScript's parseInt(text) reads: leading white space, a sign, then hexadecimal digits after 0x or decimal ones.
+_JS_INT = re.compile(r"[\s\ufeff]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
 _ACTIVE_NAMES: tuple[ActiveName, ...] = ("activeWorld", "activeSim")
 
 
@@ -45,17 +46,35 @@ def js_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def parse_segment(value: Any) -> int | None:
-    """A memory-segment number from a query string or JSON value, or ``None`` if it is not one from 0 to 99."""
+def _js_string(value: Any) -> str:
+    """``String(value)`` in JavaScript for a JSON value (as far as parseInt can tell the difference)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join("" if item is None else _js_string(item) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+def parse_segment(value: Any) -> int | None:
+    """A memory-segment number as the private server reads it, or ``None`` if it is not one from 0 to 99.
+
+    The server takes ``parseInt(segment)``: the leading integer of the text, so ``"5,6"`` (the list form that
+    node-screeps-api's CLI sends for several segments) reads segment 5, ``"7abc"`` reads 7 and ``"0x1f"`` reads 31.
+    """
+    found = _JS_INT.match(_js_string(value))
+    if found is None:
         return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and _SEGMENT.fullmatch(value):
-        number = int(value)
-    else:
+    sign, hexadecimal, decimal = found.groups()
+    number = int(hexadecimal, 16) if hexadecimal else int(decimal)
+    if sign == "-" and number:
         return None
-    return number if 0 <= number < SEGMENT_COUNT else None
+    return number if number < SEGMENT_COUNT else None
 
 
 def check_modules(raw: Any, field: str) -> dict[str, Any]:
@@ -304,7 +323,10 @@ class Handlers:
         if segment is None:
             raise Reject("invalid segment ID")
         shard = self._shard(req.query.get("shard"))
-        return ok(data=self.store.segment(req.user.username, shard, segment))
+        data = self.store.segment(req.user.username, shard, segment)
+        # The private server answers {"ok":1} for a segment never written: its 'data' is undefined, which
+        # JSON.stringify leaves out (and python screepsapi then reads the missing key as "no data").
+        return ok() if data is None else ok(data=data)
 
     def post_segment(self, req: Request) -> Response:
         data = req.json_object()

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-SCHEMA_VERSION = 1
+#: 2: rate-limit windows reset at epoch milliseconds (1 kept whole seconds, rounded up, which let a 429's wait
+#: exceed the window by up to a second).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +42,8 @@ CREATE TABLE IF NOT EXISTS segments (
     PRIMARY KEY (user, shard, segment)
 );
 CREATE TABLE IF NOT EXISTS windows (
-    token TEXT NOT NULL, key TEXT NOT NULL, count INTEGER NOT NULL, reset_at INTEGER NOT NULL,
+    token TEXT NOT NULL, key TEXT NOT NULL, count INTEGER NOT NULL,
+    reset_at INTEGER NOT NULL,      -- epoch milliseconds (schema 1: epoch seconds)
     PRIMARY KEY (token, key)
 );
 CREATE TABLE IF NOT EXISTS unlimited (token TEXT PRIMARY KEY, until REAL NOT NULL);
@@ -102,6 +105,10 @@ class Store:
                 conn.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"{path} was written by a newer version of the stand-in (schema {row[0]})")
+            elif int(row[0]) == 1:
+                with self._write(conn):
+                    conn.execute("UPDATE windows SET reset_at = reset_at * 1000")
+                    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path} is not a usable SQLite file: {exc}") from exc
@@ -271,7 +278,7 @@ class Store:
     # -- rate-limit windows and unlimited grants ------------------------------------------------------------
 
     def windows(self) -> dict[tuple[str, str], tuple[int, int]]:
-        """Every stored window: (token fingerprint, limit key) -> (count, reset epoch second)."""
+        """Every stored window: (token fingerprint, limit key) -> (count, reset in epoch milliseconds)."""
         rows = self._conn().execute("SELECT token, key, count, reset_at FROM windows")
         return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
 
