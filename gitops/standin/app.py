@@ -83,7 +83,8 @@ class StandInApp:
         now_ms = int(clock.now() * 1000)
         for account in accounts.users:
             store.ensure_user(account.username, now_ms)
-        self.routes = Handlers(self).routes()
+        self.handlers = Handlers(self)
+        self.routes = self.handlers.routes()
         assert set(self.routes) == set(ENDPOINTS), "every endpoint needs a handler"
 
     # -- what tests read ------------------------------------------------------------------------------------

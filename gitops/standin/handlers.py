@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gitops import __version__
 from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire
 from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
-from gitops.standin.accounts import fingerprint
+from gitops.standin.accounts import Account, fingerprint
 from gitops.standin.endpoints import SEGMENT_COUNT
 from gitops.standin.store import ActiveName, dump_json, dump_modules, new_id
 from gitops.standin.wire import HTML_TYPE, Reject, Request, Response, dump, ok
@@ -38,6 +38,7 @@ _ROOM = re.compile(r"[WE](\d{1,3})[NS](\d{1,3})")
 _SHARD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 # What JavaScript's parseInt(text) reads: leading white space, a sign, then hexadecimal digits after 0x or decimal ones.
 _JS_INT = re.compile(r"[\s\ufeff]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
+_TUTORIAL = re.compile(r"tutorial-\d")
 _ACTIVE_NAMES: tuple[ActiveName, ...] = ("activeWorld", "activeSim")
 
 
@@ -208,17 +209,27 @@ class Handlers:
         return ok(timestamp=now_ms)
 
     def branches(self, req: Request) -> Response:
-        listing = [
-            {
-                "_id": b.id,
-                "branch": b.name,
-                "activeWorld": b.active_world,
-                "activeSim": b.active_sim,
-                "timestamp": b.timestamp,
-            }
-            for b in self.store.branches(req.user.username)
-        ]
-        return ok(list=listing)
+        # The private server first creates 'default' when the user has none (it may have been deleted).
+        self.store.ensure_default(req.user.username, self._now_ms())
+        return Response(200, b'{"ok":1,"list":' + self.branch_list(req.user) + b"}")
+
+    def branch_list(self, account: Account) -> bytes:
+        """The ``list`` of ``GET /api/user/branches`` as JSON: each branch as the private server lists it, with its
+        whole modules map (spliced in as stored) and its modification time in epoch milliseconds."""
+        entries = []
+        for b in self.store.branches(account.username):
+            head = dump(
+                {
+                    "_id": b.id,
+                    "user": account.user_id,
+                    "branch": b.name,
+                    "activeWorld": b.active_world,
+                    "activeSim": b.active_sim,
+                    "timestamp": b.timestamp,
+                }
+            )
+            entries.append(head[:-1] + b',"modules":' + b.modules_json + b"}")
+        return b"[" + b",".join(entries) + b"]"
 
     def clone_branch(self, req: Request) -> Response:
         data = req.json_object()
@@ -230,14 +241,17 @@ class Handlers:
             raise Reject("invalid params: 'newName' must be the name of the branch to create")
         if len(new_name) > MAX_BRANCH_NAME or new_name.startswith("$"):
             raise Reject("invalid branch name")
+        # As the private server: without a source branch (missing, "" or unknown) the new branch gets
+        # defaultModules, with the names an upload drops left out and main added; it checks no 5 MB rule here (the
+        # 8 MiB body limit bounds them). A 'tutorial-N' name does not count against the branch limit.
         defaults = data.get("defaultModules")
         modules = check_modules(defaults, "defaultModules") if defaults else {"main": ""}
-        now_ms = self._now_ms()
+        limit = None if _TUTORIAL.fullmatch(new_name) else MAX_BRANCHES
         if not self.store.clone_branch(
-            req.user.username, source or None, new_name, dump_modules(modules), now_ms, MAX_BRANCHES
+            req.user.username, source or None, new_name, dump_modules(modules), self._now_ms(), limit
         ):
             raise Reject("too many branches")
-        return ok(timestamp=now_ms)
+        return ok(timestamp=self._now_ms())
 
     def set_active_branch(self, req: Request) -> Response:
         data = req.json_object()

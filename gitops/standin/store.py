@@ -159,6 +159,17 @@ class Store:
                     (user, new_id(), dump_modules({"main": ""}), now_ms),
                 )
 
+    def ensure_default(self, user: str, now_ms: int) -> None:
+        """Create ``default`` (``main: ""``, not active) when the user has no branch of that name, as the private
+        server's ``GET /api/user/branches`` does before it answers."""
+        if self._conn().execute("SELECT 1 FROM branches WHERE user = ? AND name = 'default'", (user,)).fetchone():
+            return
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO branches (user, name, id, modules, timestamp) VALUES (?, 'default', ?, ?, ?)",
+                (user, new_id(), dump_modules({"main": ""}), _next_timestamp(conn, user, now_ms)),
+            )
+
     def branches(self, user: str) -> list[Branch]:
         rows = self._conn().execute(
             "SELECT id, name, modules, active_world, active_sim, timestamp FROM branches WHERE user = ? ORDER BY name",
@@ -192,18 +203,19 @@ class Store:
         with self._write() as conn:
             cur = conn.execute(
                 f"UPDATE branches SET modules = ?, timestamp = ? WHERE {sql}",  # noqa: S608 (a constant clause)
-                (modules_json, now_ms, *args),
+                (modules_json, _next_timestamp(conn, user, now_ms), *args),
             )
             return cur.rowcount > 0
 
     def clone_branch(
-        self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int
+        self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int | None
     ) -> bool:
         """Create or overwrite ``new_name`` from ``source`` (or ``default_json`` when ``source`` is absent or
-        unknown), as the real server does. ``False`` when the user already has ``max_branches`` branches."""
+        unknown), as the real server does. ``False`` when a new branch would exceed ``max_branches`` (``None``: no
+        limit)."""
         with self._write() as conn:
             exists = conn.execute("SELECT 1 FROM branches WHERE user = ? AND name = ?", (user, new_name)).fetchone()
-            if exists is None:
+            if exists is None and max_branches is not None:
                 (count,) = conn.execute("SELECT COUNT(*) FROM branches WHERE user = ?", (user,)).fetchone()
                 if count >= max_branches:
                     return False
@@ -214,6 +226,7 @@ class Store:
                 ).fetchone()
                 if row is not None:
                     modules_json = row[0]
+            now_ms = _next_timestamp(conn, user, now_ms)
             if exists is None:
                 conn.execute(
                     "INSERT INTO branches (user, name, id, modules, timestamp) VALUES (?, ?, ?, ?, ?)",
@@ -302,6 +315,13 @@ class Store:
                 " ON CONFLICT (token) DO UPDATE SET until = excluded.until",
                 (token, until),
             )
+
+
+def _next_timestamp(conn: sqlite3.Connection, user: str, now_ms: int) -> int:
+    """The modification time of a change: now, but always later than every earlier change of the user's branches,
+    so that a changed branch never keeps its timestamp (a manual clock in tests may stand still between changes)."""
+    (latest,) = conn.execute("SELECT MAX(timestamp) FROM branches WHERE user = ?", (user,)).fetchone()
+    return now_ms if latest is None else max(now_ms, int(latest) + 1)
 
 
 def _select(user: str, selector: str) -> tuple[str | None, tuple[str, ...]]:

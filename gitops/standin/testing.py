@@ -13,6 +13,7 @@ The pytest fixture ``standin`` (``tests/conftest.py``) does this with a fresh da
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,6 +86,15 @@ class StandIn:
             {"branch": b.name, "activeWorld": b.active_world, "activeSim": b.active_sim}
             for b in self.app.store.branches(self._user(username))
         ]
+
+    def listed_branches(self, username: str) -> list[dict[str, Any]]:
+        """The ``list`` that ``GET /api/user/branches`` answers now (each entry with ``_id``, ``user``, ``branch``,
+        ``modules``, ``activeWorld``, ``activeSim`` and ``timestamp``), read without a request."""
+        account = self.app.accounts.user(username)
+        if account is None:
+            raise KeyError(f"no user {username!r} in the stand-in's accounts")
+        listing: list[dict[str, Any]] = json.loads(self.app.handlers.branch_list(account))
+        return listing
 
     def _user(self, username: str) -> str:
         # Usernames are case-insensitive, as on the server; the store keys them as the accounts file spells them.
