@@ -1,10 +1,10 @@
 """The stand-in of the game service as an ASGI application.
 
 Every request goes the same way: count it as received, apply an injected fault, find the endpoint (404), read the
-body (413 above ``max_body``, 408 when it does not arrive in time), authenticate (401), check the token's scope (403), count it against the token's
-rate limits (429), and only then run the endpoint's handler. No answer is ever a traceback: a bug in a handler is
-logged and answered with a JSON 500. The log shows method, path, user and status, never a query string, a token,
-a password or a header.
+body (413 above ``max_body``, 408 when it does not arrive in time), authenticate (401), check the token's scope
+(403), count it against the token's rate limits (429), and only then run the endpoint's handler. No answer is ever a
+traceback: a bug in a handler is logged and answered with a JSON 500. The log shows method, path, user and status,
+never a query string, a token, a password or a header.
 """
 
 from __future__ import annotations

@@ -92,9 +92,7 @@ def test_bad_segment_numbers(http: httpx.Client, segment: str) -> None:
 @pytest.mark.parametrize(
     ("segment", "read"), [("5,6", 5), ("5", 5), (" 7", 7), ("1.5", 1), ("0x1f", 31), ("12abc", 12), ("-0", 0)]
 )
-def test_segment_numbers_are_read_as_the_private_server_reads_them(
-    http: httpx.Client, segment: str, read: int
-) -> None:
+def test_segment_numbers_are_read_as_the_private_server_reads_them(http: httpx.Client, segment: str, read: int) -> None:
     # parseInt(segment): "5,6" is the list form node-screeps-api's CLI sends; the private server reads segment 5.
     assert http.post("/api/user/memory-segment", json={"segment": read, "data": f"seg{read}"}).json() == {"ok": 1}
     assert http.get("/api/user/memory-segment", params={"segment": segment}).json() == {"ok": 1, "data": f"seg{read}"}
