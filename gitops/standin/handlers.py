@@ -203,10 +203,12 @@ class Handlers:
         if not isinstance(branch, str):
             raise Reject("invalid params: 'branch' must be a string")
         modules = check_modules(raw, "modules")
-        now_ms = self._now_ms()
-        if not self.store.put_code(req.user.username, branch, dump_modules(modules), now_ms):
+        stamp = self.store.put_code(req.user.username, branch, dump_modules(modules), self._now_ms())
+        if stamp is None:
             raise Reject("branch does not exist")
-        return ok(timestamp=now_ms)
+        # The branch's new modification time, as GET /api/user/branches lists it (the private server answers its
+        # clock a moment after the write instead: a client must not expect the two to be equal there).
+        return ok(timestamp=stamp)
 
     def branches(self, req: Request) -> Response:
         # The private server first creates 'default' when the user has none (it may have been deleted).
@@ -247,11 +249,12 @@ class Handlers:
         defaults = data.get("defaultModules")
         modules = check_modules(defaults, "defaultModules") if defaults else {"main": ""}
         limit = None if _TUTORIAL.fullmatch(new_name) else MAX_BRANCHES
-        if not self.store.clone_branch(
+        stamp = self.store.clone_branch(
             req.user.username, source or None, new_name, dump_modules(modules), self._now_ms(), limit
-        ):
+        )
+        if stamp is None:
             raise Reject("too many branches")
-        return ok(timestamp=self._now_ms())
+        return ok(timestamp=stamp)
 
     def set_active_branch(self, req: Request) -> Response:
         data = req.json_object()

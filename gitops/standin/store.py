@@ -195,30 +195,32 @@ class Store:
             return None
         return Branch(row[0], row[1], bytes(row[2]), bool(row[3]), bool(row[4]), row[5])
 
-    def put_code(self, user: str, selector: str, modules_json: bytes, now_ms: int) -> bool:
-        """Replace every module of the branch; ``False`` if it does not exist (a branch is never created here)."""
+    def put_code(self, user: str, selector: str, modules_json: bytes, now_ms: int) -> int | None:
+        """Replace every module of the branch and return its new timestamp; ``None`` if it does not exist (a branch
+        is never created here)."""
         sql, args = _select(user, selector)
         if sql is None:
-            return False
+            return None
         with self._write() as conn:
+            stamp = _next_timestamp(conn, user, now_ms)
             cur = conn.execute(
                 f"UPDATE branches SET modules = ?, timestamp = ? WHERE {sql}",  # noqa: S608 (a constant clause)
-                (modules_json, _next_timestamp(conn, user, now_ms), *args),
+                (modules_json, stamp, *args),
             )
-            return cur.rowcount > 0
+            return stamp if cur.rowcount > 0 else None
 
     def clone_branch(
         self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int | None
-    ) -> bool:
+    ) -> int | None:
         """Create or overwrite ``new_name`` from ``source`` (or ``default_json`` when ``source`` is absent or
-        unknown), as the real server does. ``False`` when a new branch would exceed ``max_branches`` (``None``: no
-        limit)."""
+        unknown), as the real server does, and return its timestamp. ``None`` when a new branch would exceed
+        ``max_branches`` (``None``: no limit)."""
         with self._write() as conn:
             exists = conn.execute("SELECT 1 FROM branches WHERE user = ? AND name = ?", (user, new_name)).fetchone()
             if exists is None and max_branches is not None:
                 (count,) = conn.execute("SELECT COUNT(*) FROM branches WHERE user = ?", (user,)).fetchone()
                 if count >= max_branches:
-                    return False
+                    return None
             modules_json = default_json
             if source:
                 row = conn.execute(
@@ -237,7 +239,7 @@ class Store:
                     "UPDATE branches SET modules = ?, timestamp = ? WHERE user = ? AND name = ?",
                     (modules_json, now_ms, user, new_name),
                 )
-            return True
+            return now_ms
 
     def set_active(self, user: str, branch: str, which: ActiveName) -> bool:
         """Make ``branch`` the one active branch for ``which``; ``False`` if it does not exist."""
