@@ -72,7 +72,10 @@ def parse_segment(value: Any) -> int | None:
     if found is None:
         return None
     sign, hexadecimal, decimal = found.groups()
-    number = int(hexadecimal, 16) if hexadecimal else int(decimal)
+    digits = (hexadecimal or decimal).lstrip("0") or "0"
+    if len(digits) > 3:  # over 99 either way; and never int() of thousands of digits
+        return None
+    number = int(digits, 16) if hexadecimal else int(digits)
     if sign == "-" and number:
         return None
     return number if number < SEGMENT_COUNT else None

@@ -84,13 +84,14 @@ def test_memory_segments_are_stored_per_user(http: httpx.Client, standin: StandI
     }
 
 
-@pytest.mark.parametrize("segment", ["", "abc", "-1", "100", "0x64", " x1", "e"])
+@pytest.mark.parametrize("segment", ["", "abc", "-1", "100", "0x64", " x1", "e", "9" * 5000, "0x" + "f" * 5000])
 def test_bad_segment_numbers(http: httpx.Client, segment: str) -> None:
     assert http.get("/api/user/memory-segment", params={"segment": segment}).json() == {"error": "invalid segment ID"}
 
 
 @pytest.mark.parametrize(
-    ("segment", "read"), [("5,6", 5), ("5", 5), (" 7", 7), ("1.5", 1), ("0x1f", 31), ("12abc", 12), ("-0", 0)]
+    ("segment", "read"),
+    [("5,6", 5), ("5", 5), (" 7", 7), ("1.5", 1), ("0x1f", 31), ("12abc", 12), ("-0", 0), ("0" * 5000 + "9", 9)],
 )
 def test_segment_numbers_are_read_as_the_private_server_reads_them(http: httpx.Client, segment: str, read: int) -> None:
     # parseInt(segment): "5,6" is the list form node-screeps-api's CLI sends; the private server reads segment 5.
