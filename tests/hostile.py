@@ -121,6 +121,21 @@ def huge(size: int) -> Behaviour:
     return behave
 
 
+def words(size: int) -> Behaviour:
+    """A text answer of ``size`` bytes of short words: within a cap, but costly to split into words whole."""
+
+    def behave(conn: socket.socket, stop: threading.Event) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+        conn.sendall(head + b"Content-Length: %d\r\n\r\n" % size)
+        block = b"a " * 32768
+        for _ in range(size // len(block)):
+            if stop.is_set():
+                return
+            conn.sendall(block)
+
+    return behave
+
+
 def endless_chunked(conn: socket.socket, stop: threading.Event) -> None:
     """A chunked answer that never ends."""
     conn.sendall(_OK_HEAD + b"Transfer-Encoding: chunked\r\n\r\n")

@@ -39,6 +39,7 @@ from tests.hostile import (
     hostile_server,
     huge,
     silence,
+    words,
 )
 
 TOKEN = "tok-hostile-0123456789abcdef"
@@ -222,8 +223,16 @@ def test_deep_json_through_the_cli_exits_1(
 # --- memory, measured on the real command -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("behaviour", [endless_chunked, gzip_bomb], ids=["endless", "gzip-bomb"])
-def test_plan_against_an_endless_answer_stays_under_200_mb(tmp_path: Path, behaviour: Behaviour) -> None:
+@pytest.mark.parametrize(
+    ("behaviour", "message"),
+    [
+        (endless_chunked, "sent more than 64 MiB in answer to GET /api/user/branches"),
+        (gzip_bomb, "sent more than 64 MiB in answer to GET /api/user/branches"),
+        (words(60 * 1024 * 1024), "answered GET /api/user/branches with text/plain text starting 'a a a"),
+    ],
+    ids=["endless", "gzip-bomb", "60-MiB-of-words"],
+)
+def test_plan_against_a_hostile_answer_stays_under_200_mb(tmp_path: Path, behaviour: Behaviour, message: str) -> None:
     with hostile_server(behaviour) as server:
         manifest = _project(tmp_path, server.url)
         # A parent of its own, so that the peak of its children is the peak of this one command.
@@ -241,7 +250,7 @@ def test_plan_against_an_endless_answer_stays_under_200_mb(tmp_path: Path, behav
         )
     peak_mb = int(done.stdout.strip()) / 1024  # kilobytes on Linux
     assert done.returncode == 1, done.stderr
-    assert "Error: server 'local' sent more than 64 MiB in answer to GET /api/user/branches" in done.stderr
+    assert f"Error: server 'local' {message}" in done.stderr
     assert peak_mb < 200, f"peak RSS {peak_mb:.0f} MB"
 
 

@@ -98,6 +98,8 @@ _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 #: What a session token must look like to be sent back as a header: printable ASCII without spaces.
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
+#: How much of an answer that is not JSON is looked at to describe it (an HTML title, the first words).
+_DESCRIBED_CHARS = 16 * 1024
 _SIGNIN = "/api/auth/signin"
 _CODE = "/api/user/code"
 
@@ -811,8 +813,10 @@ def _error_words(data: Mapping[str, Any]) -> str:
 
 
 def _describe_body(response: httpx.Response) -> str:
-    text = response.text
-    if not text.strip():
+    # Only the start: an answer may be megabytes of words, and splitting all of it would cost many times its size.
+    start = response.content[: 4 * _DESCRIBED_CHARS].decode(response.encoding or "utf-8", errors="replace")
+    text = start.lstrip()[:_DESCRIBED_CHARS]
+    if not text:
         return "an empty answer"
     content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip() or "no content type"
     title = _HTML_TITLE.search(text)
