@@ -29,6 +29,15 @@ _ACTIONS = {
 }
 
 
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\udc80``), everything else unchanged.
+
+    A server may hold module names and texts that are not valid Unicode (JSON allows ``"\\udc80"``); the plan shows
+    them, and standard output, UTF-8 with strict errors, cannot encode a lone surrogate.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def size(n: int | None) -> str:
     """``812 B``, ``4.2 kB``, ``1.3 MB`` (decimal units, as file managers show)."""
     if n is None:
@@ -145,7 +154,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
         out.extend(f"  {server}: {NOT_LIMITED}" for server in plan.not_rate_limited)
     out.append("")
     out.append(summary_line(plan))
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out) + "\n")
 
 
 def summary_line(plan: Plan) -> str:
@@ -244,7 +253,7 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
         head.extend(f"- {_md_escape(w)}" for w in plan.warnings)
     head.append("")
     sections = [(b, _branch_markdown(b, with_diffs=True), _branch_markdown(b, with_diffs=False)) for b in plan.branches]
-    text = "\n".join(head)
+    text = printable("\n".join(head))
     full = text + "".join(s[1] for s in sections)
     if max_chars is None or len(full) <= max_chars:
         return full
@@ -295,4 +304,4 @@ def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None =
         else:
             lines.append(f"- _{len(diffs)} diff(s) left out to fit_")
     lines.append("")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")

@@ -319,3 +319,17 @@ def test_summary_and_applied_lines() -> None:
     assert applied_line(mixed_plan()) == (
         "Applied: 4 branch(es) changed with 3 upload(s); the servers now hold what the plan holds."
     )
+
+
+def test_lone_surrogates_from_the_server_are_shown_escaped() -> None:
+    # JSON lets a server hold names and texts that are not Unicode; stdout (strict UTF-8) could not print them.
+    lonely = plan(
+        manifest(branch()),
+        local(("local", "main", {"main": "fixed\n"})),
+        view("local", on_server("main", {"main": "x\udc80y\n", "b\ud800ad": "z"})),
+    )
+    for text in (render_text(lonely, now=NOW), render_markdown(lonely, now=NOW)):
+        text.encode("utf-8")  # strict: no surrogate left
+        assert "b\\ud800ad" in text
+        assert "-x\\udc80y" in text
+    assert json.loads(render_json(lonely, now=NOW))["branches"][0]["removed"] == ["b\ud800ad"]
