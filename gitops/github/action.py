@@ -548,6 +548,7 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
         return
     mark = marker(report.manifest)
     body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - _COMMENT_MARGIN, unit="chars")
+    gh: GitHubClient | None = None
     try:
         with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
             comment, what = gh.upsert_comment(pr.number, mark, body)
@@ -558,6 +559,9 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
     except GitHubError as exc:
         echo(annotation("warning", f"the plan comment was not posted: {exc}"))
         return
+    finally:
+        for warning in gh.warnings if gh is not None else []:
+            echo(annotation("warning", warning))
     report.comment_url = comment.url
     echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
 

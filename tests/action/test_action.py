@@ -471,3 +471,52 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
     refused = run_bash(script, cwd=world.root, env=env, timeout=60)
     assert refused.returncode == 1
     assert refused.stderr.strip() == "wait-minutes must be a whole number of minutes"
+
+
+# --- GitHub answers that are not JSON, links elsewhere -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [
+        ("GET", b"<!DOCTYPE html><html><body>Sign in</body></html>"),
+        ("GET", b'[{"id": 1, "body": "cut sh'),
+        ("POST", b"<html><body>502 Bad Gateway</body></html>"),
+        ("PATCH", b'{"id": 1000, "bo'),
+    ],
+)
+def test_github_answering_200_that_is_not_json_is_a_warning_and_the_plan_still_shows(
+    world: World, method: str, body: bytes
+) -> None:
+    world.push(DEPLOY)
+    if method == "PATCH":
+        world.write({"src/a.js": "// a\n"})
+        assert world.pull_request(PLAN).outcome == "success"  # the comment to edit
+    world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+    world.github.not_json[method] = body
+
+    run = world.pull_request(PLAN)
+
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "2", "the plan's exit code, not 70"
+    assert run.outputs["has-changes"] == "true"
+    assert run.outputs["comment-url"] == ""
+    assert "| local | main | update |" in run.summary
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "the plan comment was not posted: GitHub answered 200 to " in warning
+    assert f"with something that is not JSON (text/html, {len(body)} bytes)" in warning
+    assert "Traceback" not in run.stdout + run.stderr
+    assert_no_secret(world, run)
+
+
+def test_a_next_link_to_another_host_is_not_followed_by_the_action(world: World) -> None:
+    for n in range(120):
+        world.github.add(7, f"comment {n}")
+    world.github.next_origin = "https://elsewhere.example.test"
+    run = world.pull_request(PLAN)
+    assert run.outcome == "success", run.stderr
+    assert world.github.tokens_sent_to == {"https://github.example.test"}
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "links its next page to https://elsewhere.example.test, not to the API" in warning
+    assert "the link was not followed" in warning
+    assert len(world.comments()) == 121, "a comment of its own when the list could not be read to its end"
