@@ -201,7 +201,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     }
     summary = run.summary
     assert summary.startswith("### screeps-gitops apply\n")
-    assert "| local | main | create |" in summary
+    assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
     assert "Applied: 1 of 1 branch(es) to change, 1 upload(s) needed." in summary
     assert world.github.requests == []  # a push has no pull request to comment on
@@ -238,7 +238,7 @@ def test_pull_request_plan_comments_once_then_edits_it_in_place(world: World) ->
     assert world.standin.count(DOWNLOAD) == downloads, "a plan on a pull request spends no download"
     [body] = world.comments()
     assert body.startswith(marker("gitops.yaml") + "\n")
-    assert "| local | main | update |" in body
+    assert "| `local` | `main` | update |" in body
     assert "from this tool's own upload" in body
     assert "refresh: never" in body
     assert first.outputs["comment-url"].endswith(f"#issuecomment-{world.github.comments[0].id}")
@@ -292,7 +292,7 @@ def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> No
     plain = "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests"
     assert plain in run.summary
     assert "The plan was made from the ledger alone (refresh: never)" in run.summary
-    assert "| local | main | update |" in run.summary
+    assert "| `local` | `main` | update |" in run.summary
     notice = next(line for line in run.stdout.splitlines() if line.startswith("::notice "))
     assert plain in notice
     warning = next(line for line in run.stdout.splitlines() if line.startswith("::warning "))
@@ -423,7 +423,7 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         assert live_standin.count(DOWNLOAD) == 0
         assert "from this tool's own upload" in plan.summary
         [body] = world.comments()
-        assert "| local | main | update |" in body
+        assert "| `local` | `main` | update |" in body
         assert len(world.runner.cache.keys) == 2
     assert_no_secret(world, deploy)
     assert_no_secret(world, plan)
@@ -501,7 +501,7 @@ def test_github_answering_200_that_is_not_json_is_a_warning_and_the_plan_still_s
     assert run.outputs["exit-code"] == "2", "the plan's exit code, not 70"
     assert run.outputs["has-changes"] == "true"
     assert run.outputs["comment-url"] == ""
-    assert "| local | main | update |" in run.summary
+    assert "| `local` | `main` | update |" in run.summary
     [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
     assert "the plan comment was not posted: GitHub answered 200 to " in warning
     assert f"with something that is not JSON (text/html, {len(body)} bytes)" in warning
