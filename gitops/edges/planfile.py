@@ -57,6 +57,11 @@ def load_plan(path: Path) -> Plan:
         raise PlanFileError(
             f"plan file {path} is not JSON (line {exc.lineno}): is it a plan saved with 'gitops plan --out'?"
         ) from None
+    except RecursionError:
+        # json recurses per level: '[[[[...' deeper than the interpreter's limit is damage, not a bug of the tool.
+        raise PlanFileError(
+            f"plan file {path} is nested too deeply to be a plan: is it a plan saved with 'gitops plan --out'?"
+        ) from None
     version = data.get("format_version") if isinstance(data, dict) else None
     if version != PLAN_FORMAT_VERSION:
         raise PlanFileError(
