@@ -120,12 +120,12 @@ class Store:
         if conn is None:
             # Autocommit mode: transactions are opened explicitly, so each write is exactly one transaction.
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            with self._lock:  # before the first statement: on a file that is not SQLite, close() must close it
+                self._all.append(conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
         return conn
 
     @contextmanager

@@ -217,7 +217,7 @@ def test_markdown_is_cut_to_fit_and_says_so(fraction: float) -> None:
     assert len(cut) <= limit
     assert cut.endswith(NOTE)
     # The summary table always survives; diffs go before whole branch sections do.
-    assert "| local | b0 | update |" in cut
+    assert "| `local` | `b0` | update |" in cut
     assert cut.count("<details>") == cut.count("</details>")
     assert cut.count("```diff") * 2 == len(re.findall(r"^```", cut, flags=re.MULTILINE))
 
