@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -249,9 +250,23 @@ def write_manifest(repo: Path, url: str) -> None:
 
 
 def clean_env() -> dict[str, str]:
-    """The caller's environment without anything that would steer gitops (GITOPS_*) or node differently."""
-    drop = ("GITOPS_", "NODE_", "SCREEPS_")
+    """The caller's environment without anything that would steer gitops (GITOPS_*), Python or node differently.
+
+    PYTHON* goes too: PYTHONDONTWRITEBYTECODE (set in some sandboxes) would have every run compile the tool's own
+    modules from source again, which an installed tool never does.
+    """
+    drop = ("GITOPS_", "PYTHON", "NODE_", "SCREEPS_")
     return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+
+
+def compile_gitops() -> None:
+    """Byte-compile the tool's own modules, as pip does on install (an editable install compiles on first use)."""
+    spec = importlib.util.find_spec("gitops")
+    if spec is None or not spec.submodule_search_locations:
+        raise BenchError(f"gitops is not installed in {sys.prefix}; run: {sys.executable} -m pip install -e .")
+    for folder in spec.submodule_search_locations:
+        argv = [sys.executable, "-m", "compileall", "-q", folder]
+        subprocess.run(argv, env=clean_env(), check=True, stdout=subprocess.DEVNULL, timeout=120)
 
 
 def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> dict[str, tuple[Usage, Usage]]:
@@ -270,6 +285,10 @@ def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> di
         if scenario == "20 changed":
             change_modules(repo / "src", round_no)
         pairs[scenario] = run_pair(sides, scenario, gitops_first)
+    # Empty both accounts again: the server's storage saves its whole database every 10 s when it changed, so the
+    # code of earlier rounds would make every later save (which competes with the measured processes) slower.
+    for user in (sides.gitops_user, sides.peer_user):
+        user.upload(BRANCH, {"main": ""})
     return pairs
 
 
@@ -291,10 +310,10 @@ def summarise(rounds: list[dict[str, tuple[Usage, Usage]]]) -> dict[str, dict[st
     return rows
 
 
-def print_table(rows: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+def print_table(rows: dict[str, dict[str, float]], args: argparse.Namespace, load: float) -> None:
     print(
         f"gitops apply --yes vs node-screeps-api code.set, {args.modules} modules / {args.total_mb} MB, "
-        f"real private server, {args.rounds} paired rounds (medians)"
+        f"real private server, {args.rounds} paired rounds (medians; load average {load:.1f} before the run)"
     )
     head = f"{'scenario':22} {'wall x':>7} {'CPU x':>6} {'mem x':>6} | {'gitops s':>8} {'peer s':>7}"
     print(head + f" {'gitops cpu':>10} {'peer cpu':>8} {'gitops MB':>9} {'peer MB':>7}")
@@ -316,16 +335,19 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 1 or args.warmup < 0 or args.modules < CHANGED + 1:
         parser.error(f"--rounds must be at least 1, --warmup at least 0, --modules more than {CHANGED}")
+    load = os.getloadavg()[0]  # the machine may be shared: other work skews wall times, less so the ratios
     try:
         install_peer()
+        compile_gitops()
         rows = run(args)
     except (BenchError, PrivateServerError) as exc:
         print(f"bench_peer: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     if args.json:
-        print(json.dumps({"modules": args.modules, "total_mb": args.total_mb, "rounds": args.rounds, "results": rows}))
+        figures = {"modules": args.modules, "total_mb": args.total_mb, "rounds": args.rounds, "load_average": load}
+        print(json.dumps({**figures, "results": rows}))
     else:
-        print_table(rows, args)
+        print_table(rows, args, load)
 
 
 def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
