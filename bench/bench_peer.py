@@ -5,7 +5,8 @@ branch of a fresh account on the real npm private server (screeps 4.3.0 + screep
 on free loopback ports by ``tests/private/harness.py``, simulation paused), signing in with user name and password.
 Each measured command is a whole process, timed from spawn to exit; CPU (user + sys) and peak resident memory come
 from the kernel (``wait4``), which on Linux also counts the children the process waited for (gitops' git
-processes). Scenarios, each run as an A/B pair whose order alternates from round to round:
+processes). A small launcher (``launch.py``) spawns each command, so that this process's own size does not leak
+into the command's peak memory figure. Scenarios, each run as an A/B pair whose order alternates from round to round:
 
 - ``first deploy``: the account holds only ``main: ""``; gitops plans and uploads, the peer uploads.
 - ``no-op, ledger kept``: a second ``gitops apply`` with the same state dir; the peer uploads the same code again.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -34,8 +34,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +44,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # for tests.private.harness when run as a script
 
 from bench_deploy import make_repo  # noqa: E402  (bench/ is on sys.path: the script's own folder)
+from proc_usage import Timeout, Usage, clean_env, compile_gitops, run_measured  # noqa: E402
 
 from tests.private.harness import PrivateServer, PrivateServerError, ServerUser  # noqa: E402
 
@@ -64,15 +63,6 @@ CHANGED = 20
 
 class BenchError(Exception):
     """The benchmark could not run or a side did not do its work; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one process cost: wall seconds from spawn to exit, CPU seconds (user + sys), peak RSS in MB."""
-
-    wall: float
-    cpu: float
-    rss_mb: float
 
 
 # --- the peer's install ---
@@ -119,25 +109,15 @@ def install_peer() -> None:
 # --- measuring one process ---
 
 
-def measure(argv: list[str], env: dict[str, str], cwd: Path, what: str) -> tuple[Usage, str]:
-    """Run one command to its end (killed after ``PROCESS_TIMEOUT``); its cost and its output."""
-    with tempfile.TemporaryFile() as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
-        timer = threading.Timer(PROCESS_TIMEOUT, proc.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-            wall = time.perf_counter() - start
-        finally:
-            timer.cancel()
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        text = out.read().decode("utf-8", "replace")
-    if code != 0:
-        reason = f"was killed after {PROCESS_TIMEOUT:.0f} s" if code < 0 else f"exited with {code}"
-        raise BenchError(f"{what} {reason}:\n{text[-3000:]}")
-    return Usage(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024), text
+def measure(argv: list[str], env: dict[str, str], cwd: Path, what: str) -> Usage:
+    """Run one command to its end (killed after ``PROCESS_TIMEOUT``); what it cost. A failure stops the benchmark."""
+    try:
+        usage = run_measured(argv, env, cwd, PROCESS_TIMEOUT)
+    except Timeout as exc:
+        raise BenchError(f"{what}: {exc}") from None
+    if usage.code != 0:
+        raise BenchError(f"{what} exited with {usage.code}:\n{usage.output[-3000:]}")
+    return usage
 
 
 # --- what the server must hold ---
@@ -196,8 +176,7 @@ class Sides:
             "BENCH_PASSWORD": self.gitops_user.password,
             "NO_COLOR": "1",
         }
-        usage, _ = measure([GITOPS, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})")
-        return usage
+        return measure([GITOPS, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})")
 
     def peer(self, what: str) -> Usage:
         env = {
@@ -208,8 +187,7 @@ class Sides:
             "SCREEPS_PASSWORD": self.peer_user.password,
         }
         argv = ["node", str(PEER_SCRIPT), str(self.repo / "src"), BRANCH]
-        usage, _ = measure(argv, env, self.repo, f"the peer ({what})")
-        return usage
+        return measure(argv, env, self.repo, f"the peer ({what})")
 
 
 def run_pair(sides: Sides, scenario: str, gitops_first: bool) -> tuple[Usage, Usage]:
@@ -247,26 +225,6 @@ def write_manifest(repo: Path, url: str) -> None:
         f"branches:\n  - server: home\n    branch: {BRANCH}\n    root: src\n",
         encoding="utf-8",
     )
-
-
-def clean_env() -> dict[str, str]:
-    """The caller's environment without anything that would steer gitops (GITOPS_*), Python or node differently.
-
-    PYTHON* goes too: PYTHONDONTWRITEBYTECODE (set in some sandboxes) would have every run compile the tool's own
-    modules from source again, which an installed tool never does.
-    """
-    drop = ("GITOPS_", "PYTHON", "NODE_", "SCREEPS_")
-    return {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-
-
-def compile_gitops() -> None:
-    """Byte-compile the tool's own modules, as pip does on install (an editable install compiles on first use)."""
-    spec = importlib.util.find_spec("gitops")
-    if spec is None or not spec.submodule_search_locations:
-        raise BenchError(f"gitops is not installed in {sys.prefix}; run: {sys.executable} -m pip install -e .")
-    for folder in spec.submodule_search_locations:
-        argv = [sys.executable, "-m", "compileall", "-q", folder]
-        subprocess.run(argv, env=clean_env(), check=True, stdout=subprocess.DEVNULL, timeout=120)
 
 
 def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> dict[str, tuple[Usage, Usage]]:
