@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -131,16 +131,18 @@ def expected_modules(src: Path) -> dict[str, str]:
     }
 
 
-def branch_timestamp(user: ServerUser, branch: str) -> Any:
-    """The branch's ``timestamp`` (moves with every ``POST /api/user/code``; absent before the first)."""
+def held_branch(user: ServerUser) -> tuple[dict[str, Any], Any]:
+    """The branch's modules and ``timestamp`` (which moves with every ``POST /api/user/code``; absent before the
+    first), from one ``GET /api/user/branches`` (on the private server it carries every branch's modules)."""
     for entry in user.branches():
-        if entry.get("branch") == branch:
-            return entry.get("timestamp")
-    raise BenchError(f"{user.username} has no branch {branch!r}")
+        if entry.get("branch") == BRANCH:
+            return dict(entry.get("modules") or {}), entry.get("timestamp")
+    raise BenchError(f"{user.username} has no branch {BRANCH!r}")
 
 
-def check_server(user: ServerUser, expected: dict[str, str], before: Any, *, uploaded: bool, what: str) -> None:
-    held = user.code(BRANCH)
+def check_server(user: ServerUser, expected: dict[str, str], before: Any, *, uploaded: bool, what: str) -> Any:
+    """Insist that the server holds ``expected`` and that an upload happened (or not); the branch's timestamp."""
+    held, after = held_branch(user)
     if held != expected:
         missing = sorted(set(expected) - set(held))[:3]
         wrong = sorted(k for k in expected.keys() & held.keys() if expected[k] != held[k])[:3]
@@ -148,11 +150,11 @@ def check_server(user: ServerUser, expected: dict[str, str], before: Any, *, upl
             f"after {what}, {user.username}/{BRANCH} holds {len(held)} modules, not the repository's "
             f"{len(expected)} (missing e.g. {missing}, different e.g. {wrong})"
         )
-    after = branch_timestamp(user, BRANCH)
     if uploaded and after == before:
         raise BenchError(f"after {what}, the branch's timestamp did not move: nothing was uploaded")
     if not uploaded and after != before:
         raise BenchError(f"{what} uploaded code (the branch's timestamp moved) although nothing had changed")
+    return after
 
 
 # --- the two sides ---
@@ -168,6 +170,12 @@ class Sides:
     state: Path
     fresh_states: Iterator[Path]
     base_env: dict[str, str]
+    #: Each account's branch timestamp as last checked (one read of the account per run, not two).
+    timestamps: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for user in (self.gitops_user, self.peer_user):
+            self.timestamps[user.username] = held_branch(user)[1]
 
     def gitops(self, state: Path, what: str) -> Usage:
         env = {
@@ -198,14 +206,18 @@ def run_pair(sides: Sides, scenario: str, gitops_first: bool) -> tuple[Usage, Us
     results: dict[str, Usage] = {}
 
     def gitops_side() -> None:
-        before = branch_timestamp(sides.gitops_user, BRANCH)
+        user = sides.gitops_user
         results["gitops"] = sides.gitops(state, scenario)
-        check_server(sides.gitops_user, expected, before, uploaded=gitops_uploads, what=f"gitops ({scenario})")
+        sides.timestamps[user.username] = check_server(
+            user, expected, sides.timestamps[user.username], uploaded=gitops_uploads, what=f"gitops ({scenario})"
+        )
 
     def peer_side() -> None:
-        before = branch_timestamp(sides.peer_user, BRANCH)
+        user = sides.peer_user
         results["peer"] = sides.peer(scenario)
-        check_server(sides.peer_user, expected, before, uploaded=True, what=f"the peer ({scenario})")
+        sides.timestamps[user.username] = check_server(
+            user, expected, sides.timestamps[user.username], uploaded=True, what=f"the peer ({scenario})"
+        )
 
     for side in (gitops_side, peer_side) if gitops_first else (peer_side, gitops_side):
         side()
@@ -258,12 +270,12 @@ def summarise(rounds: list[dict[str, tuple[Usage, Usage]]]) -> dict[str, dict[st
     for scenario in SCENARIOS:
         pairs = [r[scenario] for r in rounds]
         row: dict[str, float] = {}
-        for field in ("wall", "cpu", "rss_mb"):
-            mine = [getattr(g, field) for g, _ in pairs]
-            theirs = [getattr(p, field) for _, p in pairs]
-            row[f"ratio_{field}"] = round(statistics.median(m / t for m, t in zip(mine, theirs, strict=True)), 3)
-            row[f"gitops_{field}"] = round(statistics.median(mine), 3)
-            row[f"peer_{field}"] = round(statistics.median(theirs), 3)
+        for figure in ("wall", "cpu", "rss_mb"):
+            mine = [getattr(g, figure) for g, _ in pairs]
+            theirs = [getattr(p, figure) for _, p in pairs]
+            row[f"ratio_{figure}"] = round(statistics.median(m / t for m, t in zip(mine, theirs, strict=True)), 3)
+            row[f"gitops_{figure}"] = round(statistics.median(mine), 3)
+            row[f"peer_{figure}"] = round(statistics.median(theirs), 3)
         rows[scenario] = row
     return rows
 
