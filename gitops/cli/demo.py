@@ -1,8 +1,8 @@
 """``gitops demo``: the quick start's main job, with nothing to set up.
 
 Starts the local stand-in service on a free loopback port with a throw-away account, copies the bundled example
-(``examples/basic``) to a temporary folder pointed at it, then runs ``plan``, ``apply --yes`` and ``plan`` again
-exactly as a player would, shows what the server holds, and stops the service.
+(``examples/basic``, shipped inside the package) to a temporary folder pointed at it, then runs ``plan``,
+``apply --yes`` and ``plan`` again exactly as a player would, shows what the server holds, and stops the service.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import click
@@ -22,14 +22,24 @@ EXAMPLE_URL = "http://127.0.0.1:21025"
 
 
 def find_example(name: str) -> Path:
-    """The bundled example: next to the package (a source checkout), else under the current folder."""
-    for base in (Path(__file__).resolve().parents[2], Path.cwd()):
-        candidate = base / "examples" / name
+    """The bundled example ``name``.
+
+    An installed tool (``pip install``, ``pipx install``) has it inside the package as ``gitops._examples``
+    (pyproject.toml maps the repository's ``examples/`` there); an editable install from a checkout finds it in the
+    checkout's ``examples/`` (setuptools' editable finder does not resolve such a mapped data folder).
+    """
+    from importlib import resources
+
+    candidates: list[Path] = []
+    with suppress(ModuleNotFoundError):
+        candidates.append(Path(str(resources.files("gitops._examples").joinpath(name))))
+    candidates.append(Path(__file__).resolve().parents[2] / "examples" / name)
+    for candidate in candidates:
         if (candidate / "gitops.yaml").is_file():
             return candidate
     raise UsageError(
-        f"the bundled example examples/{name} was not found",
-        hint="Run the demo from a checkout of screeps-gitops, or pass --example DIR (a folder with gitops.yaml).",
+        f"the bundled example {name!r} is not part of this installation of screeps-gitops",
+        hint="Reinstall screeps-gitops (pip install, pipx install), or pass --example DIR (a folder with gitops.yaml).",
     )
 
 

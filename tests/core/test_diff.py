@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.diff import MAX_DIFF_LINES, diff_branch
+from gitops.core.diff import MAX_DIFF_BYTES, MAX_DIFF_LINES, MINIFIED_LINE, diff_branch
 from gitops.core.remote import RemoteBranch
 
 
@@ -83,3 +83,84 @@ def test_line_ending_only_change_says_so() -> None:
         CodeSet.of([Module("main", text="a\r\nb\r\n")]), remote_of(Module("main", text="a\nb\n")).modules
     ).changed[0]
     assert (change.diff, change.note) == (None, "only line endings or the final newline differ")
+
+
+def test_a_large_module_shows_no_diff() -> None:
+    old = "a\n" * (MAX_DIFF_BYTES // 2 + 1)  # just over the size where difflib may take too long
+    change = diff_branch(CodeSet.of([Module("main", text="b\n")]), remote_of(Module("main", text=old)).modules).changed[
+        0
+    ]
+    assert (change.diff, change.note) == (None, "large module: sizes and hashes only")
+    assert (change.old_size, change.new_size) == (len(old), 2)
+
+
+def test_long_files_of_short_lines_are_diffed() -> None:
+    old = "\n".join("x" * (MINIFIED_LINE - 1) for _ in range(3))
+    new = old + "\nend"
+    change = diff_branch(CodeSet.of([Module("main", text=new)]), remote_of(Module("main", text=old)).modules).changed[0]
+    assert change.note is None
+    assert change.diff is not None
+    assert change.diff.endswith("+end")
+
+
+def test_one_long_line_on_either_side_is_minified() -> None:
+    long_line = "y" * (MINIFIED_LINE + 1)
+    change = diff_branch(
+        CodeSet.of([Module("main", text="short\n")]), remote_of(Module("main", text=f"a\n{long_line}\n")).modules
+    ).changed[0]
+    assert change.note == "minified module (very long lines): sizes and hashes only"
+
+
+def test_the_diff_cap_is_a_parameter() -> None:
+    old, new = "a\nb\nc\n", "A\nB\nC\n"
+    change = diff_branch(
+        CodeSet.of([Module("main", text=new)]), remote_of(Module("main", text=old)).modules, max_diff_lines=4
+    ).changed[0]
+    assert change.diff == "--- server/main\n+++ repo/main\n@@ -1,3 +1,3 @@\n-a\n... 5 more diff lines not shown"
+    assert change.note == "diff cut at 4 lines"
+
+
+def test_a_final_newline_alone_is_a_line_ending_change() -> None:
+    change = diff_branch(CodeSet.of([Module("main", text="a")]), remote_of(Module("main", text="a\n")).modules).changed[
+        0
+    ]
+    assert (change.diff, change.note) == (None, "only line endings or the final newline differ")
+
+
+def test_rows_carry_sizes_digests_and_the_binary_flag() -> None:
+    new_wasm, old_wasm = Module("lib.wasm", binary=b"\0asm\1\2"), Module("lib.wasm", binary=b"\0asm")
+    kept, gone = Module("kept.wasm", binary=b"\1"), Module("gone", text="gone")
+    remote = remote_of(old_wasm, kept, Module("main", text="m"))
+    local = CodeSet.of([new_wasm, Module("main", text="m"), Module("new", text="n")])
+    diff = diff_branch(local, remote.modules, remote_only="keep")
+    assert diff.changed[0].model_dump() == {
+        "name": "lib.wasm",
+        "change": "changed",
+        "old_size": 4,
+        "new_size": 6,
+        "old_digest": old_wasm.digest,
+        "new_digest": new_wasm.digest,
+        "binary": True,
+        "diff": None,
+        "note": "binary module: sizes and hashes only",
+    }
+    assert (diff.added[0].new_digest, diff.added[0].old_digest, diff.added[0].binary) == (
+        Module("new", text="n").digest,
+        None,
+        False,
+    )
+    assert (diff.kept[0].name, diff.kept[0].old_size, diff.kept[0].new_size, diff.kept[0].binary) == (
+        "kept.wasm",
+        1,
+        1,
+        True,
+    )
+    assert diff.unchanged == 1
+    assert [c.name for c in diff.changes] == ["new", "lib.wasm"]  # kept modules are no change
+    removed = diff_branch(local, remote_of(old_wasm, gone).modules).removed[0]
+    assert (removed.name, removed.new_digest, removed.old_digest) == ("gone", None, gone.digest)
+
+
+def test_an_existing_empty_branch_adds_everything() -> None:
+    diff = diff_branch(CodeSet.of([Module("main", text="a")]), {})
+    assert ([c.name for c in diff.added], diff.unchanged, diff.has_changes) == (["main"], 0, True)

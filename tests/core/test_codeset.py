@@ -1,0 +1,164 @@
+"""Module names: which ones the server drops, and which ones it reads back as another name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gitops.core.codeset import (
+    CodeSet,
+    Module,
+    code_length,
+    code_too_long,
+    dropped_name_reason,
+    module_from_wire,
+    refused_name_reason,
+)
+from gitops.core.limits import MAX_CODE_LENGTH
+
+
+@pytest.mark.parametrize("name", ["main", "role.harvester", "lib/util", "win\\path", "a$b", "a$DOT", "a$dot$b"])
+def test_names_the_server_keeps_as_they_are(name: str) -> None:
+    assert refused_name_reason(name) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("", "the name is empty"),
+        ("$tmp", "the name starts with '$', and the server silently drops such modules"),
+        (".hidden", "the name starts with '.', and the server silently drops such modules"),
+    ],
+)
+def test_names_the_server_drops(name: str, reason: str) -> None:
+    assert dropped_name_reason(name) == reason
+    assert refused_name_reason(name) == reason
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        (
+            "a$DOT$b",
+            "the name contains '$DOT$', the server's stored form of '.', so the server would return it as 'a.b' and "
+            "no plan would ever match",
+        ),
+        (
+            "lib$SLASH$util",
+            "the name contains '$SLASH$', the server's stored form of '/', so the server would return it as "
+            "'lib/util' and no plan would ever match",
+        ),
+        (
+            "x$BACKSLASH$y$DOT$z",
+            "the name contains '$DOT$' and '$BACKSLASH$', the server's stored forms of '.' and '\\\\', so the "
+            "server would return it as 'x\\\\y.z' and no plan would ever match",
+        ),
+    ],
+)
+def test_names_the_server_reads_back_as_another_name(name: str, reason: str) -> None:
+    # The private server stores '.', '/' and '\' as these markers and turns every marker back on reading
+    # (@screeps/backend utils.translateModulesFromDb), so a literal marker comes back changed.
+    assert refused_name_reason(name) == reason
+    assert dropped_name_reason(name) is None  # kept, so the stand-in stores it like the server does
+
+
+@pytest.mark.parametrize("name", ["/abs", "\\win"])
+def test_names_starting_with_a_separator_are_dropped(name: str) -> None:
+    assert refused_name_reason(name) == f"the name starts with {name[0]!r}, and the server silently drops such modules"
+
+
+# --- modules and code sets -----------------------------------------------------------------------------------
+
+
+def test_a_module_is_text_or_binary_never_both_nor_neither() -> None:
+    with pytest.raises(ValueError, match="either text or binary"):
+        Module("x")
+    with pytest.raises(ValueError, match="either text or binary"):
+        Module("x", text="a", binary=b"a")
+
+
+def test_text_and_binary_of_the_same_bytes_differ() -> None:
+    text, binary = Module("m", text="abc"), Module("m", binary=b"abc")
+    assert text.digest != binary.digest
+    assert (text.is_binary, binary.is_binary) == (False, True)
+    assert Module("m", text="abc") == text  # the digest takes no part in equality, the content does
+    assert Module("other", text="abc").digest == text.digest  # the name is not part of a module's digest
+
+
+def test_size_is_utf8_bytes_for_text_and_raw_bytes_for_binary() -> None:
+    assert Module("m", text="é𝄞").size == 2 + 4
+    assert Module("m", binary=b"\0\1\2").size == 3
+
+
+def test_binary_travels_as_base64() -> None:
+    assert Module("m", binary=b"\0asm").wire() == {"binary": "AGFzbQ=="}
+    assert Module("m", text="t").wire() == "t"
+
+
+@pytest.mark.parametrize("encoded", ["AGFzbQ==", "AGFzbQ"])  # cargo-screeps leaves the padding out
+def test_binary_from_the_wire_with_or_without_padding(encoded: str) -> None:
+    assert module_from_wire("m", {"binary": encoded}) == Module("m", binary=b"\0asm")
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ({"binary": "not base64!"}, "module 'm' has invalid base64 in 'binary'"),
+        ({"binary": "A"}, "module 'm' has invalid base64 in 'binary'"),
+        ({"binary": 5}, "module 'm' is neither a string nor {'binary': base64}"),
+        ({"binary": "AA==", "extra": "x"}, "module 'm' is neither a string nor {'binary': base64}"),
+        (None, "module 'm' is neither a string nor {'binary': base64}"),
+        (3, "module 'm' is neither a string nor {'binary': base64}"),
+    ],
+)
+def test_anything_else_from_the_wire_is_refused(value: object, reason: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)) as caught:
+        module_from_wire("m", value)
+    assert str(caught.value) == reason
+
+
+def test_a_code_set_from_the_wire() -> None:
+    code = CodeSet.from_wire({"main": "m", "lib.wasm": {"binary": "AA"}})
+    assert code.names() == ["lib.wasm", "main"]
+    assert [m.name for m in code] == ["lib.wasm", "main"]
+    assert (len(code), "main" in code, "other" in code) == (2, True, False)
+    assert code.wire() == {"lib.wasm": {"binary": "AA=="}, "main": "m"}
+    assert code.total_size == 2
+    with pytest.raises(ValueError, match="'modules' is not an object"):
+        CodeSet.from_wire(["main"])
+
+
+def test_equal_sets_have_equal_digests_whatever_the_order() -> None:
+    a = CodeSet.of([Module("a", text="1"), Module("b", text="2")])
+    b = CodeSet.of((Module("b", text="2"), Module("a", text="1")))
+    assert a.digest == b.digest
+    assert CodeSet.of([Module("a", text="1"), Module("b", text="3")]).digest != a.digest
+    # A module renamed is another set, though every content is the same.
+    assert CodeSet.of([Module("a", text="1"), Module("c", text="2")]).digest != a.digest
+
+
+@pytest.mark.parametrize(
+    ("modules", "length"),
+    [
+        ({}, 2),  # {}
+        ({"main": ""}, 11),  # {"main":""}
+        ({"main": "é"}, 12),  # one UTF-16 unit
+        ({"main": "𝄞"}, 13),  # an astral character is two UTF-16 units, as JavaScript counts
+        ({"main": 'a"\n'}, 16),  # escapes count as the JSON text spells them: \" and \n
+        ({"m": {"binary": "AA=="}}, 23),  # {"m":{"binary":"AA=="}}
+    ],
+)
+def test_code_length_counts_like_json_stringify(modules: dict[str, object], length: int) -> None:
+    assert code_length(modules) == length
+
+
+def test_server_length_and_the_5_mb_line() -> None:
+    under = {"main": "x" * (MAX_CODE_LENGTH - 11)}
+    assert code_length(under) == MAX_CODE_LENGTH
+    assert not code_too_long(under)
+    assert code_too_long({"main": "x" * (MAX_CODE_LENGTH - 10)})
+    # Astral characters count twice, so half as many of them reach the line.
+    astral = {"main": "𝄞" * ((MAX_CODE_LENGTH - 10) // 2)}
+    assert code_too_long(astral)
+    assert CodeSet.of([Module("main", text="𝄞")]).server_length() == 13

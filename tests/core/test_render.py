@@ -1,0 +1,321 @@
+"""The three renderers of a plan (terminal text, Markdown, JSON) against golden files, and their details.
+
+The goldens live in ``tests/core/golden/``. After an intended change of the output, regenerate them with::
+
+    GITOPS_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q tests/core/test_render.py
+
+and read the diff (``git diff tests/core/golden``) before committing it: a golden that changes is an output that
+changes for every user. Without the variable a missing or different golden fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import click
+import pytest
+
+from gitops.core.limits import GLOBAL_KEY
+from gitops.core.local import SourceInfo
+from gitops.core.plan import UPLOAD, Plan
+from gitops.render.plan import (
+    age,
+    applied_line,
+    budget_row_text,
+    plan_document,
+    render_json,
+    render_markdown,
+    render_text,
+    seen_text,
+    size,
+    summary_line,
+)
+from tests.core.factories import NOW, branch, facts, listed, local, manifest, on_server, plan, view, window
+
+GOLDEN = Path(__file__).parent / "golden"
+REGENERATE = os.environ.get("GITOPS_REGEN_GOLDEN") == "1"
+
+
+def matches_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if REGENERATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"no golden {path}; make it with GITOPS_REGEN_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from its golden (GITOPS_REGEN_GOLDEN=1)"
+
+
+# --- representative plans -------------------------------------------------------------------------------------
+
+
+def mixed_plan() -> Plan:
+    """Two servers; a create with activation, an update with every kind of module change, a branch planned from
+    the ledger, budget rows of every source, a password-login server and warnings."""
+    servers = {
+        "official": {"url": "https://screeps.com", "token_env": "SCREEPS_TOKEN"},
+        "private": {"url": "http://127.0.0.1:21025", "username_env": "U", "password_env": "P"},
+    }
+    loaded = manifest(
+        branch("official", "main", remote_only="keep"),
+        branch("official", "season", activate=["world"]),
+        branch("official", "ptr"),
+        branch("private", "main", activate=["sim"]),
+        servers=servers,
+    )
+    old_main = "".join(f"line {i}\n" for i in range(8))
+    new_main = old_main.replace("line 3", "line three")
+    code = local(
+        (
+            "official",
+            "main",
+            {
+                "main": new_main,
+                "role|harvester": "harvest <fast>\n",
+                "lib.wasm": b"\0asm\x02",
+                "crlf": "a\r\nb\r\n",
+            },
+        ),
+        ("official", "season", {"main": "season\n"}),
+        ("official", "ptr", {"main": "ptr\n", "util": "u" * 2_000}),
+        ("private", "main", {"main": "private\n"}),
+        warnings=["official/ptr: include '**/*.ts' matched nothing"],
+        source=SourceInfo(kind="worktree", ref=None, commit="0123456789abcdef", dirty=True),
+    )
+    return plan(
+        loaded,
+        code,
+        view(
+            "official",
+            on_server(
+                "main",
+                {"main": old_main, "lib.wasm": b"\0asm\x01", "crlf": "a\nb\n", "extra": "kept " * 300},
+                ago=30,
+            ),
+            on_server("season", None, ago=4000),
+            on_server(
+                "ptr", {"main": "ptr\n", "util": "old util", "gone": "g"}, how="ledger", ago=3 * 86400, with_text=False
+            ),
+            listed=listed("main", "ptr"),
+        ),
+        view("private", on_server("main", {"main": "private\n"}, how="own-upload", ago=7200), listed=listed("main")),
+        budgets={
+            "official": facts(
+                window(UPLOAD, 240, 2, reset_in=7200),
+                window(GLOBAL_KEY, 120, 120, source="counted"),
+                reserve={UPLOAD: 1},
+            ),
+            "private": facts(limited=False),
+        },
+        refresh="auto",
+    )
+
+
+def quiet_plan() -> Plan:
+    """Nothing to do: the server holds the repository's code and the branch is active."""
+    return plan(
+        manifest(branch(activate=["world"])),
+        local(("local", "main", {"main": "same\n"})),
+        view("local", on_server("main", {"main": "same\n"}), listed=listed("main", world="main")),
+        budgets={"local": facts(unlimited_until=NOW + 3600)},
+    )
+
+
+PLANS = {"mixed": mixed_plan, "quiet": quiet_plan}
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_text_matches_its_golden(name: str) -> None:
+    matches_golden(f"{name}.txt", render_text(PLANS[name](), now=NOW))
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_markdown_matches_its_golden(name: str) -> None:
+    matches_golden(f"{name}.md", render_markdown(PLANS[name](), now=NOW))
+
+
+@pytest.mark.parametrize("name", sorted(PLANS))
+def test_json_matches_its_golden(name: str) -> None:
+    matches_golden(f"{name}.json", render_json(PLANS[name](), now=NOW))
+
+
+def test_json_holds_no_module_content_and_reads_back() -> None:
+    p = mixed_plan()
+    text = render_json(p, now=NOW)
+    assert "line three" not in text  # content stays in plan files, never in the document
+    assert "kept kept" not in text
+    document = json.loads(text)
+    assert document == plan_document(p, now=NOW)
+    assert (document["has_changes"], document["uploads_needed"], document["fits_budget"]) == (True, 3, False)
+    ptr = document["branches"][2]
+    assert ptr["remote"] == {"how": "ledger", "exists": True, "learnt_at": NOW - 3 * 86400, "age_seconds": 3 * 86400}
+
+
+def test_json_of_an_unknown_server_has_no_age() -> None:
+    p = plan(manifest(), local(("local", "main", {"main": "m"})))
+    remote = plan_document(p, now=NOW)["branches"][0]["remote"]
+    assert remote == {"how": "unknown", "exists": None, "learnt_at": None, "age_seconds": None}
+
+
+# --- colour ----------------------------------------------------------------------------------------------------
+
+
+def test_colour_only_when_asked_and_only_as_styling() -> None:
+    p = mixed_plan()
+    plain = render_text(p, now=NOW)
+    coloured = render_text(p, now=NOW, color=True)
+    assert "\x1b[" not in plain
+    assert coloured != plain
+    assert click.unstyle(coloured) == plain
+    # The shortfall is red and bold; additions green, removals red.
+    assert "\n" + click.style("warning: official/ptr: include '**/*.ts' matched nothing", fg="yellow") in coloured
+    assert "\n" + click.style("official/main: update (upload)", bold=True, fg="cyan") in coloured
+    assert "\n  " + click.style("+ role|harvester  15 B", fg="green") in coloured
+    assert "\n  " + click.style("- gone  1 B", fg="red") in coloured
+    assert "\n  " + click.style("= extra  1.5 kB", fg="cyan") in coloured
+    assert "\n      " + click.style("+line three", fg="green") in coloured
+    assert "\n      " + click.style("-line 3", fg="red") in coloured
+    shortfall = (
+        "  official: POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved"
+    )
+    assert "\n" + click.style(shortfall + " -> DOES NOT FIT", fg="red", bold=True) in coloured
+    # A branch with nothing to do is bold but not coloured.
+    quiet = render_text(quiet_plan(), now=NOW, color=True)
+    assert "\n" + click.style("local/main: no changes", bold=True) + "\n" in quiet
+
+
+# --- Markdown cut to fit -------------------------------------------------------------------------------------
+
+NOTE = "\n_The plan was cut to fit GitHub's size limit; run `gitops plan` for the whole of it._\n"
+
+
+def many_diffs_plan(branches: int = 3, modules: int = 4) -> Plan:
+    names = [f"b{i}" for i in range(branches)]
+    old = {f"m{j}": "".join(f"line {k}\n" for k in range(20)) for j in range(modules)}
+    new = {n: text.replace("line 7", "line seven") for n, text in old.items()}
+    return plan(
+        manifest(*(branch(name=n) for n in names)),
+        local(*(("local", n, {**new, "main": "m"}) for n in names)),
+        view("local", *(on_server(n, {**old, "main": "m"}) for n in names)),
+    )
+
+
+def test_markdown_within_max_chars_is_whole() -> None:
+    p = many_diffs_plan()
+    full = render_markdown(p, now=NOW)
+    assert render_markdown(p, now=NOW, max_chars=len(full)) == full
+    assert NOTE not in full
+
+
+@pytest.mark.parametrize("fraction", [0.95, 0.8, 0.6, 0.45, 0.3, 0.15])
+def test_markdown_is_cut_to_fit_and_says_so(fraction: float) -> None:
+    p = many_diffs_plan()
+    full = render_markdown(p, now=NOW)
+    limit = int(len(full) * fraction)
+    cut = render_markdown(p, now=NOW, max_chars=limit)
+    assert len(cut) <= limit
+    assert cut.endswith(NOTE)
+    # The summary table always survives; diffs go before whole branch sections do.
+    assert "| local | b0 | update |" in cut
+    assert cut.count("<details>") == cut.count("</details>")
+    assert cut.count("```diff") * 2 == len(re.findall(r"^```", cut, flags=re.MULTILINE))
+
+
+def test_a_big_branch_keeps_the_diffs_that_fit() -> None:
+    p = many_diffs_plan(branches=1, modules=6)
+    full = render_markdown(p, now=NOW)
+    cut = render_markdown(p, now=NOW, max_chars=len(full) - 50)
+    kept = cut.count("<details>")
+    assert 0 < kept < 6
+    assert f"- _{6 - kept} diff(s) left out to fit_" in cut
+
+
+def test_sections_that_do_not_fit_even_without_diffs_are_left_out() -> None:
+    p = many_diffs_plan(branches=3, modules=1)
+    head_only = render_markdown(p, now=NOW).split("#### ")[0]
+    cut = render_markdown(p, now=NOW, max_chars=len(head_only) + len(NOTE) + 120)
+    assert "#### `local/b0`" in cut
+    assert "- _1 diff(s) left out to fit_" in cut
+    assert "#### `local/b2`" not in cut
+
+
+def test_a_tiny_limit_still_ends_with_the_note() -> None:
+    cut = render_markdown(many_diffs_plan(), now=NOW, max_chars=len(NOTE) + 10)
+    assert cut.endswith(NOTE)
+    assert len(cut) <= len(NOTE) + 10
+
+
+def test_a_diff_holding_backticks_gets_a_longer_fence() -> None:
+    p = plan(
+        manifest(),
+        local(("local", "main", {"main": "x = `a`;\n```\n"})),
+        view("local", on_server("main", {"main": "x = 1;\n"})),
+    )
+    text = render_markdown(p, now=NOW, title="deploy")
+    assert text.startswith("### deploy\n")
+    assert "````diff\n" in text
+    assert "\n````\n" in text
+
+
+# --- the small helpers -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [(None, "-"), (0, "0 B"), (999, "999 B"), (1000, "1.0 kB"), (999_949, "999.9 kB"), (1_300_000, "1.30 MB")],
+)
+def test_size(n: int | None, text: str) -> None:
+    assert size(n) == text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (-5, "0 s ago"),
+        (89, "89 s ago"),
+        (90, "2 min ago"),
+        (5399, "90 min ago"),
+        (5400, "1.5 h ago"),
+        (2 * 86400, "2.0 days ago"),
+    ],
+)
+def test_age(seconds: float, text: str) -> None:
+    assert age(seconds) == text
+
+
+def test_seen_text_of_each_provenance() -> None:
+    p = mixed_plan()
+    texts = [seen_text(b, NOW) for b in p.branches]
+    assert texts == [
+        "downloaded 30 s ago",
+        "the branch does not exist on the server (checked 67 min ago)",
+        "from the ledger, learnt 3.0 days ago (not downloaded)",
+        "from this tool's own upload 2.0 h ago (ledger; not downloaded again)",
+    ]
+    unknown = plan(manifest(), local(("local", "main", {"main": "m"}))).branches[0]
+    assert seen_text(unknown, NOW) == "server state unknown (nothing downloaded, nothing in the ledger)"
+
+
+def test_budget_rows_in_words() -> None:
+    rows = mixed_plan().budget
+    assert [budget_row_text(r) for r in rows] == [
+        "POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved -> DOES NOT FIT",
+        "POST /api/user/set-active-branch: needs 1 of 240 per day; remaining unknown (at most 240) -> ok",
+        "all requests: needs 5 (paced) of 120 per minute; 120 left -> ok",
+    ]
+    assert quiet_plan().budget == []  # nothing needed: no rows at all
+    lifted = plan(
+        manifest(),
+        local(("local", "main", {"main": "m"})),
+        budgets={"local": facts(unlimited_until=NOW + 3600)},
+    ).budget
+    assert budget_row_text(lifted[0]).endswith("unlimited until 2027-01-15 09:00 UTC -> ok")
+
+
+def test_summary_and_applied_lines() -> None:
+    assert summary_line(quiet_plan()) == "No changes: the servers hold what the repository holds."
+    assert summary_line(mixed_plan()) == "Plan: 4 of 4 branch(es) to change, 3 upload(s) needed."
+    assert applied_line(mixed_plan()) == (
+        "Applied: 4 branch(es) changed with 3 upload(s); the servers now hold what the plan holds."
+    )
