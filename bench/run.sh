@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every benchmark, one after another, printing figures (loopback only, bounded in time; about 4 minutes).
+# Every benchmark, one after another, printing figures (loopback only, bounded in time; 2 to 5 minutes on 2 cores).
 # Usage: bash bench/run.sh [bench_deploy.py options]
 # Installs what it needs from the project's own files (.venv; the private server and the peer via bench/peer.sh).
 set -euo pipefail
