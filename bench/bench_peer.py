@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -240,13 +241,12 @@ def write_manifest(repo: Path, url: str) -> None:
 
 
 def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> dict[str, tuple[Usage, Usage]]:
-    counter = iter(range(1_000_000))
     sides = Sides(
         repo=repo,
         gitops_user=server.register(),
         peer_user=server.register(),
         state=tmp / f"state-{round_no}",
-        fresh_states=(tmp / f"state-{round_no}-fresh-{n}" for n in counter),
+        fresh_states=(tmp / f"state-{round_no}-fresh-{n}" for n in itertools.count()),
         base_env=clean_env(),
     )
     gitops_first = round_no % 2 == 0
@@ -310,7 +310,7 @@ def main() -> None:
         install_peer()
         compile_gitops()
         rows = run(args)
-    except (BenchError, PrivateServerError) as exc:
+    except (BenchError, PrivateServerError, RuntimeError, subprocess.SubprocessError) as exc:
         print(f"bench_peer: {exc}", file=sys.stderr)
         raise SystemExit(1) from None
     if args.json:
