@@ -466,7 +466,7 @@ def _read_branches(
         )
         problems += build.problems
         warnings += build.warnings
-        local = LocalBranch(config.server, config.branch, build.code, build.files)
+        local = LocalBranch(config.server, config.branch, build.code, build.files, build.kinds)
         local.__dict__["server_length"] = build.server_length  # computed already; spare the cached property
         branches.append(local)
 
