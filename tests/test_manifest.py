@@ -425,7 +425,7 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, deploy: yes}}]\n",
             [
                 "gitops.yaml:3: branches[0].deploy: unknown key; the keys here are: server, branch, root, include, "
-                "exclude, binary, naming, activate, remote_only"
+                "exclude, binary, naming, activate, remote_only, build, source_maps, requires"
             ],
             id="unknown-key",
         ),
