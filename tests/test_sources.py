@@ -303,10 +303,14 @@ def test_a_branch_without_main_gets_a_warning(here: Path) -> None:
     ]
 
 
-def test_working_tree_includes_ignored_files_and_skips_dot_git(here: Path) -> None:
-    make_repo(here, {".gitignore": "src/dist/\n", "src/main.js": ""})
+def test_working_tree_leaves_out_ignored_files_and_skips_dot_git(here: Path) -> None:
+    make_repo(here, {".gitignore": "src/dist/\n*.log.js\n", "src/main.js": ""})
     write_files(here, {"src/dist/bundle.js": "built", "src/.git/hooks/x.js": "", "src/.cache/y.js": ""})
-    assert sorted(names_and_values(read_local_code(load(here)))) == ["dist/bundle", "main"]
+    write_files(here, {"src/debug.log.js": "", "src/node_modules/lodash/index.js": ""})
+    assert sorted(names_and_values(read_local_code(load(here)))) == ["main"]
+    # A root that Git ignores itself (a build output folder) is read whole.
+    dist = load(here, branches=[{"branch": "main", "root": "src/dist", "include": ["**/*.js"]}])
+    assert sorted(names_and_values(read_local_code(dist))) == ["bundle"]
 
 
 @pytest.mark.skipif(os.name == "nt", reason="symbolic links")

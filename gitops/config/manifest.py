@@ -302,8 +302,7 @@ class RequiresConfig(_Model):
     check: bool = Field(True, description="Refuse a branch whose JavaScript requires a module it will not hold.")
     ignore: list[str] = Field(
         default_factory=list,
-        description="Module names a require may name without the branch holding them (optional or dynamic "
-        "requires).",
+        description="Module names a require may name without the branch holding them (optional or dynamic requires).",
     )
 
 

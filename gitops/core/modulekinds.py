@@ -58,6 +58,6 @@ def wrap_source_map(text: str) -> str:
 def describe_kinds() -> str:
     """The kinds a matched file may be, for messages."""
     return (
-        f"JavaScript ({', '.join(JAVASCRIPT_SUFFIXES)} or a suffix of naming.strip_suffixes), a source map ({SOURCE_MAP_SUFFIX}) or binary (picked by "
-        "the branch's binary globs)"
+        f"JavaScript ({', '.join(JAVASCRIPT_SUFFIXES)} or a suffix of naming.strip_suffixes), a source map "
+        f"({SOURCE_MAP_SUFFIX}) or binary (picked by the branch's binary globs)"
     )

@@ -3,8 +3,9 @@
 The pure core, :func:`gitops.core.local.build_branch`, turns a branch's configuration, a listing of the files under
 its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed it:
 
-* the working tree: the files on disk under the manifest's folder, ``.gitignore``-d files included (build output
-  that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
+* the working tree: the files on disk under the manifest's folder, except what Git ignores (unless the root itself
+  is ignored: a build output folder such as ``dist/`` is read whole; :mod:`gitops.edges.ignored`), ``.git`` and
+  ``node_modules`` folders skipped; symbolic links are followed while they stay
   inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
   link, not the files, so ``--ref`` would deploy something else);
 * a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gitops.config.manifest import LoadedManifest, Loc
+from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import SourceError
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
 from gitops.core.local import (
     GLOB_FLAGS,
+    NEVER_MODULE_FOLDERS,
     BranchBuild,
     LocalBranch,
     LocalCode,
@@ -72,6 +75,16 @@ class _WorkTree:
 
     def __init__(self, base_dir: Path) -> None:
         self.base_dir = base_dir
+        self._ignored: IgnoredFiles | None = None
+
+    def _skip(self, prefix: str) -> Callable[[str], bool] | None:
+        """What Git ignores under the root ``prefix``: nothing when the root itself is ignored (a build output)."""
+        if self._ignored is None:
+            self._ignored = IgnoredFiles.ask_git(self.base_dir)
+        ignored = self._ignored
+        if not (ignored.files or ignored.folders) or ignored.covers(prefix or "."):
+            return None
+        return lambda rel: ignored.covers(posixpath.join(prefix, rel) if prefix else rel)
 
     def listing(self, prefix: str) -> _Listing | str:
         """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
@@ -87,7 +100,7 @@ class _WorkTree:
         root_real = os.path.realpath(root)
         notes: dict[str, str] = {}
         unlisted: dict[str, str] = {}
-        paths = _walk(str(root), root_real, notes, prefix, unlisted)
+        paths = _walk(str(root), root_real, notes, prefix, unlisted, self._skip(prefix))
         if "" in unlisted:
             return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
@@ -128,8 +141,16 @@ _ENDLESS_LINK = "is a chain of symbolic links that does not end; fix it, or excl
 _NOT_A_FILE = "is not a regular file (a named pipe, socket or device); remove it, or exclude it"
 
 
-def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str, unlisted: dict[str, str]) -> list[str]:
-    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
+def _walk(
+    root: str,
+    root_real: str,
+    notes: dict[str, str],
+    prefix: str,
+    unlisted: dict[str, str],
+    skip: Callable[[str], bool] | None = None,
+) -> list[str]:
+    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` and ``node_modules``
+    are skipped, and so is each path for which ``skip(path)`` holds (what Git ignores).
 
     ``notes`` gets the files that must not become modules: broken and endless links, files reached through a link
     that leaves the root, and what is not a regular file. ``unlisted`` gets the folders whose entries could not be
@@ -147,9 +168,11 @@ def _walk(root: str, root_real: str, notes: dict[str, str], prefix: str, unliste
             unlisted[rel[:-1]] = exc.strerror or type(exc).__name__
             continue
         for entry in entries:
-            if entry.name == ".git":
+            if entry.name in NEVER_MODULE_FOLDERS:
                 continue
             path = f"{rel}{entry.name}"
+            if skip is not None and skip(path):
+                continue
             try:
                 link = entry.is_symlink()
                 is_dir = entry.is_dir()
