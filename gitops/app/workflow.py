@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from gitops.app.localcode import read_code
 from gitops.config.manifest import BranchConfig, LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess, shortfall_message
 from gitops.core.plan import DOWNLOAD, Plan, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, RemoteBranch, RemoteView
 from gitops.edges.clock import Clock, SystemClock
-from gitops.edges.sources import LocalCode, read_local_code
+from gitops.edges.sources import LocalCode
 from gitops.errors import BudgetError, GitopsError, PlanFileError, ScopeError
 from gitops.secrets import Secret
 
@@ -277,7 +278,7 @@ def _check_download_budget(s: Session, server: str, needed: int, now: float) -> 
 
 def plan(options: Options, s: Session) -> tuple[Plan, LocalCode]:
     """Read the local code, learn the servers' state, and build the plan (its budget checked by the caller)."""
-    local = read_local_code(s.loaded, options.ref)
+    local = read_code(s.loaded, options.ref)
     views = gather_remote(s, options.refresh)
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers_of(s.loaded)}
