@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gitops.core.codeset import CodeSet, WireModule
-from gitops.core.plan import BranchPlan, Payload, Plan, Step
+from gitops.core.plan import BranchPlan, Payload, Plan, Step, server_problems
 from gitops.core.remote import RemoteWriter
 from gitops.errors import ApplyError, AuthError, BudgetError, GitopsError, PlanFileError, ServiceError, UsageError
 
@@ -43,6 +43,7 @@ def verify_plan(
     does not hold are taken from this download. Returns the module sets to upload, per (server, branch).
     """
     stale: list[str] = []
+    edited: list[str] = []
     uploads: dict[tuple[str, str], dict[str, WireModule]] = {}
     for branch in plan.branches:
         if branch.steps and branch.remote.how == "unknown":
@@ -65,7 +66,16 @@ def verify_plan(
                 continue
             if current is not None:
                 _fill_kept(modules, payload, current)
+                edited += server_problems(branch, payload, current) if saved else []
         uploads[(branch.server, branch.branch)] = dict(sorted(modules.items()))
+    if edited:
+        # The seal (checked when the file was loaded) cannot cover the modules planned as unchanged, nor bind the
+        # shown diffs to the payload; the download can.
+        raise PlanFileError(
+            "plan file was edited after it was made: what it would upload is not what the plan shows, nothing was "
+            "applied:\n" + "\n".join(f"  - {e}" for e in edited),
+            hint="Make the plan again with 'gitops plan --out FILE', review it, and apply that file unchanged.",
+        )
     if stale and saved:
         raise PlanFileError(
             "plan is stale: the server changed since the plan was made, nothing was applied:\n"

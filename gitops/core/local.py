@@ -164,6 +164,16 @@ def printable(path: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+def in_git_folder(path: str) -> bool:
+    """Whether ``path`` (``/`` separators, relative to the repository or the root) names ``.git`` or something in it.
+
+    Git's own folder holds the history, hooks and config (remote URLs may carry tokens): never a module. A working
+    tree skips ``.git`` folders when it walks; this catches a root, or a link's target, that names one.
+    """
+    # Case-insensitively, as Git itself protects the name (a case-insensitive file system opens .GIT as .git).
+    return ".git" in posixpath.normpath(path).casefold().split("/")
+
+
 def _undecodable_part(path: str) -> str | None:
     """The leading part of ``path`` up to the first name that is not UTF-8, or ``None`` when it all is."""
     try:

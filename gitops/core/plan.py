@@ -16,10 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length
-from gitops.core.diff import BranchDiff, ModuleChange, diff_branch
+from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.core.local import LocalCode
-from gitops.core.remote import RemoteBranch, RemoteView
+from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
@@ -62,7 +62,10 @@ class Step(_Frozen):
 
 class Payload(_Frozen):
     """The exact modules to upload to one branch. ``missing_kept`` names server-only modules to keep whose content
-    the plan does not hold (planned from the ledger): apply downloads them before uploading."""
+    the plan does not hold (planned from the ledger): apply downloads them before uploading.
+
+    A payload is not rendered, so a reviewer never sees it: :func:`seal_problems` checks it against what the plan
+    shows (the branch's changes and their digests, the count of unchanged modules, ``upload_digest``)."""
 
     server: str
     branch: str
@@ -82,6 +85,10 @@ class BranchPlan(_Frozen):
     activate: list[ActiveName]
     module_count: int
     upload_length: int
+    #: The digest (:attr:`CodeSet.digest`) of the modules the upload sends; ``None`` when it keeps server-only
+    #: modules whose content the plan does not hold (``Payload.missing_kept``), so it is unknown until apply has
+    #: them. With ``modules`` (each change's ``new_digest``) and ``unchanged``, part of the seal that ``apply FILE``
+    #: checks (:func:`seal_problems`).
     upload_digest: str | None
     steps: list[Step]
 
@@ -309,3 +316,114 @@ def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
         for step in branch.steps:
             needs[step.request] = needs.get(step.request, 0) + 1
     return needs
+
+
+# --- the seal of a saved plan ------------------------------------------------------------------------------------
+
+
+def seal_problems(plan: Plan) -> list[str]:
+    """What in a saved plan's payloads does not match the plan's reviewed content (one line per problem, naming
+    the branch); empty when every payload is exactly what the plan was made with.
+
+    The reviewed content of a branch is what the plan renders: each changed module with its ``new_digest``, the
+    removed ones, the kept ones and the number left unchanged; ``upload_digest`` covers the whole set held.
+    Checking each module against its own row (not only the one stored digest) catches an edit of a module in
+    ``payloads``, a module added or dropped, a payload moved to another branch, and an edit of ``upload_digest``
+    along with the payload. It is integrity against edits by hand, not a signature: whoever rewrites the reviewed
+    rows too (consistently) is not caught here, and the modules planned as unchanged, and the diffs shown, can only be
+    compared with the server (:func:`server_problems`, once ``apply`` has downloaded the branch).
+    """
+    problems: list[str] = []
+    uploading = {(b.server, b.branch): b for b in plan.branches if b.uploads}
+    seen: set[tuple[str, str]] = set()
+    for payload in plan.payloads:
+        key = (payload.server, payload.branch)
+        label = f"{payload.server}/{payload.branch}"
+        branch = uploading.get(key)
+        if branch is None:
+            problems.append(
+                f"{label}: the plan holds modules to upload to it, but the reviewed plan has no upload there"
+            )
+            continue
+        if key in seen:
+            problems.append(f"{label}: the plan holds two sets of modules to upload to it")
+            continue
+        seen.add(key)
+        problems += [f"{label}: {p}" for p in _payload_problems(branch, payload)]
+    for key, branch in uploading.items():
+        if key not in seen:
+            problems.append(f"{branch.label}: the reviewed plan uploads to it, but the plan holds no modules for it")
+    return problems
+
+
+def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
+    try:
+        held = CodeSet.from_wire(payload.modules)
+    except ValueError as exc:
+        return [str(exc)]
+    problems: list[str] = []
+    missing = set(payload.missing_kept)
+    listed: set[str] = set()
+    for row in branch.modules:
+        listed.add(row.name)
+        module = held.modules.get(row.name)
+        if row.change == "removed":
+            if module is not None or row.name in missing:
+                problems.append(f"module {row.name!r} is to be removed, but the plan uploads it")
+        elif row.change == "kept" and row.name in missing:
+            if module is not None:
+                problems.append(f"module {row.name!r} is both held and to be downloaded before the upload")
+        elif module is None:
+            problems.append(f"module {row.name!r} ({row.change}) is not in the upload")
+        elif module.digest != row.new_digest or module.size != row.new_size:
+            problems.append(f"module {row.name!r} ({row.change}) is not the reviewed content")
+    kept_names = {row.name for row in branch.modules if row.change == "kept"}
+    problems += [
+        f"module {name!r} is to be downloaded, but the plan keeps no such module" for name in missing - kept_names
+    ]
+    unlisted = [name for name in held.names() if name not in listed]
+    if len(unlisted) != branch.unchanged:
+        problems.append(
+            f"the upload holds {len(unlisted)} module(s) the plan shows no change for, but the plan has "
+            f"{branch.unchanged} unchanged"
+        )
+    if branch.upload_digest is None:
+        # Unknown only while kept modules are to be downloaded; apply then compares every module the plan shows as
+        # unchanged with the server's (server_problems).
+        if not missing:
+            problems.append("the plan's upload_digest is missing")
+    elif held.digest != branch.upload_digest:
+        problems.append("the modules to upload do not match the plan's upload_digest")
+    if len(held) + len(missing) != branch.module_count or code_length(dict(payload.modules)) != branch.upload_length:
+        problems.append("the modules to upload do not match the plan's module count and upload length")
+    return problems
+
+
+def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> list[str]:
+    """What in ``payload`` the branch as downloaded shows was edited in the plan file (one line per module, naming
+    the branch). ``server`` must be what the plan was made from (``apply`` checks its digest first).
+
+    The rest of the seal (:func:`seal_problems`) cannot see two things that the server's copy can: the modules the
+    plan shows as unchanged must be the server's, and each changed text module's diff, as the plan shows it (what a
+    reviewer reads), must be the diff from the server's module to the one uploaded; so an edit of a module and of
+    its digests is still caught unless the shown diff was rewritten too.
+    """
+    rows = {row.name: row for row in branch.modules}
+    try:
+        held = CodeSet.from_wire(payload.modules)
+    except ValueError:  # pragma: no cover - seal_problems refused it when the plan file was loaded
+        return [f"{branch.label}: the modules to upload are not modules"]
+    problems: list[str] = []
+    for module in held:
+        old = server.modules.get(module.name)
+        row = rows.get(module.name)
+        if row is None:
+            if old is None or old.digest != module.digest:
+                problems.append(
+                    f"{branch.label}: module {module.name!r} is shown as unchanged, but differs from the server's"
+                )
+        elif row.change == "changed" and old is not None and row.diff is not None:
+            facts = ModuleFacts(old.name, old.digest, old.size, old.is_binary, old.text)
+            if text_diff(facts, module, MAX_DIFF_LINES) != (row.diff, row.note):
+                problems.append(f"{branch.label}: module {module.name!r} is not what the plan's diff shows")
+    return problems

@@ -1,7 +1,8 @@
 """Plan files: ``gitops plan --out FILE`` writes one, ``gitops apply FILE`` reads it (an edge: file I/O only).
 
 A plan file is the whole :class:`gitops.core.plan.Plan` as JSON, with the exact module content to upload and no
-credentials. It is written atomically, so a reader never sees half a file.
+credentials. It is written atomically, so a reader never sees half a file. It is sealed: :func:`load_plan` refuses a
+file whose payloads do not match the reviewed part of the plan (:func:`gitops.core.plan.seal_problems`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from gitops.core.plan import PLAN_FORMAT_VERSION, Plan
+from gitops.core.plan import PLAN_FORMAT_VERSION, Plan, seal_problems
 from gitops.errors import PlanFileError, UsageError
 
 
@@ -69,7 +70,7 @@ def load_plan(path: Path) -> Plan:
             hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
         )
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -77,3 +78,11 @@ def load_plan(path: Path) -> Plan:
             f"plan file {path} is damaged: {where}: {first['msg']} ({exc.error_count()} problem(s))",
             hint="Make the plan again: 'gitops plan --out FILE'.",
         ) from None
+    problems = seal_problems(plan)
+    if problems:
+        raise PlanFileError(
+            f"plan file {path} was edited after it was made: what it would upload is not what the plan shows, "
+            "nothing was applied:\n" + "\n".join(f"  - {p}" for p in problems),
+            hint="Make the plan again with 'gitops plan --out FILE', review it, and apply that file unchanged.",
+        )
+    return plan

@@ -7,7 +7,9 @@ its root and a way to read a file's bytes into a code set plus problems and warn
   is ignored: a build output folder such as ``dist/`` is read whole; :mod:`gitops.edges.ignored`), ``.git`` and
   ``node_modules`` folders skipped; symbolic links are followed while they stay
   inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
-  link, not the files, so ``--ref`` would deploy something else);
+  link, not the files, so ``--ref`` would deploy something else). Only the repository's files, as with ``--ref``:
+  a root that resolves outside the Git work tree holding the manifest (outside Git: the manifest's folder) or into
+  ``.git`` is refused, and a link under it that does so is named as leading there;
 * a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
   ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
   from disk.
@@ -48,6 +50,7 @@ from gitops.core.local import (
     SourceInfo,
     UnreadableFile,
     build_branch,
+    in_git_folder,
     module_name,
     printable,
 )
@@ -70,11 +73,54 @@ class _Listing:
     unlisted: dict[str, str] = field(default_factory=dict)
 
 
-class _WorkTree:
-    """Files on disk under the manifest's folder."""
+@dataclass(frozen=True)
+class _Repository:
+    """The folder whose files may be deployed: the Git work tree holding the manifest (or, outside Git, the
+    manifest's folder), and Git's own folder, which never may. Paths are real (links resolved)."""
 
-    def __init__(self, base_dir: Path) -> None:
+    top: str
+    git_dir: str | None
+
+    @classmethod
+    def of(cls, base_dir: Path) -> _Repository:
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+        try:
+            found = subprocess.run(
+                ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+                cwd=base_dir,
+                env=env,
+                capture_output=True,
+                check=False,
+            )
+        except OSError:  # git is not installed: the manifest's folder is the boundary
+            found = None
+        if found is not None and found.returncode == 0:
+            lines = os.fsdecode(found.stdout).splitlines()
+            if len(lines) == 2 and lines[0] and lines[1]:
+                return cls(os.path.realpath(lines[0]), os.path.realpath(lines[1]))
+        return cls(os.path.realpath(base_dir), None)
+
+    def why_not(self, real: str) -> Literal["outside", "git"] | None:
+        """Why the file or folder at ``real`` (a resolved path) must not be deployed, or ``None`` when it may."""
+        if not _under(real, self.top):
+            return "outside"
+        if (self.git_dir is not None and _under(real, self.git_dir)) or in_git_folder(
+            os.path.relpath(real, self.top).replace(os.sep, "/")
+        ):
+            return "git"
+        return None
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+class _WorkTree:
+    """Files on disk under the manifest's folder, and only those of the repository that holds it."""
+
+    def __init__(self, base_dir: Path, repository: _Repository | None = None) -> None:
         self.base_dir = base_dir
+        self.repository = repository or _Repository.of(base_dir)
         self._ignored: IgnoredFiles | None = None
 
     def _skip(self, prefix: str) -> Callable[[str], bool] | None:
@@ -89,6 +135,19 @@ class _WorkTree:
     def listing(self, prefix: str) -> _Listing | str:
         """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
         root = self.base_dir / prefix if prefix else self.base_dir
+        if in_git_folder(prefix):
+            return _ROOT_IN_GIT
+        # The same boundary as --ref, where a commit holds only the repository's files: a root that resolves
+        # outside the repository (through '..' or a link) or into .git would deploy files of the machine.
+        root_real = os.path.realpath(root)
+        why = self.repository.why_not(root_real)
+        if why == "outside":
+            return (
+                f"resolves to {printable(root_real)}, outside the repository {printable(self.repository.top)}, and "
+                "only the repository's files are deployed; put the code inside the repository, or fix root"
+            )
+        if why == "git":
+            return f"resolves to {printable(root_real)}, inside .git, {_GIT_FOLDER}; name a folder of the working tree"
         try:
             is_folder = stat.S_ISDIR(os.stat(root).st_mode)
         except (FileNotFoundError, NotADirectoryError):
@@ -97,10 +156,9 @@ class _WorkTree:
             return f"cannot be read ({exc.strerror or type(exc).__name__}); make the folder readable, or fix root"
         if not is_folder:
             return f"is not a folder in {self.base_dir}; name the folder that holds the code"
-        root_real = os.path.realpath(root)
         notes: dict[str, str] = {}
         unlisted: dict[str, str] = {}
-        paths = _walk(str(root), root_real, notes, prefix, unlisted, self._skip(prefix))
+        paths = _walk(str(root), root_real, self.repository, notes, prefix, unlisted, self._skip(prefix))
         if "" in unlisted:
             return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
@@ -126,14 +184,27 @@ class _WorkTree:
         return _Listing(paths, read, unlisted=unreadable)
 
 
-def _outside_note(link: str, *, through: bool) -> str:
-    # Git stores a link, not the files it leads to: --ref would deploy something else, so both edges refuse.
+_GIT_FOLDER = "Git's own folder (history, hooks and config, never code to deploy)"
+_ROOT_IN_GIT = f"is inside .git, {_GIT_FOLDER}; name a folder of the working tree"
+
+#: Where a symbolic link leads when its files must not be deployed.
+Leads = Literal["root", "outside", "git"]
+_LEADS = {
+    "root": "leads outside the root",
+    "outside": "leads outside the repository",
+    "git": "leads into .git, Git's own folder",
+}
+
+
+def _outside_note(link: str, *, through: bool, leads: Leads = "root") -> str:
+    # Git stores a link, not the files it leads to: --ref would deploy something else, so both edges refuse; and
+    # a link may not carry files of the machine (outside the repository) or of .git into an upload.
     if through:
         return (
-            f"is reached through {link}, a symbolic link that leads outside the root; copy the files into the root, "
+            f"is reached through {link}, a symbolic link that {_LEADS[leads]}; copy the files into the root, "
             "or exclude them"
         )
-    return "is a symbolic link that leads outside the root; copy the file into the root, or exclude it"
+    return f"is a symbolic link that {_LEADS[leads]}; copy the file into the root, or exclude it"
 
 
 _BROKEN_LINK = "is a broken symbolic link; fix or remove it, or exclude it"
@@ -144,6 +215,7 @@ _NOT_A_FILE = "is not a regular file (a named pipe, socket or device); remove it
 def _walk(
     root: str,
     root_real: str,
+    repository: _Repository,
     notes: dict[str, str],
     prefix: str,
     unlisted: dict[str, str],
@@ -153,13 +225,13 @@ def _walk(
     are skipped, and so is each path for which ``skip(path)`` holds (what Git ignores).
 
     ``notes`` gets the files that must not become modules: broken and endless links, files reached through a link
-    that leaves the root, and what is not a regular file. ``unlisted`` gets the folders whose entries could not be
-    listed (``""`` for the root itself), with the system's reason: nothing under the root is left out silently.
+    that leaves the root (or the repository, or leads into .git), and what is not a regular file. ``unlisted`` gets
+    the folders whose entries could not be listed (``""`` for the root itself), with the system's reason: nothing
+    under the root is left out silently.
     """
     paths: list[str] = []
-    inside = root_real.rstrip(os.sep) + os.sep
     seen: set[str] = {root_real}
-    stack: list[tuple[str, str, str | None]] = [(root, "", None)]
+    stack: list[tuple[str, str, tuple[str, Leads] | None]] = [(root, "", None)]
     while stack:
         folder, rel, outside = stack.pop()
         try:
@@ -191,8 +263,12 @@ def _walk(
             escapes = outside
             if link:
                 real = os.path.realpath(entry.path)
-                if not (real + os.sep).startswith(inside) and escapes is None:
-                    escapes = path
+                if escapes is None and (is_dir or is_file):
+                    leads: Leads | None = repository.why_not(real)
+                    if leads is None and not _under(real, root_real):
+                        leads = "root"
+                    if leads is not None:
+                        escapes = (path, leads)
                 if is_dir:
                     if real in seen:
                         continue
@@ -202,8 +278,9 @@ def _walk(
             elif is_file:
                 paths.append(path)
                 if escapes is not None:
-                    shown = posixpath.join(prefix, escapes) if prefix else escapes
-                    notes[path] = _outside_note(shown, through=escapes != path)
+                    via, leads_to = escapes
+                    shown = posixpath.join(prefix, via) if prefix else via
+                    notes[path] = _outside_note(shown, through=via != path, leads=leads_to)
             else:
                 paths.append(path)
                 notes[path] = _BROKEN_LINK if link and not os.path.exists(entry.path) else _NOT_A_FILE
@@ -312,6 +389,8 @@ class _GitTree:
         top = "" if top == "." else top
         if top == ".." or top.startswith("../"):
             return "leads outside the Git repository; put the code inside it"
+        if in_git_folder(top):
+            return _ROOT_IN_GIT
         tree = self._object(top)
         if tree is None:
             return f"does not exist in commit {self.short} (--ref {self.ref}); commit the folder, or fix root"
@@ -362,34 +441,36 @@ class _GitTree:
             target, state = self._follow(full, top)
             if target is None:
                 blobs[path] = sha
-                notes[path] = {"broken": _BROKEN_LINK, "endless": _ENDLESS_LINK}.get(state) or _outside_note(
-                    path, through=False
-                )
+                if state in ("broken", "endless"):
+                    notes[path] = _BROKEN_LINK if state == "broken" else _ENDLESS_LINK
+                else:
+                    notes[path] = _outside_note(path, through=False, leads=_leads(state))
             elif target.type == "blob":
                 blobs[path] = target.hexsha
-                if state == "outside":
+                if state == "root":
                     notes[path] = _outside_note(path, through=False)
             elif depth < _MAX_LINK_HOPS:
                 inner: dict[str, str] = {}
                 target_path = os.fspath(target.path)
                 self._add(self._entries(target_path), target_path, top, prefix, f"{path}/", inner, notes, depth + 1)
                 blobs.update(inner)
-                if state == "outside":
+                if state == "root":
                     shown = posixpath.join(prefix, path) if prefix else path
                     notes.update(dict.fromkeys(inner, _outside_note(shown, through=True)))
 
     def _follow(
         self, link_path: str, top: str
-    ) -> tuple[git.Blob | git.Tree | None, Literal["inside", "outside", "broken", "endless"]]:
-        """What a link stored in the commit leads to (within the commit), and whether it stays inside the root."""
+    ) -> tuple[git.Blob | git.Tree | None, Literal["inside", "root", "outside", "git", "broken", "endless"]]:
+        """What a link stored in the commit leads to (within the commit), and whether it stays inside the root
+        (``root``: it leaves the root; ``outside``: the repository; ``git``: it leads into .git)."""
         inside = top + "/" if top else ""
         path = link_path
         for _ in range(_MAX_LINK_HOPS):
             obj = self._object(path)
             if obj is None:
-                return None, "broken"
+                return None, "git" if in_git_folder(path) else "broken"
             if obj.type == "tree" or obj.mode & 0o170000 != _SYMLINK_MODE:
-                return obj, "inside" if path.startswith(inside) else "outside"
+                return obj, "inside" if path.startswith(inside) else "root"
             target = self._data(obj.hexsha).decode("utf-8", "surrogateescape")
             path = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
             if target.startswith("/") or path == ".." or path.startswith("../"):
@@ -411,6 +492,10 @@ class _GitTree:
                 "always read from disk, the code from the commit"
             )
         return None
+
+
+def _leads(state: str) -> Leads:
+    return "outside" if state == "outside" else "git" if state == "git" else "root"
 
 
 def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
