@@ -513,3 +513,12 @@ def test_a_submodule_is_refused_with_ref_not_left_out(here: Path) -> None:
     )
     excluded = load(here / "bot", branches=[{"branch": "main", "root": "src", "exclude": ["vendor/**"]}])
     assert names_and_values(read_local_code(excluded, "HEAD")) == {"main": ""}
+
+
+def test_node_modules_is_never_a_module_also_in_a_commit(here: Path) -> None:
+    make_repo(here, {"main.js": "", "node_modules/lodash/index.js": "", "lib/node_modules/x.js": "", "lib/a.js": ""})
+    loaded = load(here, branches=[{"branch": "main", "root": "."}])
+    commit_all(here)
+    expected = ["lib/a", "main"]
+    assert sorted(names_and_values(read_local_code(loaded))) == expected
+    assert sorted(names_and_values(read_local_code(loaded, "HEAD"))) == expected
