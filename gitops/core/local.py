@@ -333,12 +333,6 @@ def build_branch(
         kind = kind_of(path, binary=binary, module_suffixes=tuple(config.naming.strip_suffixes))
         if kind == "source map" and config.source_maps == "omit":
             continue
-        if kind == "other":
-            problems.append(
-                f"{label}: {shown(path)} is not {describe_kinds()}, so the game could not run it; exclude it, "
-                "or list it under binary"
-            )
-            continue
         name = module_name(path, binary=binary, naming=config.naming)
         if kind == "source map":  # NAME.js.map, whatever strip_suffixes says
             name = module_name(path, binary=True, naming=config.naming.model_copy(update={"strip_suffixes": []}))
@@ -369,6 +363,12 @@ def build_branch(
             data = read(path)
         except UnreadableFile as exc:
             problems.append(f"{label}: {shown(path)} {exc}")
+            continue
+        if kinds[path] == "other":  # refused after the read, so that why it cannot be read is said first
+            problems.append(
+                f"{label}: {shown(path)} is not {describe_kinds()}, so the game could not run it; exclude it, "
+                "or list it under binary"
+            )
             continue
         if binary_of[path]:
             modules.append(Module(name, binary=data))
