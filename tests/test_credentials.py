@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitops.config.credentials import (
+    CredentialsFileError,
     PasswordAuth,
     TokenAuth,
     auth_available,
@@ -234,7 +235,11 @@ def test_bad_yaml_names_file_and_line_without_the_secret(tmp_path: Path) -> None
     with pytest.raises(AuthError) as info:
         resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
     message = str(info.value)
-    assert message.startswith(f"the credentials file {path} is not valid YAML at line 5, column 1: ")
+    assert info.value.exit_code == 7
+    assert message.startswith(
+        f"the credentials file {path} is invalid (1 problem):\n  - {path}:5:1: not valid YAML: expected ',' or ']', "
+        "but got '<stream end>' (while parsing a flow sequence); check the indentation"
+    )
     assert SECRET not in message
 
 
@@ -255,17 +260,74 @@ def test_missing_entry_lists_the_entries(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[1, 2]", "has no 'servers' mapping."),
-        ("servers:\n  main: 5\n", "is not a mapping of host, token, ..."),
-        ("servers:\n  main: {token: [a]}\n", "'token' must be a string."),
-        ("servers:\n  main: {host: screeps.com}\n", "has neither 'token' nor both 'username' and 'password'."),
+        ("[1, 2]", [":1: (top level): the file has no 'servers' mapping; write `servers:` with one entry per server"]),
+        (
+            "servers: 5\n",
+            [":1: servers: the file has no 'servers' mapping; write `servers:` with one entry per server"],
+        ),
+        (
+            "servers:\n  main: 5\n",
+            [":2: servers.main: is not a mapping; write the entry as host: ..., token: ... (or username and password)"],
+        ),
+        (
+            "servers:\n  main: {token: [a], host: screeps.com, secure: 'yes'}\n",
+            [
+                ":2: servers.main.token: must be a string; put the value in quotes",
+                ":2: servers.main.secure: must be true or false",
+            ],
+        ),
+        (
+            "servers:\n  main: {host: screeps.com}\n",
+            [
+                ":2: servers.main: has neither 'token' nor both 'username' and 'password'; official servers use "
+                "'token' (created in the account settings), private servers 'username' and 'password'"
+            ],
+        ),
+        (
+            "servers:\n  main:\n    token: tok-5e5e5e5e5e5e5e5e5e5e5e5e\n    token: tok-5e5e5e5e5e5e5e5e5e5e5e5e\n",
+            [":4: servers.main.token: appears twice (also on line 3), and YAML keeps only the last; keep one"],
+        ),
     ],
 )
-def test_bad_shapes(tmp_path: Path, text: str, expected: str) -> None:
-    write(tmp_path / ".screeps.yaml", text)
-    with pytest.raises(AuthError) as info:
+def test_bad_shapes_list_every_problem_with_line_and_key(tmp_path: Path, text: str, expected: list[str]) -> None:
+    path = write(tmp_path / ".screeps.yaml", text)
+    with pytest.raises(CredentialsFileError) as info:
         resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
-    assert expected in str(info.value).split("\n")[0]
+    assert info.value.exit_code == 7
+    assert info.value.problems == [f"{path}{line}" for line in expected]
+    assert SECRET not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("!!int x", "the value is not a whole number, as its tag !!int says"),
+        ("!!float x", "the value is not a number, as its tag !!float says"),
+        ("!!timestamp x", "the value is not a date or timestamp, as its tag !!timestamp says"),
+        ("!!bool x", "the value is not true or false, as its tag !!bool says"),
+        ("!!binary aGVsbG8=", "the YAML tag !!binary on a value is not supported"),
+        ("!!set {a, b}", "the YAML tag !!set on a mapping is not supported"),
+        ("!!python/object/apply:os.system [ls]", "the YAML tag !!python/object/apply:os.system on a list is not"),
+        ("!custom x", "the YAML tag !custom on a value is not supported"),
+    ],
+)
+def test_odd_yaml_tags_are_problems_with_line_and_key(tmp_path: Path, value: str, problem: str) -> None:
+    path = write(tmp_path / ".screeps.yaml", f"servers:\n  main:\n    host: screeps.com\n    token: {value}\n")
+    with pytest.raises(CredentialsFileError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    [only] = info.value.problems
+    assert only.startswith(f"{path}:4: servers.main.token: {problem}")
+
+
+def test_a_credentials_file_over_1_mb_is_refused_unread(tmp_path: Path) -> None:
+    path = write(tmp_path / ".screeps.yaml", "servers: {}\n" + "#" * 2_000_000 + "\n")
+    with pytest.raises(CredentialsFileError) as info:
+        resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
+    assert info.value.exit_code == 7
+    assert info.value.problems == [
+        f"{path}:1: the file is 2,000,013 bytes (1.9 MB), and a credentials file may have at most 1,048,576 bytes "
+        "(1.0 MB); it was not read: check that this is the right file"
+    ]
 
 
 def test_entry_for_another_address_is_refused(tmp_path: Path) -> None:
@@ -276,9 +338,11 @@ def test_entry_for_another_address_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AuthError) as info:
         resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
     assert str(info.value) == (
-        f"entry 'main' of the credentials file {path} does not describe server 'official' (https://screeps.com): "
-        "host 'evil.example' is not the manifest's host 'screeps.com'; secure: false does not match the manifest's "
-        "scheme 'https'; port 8080 is not the manifest's port 443.\n"
+        f"entry 'main' of the credentials file {path} cannot be used for server 'official' (https://screeps.com) "
+        "(3 problems):\n"
+        f"  - {path}:2: servers.main.host: 'evil.example' is not the manifest's host 'screeps.com'\n"
+        f"  - {path}:2: servers.main.secure: false does not match the manifest's scheme 'https'\n"
+        f"  - {path}:2: servers.main.port: 8080 is not the manifest's port 443\n"
         "The entry's secret is not sent to another address than it was written for; fix the entry, or name the "
         "right entry in the manifest's 'credentials'."
     )
@@ -305,7 +369,7 @@ def test_ptr_entry_does_not_match_the_main_server(tmp_path: Path) -> None:
     write(
         tmp_path / ".screeps.yaml", "servers:\n  main: {host: screeps.com, ptr: true, token: tok-matching-entry-0001}\n"
     )
-    with pytest.raises(AuthError, match="path '/ptr' is not the manifest's path '/'"):
+    with pytest.raises(AuthError, match=r"servers\.main\.ptr: '/ptr' is not the manifest's path '/'"):
         resolve_auth("official", server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
 
 
@@ -325,7 +389,7 @@ def test_a_broken_credentials_file_is_reported_not_taken_for_no_credentials(tmp_
     path = write(tmp_path / ".screeps.yaml", f"servers:\n  main:\n    token: {SECRET}\n    host: [screeps.com\n")
     with pytest.raises(AuthError) as info:
         auth_available(server(credentials="main"), env_for(tmp_path), cwd=tmp_path)
-    assert str(info.value).startswith(f"the credentials file {path} is not valid YAML at line 5, column 1: ")
+    assert str(info.value).startswith(f"the credentials file {path} is invalid (1 problem):\n  - {path}:5:1: ")
     # No credentials file anywhere, by contrast, is simply "no credentials" (a fork's pull request plans without).
     path.unlink()
     assert auth_available(server(credentials="main"), env_for(tmp_path), cwd=tmp_path) is False

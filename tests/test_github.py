@@ -142,3 +142,59 @@ def test_body_without_its_marker_is_refused(fake: FakeGitHub) -> None:
 def test_repository_must_be_owner_slash_name() -> None:
     with pytest.raises(GitHubError, match="not OWNER/NAME"):
         GitHubClient(Secret(GITHUB_TOKEN), "bot")
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        "https://evil.example.test",  # another host
+        "http://github.example.test",  # the same host without TLS
+        "https://github.example.test:8443",  # another port
+    ],
+)
+def test_a_next_link_elsewhere_is_not_followed_and_the_token_stays_home(fake: FakeGitHub, elsewhere: str) -> None:
+    for n in range(150):
+        fake.add(7, f"comment {n}")
+    fake.next_origin = elsewhere
+    with client(fake) as gh:
+        comments, complete = gh.list_comments(7)
+        assert (len(comments), complete) == (100, False)
+        [warning] = gh.warnings
+    assert fake.origins == ["https://github.example.test"]
+    assert fake.tokens_sent_to == {"https://github.example.test"}
+    assert warning == (
+        f"GitHub's list of the comments of pull request #7 links its next page to {elsewhere}, not to the API at "
+        "https://github.example.test; the link was not followed (the token is only sent to GITHUB_API_URL), so "
+        "comments on later pages were not read"
+    )
+
+
+def test_a_next_link_to_the_api_with_its_default_port_spelt_out_is_followed(fake: FakeGitHub) -> None:
+    for n in range(150):
+        fake.add(7, f"comment {n}")
+    fake.next_origin = "https://github.example.test:443"
+    with client(fake) as gh:
+        comments, complete = gh.list_comments(7)
+        assert gh.warnings == []
+    assert (len(comments), complete) == (150, True)
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [
+        ("GET", b"<!DOCTYPE html><html><body>Sign in to your proxy</body></html>"),
+        ("GET", b'[{"id": 1, "body": "cut'),
+        ("GET", b"[" * 100_000),
+        ("POST", b"<html>502 Bad Gateway</html>"),
+    ],
+)
+def test_an_answer_that_is_not_json_is_a_github_error(fake: FakeGitHub, method: str, body: bytes) -> None:
+    fake.not_json[method] = body
+    with client(fake) as gh, pytest.raises(GitHubError) as caught:
+        gh.upsert_comment(7, MARK, MARK + "\nplan")
+    what = "read the comments of pull request #7" if method == "GET" else "comment on pull request #7"
+    assert str(caught.value) == (
+        f"GitHub answered 200 to {what} with something that is not JSON (text/html, {len(body)} bytes)\n"
+        "Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), not the "
+        "web site's; a proxy in between may answer with its own page."
+    )

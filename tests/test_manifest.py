@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pydantic import ValidationError
 
-from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest
+from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest, manifest_from_data
 from gitops.errors import ManifestError
 from tests.factories import manifest_data, write_manifest
 
@@ -497,13 +496,19 @@ def test_not_utf8(here: Path) -> None:
     assert caught.value.problems == ["gitops.yaml:2: not UTF-8 (byte 0xe9 at offset 16); save the file as UTF-8"]
 
 
-def test_models_used_directly_check_the_same_rules() -> None:
-    data = manifest_data(branches=[{"server": "nowhere", "branch": "main"}])
-    with pytest.raises(ValidationError, match="'nowhere' is not a server of this manifest; use one of: local"):
-        Manifest.model_validate(data)
-    bad_server = manifest_data(servers={"local": {"url": "http://127.0.0.1:21025"}})
-    with pytest.raises(ValidationError, match="names no credentials"):
-        Manifest.model_validate(bad_server)
+def test_data_not_read_from_a_file_is_checked_by_the_same_rules() -> None:
+    data = manifest_data(
+        servers={"local": {"url": "http://127.0.0.1:21025"}}, branches=[{"server": "nowhere", "branch": "main"}]
+    )
+    with pytest.raises(ManifestError) as caught:
+        manifest_from_data(data)
+    assert caught.value.problems == [
+        "branches[0].server: 'nowhere' is not a server of this manifest; use one of: local",
+        "servers.local: names no credentials; add token_env (a token, official servers), username_env and "
+        "password_env (private servers), or credentials (an entry of the unified credentials file .screeps.yaml)",
+    ]
+    # The models hold the rules for one value only: the cross-field rules run once, on the data as loaded.
+    assert Manifest.model_validate(data).branches[0].server == "nowhere"
 
 
 @pytest.mark.parametrize(
@@ -577,3 +582,54 @@ def test_billion_laughs_is_refused_before_anything_is_expanded(here: Path) -> No
         "it is needed"
     )
     assert found[2] == "gitops.yaml:5:10: YAML aliases are not supported in gitops.yaml; write the value out"
+
+
+SERVER_BLOCK = "servers:\n  local: {url: 'http://127.0.0.1:21025', token_env: SCREEPS_TOKEN}\n"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("!!int x", "the value is not a whole number, as its tag !!int says; write a whole number, or remove the tag"),
+        ("!!float x", "the value is not a number, as its tag !!float says; write a number, or remove the tag"),
+        ("!!timestamp x", "the value is not a date or timestamp, as its tag !!timestamp says; write a date or"),
+        ("!!bool x", "the value is not true or false, as its tag !!bool says; write true or false, or remove the tag"),
+        ("!!binary aGVsbG8=", "the YAML tag !!binary on a value is not supported; remove the tag"),
+        ("!!set {a, b}", "the YAML tag !!set on a mapping is not supported; remove the tag"),
+        ("!!omap [{a: 1}]", "the YAML tag !!omap on a list is not supported; remove the tag"),
+        ("!!python/object/apply:os.system [ls]", "the YAML tag !!python/object/apply:os.system on a list is not"),
+        ("!!python/name:os.system ''", "the YAML tag !!python/name:os.system on a value is not supported"),
+        ("!custom x", "the YAML tag !custom on a value is not supported; remove the tag"),
+        ("2024-13-45", "the value reads as a date or timestamp but is not a valid one; quote it if it is text"),
+        ("1" * 5000, "the value reads as a whole number but is not a valid one; quote it if it is text"),
+    ],
+)
+def test_values_that_do_not_fit_their_tag_are_one_problem_each(here: Path, value: str, expected: str) -> None:
+    # Each of these was an exception from deep in pyyaml (exit 70); the value is left out, and reported once.
+    found = problems(here, f"version: 1\n{SERVER_BLOCK}branches:\n  - server: local\n    branch: {value}\n")
+    [only] = found
+    assert only.startswith(f"gitops.yaml:6: branches[0].branch: {expected}")
+
+
+def test_tags_everywhere_are_reported_at_once_with_the_other_problems(here: Path) -> None:
+    text = (
+        "version: !!int one\n"
+        "servers:\n"
+        "  local: {url: !!float x, token_env: !!bool maybe}\n"
+        "  !!int x: {url: 'http://127.0.0.1:21025'}\n"
+        "branches:\n"
+        "  - {server: local, branch: main, colour: blue, <<: {a: 1}}\n"
+    )
+    assert problems(here, text) == [
+        "gitops.yaml:1: version: the value is not a whole number, as its tag !!int says; write a whole number, or "
+        "remove the tag (and quote the value if it is text)",
+        "gitops.yaml:3: servers.local.url: the value is not a number, as its tag !!float says; write a number, or "
+        "remove the tag (and quote the value if it is text)",
+        "gitops.yaml:3: servers.local.token_env: the value is not true or false, as its tag !!bool says; write true "
+        "or false, or remove the tag (and quote the value if it is text)",
+        "gitops.yaml:4: servers: a key is not a whole number, as its tag !!int says; write a whole number, or remove "
+        "the tag (and quote the value if it is text)",
+        "gitops.yaml:6: branches[0]: '<<' (a YAML merge key) is not supported; write the keys out",
+        "gitops.yaml:6: branches[0].colour: unknown key; the keys here are: server, branch, root, include, exclude, "
+        "binary, naming, activate, remote_only, build, source_maps, requires",
+    ]

@@ -6,12 +6,17 @@ message contains.
 
 from __future__ import annotations
 
+import base64
 import json
 import pickle
+import re
+import time
+from urllib.parse import quote, quote_plus
 
 import pytest
 
 from gitops.secrets import HIDDEN, MIN_REDACTED_LENGTH, Secret, redact, register
+from gitops.standin.testing import FULL_TOKEN
 
 
 def test_a_secret_never_shows_itself() -> None:
@@ -81,3 +86,55 @@ def test_escaped_forms_of_a_secret_are_hidden() -> None:
     Secret(value)
     for shown in (repr(value), json.dumps(value), repr(value.encode("utf-8"))):
         assert "pw" not in redact(f"error: {shown}").replace(HIDDEN, "")
+
+
+def encoded_forms(value: str, user: str = "alice") -> dict[str, str]:
+    """How a server may quote a secret back: in base64 (alone, after a prefix, as a Basic header's
+    ``user:password``, URL-safe), URL-encoded (upper- and lower-case escapes, ``+`` for spaces), JSON-escaped."""
+    raw = value.encode("utf-8")
+    lower = re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), quote(value, safe=""))
+    return {
+        "base64": base64.b64encode(raw).decode(),
+        "base64 after one byte": base64.b64encode(b"x" + raw + b"y").decode(),
+        "base64 after two bytes": base64.b64encode(b"xy" + raw).decode(),
+        "basic": "Basic " + base64.b64encode(f"{user}:{value}".encode()).decode(),
+        "base64url": base64.urlsafe_b64encode(b"\xfb" + raw).decode().rstrip("="),
+        "percent": quote(value, safe=""),
+        "percent lower": lower,
+        "plus": quote_plus(value),
+        "json": json.dumps(value),
+        "json, non-ASCII kept": json.dumps(value, ensure_ascii=False),
+        "json, slashes escaped": json.dumps(value).replace("/", "\\/"),
+    }
+
+
+@pytest.mark.parametrize("value", [FULL_TOKEN, 'p@ss wörd/+&="10'])
+def test_encoded_forms_of_a_secret_are_hidden(value: str) -> None:
+    Secret(value)
+    for how, text in encoded_forms(value).items():
+        quoted = f'{{"error": "bad credentials {text} here"}}'
+        redacted = redact(quoted)
+        assert HIDDEN in redacted, how
+        assert text not in redacted, how
+        assert redacted.startswith('{"error": "bad credentials '), how
+        assert redacted.endswith(' here"}'), how
+        # What is left of a base64 text is the bytes around the secret, and at most 2 characters mixing them in.
+        assert len(redacted) <= len(quoted) - len(text) + len("Basic YWxpY2U6") + 2 + len(HIDDEN) + 2, how
+
+
+def test_the_canary_token_base64_in_a_basic_header_is_hidden() -> None:
+    Secret(FULL_TOKEN)
+    header = "Authorization: Basic " + base64.b64encode(f"someone:{FULL_TOKEN}".encode()).decode()
+    assert base64.b64encode(FULL_TOKEN.encode()).decode()[:12] not in redact(header)
+    assert redact(header).startswith("Authorization: Basic c29tZW9uZTp")
+
+
+def test_redaction_is_one_fast_pass_over_many_secrets() -> None:
+    for n in range(200):
+        Secret(f"sec-many-{n:03d}-{'x' * 24}")
+    text = "GET /api/user/code?branch=main 200 ok; " * 25_000 + "sec-many-199-" + "x" * 24
+    redact("warm up: compile once")
+    started = time.perf_counter()
+    redacted = redact(text)
+    assert time.perf_counter() - started < 1.0
+    assert redacted.endswith(HIDDEN)

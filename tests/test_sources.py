@@ -522,3 +522,67 @@ def test_node_modules_is_never_a_module_also_in_a_commit(here: Path) -> None:
     expected = ["lib/a", "main"]
     assert sorted(names_and_values(read_local_code(loaded))) == expected
     assert sorted(names_and_values(read_local_code(loaded, "HEAD"))) == expected
+
+
+NOT_FOUND_HINT = (
+    "Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
+    "(actions/checkout with fetch-depth: 0)."
+)
+
+
+@pytest.fixture
+def shallow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clone of depth 1 of a repository of two commits: HEAD's parent is named but not fetched."""
+    origin = make_repo(tmp_path / "origin", {"src/main.js": "one"})
+    write_manifest(origin, manifest_data())
+    commit_all(origin, "manifest")
+    write_files(origin, {"src/main.js": "two"})
+    commit_all(origin, "second")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{origin}", str(clone))
+    assert git(clone, "rev-parse", "--is-shallow-repository").strip() == "true"
+    monkeypatch.chdir(clone)
+    return clone
+
+
+@pytest.mark.parametrize("ref", ["HEAD~1", "HEAD^", "main~1", "HEAD~1^{commit}"])
+def test_a_ref_beyond_a_shallow_clone_asks_to_fetch_it_first(shallow: Path, ref: str) -> None:
+    # gitpython resolves HEAD~1 from the parent line of HEAD's commit, an object the clone does not hold.
+    assert refusal(load_manifest(Path("gitops.yaml")), ref) == (
+        f"--ref {ref}: no such commit in {shallow} (a shallow clone: older commits are not fetched)\n{NOT_FOUND_HINT}"
+    )
+
+
+def test_the_tip_of_a_shallow_clone_is_read(shallow: Path) -> None:
+    local = read_local_code(load_manifest(Path("gitops.yaml")), "HEAD")
+    assert names_and_values(local) == {"main": "two"}
+
+
+@pytest.mark.parametrize(
+    ("ref", "kind"), [("HEAD^{tree}", "a tree (a folder)"), ("HEAD:src/main.js", "a blob (a file)")]
+)
+def test_a_ref_to_a_tree_or_a_blob_is_refused(here: Path, ref: str, kind: str) -> None:
+    make_repo(here, {"src/main.js": "x"})
+    assert refusal(load(here), ref) == (
+        f"--ref {ref}: names {kind} in {here}, not a commit\n"
+        "Name a commit: a branch, a tag or a commit id (git log shows them)."
+    )
+
+
+def test_a_ref_in_a_repository_without_commits(here: Path) -> None:
+    make_repo(here, {"src/main.js": "x"}, commit=False)
+    assert refusal(load(here), "HEAD") == (
+        f"--ref HEAD: no such commit in {here} (the repository has no commit yet)\n{NOT_FOUND_HINT}"
+    )
+
+
+@pytest.mark.parametrize("ref", ["", "  ", "--output=/tmp/x"])
+def test_an_empty_or_option_like_ref_is_refused(here: Path, ref: str) -> None:
+    make_repo(here, {"src/main.js": "x"})
+    message = refusal(load(here), ref)
+    if ref.strip():
+        assert message == f"--ref {ref}: no such commit, branch or tag in {here}\n{NOT_FOUND_HINT}"
+    else:
+        assert message == (
+            "--ref is empty\nName a commit (a branch, a tag or a commit id), or drop --ref to read the working tree."
+        )

@@ -149,3 +149,35 @@ def test_manifests_that_crashed_validate_exit_5(here: Path, capsys: pytest.Captu
         "name without it, e.g. src\n"
         "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
     )
+
+
+def test_an_8_mb_manifest_is_refused_unread_with_exit_5(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 200,000 servers took 35 s and 1 GB of memory before exit 5; over 1 MB, the file is not parsed at all.
+    line = "  s{:06d}: {{url: 'http://127.0.0.1:21025', token_env: SCREEPS_TOKEN}}\n"
+    text = "version: 1\nservers:\n" + "".join(line.format(i) for i in range(125_000)) + "branches: []\n"
+    write_manifest(here, text)
+    size = len(text.encode())
+    assert size > 8 * 1024 * 1024
+    assert run(["validate"]) == 5
+    assert capsys.readouterr().err == (
+        "Error: manifest gitops.yaml is invalid (1 problem):\n"
+        f"  - gitops.yaml:1: the file is {size:,} bytes ({size / 1024 / 1024:.1f} MB), and a manifest may have at "
+        "most 1,048,576 bytes (1.0 MB); it was not read: check that this is the right file\n"
+        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+    )
+
+
+def test_odd_yaml_tags_exit_5_not_70(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_files(here, {"src/main.js": ""})
+    write_manifest(here, "version: 1\nservers:\n  local: {url: !!timestamp x, token_env: !!python/name:os.system }\n")
+    assert run(["validate"]) == 5  # each was an exception inside pyyaml (exit 70)
+    assert capsys.readouterr().err == (
+        "Error: manifest gitops.yaml is invalid (3 problems):\n"
+        "  - gitops.yaml:1: branches: is required but missing; add a 'branches:' list, e.g. - {server: local, "
+        "branch: main}\n"
+        "  - gitops.yaml:3: servers.local.url: the value is not a date or timestamp, as its tag !!timestamp says; "
+        "write a date or timestamp, or remove the tag (and quote the value if it is text)\n"
+        "  - gitops.yaml:3: servers.local.token_env: the YAML tag !!python/name:os.system on a value is not "
+        "supported; remove the tag (and quote the value if it is text)\n"
+        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+    )

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
-
 from gitops.config.manifest import ServerConfig
-from gitops.errors import AuthError
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
+from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
 
 __all__ = [
+    "MAX_CREDENTIALS_BYTES",
     "Auth",
     "CredentialsFileError",
     "PasswordAuth",
@@ -74,8 +74,20 @@ class PasswordAuth:
 Auth = TokenAuth | PasswordAuth
 
 
-class CredentialsFileError(AuthError):
-    """The unified credentials file is unreadable, not YAML, or not shaped as SS3 describes."""
+#: The largest credentials file read (one holds a few entries); a larger one is refused before it is parsed.
+MAX_CREDENTIALS_BYTES = MAX_FILE_BYTES
+
+_ENTRY_TEXT_KEYS = ("token", "username", "password", "host", "path")
+_FILE_HINT = (
+    "The file's format is the screepers SS3 standard (servers: NAME: host, token, ...); see docs/credentials.md."
+)
+
+
+class CredentialsFileError(ProblemsError, AuthError):
+    """The unified credentials file is unreadable, not YAML, or not shaped as SS3 describes (exit code 7).
+
+    ``problems`` lists every problem found, each as ``file:line: key: problem``; no value of the file is quoted.
+    """
 
 
 def _ci_hint(var: str, action_input: str) -> str:
@@ -221,31 +233,9 @@ def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
     return None
 
 
-def _load_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise CredentialsFileError(f"the credentials file {path} cannot be read: {reason}.") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        # str(exc) quotes the offending line, which may hold a token: use only the problem and its position.
-        where = ""
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            where = f" at line {mark.line + 1}, column {mark.column + 1}"
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise CredentialsFileError(
-            f"the credentials file {path} is not valid YAML{where}: {problem}.",
-            hint="Fix the file; its format is the screepers SS3 standard (servers: NAME: host, token, ...).",
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("servers"), dict):
-        raise CredentialsFileError(
-            f"the credentials file {path} has no 'servers' mapping.",
-            hint="The file needs `servers:` with one entry per server (screepers SS3 standard).",
-        )
-    return data
+def _invalid(header: str, problems: list[str], hint: str = _FILE_HINT) -> CredentialsFileError:
+    count = counted(problems)
+    return CredentialsFileError(f"{header} ({count}):", problems, hint=hint)
 
 
 def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, str], *, cwd: Path) -> Auth:
@@ -259,67 +249,96 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
             + entry_name
             + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
         )
-    servers: dict[Any, Any] = _load_file(path)["servers"]
-    entry = servers.get(entry_name)
-    where = f"entry '{entry_name}' of the credentials file {path}"
-    if entry is None:
+    file_header = f"the credentials file {path} is invalid"
+    try:
+        document = read_yaml(path, str(path), what="a credentials file", limit=MAX_CREDENTIALS_BYTES)
+    except OSError as exc:
+        raise CredentialsFileError(
+            f"the credentials file {path} cannot be read: {exc.strerror or type(exc).__name__}."
+        ) from None
+    except Unreadable as exc:
+        raise _invalid(file_header, exc.problems) from None
+    problems = Problems(str(path), document.locations)
+    problems.cover(document.problems)
+    data = document.data
+    servers = data.get("servers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        at_servers: Loc = ("servers",) if isinstance(data, dict) and "servers" in data else ()
+        problems.add(at_servers, "the file has no 'servers' mapping; write `servers:` with one entry per server")
+        raise _invalid(file_header, problems.texts())
+    if entry_name not in servers:
         names = ", ".join(sorted(str(n) for n in servers)) or "none"
+        if problems:
+            problems.add(("servers",), f"has no entry '{entry_name}' (it has: {names}); add servers.{entry_name}")
+            raise _invalid(file_header, problems.texts())
         raise CredentialsFileError(
             f"server '{server_name}' reads entry '{entry_name}', but the credentials file {path} has no such "
             f"entry (it has: {names}).",
             hint=f"Add servers.{entry_name} to {path}, or fix 'credentials' of servers.{server_name} in the manifest.",
         )
+    entry = servers[entry_name]
+    at: Loc = ("servers", entry_name)
     if not isinstance(entry, dict):
-        raise CredentialsFileError(f"{where} is not a mapping of host, token, ...")
-    for key in ("token", "username", "password", "host", "path"):
-        if key in entry and entry[key] is not None and not isinstance(entry[key], str | int):
-            raise CredentialsFileError(f"{where}: '{key}' must be a string.")
-    _check_address(server_name, url, entry, where)
+        problems.add(at, "is not a mapping; write the entry as host: ..., token: ... (or username and password)")
+        raise _invalid(file_header, problems.texts())
+    for key in _ENTRY_TEXT_KEYS:
+        value = entry.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int)):
+            problems.add((*at, key), "must be a string; put the value in quotes")
+    for key in ("secure", "ptr", "season"):
+        if entry.get(key) is not None and not isinstance(entry[key], bool):
+            problems.add((*at, key), "must be true or false")
+    if problems:  # a problem anywhere in the file: the entry's values are not trusted yet
+        raise _invalid(file_header, problems.texts())
+    _check_address(server_name, url, entry, at, problems)
     token = entry.get("token")
-    if token is not None and str(token).strip():
+    user, password = entry.get("username"), entry.get("password")
+    has_token = token is not None and bool(str(token).strip())
+    has_login = user is not None and bool(str(user).strip()) and password is not None and bool(str(password))
+    if not (has_token or has_login):
+        problems.add(
+            at,
+            "has neither 'token' nor both 'username' and 'password'; official servers use 'token' (created in the "
+            "account settings), private servers 'username' and 'password'",
+        )
+    if problems:
+        raise _invalid(
+            f"entry '{entry_name}' of the credentials file {path} cannot be used for server '{server_name}' ({url})",
+            problems.texts(),
+            hint="The entry's secret is not sent to another address than it was written for; fix the entry, "
+            "or name the right entry in the manifest's 'credentials'.",
+        )
+    where = f"entry '{entry_name}' of the credentials file {path}"
+    if has_token:
         _check(server_name, where, "token", str(token).strip())
         return TokenAuth(Secret(str(token).strip()), where)
-    username, password = entry.get("username"), entry.get("password")
-    if username is not None and str(username).strip() and password is not None and str(password):
-        _check(server_name, where, "user name", str(username).strip())
-        _check(server_name, where, "password", str(password))
-        return PasswordAuth(str(username).strip(), Secret(str(password)), url, where)
-    raise CredentialsFileError(
-        f"{where} has neither 'token' nor both 'username' and 'password'.",
-        hint="Official servers use 'token' (created in the account settings); private servers "
-        "'username' and 'password'.",
-    )
+    _check(server_name, where, "user name", str(user).strip())
+    _check(server_name, where, "password", str(password))
+    return PasswordAuth(str(user).strip(), Secret(str(password)), url, where)
 
 
-def _check_address(server_name: str, url: str, entry: Mapping[str, Any], where: str) -> None:
+def _check_address(server_name: str, url: str, entry: Mapping[str, Any], at: Loc, problems: Problems) -> None:
     """Refuse an entry written for another address than the manifest's URL.
 
     Only what the entry states is compared (host, port, secure, path/ptr/season). A mismatch would send the
     entry's secret to a server it was not written for, so it is an error, not a warning.
     """
     parts = urlsplit(url)
-    problems: list[str] = []
     host = entry.get("host")
     if host is not None and str(host).strip().lower() != (parts.hostname or "").lower():
-        problems.append(f"host '{host}' is not the manifest's host '{parts.hostname}'")
+        problems.add((*at, "host"), f"'{host}' is not the manifest's host '{parts.hostname}'")
     secure = entry.get("secure")
-    if secure is not None and bool(secure) != (parts.scheme == "https"):
-        problems.append(f"secure: {str(bool(secure)).lower()} does not match the manifest's scheme '{parts.scheme}'")
+    if secure is not None and secure != (parts.scheme == "https"):
+        problems.add((*at, "secure"), f"{str(secure).lower()} does not match the manifest's scheme '{parts.scheme}'")
     port = entry.get("port")
     if port is not None:
         actual = parts.port or (443 if parts.scheme == "https" else 80)
         if str(port).strip() != str(actual):
-            problems.append(f"port {port} is not the manifest's port {actual}")
-    path = entry.get("path")
+            problems.add((*at, "port"), f"{port} is not the manifest's port {actual}")
+    path, key = entry.get("path"), "path"
     if path is None and entry.get("ptr"):
-        path = "/ptr"
+        path, key = "/ptr", "ptr"
     if path is None and entry.get("season"):
-        path = "/season"
+        path, key = "/season", "season"
     if path is not None and str(path).strip("/") != parts.path.strip("/"):
-        problems.append(f"path '{path}' is not the manifest's path '{parts.path or '/'}'")
-    if problems:
-        raise CredentialsFileError(
-            f"{where} does not describe server '{server_name}' ({url}): {'; '.join(problems)}.",
-            hint="The entry's secret is not sent to another address than it was written for; fix the entry, "
-            "or name the right entry in the manifest's 'credentials'.",
-        )
+        problems.add((*at, key), f"'{path}' is not the manifest's path '{parts.path or '/'}'")

@@ -6,9 +6,12 @@ The whole schema is readable here, in three parts:
    (``gitops schema``), and a test keeps the two in sync;
 2. the rules one value must follow (``_check_*``: URLs, environment variable names, branch names, globs);
 3. the rules that relate values (``_*_rules``: one way of credentials per server, branches naming known servers,
-   each branch listed once, reserve keys from the limits table).
+   each branch listed once, reserve keys from the limits table). They run once, in :func:`_validate`, on the data
+   as loaded; the models hold only the rules for one value, so a model built directly checks no cross-field rule
+   (:func:`manifest_from_data` checks them all).
 
-:func:`load_manifest` reads the YAML with line numbers and reports every problem at once, each as
+:func:`load_manifest` reads the YAML with line numbers (``gitops.config.yamlload``) and reports every problem at
+once, each as
 ``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``. Values that could be secrets are never
 echoed in a message.
 """
@@ -24,10 +27,9 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,34 +37,45 @@ from pydantic import (
     Field,
     StrictInt,
     ValidationError,
-    ValidationInfo,
     WithJsonSchema,
     field_validator,
-    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
-from gitops.config.yamlload import UntrustedLoader
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, format_loc, line_of, read_yaml
 from gitops.core.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.errors import ManifestError
+
+__all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's vocabulary too
+    "DEFAULT_MANIFEST",
+    "MAX_MANIFEST_BYTES",
+    "ActiveName",
+    "BranchConfig",
+    "BudgetConfig",
+    "LoadedManifest",
+    "Loc",
+    "Manifest",
+    "Naming",
+    "ServerConfig",
+    "format_loc",
+    "load_manifest",
+    "manifest_digest",
+    "manifest_from_data",
+    "manifest_json_schema",
+]
 
 DEFAULT_MANIFEST = "gitops.yaml"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_ID = "urn:screeps-gitops:manifest:v1"
 
 ActiveName = Literal["world", "sim"]
-Loc: TypeAlias = tuple[str | int, ...]
-
-#: Passed as validation context by :func:`load_manifest`, which checks the cross-field rules itself (on the raw
-#: YAML, so that they are reported even where a type error elsewhere stops pydantic's model validators).
-_RULES_CHECKED = "gitops_rules_checked"
+#: The largest manifest read (a manifest needs a few kilobytes); a larger one is refused before it is parsed.
+MAX_MANIFEST_BYTES = MAX_FILE_BYTES
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN_LIKE = re.compile(r"(?=.*[0-9])[0-9A-Fa-f-]{20,}")
 _SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _fail(message: str) -> PydanticCustomError:
@@ -198,15 +211,6 @@ def _normalise_url(value: str) -> str:
 # --- the models ----------------------------------------------------------------------------------------------
 
 
-def _skip_rules(info: ValidationInfo) -> bool:
-    return isinstance(info.context, dict) and bool(info.context.get(_RULES_CHECKED))
-
-
-def _raise_rules(problems: list[tuple[Loc, str]]) -> None:
-    if problems:
-        raise _fail("; ".join(f"{format_loc(loc)}: {msg}" if loc else msg for loc, msg in problems))
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -242,12 +246,6 @@ class ServerConfig(_Model):
     @classmethod
     def _url(cls, value: str) -> str:
         return _normalise_url(value)
-
-    @model_validator(mode="after")
-    def _rules(self, info: ValidationInfo) -> ServerConfig:
-        if not _skip_rules(info):
-            _raise_rules(_server_rules(self.model_dump()))
-        return self
 
 
 class Naming(_Model):
@@ -387,12 +385,6 @@ class BudgetConfig(_Model):
         "the ledger instead of downloaded.",
     )
 
-    @model_validator(mode="after")
-    def _rules(self, info: ValidationInfo) -> BudgetConfig:
-        if not _skip_rules(info):
-            _raise_rules(_budget_rules(self.model_dump()))
-        return self
-
 
 class Manifest(_Model):
     """The whole manifest (gitops.yaml)."""
@@ -411,12 +403,6 @@ class Manifest(_Model):
     build: BuildCommand | None = Field(
         None, description=_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."
     )
-
-    @model_validator(mode="after")
-    def _rules(self, info: ValidationInfo) -> Manifest:
-        if not _skip_rules(info):
-            _raise_rules(_manifest_rules(self.model_dump()))
-        return self
 
 
 # --- rules that relate values (run on raw YAML data, so they must accept anything) ----------------------------
@@ -613,20 +599,7 @@ class LoadedManifest:
 
     def where(self, loc: Loc) -> str:
         """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""
-        return f"{self.display}:{_line_of(self.locations, loc)}: {format_loc(loc)}"
-
-
-def format_loc(loc: Loc) -> str:
-    """``branches[0].include[1]``, ``servers.local.url``, ``budget.reserve["POST /api/user/code"]``."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif _PLAIN_KEY.fullmatch(part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{json.dumps(part, ensure_ascii=False)}]"
-    return out or "(top level)"
+        return f"{self.display}:{line_of(self.locations, loc)}: {format_loc(loc)}"
 
 
 def manifest_digest(manifest: Manifest) -> str:
@@ -638,14 +611,15 @@ def manifest_digest(manifest: Manifest) -> str:
 def load_manifest(path: Path) -> LoadedManifest:
     """Read and validate a manifest (a folder means its ``gitops.yaml``).
 
-    Raises :class:`~gitops.errors.ManifestError` listing every problem, each with file, line and key.
+    Raises :class:`~gitops.errors.ManifestError` listing every problem, each with file, line and key. A file over
+    :data:`MAX_MANIFEST_BYTES` is refused before it is parsed.
     """
     display = str(path)
     if path.is_dir():
         path = path / DEFAULT_MANIFEST
         display = str(path)
     try:
-        raw_bytes = path.read_bytes()
+        document = read_yaml(path, display, what="a manifest", limit=MAX_MANIFEST_BYTES)
     except FileNotFoundError:
         raise ManifestError(
             f"manifest {display} not found",
@@ -653,55 +627,17 @@ def load_manifest(path: Path) -> LoadedManifest:
         ) from None
     except OSError as exc:
         raise ManifestError(f"manifest {display} cannot be read: {exc.strerror or exc}") from None
-
-    def invalid(problems: list[str]) -> ManifestError:
-        count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-        return ManifestError(
-            f"manifest {display} is invalid ({count}):",
-            problems,
-            hint="The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.",
+    except Unreadable as exc:
+        raise _invalid(display, exc.problems) from None
+    if document.data is None:
+        raise _invalid(
+            display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see docs/manifest.md)"]
         )
-
-    try:
-        text = raw_bytes.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw_bytes[: exc.start].count(b"\n") + 1
-        byte = raw_bytes[exc.start]
-        raise invalid(
-            [f"{display}:{line}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}); save the file as UTF-8"]
-        ) from None
-
-    try:
-        data, locations, yaml_problems = _parse_yaml(text, display)
-    except _Unreadable as exc:
-        raise invalid(exc.problems) from None
-    except yaml.MarkedYAMLError as exc:
-        raise invalid([_yaml_error_text(display, exc)]) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - pyyaml marks its errors; kept as a guard
-        raise invalid([f"{display}: not valid YAML: {exc}"]) from None
-
-    if data is None:
-        raise invalid([f"{display}:1: the manifest is empty; start it with 'version: 1' (see docs/manifest.md)"])
-
-    found: list[tuple[Loc, str]] = list(yaml_problems)
-    manifest: Manifest | None = None
-    try:
-        manifest = Manifest.model_validate(data, context={_RULES_CHECKED: True})
-    except ValidationError as exc:
-        found += [_pydantic_problem(err) for err in exc.errors()]
-    found += _all_rules(data)
-
-    if found:
-        lines: list[tuple[int, int, str]] = []
-        seen: set[str] = set()
-        for n, (loc, message) in enumerate(found):
-            line = _line_of(locations, loc)
-            problem = f"{display}:{line}: {format_loc(loc)}: {message}"
-            if problem not in seen:
-                seen.add(problem)
-                lines.append((line, n, problem))
-        raise invalid([p for _, _, p in sorted(lines)])
-    assert manifest is not None
+    problems = Problems(display, document.locations)
+    problems.cover(document.problems)
+    manifest = _validate(document.data, problems)
+    if problems or manifest is None:
+        raise _invalid(display, problems.texts())
     resolved = path.resolve()
     return LoadedManifest(
         manifest=manifest,
@@ -709,127 +645,43 @@ def load_manifest(path: Path) -> LoadedManifest:
         base_dir=resolved.parent,
         digest=manifest_digest(manifest),
         display=display,
-        locations=locations,
+        locations=document.locations,
     )
 
 
-class _Unreadable(Exception):
-    """Problems found while composing the YAML (line and column each), before any value is constructed."""
+def manifest_from_data(data: Any) -> Manifest:
+    """Validate manifest data that was not read from a file (every rule :func:`load_manifest` checks).
 
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__(problems)
-        self.problems = problems
-
-
-def _parse_yaml(text: str, display: str) -> tuple[Any, dict[Loc, int], list[tuple[Loc, str]]]:
-    """The data, the line of every key path, and duplicate-key problems (YAML would silently keep the last).
-
-    Anchors, aliases and escaped lone surrogates raise :class:`_Unreadable` before anything is constructed: a pull
-    request controls the manifest, and an alias can make a structure without end.
+    Raises :class:`~gitops.errors.ManifestError` listing every problem as ``key: problem``.
     """
-    loader = UntrustedLoader(text)
+    problems = Problems(None, {})
+    manifest = _validate(data, problems)
+    if problems or manifest is None:
+        raise _invalid("data", problems.texts())
+    return manifest
+
+
+def _validate(data: Any, problems: Problems) -> Manifest | None:
+    """The one place the rules run: pydantic's models check each value, then :func:`_all_rules` relates them.
+
+    The cross-field rules read the data as loaded (not the models), so they are reported even where a type error
+    elsewhere means there is no model.
+    """
+    manifest: Manifest | None = None
     try:
-        node = loader.get_single_node()
-        problems_here = [_refused_text(display, r.kind, r.name, r.line, r.column) for r in loader.refused]
-        if node is not None:
-            problems_here += _lone_surrogates(display, node)
-        if problems_here:
-            raise _Unreadable(problems_here)
-        if node is None:
-            return None, {}, []
-        data = loader.construct_document(node)
-        locations: dict[Loc, int] = {(): node.start_mark.line + 1}
-        problems: list[tuple[Loc, str]] = []
-        _walk(loader, node, (), locations, problems)
-        return data, locations, problems
-    finally:
-        loader.dispose()
+        manifest = Manifest.model_validate(data)
+    except ValidationError as exc:
+        problems.extend(_pydantic_problem(err) for err in exc.errors())
+    problems.extend(_all_rules(data))
+    return manifest
 
 
-def _refused_text(display: str, kind: str, name: str, line: int, column: int) -> str:
-    if kind == "alias":
-        return f"{display}:{line}:{column}: YAML aliases are not supported in {display}; write the value out"
-    return (
-        f"{display}:{line}:{column}: YAML anchors are not supported in {display}; remove '&{name}' and write the "
-        "value out where it is needed"
-    )
-
-
-def _lone_surrogates(display: str, root: yaml.Node) -> list[str]:
-    """Scalars holding an escape such as ``"\\udce9"``: not a character, so no name or path can hold it."""
-    found: list[str] = []
-    stack = [root]
-    while stack:  # a tree: composing refused every alias
-        node = stack.pop()
-        if isinstance(node, yaml.ScalarNode):
-            hit = _LONE_SURROGATE.search(node.value)
-            if hit is not None:
-                mark = node.start_mark
-                found.append(
-                    f"{display}:{mark.line + 1}:{mark.column + 1}: the escape {hit.group()!r} is a lone surrogate, "
-                    "not a character; write the text itself"
-                )
-        elif isinstance(node, yaml.MappingNode):
-            stack += [part for pair in reversed(node.value) for part in reversed(pair)]
-        elif isinstance(node, yaml.SequenceNode):
-            stack += reversed(node.value)
-    return found
-
-
-def _walk(
-    loader: yaml.SafeLoader,
-    node: yaml.Node,
-    loc: Loc,
-    locations: dict[Loc, int],
-    problems: list[tuple[Loc, str]],
-) -> None:
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[object, int] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue
-            key = loader.construct_object(key_node)
-            if not isinstance(key, str | int):
-                key = str(key)
-            line = key_node.start_mark.line + 1
-            if key in first_line:
-                problems.append(
-                    (
-                        (*loc, key),
-                        f"appears twice (also on line {first_line[key]}), and YAML keeps only the last; keep one",
-                    )
-                )
-            else:
-                first_line[key] = line
-            locations[(*loc, key)] = line
-            _walk(loader, value_node, (*loc, key), locations, problems)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            locations[(*loc, i)] = item.start_mark.line + 1
-            _walk(loader, item, (*loc, i), locations, problems)
-
-
-def _line_of(locations: Mapping[Loc, int], loc: Loc) -> int:
-    for end in range(len(loc), -1, -1):
-        line = locations.get(loc[:end])
-        if line is not None:
-            return line
-    return 1
-
-
-def _yaml_error_text(display: str, exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark is not None else display
-    what = exc.problem or exc.context or "unreadable YAML"
-    if exc.context and exc.problem:
-        what = f"{exc.problem} ({exc.context})"
-    if "\\t" in what:
-        return f"{where}: not valid YAML: {what}; indent with spaces, not tabs"
-    if what.endswith("levels deep"):  # UntrustedLoader: valid YAML, but no manifest is nested like that
-        return f"{where}: {what}; a manifest needs only a few levels"
-    return (
-        f"{where}: not valid YAML: {what}; check the indentation, and quote values that contain ': ' or start "
-        "with '*', '&', '!' or '{'"
+def _invalid(display: str, problems: list[str]) -> ManifestError:
+    count = counted(problems)
+    return ManifestError(
+        f"manifest {display} is invalid ({count}):",
+        problems,
+        hint="The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.",
     )
 
 

@@ -1,22 +1,73 @@
-"""YAML for the files a pull request can change: the manifest, the stand-in's accounts file.
+"""The YAML files the tool reads (the manifest, the credentials file, the stand-in's accounts file), one way.
 
-An alias repeats a value in several places. A self-referencing one (``servers: &a {x: *a}``) makes a structure
-without end, and nested ones ("billion laughs") one that grows exponentially as it is walked. These small files
-have no use for either, so :class:`UntrustedLoader` refuses both while composing, before anything is expanded: an
-alias is replaced by ``null`` and an anchor is not registered, and :attr:`UntrustedLoader.refused` says where each
-one was, so that every one of them can be reported at once. Nesting deeper than :data:`MAX_DEPTH` levels is a
-``yaml.MarkedYAMLError`` (composing recurses, and ``[[[[...`` would otherwise end in a ``RecursionError``).
+Each of them is read by :func:`read_yaml`: at most :data:`MAX_FILE_BYTES` (refused before parsing), UTF-8, then
+composed by :class:`UntrustedLoader` and built into plain data with the line of every key path. Each file then
+checks its own values and reports every problem through :class:`Problems`, one line each::
+
+    gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>
+
+Why the loader is stricter than ``yaml.safe_load``:
+
+* An alias repeats a value in several places. A self-referencing one (``servers: &a {x: *a}``) makes a structure
+  without end, and nested ones ("billion laughs") one that grows exponentially as it is walked. These small files
+  have no use for either, so composing refuses both before anything is expanded: an alias is replaced by ``null``
+  and an anchor is not registered, and :attr:`UntrustedLoader.refused` says where each one was, so that every one
+  of them can be reported at once. Nesting deeper than :data:`MAX_DEPTH` levels is refused too (composing
+  recurses, and ``[[[[...`` would otherwise end in a ``RecursionError``).
+* Values are built one node at a time, so a value that does not fit its tag (``!!int x``, ``!!timestamp x``, a
+  plain ``2024-13-45``, an integer of 5,000 digits) or a tag these files have no use for (``!!binary``, ``!!set``,
+  ``!!python/...``, ``!custom``) is a problem at its line and key instead of an exception from deep in pyyaml.
+  Such a value is :data:`UNFIT` in the data, and :meth:`Problems.cover` keeps later checks from reporting it a
+  second time.
+* A key written twice is a problem (YAML would silently keep the last).
+
+No message here quotes a value: the credentials and accounts files hold secrets.
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple, cast
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple, TypeAlias, cast
 
 import yaml
 from yaml.composer import ComposerError
 
-#: Far deeper than any manifest or accounts file needs, far from Python's recursion limit.
+#: Far deeper than any of the three files needs, far from Python's recursion limit.
 MAX_DEPTH = 64
+#: The largest file read: each of them needs a few kilobytes; a bigger one is refused before it is parsed.
+MAX_FILE_BYTES = 1024 * 1024
+
+#: A key path: ``("branches", 0, "include", 1)``.
+Loc: TypeAlias = tuple[str | int, ...]
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_CORE = "tag:yaml.org,2002:"
+#: The scalar tags whose values these files can hold, and how a message names each.
+_SCALAR_TAGS = {
+    f"{_CORE}null": "null",
+    f"{_CORE}bool": "true or false",
+    f"{_CORE}int": "a whole number",
+    f"{_CORE}float": "a number",
+    f"{_CORE}str": "a string",
+    f"{_CORE}timestamp": "a date or timestamp",
+}
+
+
+class _Unfit:
+    """What the data holds in place of a value that could not be read (reported once, where it was)."""
+
+    def __repr__(self) -> str:
+        return "<unreadable value>"
+
+
+#: In the data where a value did not fit its tag: not ``None``, so that "is it given?" checks see a value there.
+UNFIT: Any = _Unfit()
 
 
 class Refused(NamedTuple):
@@ -67,4 +118,365 @@ class UntrustedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-__all__ = ["MAX_DEPTH", "Refused", "UntrustedLoader"]
+# --- key paths and problems ------------------------------------------------------------------------------------
+
+
+def format_loc(loc: Loc) -> str:
+    """``branches[0].include[1]``, ``servers.local.url``, ``budget.reserve["POST /api/user/code"]``."""
+    out = ""
+    for part in _named(loc):
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.fullmatch(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+    return out or "(top level)"
+
+
+def _named(loc: Loc) -> Loc:
+    # A key the file wrote as a date, a float or null reaches a path (through pydantic) as that value: named as
+    # text, as the data builder records it.
+    if all(isinstance(part, str | int) for part in loc):
+        return loc
+    return tuple(part if isinstance(part, str | int) else str(part) for part in loc)
+
+
+def line_of(locations: Mapping[Loc, int], loc: Loc) -> int:
+    """The line of ``loc``, or of the nearest enclosing key that exists in the file (1 for none)."""
+    loc = _named(loc)
+    for end in range(len(loc), -1, -1):
+        line = locations.get(loc[:end])
+        if line is not None:
+            return line
+    return 1
+
+
+def counted(problems: list[str]) -> str:
+    """``1 problem``, ``3 problems``: for the first line of an error listing them."""
+    return f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+
+
+class Problems:
+    """Every problem of one file, each as ``file:line: key: problem`` (``key: problem`` without a file).
+
+    :meth:`texts` sorts them by line (in the order found within a line) and drops repeats; a problem at or under a
+    key path passed to :meth:`cover` is dropped too (its value was left out, and one problem says why).
+    """
+
+    def __init__(self, display: str | None, locations: Mapping[Loc, int]) -> None:
+        self.display = display
+        self.locations = locations
+        self._found: list[tuple[Loc, str, int | None]] = []
+        self._covering: set[int] = set()  # indexes of the problems that cover their key path
+        self._covered: set[Loc] = set()
+
+    def add(self, loc: Loc, message: str, line: int | None = None) -> None:
+        """One problem at ``loc`` (on ``line``, or the line of ``loc``); ``message`` says what is wrong and the fix."""
+        self._found.append((loc, message, line))
+
+    def extend(self, found: Iterable[tuple[Loc, str]]) -> None:
+        for loc, message in found:
+            self.add(loc, message)
+
+    def cover(self, found: Iterable[Found]) -> None:
+        """Problems that stand for everything at and under their key path: later problems there are not reported."""
+        for item in found:
+            if item.covers:
+                self._covering.add(len(self._found))
+                self._covered.add(_named(item.loc))
+            self.add(item.loc, item.message, item.line)
+
+    def texts(self) -> list[str]:
+        """The problems as lines of text, sorted by line."""
+        lines: list[tuple[int, int, str]] = []
+        seen: set[str] = set()
+        for n, (loc, message, at) in enumerate(self._found):
+            if n not in self._covering and self._covered:
+                named = _named(loc)
+                if any(named[:end] in self._covered for end in range(len(named) + 1)):
+                    continue
+            line = line_of(self.locations, loc) if at is None else at
+            text = f"{format_loc(loc)}: {message}"
+            if self.display is not None:
+                text = f"{self.display}:{line}: {text}"
+            if text not in seen:
+                seen.add(text)
+                lines.append((line, n, text))
+        return [text for _, _, text in sorted(lines)]
+
+    def __bool__(self) -> bool:
+        return bool(self._found)
+
+
+class Found(NamedTuple):
+    """A problem found while building the data: its key path, the message, and its line where that is not the
+    key path's (a key that could not be read)."""
+
+    loc: Loc
+    message: str
+    line: int | None = None
+    #: Whether the value at ``loc`` was left out, so that later problems at and under it are not reported.
+    covers: bool = True
+
+
+# --- reading a file ---------------------------------------------------------------------------------------------
+
+
+class Unreadable(Exception):
+    """A file that cannot be checked at all (too large, not UTF-8, not YAML, anchors...): ``problems`` lists why,
+    each line starting with ``file:line`` (and the column where YAML gives one)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Document:
+    """A YAML file as plain data (``None`` for an empty file), the line of every key path, and the problems found
+    while building it (pass them to :meth:`Problems.cover`)."""
+
+    data: Any
+    locations: dict[Loc, int]
+    problems: list[Found]
+
+
+def size_text(size: int) -> str:
+    """``8,388,608 bytes (8.0 MB)``."""
+    return f"{size:,} bytes ({size / 1024 / 1024:.1f} MB)"
+
+
+def read_capped(path: Path, display: str, *, limit: int = MAX_FILE_BYTES, what: str = "this file") -> bytes:
+    """The bytes of ``path``, refusing a file over ``limit`` bytes before reading it (``OSError`` passes through)."""
+    with path.open("rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        raw = b"" if size > limit else stream.read(limit + 1)  # a pipe or a growing file has no reliable size
+    if size > limit or len(raw) > limit:
+        shown = size_text(size) if size > limit else f"more than {limit:,} bytes"
+        raise Unreadable(
+            [
+                f"{display}:1: the file is {shown}, and {what} may have at most {size_text(limit)}; it was not "
+                "read: check that this is the right file"
+            ]
+        )
+    return raw
+
+
+def decode(raw: bytes, display: str) -> str:
+    """UTF-8 text (a byte-order mark is dropped); :class:`Unreadable` names the first byte that is not."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        byte = raw[exc.start]
+        raise Unreadable(
+            [f"{display}:{line}: not UTF-8 (byte 0x{byte:02x} at offset {exc.start}); save the file as UTF-8"]
+        ) from None
+
+
+def read_yaml(path: Path, display: str, *, what: str, limit: int = MAX_FILE_BYTES) -> Document:
+    """Read, decode and parse ``path``: :func:`read_capped`, :func:`decode`, :func:`parse`.
+
+    ``what`` names the kind of file in messages ("a manifest"). ``OSError`` passes through (each file words a
+    missing file its own way); every other problem is :class:`Unreadable`.
+    """
+    return parse(decode(read_capped(path, display, limit=limit, what=what), display), display, what=what)
+
+
+def parse(text: str, display: str, *, what: str) -> Document:
+    """The data of a YAML document with the line of every key path; :class:`Unreadable` for what stops reading."""
+    loader = UntrustedLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            raise Unreadable([_yaml_error_text(display, exc, what)]) from None
+        except yaml.YAMLError as exc:  # pragma: no cover - pyyaml marks its errors; kept as a guard
+            raise Unreadable([f"{display}:1: not valid YAML ({type(exc).__name__})"]) from None
+        refused = [_refused_text(display, r) for r in loader.refused]
+        if node is not None:
+            refused += _lone_surrogates(display, node)
+        if refused:
+            raise Unreadable(refused)
+        if node is None:
+            return Document(None, {(): 1}, [])
+        builder = _Builder(loader)
+        data = builder.build(node, ())
+        return Document(data, builder.locations, builder.problems)
+    finally:
+        loader.dispose()
+
+
+def _refused_text(display: str, refused: Refused) -> str:
+    where = f"{display}:{refused.line}:{refused.column}"
+    if refused.kind == "alias":
+        return f"{where}: YAML aliases are not supported in {display}; write the value out"
+    return (
+        f"{where}: YAML anchors are not supported in {display}; remove '&{refused.name}' and write the value out "
+        "where it is needed"
+    )
+
+
+def _lone_surrogates(display: str, root: yaml.Node) -> list[str]:
+    """Scalars holding an escape such as ``"\\udce9"``: not a character, so no name or path can hold it."""
+    found: list[str] = []
+    stack = [root]
+    while stack:  # a tree: composing refused every alias
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            hit = _LONE_SURROGATE.search(node.value)
+            if hit is not None:
+                mark = node.start_mark
+                found.append(
+                    f"{display}:{mark.line + 1}:{mark.column + 1}: the escape {hit.group()!r} is a lone surrogate, "
+                    "not a character; write the text itself"
+                )
+        elif isinstance(node, yaml.MappingNode):
+            stack += [part for pair in reversed(node.value) for part in reversed(pair)]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += reversed(node.value)
+    return found
+
+
+def _yaml_error_text(display: str, exc: yaml.MarkedYAMLError, what: str) -> str:
+    # Only pyyaml's problem and context, never str(exc): that quotes the line, which may hold a secret.
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark is not None else f"{display}:1"
+    problem = exc.problem or exc.context or "unreadable YAML"
+    if exc.context and exc.problem:
+        problem = f"{exc.problem} ({exc.context})"
+    if "\\t" in problem:
+        return f"{where}: not valid YAML: {problem}; indent with spaces, not tabs"
+    if problem.endswith("levels deep"):  # UntrustedLoader: valid YAML, but no such file is nested like that
+        return f"{where}: {problem}; {what} needs only a few levels"
+    return (
+        f"{where}: not valid YAML: {problem}; check the indentation, and quote values that contain ': ' or start "
+        "with '*', '&', '!' or '{'"
+    )
+
+
+def _tag_text(tag: str) -> str:
+    """``!!int``, ``!custom``: how the file spells a tag (shortened, and escaped, since it is the file's text)."""
+    short = "!!" + tag[len(_CORE) :] if tag.startswith(_CORE) else tag
+    if len(short) > 40:
+        short = short[:37] + "..."
+    return json.dumps(short, ensure_ascii=True)[1:-1]
+
+
+class _Builder:
+    """Plain data from composed nodes, one node at a time, with the line of every key path."""
+
+    def __init__(self, loader: yaml.SafeLoader) -> None:
+        self.loader = loader
+        self.locations: dict[Loc, int] = {}
+        self.problems: list[Found] = []
+
+    def build(self, node: yaml.Node, loc: Loc) -> Any:
+        self.locations.setdefault(loc, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != f"{_CORE}map":
+                return self._unsupported(node, loc, "a mapping")
+            return self._mapping(node, loc)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != f"{_CORE}seq":
+                return self._unsupported(node, loc, "a list")
+            out: list[Any] = []
+            for i, item in enumerate(node.value):
+                self.locations[(*loc, i)] = item.start_mark.line + 1
+                out.append(self.build(item, (*loc, i)))
+            return out
+        return self._scalar(cast("yaml.ScalarNode", node), loc)
+
+    def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        first_line: dict[Any, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problems.append(
+                    Found(loc, "a key is a list or mapping; write a plain name as the key", line, False)
+                )
+                continue
+            if key_node.tag == f"{_CORE}merge":
+                self.problems.append(
+                    Found(loc, "'<<' (a YAML merge key) is not supported; write the keys out", line, False)
+                )
+                continue
+            key = self._scalar(key_node, loc, line)
+            if key is UNFIT:
+                continue  # its tag did not fit: reported
+            # The data keeps the key as it is (each file says which keys it takes); its path names it as text.
+            named: str | int = key if isinstance(key, str | int) else str(key)
+            sub = (*loc, named)
+            if named in first_line:
+                again = f"appears twice (also on line {first_line[named]}), and YAML keeps only the last; keep one"
+                self.problems.append(Found(sub, again, None, False))
+            else:
+                first_line[named] = line
+            self.locations[sub] = line
+            out[key] = self.build(value_node, sub)
+        return out
+
+    def _scalar(self, node: yaml.ScalarNode, loc: Loc, key_line: int | None = None) -> Any:
+        """The value of ``node``, or :data:`UNFIT` and a problem (``key_line``: the node is the key on that line)."""
+        tag = node.tag
+        if tag == f"{_CORE}value":  # a plain '=': pyyaml's "value" key, a string here
+            return node.value
+        name = _SCALAR_TAGS.get(tag)
+        if name is None:
+            return self._unsupported(node, loc, "a key" if key_line else "a value", key_line)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except Exception:  # pyyaml raises anything from ValueError to TypeError for a misfit
+            what = "a key" if key_line else "the value"
+            implicit = (
+                node.style is None
+                and self.loader.resolve(  # type: ignore[no-untyped-call]
+                    yaml.ScalarNode, node.value, (True, False)
+                )
+                == tag
+            )
+            if implicit:  # 2024-13-45, or a whole number of thousands of digits
+                message = f"{what} reads as {name} but is not a valid one; quote it if it is text"
+            else:
+                message = (
+                    f"{what} is not {name}, as its tag {_tag_text(tag)} says; write {name}, or remove the tag (and "
+                    "quote the value if it is text)"
+                )
+            self.problems.append(Found(loc, message, key_line, key_line is None))
+            return UNFIT
+
+    def _unsupported(self, node: yaml.Node, loc: Loc, shape: str, line: int | None = None) -> Any:
+        self.problems.append(
+            Found(
+                loc,
+                f"the YAML tag {_tag_text(node.tag)} on {shape} is not supported; remove the tag (and quote the value "
+                "if it is text)",
+                line,
+                line is None,
+            )
+        )
+        return UNFIT
+
+
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "UNFIT",
+    "Document",
+    "Found",
+    "Loc",
+    "Problems",
+    "Refused",
+    "Unreadable",
+    "UntrustedLoader",
+    "counted",
+    "decode",
+    "format_loc",
+    "line_of",
+    "parse",
+    "read_capped",
+    "read_yaml",
+    "size_text",
+]

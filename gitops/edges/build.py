@@ -28,6 +28,7 @@ from pathlib import Path
 from types import FrameType
 
 from gitops.config.manifest import Manifest
+from gitops.edges.sources import _resolve_commit
 from gitops.errors import SourceError
 
 BuildCommand = str | list[str]
@@ -165,14 +166,8 @@ def temporary_checkout(base_dir: Path, ref: str) -> Iterator[tuple[Path, str]]:
             hint="Drop --ref to build and read the working tree, or run gitops inside a clone of the repository.",
         )
     top = Path(os.fsdecode(top_run.stdout.strip())).resolve()
-    sha_run = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], base_dir)
-    if sha_run.returncode != 0:
-        raise SourceError(
-            f"--ref {ref}: no such commit, branch or tag in {top}",
-            hint="Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
-            "(actions/checkout with fetch-depth: 0).",
-        )
-    sha = sha_run.stdout.decode("ascii").strip()
+    # The same resolution, and the same messages, as a --ref read without a build (shallow clones, trees, typos).
+    sha = _resolve_commit(top, ref)
     relative = base_dir.resolve().relative_to(top)
     holder = Path(tempfile.mkdtemp(prefix="gitops-build-"))
     checkout = holder / "checkout"

@@ -10,6 +10,8 @@ for the service):
 * rate limits: ``X-RateLimit-*`` headers go to the ledger, requests are paced under the global 120 per minute, a 429
   is waited out when the wait is short (``max_wait``) and refused with the reset time otherwise;
 * transient failures: a read is retried with exponential backoff (tenacity), a write at most once;
+* bounds: each request, retries included, ends within ``timeout`` seconds, and each answer is read up to the cap of
+  its endpoint (:mod:`gitops.edges.http` reads; :func:`gitops.core.limits.answer_cap` says how much);
 * secrets: log lines carry method, sanitised URL, status and time, never headers or bodies; every message is
   redacted.
 
@@ -43,9 +45,19 @@ from tenacity.stop import stop_base
 from gitops import __version__
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.codeset import CodeSet, WireModule
-from gitops.core.limits import DAY, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, endpoint_key, limit_for
+from gitops.core.limits import (
+    DAY,
+    GLOBAL_KEY,
+    GLOBAL_LIMIT,
+    MINUTE,
+    Limit,
+    answer_cap,
+    endpoint_key,
+    limit_for,
+)
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import Clock, SystemClock
+from gitops.edges.http import AnswerTooLarge, UnreadableJSON, parse_json, send_bounded
 from gitops.edges.ledger import Ledger, header_number, reset_time, window_key
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
@@ -86,6 +98,8 @@ _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 #: What a session token must look like to be sent back as a header: printable ASCII without spaces.
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
+#: How much of an answer that is not JSON is looked at to describe it (an HTML title, the first words).
+_DESCRIBED_CHARS = 16 * 1024
 _SIGNIN = "/api/auth/signin"
 _CODE = "/api/user/code"
 
@@ -150,6 +164,7 @@ class ServiceClient:
     sent requests and what is learnt of branches are recorded and saved after every request. ``on_wait(seconds,
     endpoint)`` is called before a rate-limit wait (``endpoint`` is ``"global"`` when pacing under the global
     limit); ``log`` receives one redacted line per request in debug mode. ``transport`` is the test seam.
+    ``timeout`` (seconds) bounds each request as a whole, retries included; tests lower it.
     """
 
     def __init__(
@@ -183,6 +198,7 @@ class ServiceClient:
         self._on_wait = on_wait
         self._log = log
         self._timeout = timeout
+        self._deadline = 0.0  # of the request being sent (time.monotonic()); set by _send
         self._recent: list[float] = []  # send times, for pacing when there is no ledger
         self._session: Secret | None = None  # the rotating token of a private server's sign-in
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
@@ -346,10 +362,19 @@ class ServiceClient:
     def _send(
         self, method: str, path: str, endpoint: str, params: Mapping[str, str] | None, body: Any
     ) -> tuple[httpx.Response, Any]:
-        """One request with bounded retries of transient failures (tenacity; the clock does the sleeping)."""
+        """One request with bounded retries of transient failures (tenacity; the clock does the sleeping).
+
+        ``timeout`` is the deadline of the whole request, retries included: each attempt gets what is left of it, and
+        no retry starts that its backoff would push past it. Every answer is read with the cap of its endpoint
+        (:func:`gitops.core.limits.answer_cap`); over it, the request ends at once (a hostile server would only
+        send the same again)."""
+        outer = self._deadline  # a sign-in is sent from inside another request's attempt: keep that one's
+        self._deadline = time.monotonic() + self._timeout
         retrying = Retrying(
             stop=stop_any(
-                stop_after_attempt(READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS), _StopAfterWaiting()
+                stop_after_attempt(READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS),
+                _StopAfterWaiting(),
+                _StopAtDeadline(self._deadline),
             ),
             wait=wait_exponential(multiplier=BACKOFF_FIRST, min=BACKOFF_FIRST, max=BACKOFF_MAX),
             retry=retry_if_exception_type(_Transient),
@@ -361,6 +386,8 @@ class ServiceClient:
             return retrying(self._attempt, method, path, endpoint, params, body)
         except _Transient as exc:
             raise exc.error from None
+        finally:
+            self._deadline = outer
 
     def _attempt(
         self, method: str, path: str, endpoint: str, params: Mapping[str, str] | None, body: Any
@@ -375,7 +402,14 @@ class ServiceClient:
         url = self.base_url + path
         started = time.perf_counter()
         try:
-            response = self._http.request(method, url, params=params, content=content, headers=headers)
+            request = self._http.build_request(method, url, params=params, content=content, headers=headers)
+            response = send_bounded(self._http, request, cap=answer_cap(endpoint), deadline=self._deadline)
+        except AnswerTooLarge as exc:
+            self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> over {exc.cap} bytes")
+            raise self._too_large(endpoint, exc.cap) from None
+        except httpx.DecodingError as exc:
+            self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> {exc}")
+            raise _Transient(self._shape_error(endpoint, str(exc))) from None
         except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
             # Not worth another attempt: the request itself cannot be written. The exception's text quotes the
             # offending header value, which is the token or the user name, so only its type is shown.
@@ -403,7 +437,8 @@ class ServiceClient:
         if 200 <= status < 300 and data is None:
             raise _Transient(
                 ServiceError(
-                    f"server '{self.server_name}' answered {endpoint} with {_describe_body(response)} instead of JSON.",
+                    f"server '{self.server_name}' answered {endpoint} with {_describe_body(response)} instead of JSON"
+                    f"{_json_trouble(response)}.",
                     hint=f"Check that the url '{sanitize_url(self.base_url)}' in the manifest is the game server's "
                     "base address (e.g. https://screeps.com or http://127.0.0.1:21025) and that the server is up.",
                 )
@@ -637,6 +672,20 @@ class ServiceClient:
             hint="Check that the url in the manifest is a Screeps server's base address.",
         )
 
+    def _too_large(self, endpoint: str, cap: int) -> ServiceError:
+        if endpoint == LIST_ENDPOINT:
+            hint = (
+                "On a private server this answer carries the code of every branch: delete the branches no longer "
+                "needed (POST /api/user/delete-branch), or check that the url in the manifest is a Screeps server."
+            )
+        else:
+            hint = "No answer of a Screeps server is that large; check that the url in the manifest is one."
+        return ServiceError(
+            f"server '{self.server_name}' sent more than {cap // (1024 * 1024)} MiB in answer to {endpoint}, the most "
+            "the tool reads of that answer; it stopped reading.",
+            hint=hint,
+        )
+
     def _unsendable(self, endpoint: str, exc: Exception) -> AuthError:
         source = f" in {self._auth.source}" if self._auth is not None else ""
         return AuthError(
@@ -688,6 +737,17 @@ class ServiceClient:
         self._debug(f"attempt {state.attempt_number} failed ({reason}); retrying in {wait:.1f} s")
 
 
+class _StopAtDeadline(stop_base):
+    """No retry after the request's deadline (a :func:`time.monotonic` instant), nor one its backoff would start
+    after it: a silent server is reported after the timeout, not after each attempt's."""
+
+    def __init__(self, deadline: float) -> None:
+        self._deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return time.monotonic() + retry_state.upcoming_sleep >= self._deadline
+
+
 class _StopAfterWaiting(stop_base):
     """Bounded in time as well as in count: ``idle_for`` is the backoff already waited (on the injected clock)."""
 
@@ -728,9 +788,20 @@ def transport_detail(exc: BaseException) -> str:
 
 def _json_or_none(response: httpx.Response) -> Any:
     try:
-        return json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
+        return parse_json(response.content)
+    except UnreadableJSON:
         return None
+
+
+def _json_trouble(response: httpx.Response) -> str:
+    """Why a body that looks like JSON is not read (nested too deeply, say), as ``" the tool can read (...)"``."""
+    if response.content.lstrip()[:1] not in (b"{", b"["):
+        return ""
+    try:
+        parse_json(response.content)
+    except UnreadableJSON as exc:
+        return f" the tool can read ({exc})"
+    return ""
 
 
 def _error_words(data: Mapping[str, Any]) -> str:
@@ -742,8 +813,10 @@ def _error_words(data: Mapping[str, Any]) -> str:
 
 
 def _describe_body(response: httpx.Response) -> str:
-    text = response.text
-    if not text.strip():
+    # Only the start: an answer may be megabytes of words, and splitting all of it would cost many times its size.
+    start = response.content[: 4 * _DESCRIBED_CHARS].decode(response.encoding or "utf-8", errors="replace")
+    text = start.lstrip()[:_DESCRIBED_CHARS]
+    if not text:
         return "an empty answer"
     content_type = response.headers.get("Content-Type", "").split(";", 1)[0].strip() or "no content type"
     title = _HTML_TITLE.search(text)

@@ -30,7 +30,9 @@ def save_plan(plan: Plan, path: Path) -> None:
         ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(plan.model_dump_json())
+            # Through json.dumps, ASCII: a server's module name or text may hold a lone surrogate, which pydantic's
+            # JSON writer refuses (in a value) or replaces (in a key), and a plan must read back as it was made.
+            fh.write(json.dumps(plan.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":")))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -548,6 +548,7 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
         return
     mark = marker(report.manifest)
     body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - _COMMENT_MARGIN, unit="chars")
+    gh: GitHubClient | None = None
     try:
         with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
             comment, what = gh.upsert_comment(pr.number, mark, body)
@@ -558,6 +559,9 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
     except GitHubError as exc:
         echo(annotation("warning", f"the plan comment was not posted: {exc}"))
         return
+    finally:
+        for warning in gh.warnings if gh is not None else []:
+            echo(annotation("warning", warning))
     report.comment_url = comment.url
     echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
 
@@ -565,25 +569,24 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
 def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
     """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
     within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note)."""
-    from gitops.render.plan import render_markdown
+    from gitops.render.plan import md_code, md_fence, render_markdown
 
     def measure(text: str) -> int:
         return len(text.encode("utf-8")) if unit == "bytes" else len(text)
 
     title = f"screeps-gitops {report.command}" + (
-        f" (`{report.manifest.replace('`', '')}`)" if report.manifest not in ("", "gitops.yaml") else ""
+        f" ({md_code(report.manifest)})" if report.manifest not in ("", "gitops.yaml") else ""
     )
     head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices)
     tail: list[str] = []
     if report.outcomes:
-        tail.extend(["", "#### Apply", "", "```text", *report.outcomes, "```"])
+        tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
     if report.error is not None:
         message = redact(str(report.error))
         if len(message) > _ERROR_CHARS:
             message = message[:_ERROR_CHARS] + "\n... (cut; the job log has all of it)"
-        fence = "````" if "```" in message else "```"
         verdict = _verdict(report)
-        tail.extend(["", f"**{verdict}** (exit code {report.exit_code}):", "", f"{fence}text", message, fence])
+        tail.extend(["", f"**{verdict}** (exit code {report.exit_code}):", "", md_fence(message, "text")])
     footer = _footer(report, runner)
     tail.extend(["", footer, ""])
     rest = "\n".join(tail)

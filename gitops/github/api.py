@@ -96,7 +96,10 @@ class GitHubClient:
             raise GitHubError(f"GITHUB_REPOSITORY is {repository!r}, not OWNER/NAME")
         self.repository = repository
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+        self._home = _origin(httpx.URL(self.api_url))
         self._token = token
+        #: What went wrong without stopping a request (a ``next`` link elsewhere): the caller shows them.
+        self.warnings: list[str] = []
         self._http = httpx.Client(
             base_url=self.api_url,
             transport=transport or _transport.get(),
@@ -126,8 +129,9 @@ class GitHubClient:
         params: dict[str, Any] | None = {"per_page": 100}
         for _ in range(MAX_PAGES):
             assert url is not None
-            response = self._request("GET", url, params=params, what=f"read the comments of pull request #{number}")
-            data = response.json()
+            what = f"read the comments of pull request #{number}"
+            response = self._request("GET", url, params=params, what=what)
+            data = _json(response, what)
             if not isinstance(data, list):
                 raise GitHubError(f"GitHub answered the comments of pull request #{number} with something not a list")
             comments.extend(Comment.from_json(item) for item in data)
@@ -135,6 +139,14 @@ class GitHubClient:
             params = None  # the next link carries them
             if not url:
                 return comments, True
+            if not self._is_home(url):
+                # The token goes with every request: a link to another host would hand it over.
+                self.warnings.append(
+                    f"GitHub's list of the comments of pull request #{number} links its next page to "
+                    f"{_origin_text(url)}, not to the API at {_origin_text(self.api_url)}; the link was not followed "
+                    "(the token is only sent to GITHUB_API_URL), so comments on later pages were not read"
+                )
+                return comments, False
         return comments, False
 
     def find_comment(self, number: int, mark: str) -> Comment | None:
@@ -152,7 +164,7 @@ class GitHubClient:
             json={"body": _fit(body)},
             what=f"comment on pull request #{number}",
         )
-        return Comment.from_json(response.json())
+        return Comment.from_json(_json(response, f"comment on pull request #{number}"))
 
     def update_comment(self, comment_id: int, body: str) -> Comment:
         response = self._request(
@@ -161,7 +173,7 @@ class GitHubClient:
             json={"body": _fit(body)},
             what=f"edit comment {comment_id}",
         )
-        return Comment.from_json(response.json())
+        return Comment.from_json(_json(response, f"edit comment {comment_id}"))
 
     def upsert_comment(
         self, number: int, mark: str, body: str
@@ -178,7 +190,15 @@ class GitHubClient:
 
     # --- the one place requests are made -------------------------------------------------------------------
 
+    def _is_home(self, url: str) -> bool:
+        try:
+            return _origin(self._http.base_url.join(url)) == self._home
+        except httpx.InvalidURL:
+            return False
+
     def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> httpx.Response:
+        if not self._is_home(url):  # pragma: no cover - list_comments checks its links; this is the last guard
+            raise GitHubError(f"refused to send the GitHub token to {_origin_text(url)} to {what}")
         headers = {"Authorization": f"Bearer {self._token.reveal()}"}
         try:
             response = self._http.request(method, url, headers=headers, **kwargs)
@@ -196,7 +216,7 @@ class GitHubClient:
         try:
             data = response.json()
             text = str(data.get("message") or "") if isinstance(data, dict) else ""
-        except ValueError:
+        except (ValueError, RecursionError):
             text = response.text[:200]
         text = redact(text.strip()) or response.reason_phrase
         message = f"GitHub refused to {what}: {status} {text}"
@@ -224,6 +244,36 @@ class GitHubClient:
                 hint="Check GITHUB_REPOSITORY and the pull request number, and that the token can read the repository.",
             )
         return GitHubError(message, status=status)
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    """Scheme, host and port (the default port made explicit): where a request, and its token, goes."""
+    port = url.port or {"https": 443, "http": 80}.get(url.scheme)
+    return url.scheme, url.host, port
+
+
+def _origin_text(url: str) -> str:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        return "an address that is not a URL"
+    return redact(f"{parsed.scheme}://{parsed.netloc.decode('ascii', 'replace')}")
+
+
+def _json(response: httpx.Response, what: str) -> Any:
+    """The answer's JSON; an answer of 200 that is not JSON (an HTML page of a proxy or a login wall, a cut
+    answer) is a :class:`GitHubError` saying so, never a crash."""
+    try:
+        return response.json()
+    except (ValueError, RecursionError):
+        kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
+        raise GitHubError(
+            f"GitHub answered {response.status_code} to {what} with something that is not JSON "
+            f"({kind}, {len(response.content)} bytes)",
+            status=response.status_code,
+            hint="Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), "
+            "not the web site's; a proxy in between may answer with its own page.",
+        ) from None
 
 
 def _fit(body: str) -> str:

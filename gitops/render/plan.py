@@ -6,7 +6,9 @@ All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,15 @@ _ACTIONS = {
     "activate": "activate only",
     "none": "no changes",
 }
+
+
+def printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\udc80``), everything else unchanged.
+
+    A server may hold module names and texts that are not valid Unicode (JSON allows ``"\\udc80"``); the plan shows
+    them, and standard output, UTF-8 with strict errors, cannot encode a lone surrogate.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def size(n: int | None) -> str:
@@ -145,7 +156,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
         out.extend(f"  {server}: {NOT_LIMITED}" for server in plan.not_rate_limited)
     out.append("")
     out.append(summary_line(plan))
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out) + "\n")
 
 
 def summary_line(plan: Plan) -> str:
@@ -207,15 +218,64 @@ def render_json(plan: Plan, *, now: float) -> str:
     return json.dumps(plan_document(plan, now=now), indent=2, sort_keys=False) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+# --- Markdown that stays inert ----------------------------------------------------------------------------------
+#
+# Names (servers, branches, modules) and server-provided text reach the job summary and the pull request comment,
+# where a newline could start a heading, a backtick end a code span, a `|` split a table cell, `<details>` open HTML
+# and `@name` notify someone. Names are shown as code (GitHub links no mention and reads no Markdown there), prose is
+# backslash-escaped, and line breaks and other control characters are shown as escapes (`\n`) in both.
+
+_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+#: What Markdown reads within a line (emphasis, links, images, HTML, entities, tables, strike-through, headings).
+_PUNCTUATION = re.compile(r"([\\`*_\[\]<>&!~|#])")
+_MENTION = re.compile(r"@[A-Za-z0-9][A-Za-z0-9_/-]*")
 
 
-def _fence(text: str) -> str:
-    ticks = "```"
-    while ticks in text:
-        ticks += "`"
-    return f"{ticks}diff\n{text}\n{ticks}"
+def _visible(text: str) -> str:
+    """``text`` on one line: line breaks, control characters and backslashes as escapes (``\\n``, ``\\x07``)."""
+    return _INVISIBLE.sub(lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
+
+
+def md_code(text: str, *, table: bool = False) -> str:
+    """``text`` as an inline code span that no character of it can end or turn into Markdown or HTML.
+
+    The fence is one backtick longer than the longest run of backticks in the text, padded with a space where the
+    text starts or ends with a backtick or a space (CommonMark strips one space on each side). In a table cell
+    ``table=True`` escapes ``|``: GitHub splits cells before it reads code spans (and drops the backslash).
+    """
+    shown = _visible(text)
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * (longest + 1)
+    if shown[:1] in ("`", " ") or shown[-1:] in ("`", " ") or not shown:
+        shown = f" {shown} "
+    if table:
+        shown = shown.replace("|", "\\|")
+    return f"{fence}{shown}{fence}"
+
+
+def md_text(text: str) -> str:
+    """Prose with every Markdown character backslash-escaped, on one line, and ``@name`` shown as code: GitHub
+    links a mention in any text, escaped or not, but never in code."""
+    parts: list[str] = []
+    pos = 0
+    for m in _MENTION.finditer(text):
+        parts.append(_PUNCTUATION.sub(r"\\\1", _visible(text[pos : m.start()])))
+        parts.append(md_code(m.group()))
+        pos = m.end()
+    parts.append(_PUNCTUATION.sub(r"\\\1", _visible(text[pos:])))
+    return "".join(parts)
+
+
+def _html_code(text: str) -> str:
+    """``text`` inside an HTML ``<code>`` (within ``<details>``): escaped for HTML, on one line."""
+    return "<code>" + html.escape(_visible(text)) + "</code>"
+
+
+def md_fence(text: str, info: str = "diff") -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{text}\n{ticks}"
 
 
 def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, title: str = "screeps-gitops plan") -> str:
@@ -225,26 +285,27 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     diffs go first, then whole branch sections, and a note says so.
     """
     head: list[str] = [f"### {title}", ""]
-    head.append(_md_escape(summary_line(plan)))
+    head.append(md_text(summary_line(plan)))
     head.append("")
     head.append("| server | branch | action | added | changed | removed | requests | server view |")
     head.append("|---|---|---|---:|---:|---:|---|---|")
     for b in plan.branches:
         requests = ", ".join(s.request.split(" ", 1)[1].rsplit("/", 1)[-1] for s in b.steps) or "-"
         head.append(
-            f"| {_md_escape(b.server)} | {_md_escape(b.branch)} | {b.action} | {len(b.names('added'))} | "
-            f"{len(b.names('changed'))} | {len(b.names('removed'))} | {requests} | {_md_escape(seen_text(b, now))} |"
+            f"| {md_code(b.server, table=True)} | {md_code(b.branch, table=True)} | {b.action} | "
+            f"{len(b.names('added'))} | {len(b.names('changed'))} | {len(b.names('removed'))} | {md_text(requests)} | "
+            f"{md_text(seen_text(b, now))} |"
         )
     if plan.budget or plan.not_rate_limited:
         head.extend(["", "**Budget**", ""])
-        head.extend(f"- {_md_escape(r.server)}: {_md_escape(budget_row_text(r))}" for r in plan.budget)
-        head.extend(f"- {_md_escape(server)}: {NOT_LIMITED}" for server in plan.not_rate_limited)
+        head.extend(f"- {md_code(r.server)}: {md_text(budget_row_text(r))}" for r in plan.budget)
+        head.extend(f"- {md_code(server)}: {md_text(NOT_LIMITED)}" for server in plan.not_rate_limited)
     if plan.warnings:
         head.extend(["", "**Warnings**", ""])
-        head.extend(f"- {_md_escape(w)}" for w in plan.warnings)
+        head.extend(f"- {md_text(w)}" for w in plan.warnings)
     head.append("")
     sections = [(b, _branch_markdown(b, with_diffs=True), _branch_markdown(b, with_diffs=False)) for b in plan.branches]
-    text = "\n".join(head)
+    text = printable("\n".join(head))
     full = text + "".join(s[1] for s in sections)
     if max_chars is None or len(full) <= max_chars:
         return full
@@ -266,17 +327,16 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
 def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None = None) -> str:
     if not branch.modules and not branch.activate:
         return ""
-    lines = [f"#### `{branch.label}`: {_ACTIONS[branch.action]}", ""]
+    lines = [f"#### {md_code(branch.label)}: {_ACTIONS[branch.action]}", ""]
     for entry in branch.modules:
-        lines.append(f"- `{_md_escape(_module_line(entry))}`" + (f" ({_md_escape(entry.note)})" if entry.note else ""))
+        lines.append(f"- {md_code(_module_line(entry))}" + (f" ({md_text(entry.note)})" if entry.note else ""))
     for which in branch.activate:
-        lines.append(f"- activate for {which}")
+        lines.append(f"- activate for {md_text(which)}")
     diffs = [e for e in branch.modules if e.diff]
     if diffs:
         if with_diffs:
             blocks = [
-                f"<details><summary>diff of <code>{_md_escape(e.name)}</code></summary>\n\n{_fence(e.diff or '')}"
-                "\n\n</details>"
+                f"<details><summary>diff of {_html_code(e.name)}</summary>\n\n{md_fence(e.diff or '')}\n\n</details>"
                 for e in diffs
             ]
             if room is not None:  # keep diffs while the section (with its "left out" line) stays within room
@@ -295,4 +355,4 @@ def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None =
         else:
             lines.append(f"- _{len(diffs)} diff(s) left out to fit_")
     lines.append("")
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")

@@ -15,7 +15,8 @@ The whole schema is here::
             memory_segments: [0, 1]                   # 0..99
 
 A token without ``full: true`` is restricted: it reaches the endpoints it lists, and the memory-segment endpoints
-for the segments it lists. Every problem in the file is reported at once, each with its line and key.
+for the segments it lists. Every problem in the file is reported at once, each as ``file:line: key: problem``; the
+file is read as the manifest is (``gitops.config.yamlload``: at most 1 MB, no anchors, no odd tags).
 """
 
 from __future__ import annotations
@@ -28,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gitops.config.yamlload import UntrustedLoader
+from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
 from gitops.core.limits import endpoint_key
 from gitops.errors import ProblemsError, UsageError
 from gitops.secrets import register
@@ -40,6 +39,9 @@ _USER_KEYS = ("username", "email", "password", "tokens")
 _TOKEN_KEYS = ("value", "full", "endpoints", "websockets", "memory_segments")
 _TOKEN_VALUE = re.compile(r"[!-~]{8,}")  # printable ASCII without spaces: it travels in a header and a URL
 _USERNAME = re.compile(r"[A-Za-z0-9_-]{1,50}")
+#: The largest accounts file read (a few users need a few kilobytes); a larger one is refused before it is parsed.
+MAX_ACCOUNTS_BYTES = MAX_FILE_BYTES
+_HINT = "See 'gitops serve --help' and docs/serve.md for the format."
 
 
 class AccountsError(ProblemsError, UsageError):
@@ -140,26 +142,28 @@ class Accounts:
 
 
 def load_accounts(source: Path | Mapping[str, Any]) -> Accounts:
-    """Read and check an accounts file (or an already parsed mapping); :class:`AccountsError` lists every problem."""
+    """Read and check an accounts file (or an already parsed mapping); :class:`AccountsError` lists every problem,
+    each as ``file:line: key: problem`` (``key: problem`` for a mapping)."""
     if isinstance(source, Path):
-        where = str(source)
+        where = f"the accounts file {source}"
         try:
-            text = source.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            document = read_yaml(source, str(source), what="an accounts file", limit=MAX_ACCOUNTS_BYTES)
+        except OSError as exc:
             raise AccountsError(
-                f"cannot read the accounts file {source}: {exc}",
+                f"cannot read the accounts file {source}: {exc.strerror or type(exc).__name__}",
                 hint="Pass an existing YAML file with --accounts, or use --demo for a ready-made user and token.",
-            ) from exc
-        data, lines = _parse_yaml(text, where)
+            ) from None
+        except Unreadable as exc:
+            raise _invalid(where, exc.problems) from None
+        data = document.data
+        problems = Problems(str(source), document.locations)
+        problems.cover(document.problems)
     else:
         where = "the accounts mapping"
-        data, lines = source, {}
-    problems: list[str] = []
-    users = _check(data, lines, problems)
+        data, problems = source, Problems(None, {})
+    users = _check(data, problems)
     if problems:
-        raise AccountsError(
-            f"{where} is invalid:", problems, hint="See 'gitops serve --help' and docs/serve.md for the format."
-        )
+        raise _invalid(where, problems.texts())
     for account in users:
         for token in account.tokens:
             register(token.value)
@@ -168,108 +172,69 @@ def load_accounts(source: Path | Mapping[str, Any]) -> Accounts:
     return Accounts(users)
 
 
-def _parse_yaml(text: str, where: str) -> tuple[Any, dict[str, int]]:
-    """The document and the line (1-based) of every key path, so that problems can say where they are."""
-    loader = UntrustedLoader(text)  # no aliases: one to itself made _construct recurse without end
-    try:
-        node = loader.get_single_node()
-        lines: dict[str, int] = {}
-        problems: list[str] = [
-            f"line {r.line}, column {r.column}: YAML {'aliases' if r.kind == 'alias' else 'anchors'} are not "
-            "supported in the accounts file; write the value out"
-            for r in loader.refused
-        ]
-        if problems:
-            raise AccountsError(f"{where} is invalid:", problems)
-        data = _construct(loader, node, "", lines, problems) if node is not None else None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        raise AccountsError(f"{where} is not valid YAML{at}: {getattr(exc, 'problem', None) or exc}") from exc
-    finally:
-        loader.dispose()
-    if problems:
-        raise AccountsError(f"{where} is invalid:", problems)
-    return data, lines
+def _invalid(where: str, problems: list[str]) -> AccountsError:
+    count = counted(problems)
+    return AccountsError(f"{where} is invalid ({count}):", problems, hint=_HINT)
 
 
-def _construct(loader: yaml.SafeLoader, node: yaml.Node, path: str, lines: dict[str, int], problems: list[str]) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            sub = f"{path}.{key}" if path else str(key)
-            if key in out:
-                problems.append(f"line {key_node.start_mark.line + 1}, {sub}: the key appears twice")
-            out[key] = _construct(loader, value_node, sub, lines, problems)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(loader, item, f"{path}[{i}]", lines, problems) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
-
-
-def _check(data: Any, lines: dict[str, int], problems: list[str]) -> list[Account]:
-    def problem(path: str, message: str) -> None:
-        line = lines.get(path)
-        problems.append(f"line {line}, {path}: {message}" if line else f"{path}: {message}")
-
+def _check(data: Any, problems: Problems) -> list[Account]:
+    problem = problems.add
     if not isinstance(data, Mapping):
-        problem("(top)", "expected a mapping with the key 'users'")
+        problem((), "expected a mapping with the key 'users'")
         return []
     for key in data:
         if key != "users":
-            problem(str(key), "unknown key; the file has only 'users'")
+            problem((str(key),), "unknown key; the file has only 'users'")
     raw_users = data.get("users")
     if not isinstance(raw_users, list) or not raw_users:
-        problem("users", "expected a non-empty list of users")
+        problem(("users",), "expected a non-empty list of users")
         return []
     users: list[Account] = []
     seen_names: set[str] = set()
     seen_logins: set[str] = set()
     seen_tokens: set[str] = set()
     for i, raw in enumerate(raw_users):
-        at = f"users[{i}]"
+        at: Loc = ("users", i)
         if not isinstance(raw, Mapping):
             problem(at, "expected a mapping with 'username', 'email', 'password' and 'tokens'")
             continue
         for key in raw:
             if key not in _USER_KEYS:
-                problem(f"{at}.{key}", f"unknown key; a user has {', '.join(_USER_KEYS)}")
+                problem((*at, str(key)), f"unknown key; a user has {', '.join(_USER_KEYS)}")
         username = raw.get("username")
         if not isinstance(username, str) or not _USERNAME.fullmatch(username):
-            problem(f"{at}.username", "required: 1 to 50 letters, digits, '_' or '-'")
+            problem((*at, "username"), "required: 1 to 50 letters, digits, '_' or '-'")
             username = f"?{i}"
         elif username.lower() in seen_names:
-            problem(f"{at}.username", f"the username {username!r} is used twice")
+            problem((*at, "username"), f"the username {username!r} is used twice")
         seen_names.add(username.lower())
         email = raw.get("email")
         if email is not None and (not isinstance(email, str) or "@" not in email or email != email.strip()):
-            problem(f"{at}.email", "expected an e-mail address such as alice@example.com")
+            problem((*at, "email"), "expected an e-mail address such as alice@example.com")
             email = None
         if isinstance(email, str):
             if email.lower() in seen_logins:
-                problem(f"{at}.email", f"the e-mail {email!r} is used twice")
+                problem((*at, "email"), f"the e-mail {email!r} is used twice")
             seen_logins.add(email.lower())
         password = raw.get("password")
         if password is not None and (not isinstance(password, str) or not password):
-            problem(f"{at}.password", "expected a non-empty string (quote it if it looks like a number)")
+            problem((*at, "password"), "expected a non-empty string (quote it if it looks like a number)")
             password = None
         tokens: list[Token] = []
         raw_tokens = raw.get("tokens", [])
         if raw_tokens is None:
             raw_tokens = []
         if not isinstance(raw_tokens, list):
-            problem(f"{at}.tokens", "expected a list of tokens")
+            problem((*at, "tokens"), "expected a list of tokens")
             raw_tokens = []
         for j, raw_token in enumerate(raw_tokens):
             value = raw_token.get("value") if isinstance(raw_token, Mapping) else None
             if isinstance(value, str) and value in seen_tokens:
-                problem(f"{at}.tokens[{j}].value", "this token value is used twice")
+                problem((*at, "tokens", j, "value"), "this token value is used twice")
                 continue
             if isinstance(value, str):
                 seen_tokens.add(value)
-            token = _check_token(raw_token, f"{at}.tokens[{j}]", username, problem)
+            token = _check_token(raw_token, (*at, "tokens", j), username, problem)
             if token is not None:
                 tokens.append(token)
         user_id = hashlib.sha256(b"user\0" + username.lower().encode("utf-8")).hexdigest()[:24]
@@ -277,34 +242,34 @@ def _check(data: Any, lines: dict[str, int], problems: list[str]) -> list[Accoun
     return users
 
 
-def _check_token(raw: Any, at: str, username: str, problem: Callable[[str, str], None]) -> Token | None:
+def _check_token(raw: Any, at: Loc, username: str, problem: Callable[[Loc, str], None]) -> Token | None:
     if not isinstance(raw, Mapping):
         problem(at, "expected a mapping with 'value' and either 'full: true' or 'endpoints'")
         return None
     ok = True
     for key in raw:
         if key not in _TOKEN_KEYS:
-            problem(f"{at}.{key}", f"unknown key; a token has {', '.join(_TOKEN_KEYS)}")
+            problem((*at, str(key)), f"unknown key; a token has {', '.join(_TOKEN_KEYS)}")
             ok = False
     value = raw.get("value")
     if not isinstance(value, str) or not _TOKEN_VALUE.fullmatch(value):
-        problem(f"{at}.value", "required: a string of 8 or more printable characters without spaces (quote it)")
+        problem((*at, "value"), "required: a string of 8 or more printable characters without spaces (quote it)")
         ok = False
     full = raw.get("full", False)
     if not isinstance(full, bool):
-        problem(f"{at}.full", "expected true or false")
+        problem((*at, "full"), "expected true or false")
         ok = False
     endpoints: set[str] = set()
     raw_endpoints = raw.get("endpoints", [])
     if not isinstance(raw_endpoints, list):
-        problem(f"{at}.endpoints", "expected a list such as ['GET /api/user/code', 'POST /api/user/code']")
+        problem((*at, "endpoints"), "expected a list such as ['GET /api/user/code', 'POST /api/user/code']")
         raw_endpoints = []
         ok = False
     for k, entry in enumerate(raw_endpoints):
         key = _endpoint(entry)
         if key is None or key not in TOKEN_ENDPOINTS:
             problem(
-                f"{at}.endpoints[{k}]",
+                (*at, "endpoints", k),
                 f"unknown endpoint {entry!r}; known: {', '.join(sorted(TOKEN_ENDPOINTS))}",
             )
             ok = False
@@ -313,19 +278,19 @@ def _check_token(raw: Any, at: str, username: str, problem: Callable[[str, str],
     websockets: list[str] = []
     raw_websockets = raw.get("websockets", [])
     if not isinstance(raw_websockets, list) or not all(isinstance(w, str) and w for w in raw_websockets):
-        problem(f"{at}.websockets", "expected a list of event names such as ['console', 'memory']")
+        problem((*at, "websockets"), "expected a list of event names such as ['console', 'memory']")
         ok = False
     else:
         websockets = list(dict.fromkeys(raw_websockets))
     segments: set[int] = set()
     raw_segments = raw.get("memory_segments", [])
     if not isinstance(raw_segments, list):
-        problem(f"{at}.memory_segments", "expected a list of segment numbers such as [0, 1]")
+        problem((*at, "memory_segments"), "expected a list of segment numbers such as [0, 1]")
         raw_segments = []
         ok = False
     for k, seg in enumerate(raw_segments):
         if isinstance(seg, bool) or not isinstance(seg, int) or not 0 <= seg < SEGMENT_COUNT:
-            problem(f"{at}.memory_segments[{k}]", f"expected a segment number from 0 to {SEGMENT_COUNT - 1}")
+            problem((*at, "memory_segments", k), f"expected a segment number from 0 to {SEGMENT_COUNT - 1}")
             ok = False
         else:
             segments.add(seg)

@@ -1,10 +1,10 @@
 """The stand-in of the game service as an ASGI application.
 
 Every request goes the same way: count it as received, apply an injected fault, find the endpoint (404), read the
-body (413 above ``max_body``), authenticate (401), check the token's scope (403), count it against the token's
-rate limits (429), and only then run the endpoint's handler. No answer is ever a traceback: a bug in a handler is
-logged and answered with a JSON 500. The log shows method, path, user and status, never a query string, a token,
-a password or a header.
+body (413 above ``max_body``, 408 when it does not arrive in time), authenticate (401), check the token's scope
+(403), count it against the token's rate limits (429), and only then run the endpoint's handler. No answer is ever a
+traceback: a bug in a handler is logged and answered with a JSON 500. The log shows method, path, user and status,
+never a query string, a token, a password or a header.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from starlette.types import Message, Receive, Scope, Send
 from gitops.core.limits import endpoint_key
 from gitops.edges.clock import Clock
 from gitops.standin.accounts import Account, Accounts, Token
-from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint
+from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds
+from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint, canonical_key
 from gitops.standin.faults import Faults
 from gitops.standin.handlers import Handlers, parse_segment
 from gitops.standin.ratelimit import RateLimiter
@@ -33,11 +34,13 @@ from gitops.standin.wire import HTML_TYPE, JSON_TYPE, TEXT_TYPE, Reject, Request
 
 log = logging.getLogger("gitops.standin")
 
-#: Request bodies above this many bytes are refused with 413 without being read into memory.
-MAX_BODY = 16 * 1024 * 1024
-
 #: Prefix of the control routes that only ``gitops serve --testing`` (and ``running_standin``) enables.
 CONTROL_PREFIX = "/__standin__/"
+
+_TOO_LARGE_PAGE = (
+    b'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Error</title>\n</head>\n<body>\n'
+    b"<pre>PayloadTooLargeError: request entity too large</pre>\n</body>\n</html>\n"
+)
 
 _FAULT_ANSWERS: dict[str, Response] = {
     "500": Response(500, b"Internal Server Error", TEXT_TYPE),
@@ -65,13 +68,14 @@ class StandInApp:
         clock: Clock,
         *,
         testing: bool = False,
-        max_body: int = MAX_BODY,
+        bounds: ServiceBounds | None = None,
     ) -> None:
         self.accounts = accounts
         self.store = store
         self.clock = clock
         self.testing = testing
-        self.max_body = max_body
+        self.bounds = bounds or ServiceBounds()
+        self.max_body = self.bounds.max_body
         self.limiter = RateLimiter(store, clock)
         self.faults = Faults()
         self._received: Counter[tuple[str, str | None]] = Counter()
@@ -79,7 +83,8 @@ class StandInApp:
         now_ms = int(clock.now() * 1000)
         for account in accounts.users:
             store.ensure_user(account.username, now_ms)
-        self.routes = Handlers(self).routes()
+        self.handlers = Handlers(self)
+        self.routes = self.handlers.routes()
         assert set(self.routes) == set(ENDPOINTS), "every endpoint needs a handler"
 
     # -- what tests read ------------------------------------------------------------------------------------
@@ -87,7 +92,7 @@ class StandInApp:
     def count(self, endpoint: str, username: str | None = None) -> int:
         """Requests received for ``endpoint`` (``"POST /api/user/code"``), by anyone or by ``username``'s login."""
         parts = endpoint.split()
-        key = endpoint_key(parts[0], parts[1]) if len(parts) == 2 else endpoint
+        key = canonical_key(endpoint_key(parts[0], parts[1])) if len(parts) == 2 else endpoint
         with self._received_lock:
             return self._received[(key, username.lower() if username else None)]
 
@@ -123,7 +128,7 @@ class StandInApp:
     async def _handle(self, scope: Scope, receive: Receive, send: Send, user: list[str]) -> Response | None:
         method: str = scope["method"]
         path: str = scope["path"]
-        key = endpoint_key(method, path)
+        key = canonical_key(endpoint_key(method, path))
         try:
             query = _query(scope.get("query_string", b""))
         except ValueError:
@@ -231,24 +236,33 @@ class StandInApp:
         return self.accounts.login(login, password)
 
     async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes | Response:
-        too_large = error(f"the request body is larger than the stand-in's limit of {self.max_body} bytes", 413)
-        too_large.headers.append((b"connection", b"close"))
+        # The private server's body parser answers an HTML page (with a stack trace, left out here) and status 413.
+        too_large = Response(413, _TOO_LARGE_PAGE, HTML_TYPE, [(b"connection", b"close")])
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body:
             return too_large
         chunks: list[bytes] = []
         size = 0
-        while True:
-            message: Message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _ClientGone
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                return too_large
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        timeout = self.bounds.body_timeout
+        try:
+            # One deadline for the whole body: a client sending a byte a second, or fewer bytes than its
+            # Content-Length says, is cut off instead of holding the connection.
+            async with asyncio.timeout(timeout):
+                while True:
+                    message: Message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise _ClientGone
+                    chunk: bytes = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body:
+                        return too_large
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            late = error(f"the request body did not arrive within {timeout:g} s (got {size} bytes)", 408)
+            late.headers.append((b"connection", b"close"))
+            return late
 
     # -- control routes (testing only) ----------------------------------------------------------------------
 
@@ -268,19 +282,23 @@ class StandInApp:
             advance = getattr(self.clock, "advance", None)
             if advance is None:
                 raise Reject("this stand-in runs on the real clock", 400)
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
-                raise Reject("give 'seconds' as a number", 400)
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, int | float)
+                or not 0 <= seconds <= MAX_ADVANCE_SECONDS  # also refuses NaN; a clock never goes back
+            ):
+                raise Reject(f"give 'seconds' as a number from 0 to {MAX_ADVANCE_SECONDS}", 400)
             advance(float(seconds))
             return ok(now=self.clock.now())
         if req.method == "GET" and name == "now":
             return ok(now=self.clock.now())
         if req.method == "POST" and name == "fault":
             data = req.json_object()
+            delay = data.get("delay", 0.0)
+            if isinstance(delay, bool) or not isinstance(delay, int | float):
+                raise Reject("give 'delay' as a number of seconds", 400)
             self.faults.inject(
-                str(data.get("endpoint", "")),
-                str(data.get("kind", "")),
-                data.get("count", 1),
-                float(data.get("delay", 0.0)),
+                str(data.get("endpoint", "")), str(data.get("kind", "")), data.get("count", 1), float(delay)
             )
             return ok()
         if req.method == "GET" and name == "count":
@@ -356,10 +374,10 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 def create_app(
-    accounts: Accounts, data: Path, clock: Clock, *, testing: bool = False, max_body: int = MAX_BODY
+    accounts: Accounts, data: Path, clock: Clock, *, testing: bool = False, bounds: ServiceBounds | None = None
 ) -> StandInApp:
     """The stand-in for ``accounts``, keeping its state in the SQLite file ``data`` (created when missing)."""
-    return StandInApp(accounts, Store(data), clock, testing=testing, max_body=max_body)
+    return StandInApp(accounts, Store(data), clock, testing=testing, bounds=bounds)
 
 
 __all__ = ["CONTROL_PREFIX", "MAX_BODY", "StandInApp", "create_app"]

@@ -49,6 +49,17 @@ _ENDPOINTS = (
 
 ENDPOINTS: dict[str, Endpoint] = {e.key: e for e in _ENDPOINTS}
 
+#: Other paths of an endpoint: the private server (and so node-screeps-api and python screepsapi) has money history
+#: at ``/api/user/money-history``, the interface document at ``/api/game/user/money-history``. Both are one endpoint:
+#: one handler, one rate limit, one scope, one request count.
+ALIASES: dict[str, str] = {"GET /api/user/money-history": "GET /api/game/user/money-history"}
+
+
+def canonical_key(key: str) -> str:
+    """The endpoint key a request to ``key`` (``"GET /api/user/money-history"``) is handled and counted as."""
+    return ALIASES.get(key, key)
+
+
 #: Endpoints that a token's ``endpoints`` list may name (those that need authentication at all).
 TOKEN_ENDPOINTS: frozenset[str] = frozenset(e.key for e in _ENDPOINTS if e.auth != "none")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
 from gitops.core.limits import endpoint_key
+from gitops.standin.bounds import MAX_FAULT_COUNT, MAX_FAULT_DELAY
 
 FaultKind = Literal["500", "drop", "delay", "html", "badjson"]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
@@ -58,10 +59,11 @@ class Faults:
         key = normalize_endpoint(endpoint_key)
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; expected one of {', '.join(FAULT_KINDS)}")
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ValueError("count must be a positive integer")
-        if kind == "delay" and not 0 <= delay_seconds <= 600:
-            raise ValueError("delay_seconds must be between 0 and 600")
+        # Capped: the faults are queued one by one, so a huge count would be a huge list.
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FAULT_COUNT:
+            raise ValueError(f"count must be an integer from 1 to {MAX_FAULT_COUNT}")
+        if not 0 <= delay_seconds <= MAX_FAULT_DELAY:  # also refuses NaN
+            raise ValueError(f"delay must be between 0 and {MAX_FAULT_DELAY:g} seconds")
         fault = Fault(cast(FaultKind, kind), float(delay_seconds))
         with self._lock:
             self._pending.setdefault(key, deque()).extend([fault] * count)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gitops import __version__
 from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire
 from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
-from gitops.standin.accounts import fingerprint
+from gitops.standin.accounts import Account, fingerprint
 from gitops.standin.endpoints import SEGMENT_COUNT
 from gitops.standin.store import ActiveName, dump_json, dump_modules, new_id
 from gitops.standin.wire import HTML_TYPE, Reject, Request, Response, dump, ok
@@ -36,7 +36,9 @@ DEFAULT_SHARD = "shard0"
 
 _ROOM = re.compile(r"[WE](\d{1,3})[NS](\d{1,3})")
 _SHARD = re.compile(r"[A-Za-z0-9_-]{1,30}")
-_SEGMENT = re.compile(r"\s*\d{1,3}\s*")
+# What JavaScript's parseInt(text) reads: leading white space, a sign, then hexadecimal digits after 0x or decimal ones.
+_JS_INT = re.compile(r"[\s\ufeff]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
+_TUTORIAL = re.compile(r"tutorial-\d")
 _ACTIVE_NAMES: tuple[ActiveName, ...] = ("activeWorld", "activeSim")
 
 
@@ -45,17 +47,38 @@ def js_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def parse_segment(value: Any) -> int | None:
-    """A memory-segment number from a query string or JSON value, or ``None`` if it is not one from 0 to 99."""
+def _js_string(value: Any) -> str:
+    """``String(value)`` in JavaScript for a JSON value (as far as parseInt can tell the difference)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, list):
+        return ",".join("" if item is None else _js_string(item) for item in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)
+
+
+def parse_segment(value: Any) -> int | None:
+    """A memory-segment number as the private server reads it, or ``None`` if it is not one from 0 to 99.
+
+    The server takes ``parseInt(segment)``: the leading integer of the text, so ``"5,6"`` (the list form that
+    node-screeps-api's CLI sends for several segments) reads segment 5, ``"7abc"`` reads 7 and ``"0x1f"`` reads 31.
+    """
+    found = _JS_INT.match(_js_string(value))
+    if found is None:
         return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and _SEGMENT.fullmatch(value):
-        number = int(value)
-    else:
+    sign, hexadecimal, decimal = found.groups()
+    digits = (hexadecimal or decimal).lstrip("0") or "0"
+    if len(digits) > 3:  # over 99 either way; and never int() of thousands of digits
         return None
-    return number if 0 <= number < SEGMENT_COUNT else None
+    number = int(digits, 16) if hexadecimal else int(digits)
+    if sign == "-" and number:
+        return None
+    return number if number < SEGMENT_COUNT else None
 
 
 def check_modules(raw: Any, field: str) -> dict[str, Any]:
@@ -183,23 +206,35 @@ class Handlers:
         if not isinstance(branch, str):
             raise Reject("invalid params: 'branch' must be a string")
         modules = check_modules(raw, "modules")
-        now_ms = self._now_ms()
-        if not self.store.put_code(req.user.username, branch, dump_modules(modules), now_ms):
+        stamp = self.store.put_code(req.user.username, branch, dump_modules(modules), self._now_ms())
+        if stamp is None:
             raise Reject("branch does not exist")
-        return ok(timestamp=now_ms)
+        # The branch's new modification time, as GET /api/user/branches lists it (the private server answers its
+        # clock a moment after the write instead: a client must not expect the two to be equal there).
+        return ok(timestamp=stamp)
 
     def branches(self, req: Request) -> Response:
-        listing = [
-            {
-                "_id": b.id,
-                "branch": b.name,
-                "activeWorld": b.active_world,
-                "activeSim": b.active_sim,
-                "timestamp": b.timestamp,
-            }
-            for b in self.store.branches(req.user.username)
-        ]
-        return ok(list=listing)
+        # The private server first creates 'default' when the user has none (it may have been deleted).
+        self.store.ensure_default(req.user.username, self._now_ms())
+        return Response(200, b'{"ok":1,"list":' + self.branch_list(req.user) + b"}")
+
+    def branch_list(self, account: Account) -> bytes:
+        """The ``list`` of ``GET /api/user/branches`` as JSON: each branch as the private server lists it, with its
+        whole modules map (spliced in as stored) and its modification time in epoch milliseconds."""
+        entries = []
+        for b in self.store.branches(account.username):
+            head = dump(
+                {
+                    "_id": b.id,
+                    "user": account.user_id,
+                    "branch": b.name,
+                    "activeWorld": b.active_world,
+                    "activeSim": b.active_sim,
+                    "timestamp": b.timestamp,
+                }
+            )
+            entries.append(head[:-1] + b',"modules":' + b.modules_json + b"}")
+        return b"[" + b",".join(entries) + b"]"
 
     def clone_branch(self, req: Request) -> Response:
         data = req.json_object()
@@ -211,14 +246,18 @@ class Handlers:
             raise Reject("invalid params: 'newName' must be the name of the branch to create")
         if len(new_name) > MAX_BRANCH_NAME or new_name.startswith("$"):
             raise Reject("invalid branch name")
+        # As the private server: without a source branch (missing, "" or unknown) the new branch gets
+        # defaultModules, with the names an upload drops left out and main added; it checks no 5 MB rule here (the
+        # 8 MiB body limit bounds them). A 'tutorial-N' name does not count against the branch limit.
         defaults = data.get("defaultModules")
         modules = check_modules(defaults, "defaultModules") if defaults else {"main": ""}
-        now_ms = self._now_ms()
-        if not self.store.clone_branch(
-            req.user.username, source or None, new_name, dump_modules(modules), now_ms, MAX_BRANCHES
-        ):
+        limit = None if _TUTORIAL.fullmatch(new_name) else MAX_BRANCHES
+        stamp = self.store.clone_branch(
+            req.user.username, source or None, new_name, dump_modules(modules), self._now_ms(), limit
+        )
+        if stamp is None:
             raise Reject("too many branches")
-        return ok(timestamp=now_ms)
+        return ok(timestamp=stamp)
 
     def set_active_branch(self, req: Request) -> Response:
         data = req.json_object()
@@ -304,7 +343,10 @@ class Handlers:
         if segment is None:
             raise Reject("invalid segment ID")
         shard = self._shard(req.query.get("shard"))
-        return ok(data=self.store.segment(req.user.username, shard, segment))
+        data = self.store.segment(req.user.username, shard, segment)
+        # The private server answers {"ok":1} for a segment never written: its 'data' is undefined, which
+        # JSON.stringify leaves out (and python screepsapi then reads the missing key as "no data").
+        return ok() if data is None else ok(data=data)
 
     def post_segment(self, req: Request) -> Response:
         data = req.json_object()

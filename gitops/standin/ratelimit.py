@@ -1,7 +1,8 @@
 """Per-token rate limits, read from ``gitops.core.limits`` (the one table), and the two-hour unlimited grants.
 
-Each (token, limit) has a fixed window: it opens at the first counted request and resets ``period`` seconds later,
-rounded up to a whole epoch second (the value of ``X-RateLimit-Reset``). A request counts against the global limit and
+Each (token, limit) has a fixed window: it opens at the first counted request and resets ``period`` seconds later
+(to the millisecond, so a 429's "retry after" never exceeds the window); ``X-RateLimit-Reset`` is that moment rounded
+up to a whole epoch second, so waiting until it is always enough. A request counts against the global limit and
 its endpoint's limit; it is refused with 429 (and counts against neither) when either is used up. A token inside its
 unlimited period is not counted and never refused. Windows and grants are written through to the store, so a restart
 neither forgives nor forgets spent requests.
@@ -25,8 +26,13 @@ class Verdict:
     allowed: bool
     limit: Limit
     remaining: int
-    reset: int
+    reset_ms: int
     retry_ms: int = 0
+
+    @property
+    def reset(self) -> int:
+        """The epoch second ``X-RateLimit-Reset`` reports: the window's end, rounded up."""
+        return -(-self.reset_ms // 1000)
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         return [
@@ -74,14 +80,14 @@ class RateLimiter:
         return self._decide(token, endpoint, count=False)
 
     def window(self, token: str, key: str) -> tuple[int, int] | None:
-        """The stored (count, reset) of one window, or ``None`` if it never opened or has reset."""
+        """The stored (count, reset in epoch ms) of one window, or ``None`` if it never opened or has reset."""
         state = self._windows.get((token, key))
-        if state is None or self._clock.now() >= state[1]:
+        if state is None or self._clock.now() * 1000 >= state[1]:
             return None
         return state
 
     def _decide(self, token: str, endpoint: str, *, count: bool) -> Verdict:
-        now = self._clock.now()
+        now = self._clock.now() * 1000  # milliseconds
         own = limit_for(endpoint)
         limits = [own, GLOBAL_LIMIT] if own is not None else [GLOBAL_LIMIT]
         with self._lock:
@@ -89,13 +95,14 @@ class RateLimiter:
             for limit in limits:
                 state = self._windows.get((token, limit.endpoint))
                 if state is None or now >= state[1]:
-                    state = (0, math.ceil(now + limit.period))
+                    # floor: the window never ends later than period after the request that opened it.
+                    state = (0, math.floor(now) + limit.period * 1000)
                 current.append((limit, state[0], state[1]))
             exceeded = [(limit, reset) for limit, used, reset in current if used >= limit.count]
             if exceeded:
                 # The caller must wait for every exhausted window, so report the one that frees up last.
                 limit, reset = max(exceeded, key=lambda item: item[1])
-                retry_ms = max(1, math.ceil((reset - now) * 1000))
+                retry_ms = max(1, math.ceil(reset - now))
                 return Verdict(False, limit, 0, reset, retry_ms)
             if count:
                 updated = {limit.endpoint: (used + 1, reset) for limit, used, reset in current}

@@ -11,8 +11,10 @@ import time
 from collections.abc import Iterator
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gitops.standin.app import StandInApp
+from gitops.standin.bounds import HEADER_TIMEOUT
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -22,7 +24,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
-        sock.listen(128)
+        sock.listen(1024)
     except OSError:
         sock.close()
         raise
@@ -34,11 +36,82 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+class _BoundedH11(H11Protocol):
+    """uvicorn's h11 protocol with a deadline for each request's header block.
+
+    uvicorn bounds idle keep-alive connections, but its timer stops at the first byte of a request: a client sending
+    its headers a byte a second would hold the connection for ever. Here the header block must be complete
+    ``header_timeout`` seconds after the connection opened or the last answer was sent; otherwise the client gets
+    408 and the connection is closed. (The body has its own deadline in the app, which sees the body arrive.)
+    """
+
+    header_timeout: float = HEADER_TIMEOUT
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._cycle_at_arm: object = None
+        self._header_bytes = 0
+        super().connection_made(transport)  # type: ignore[arg-type]
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_header_timer()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._header_timer is not None:
+            self._header_bytes += len(data)
+        super().data_received(data)
+        if self._header_timer is not None and self.cycle is not self._cycle_at_arm:
+            self._cancel_header_timer()  # a new request's headers are complete
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # Unless a pipelined request already started, the next request's headers are now awaited.
+        if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
+            self._arm_header_timer()
+
+    def _arm_header_timer(self) -> None:
+        self._cancel_header_timer()
+        self._cycle_at_arm = self.cycle
+        self._header_bytes = 0
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_too_slow)
+
+    def _cancel_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        if self._header_bytes:
+            # h11 has no request to answer yet, so the answer is written as it goes on the wire.
+            body = f"the request headers did not arrive within {self.header_timeout:g} s\n".encode("ascii")
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(body)).encode("ascii") + b"\r\nconnection: close\r\n\r\n" + body
+            )
+        self.transport.close()
+
+
+def _bounded_protocol(header_timeout: float) -> type[H11Protocol]:
+    return type("BoundedH11Protocol", (_BoundedH11,), {"header_timeout": header_timeout})
+
+
 def make_config(app: StandInApp) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``, with the app's bounds (``app.bounds``) on connections and headers."""
     # No access log: uvicorn's would print query strings, and with them '_token=' values. The app logs its own
-    # lines without them. No websocket server exists, so upgrades are not offered.
+    # lines without them. No websocket server exists, so upgrades are not offered. uvicorn answers a request that
+    # arrives while max_connections connections are open with 503 at once (limit_concurrency), so a crowd of slow
+    # clients gets new requests refused quickly rather than queued, until the header deadline closes them.
+    bounds = app.bounds
     return uvicorn.Config(
         app,
+        http=_bounded_protocol(bounds.header_timeout),
+        limit_concurrency=bounds.max_connections,
+        timeout_keep_alive=bounds.keep_alive_timeout,
         interface="asgi3",
         lifespan="off",
         ws="none",

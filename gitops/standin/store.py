@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-SCHEMA_VERSION = 1
+#: 2: rate-limit windows reset at epoch milliseconds (1 kept whole seconds, rounded up, which let a 429's wait
+#: exceed the window by up to a second).
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +42,8 @@ CREATE TABLE IF NOT EXISTS segments (
     PRIMARY KEY (user, shard, segment)
 );
 CREATE TABLE IF NOT EXISTS windows (
-    token TEXT NOT NULL, key TEXT NOT NULL, count INTEGER NOT NULL, reset_at INTEGER NOT NULL,
+    token TEXT NOT NULL, key TEXT NOT NULL, count INTEGER NOT NULL,
+    reset_at INTEGER NOT NULL,      -- epoch milliseconds (schema 1: epoch seconds)
     PRIMARY KEY (token, key)
 );
 CREATE TABLE IF NOT EXISTS unlimited (token TEXT PRIMARY KEY, until REAL NOT NULL);
@@ -102,6 +105,10 @@ class Store:
                 conn.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif int(row[0]) > SCHEMA_VERSION:
                 raise StoreError(f"{path} was written by a newer version of the stand-in (schema {row[0]})")
+            elif int(row[0]) == 1:
+                with self._write(conn):
+                    conn.execute("UPDATE windows SET reset_at = reset_at * 1000")
+                    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
         except sqlite3.DatabaseError as exc:
             self.close()
             raise StoreError(f"{path} is not a usable SQLite file: {exc}") from exc
@@ -113,12 +120,12 @@ class Store:
         if conn is None:
             # Autocommit mode: transactions are opened explicitly, so each write is exactly one transaction.
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+            with self._lock:  # before the first statement: on a file that is not SQLite, close() must close it
+                self._all.append(conn)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA busy_timeout=30000")
             self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
         return conn
 
     @contextmanager
@@ -152,6 +159,17 @@ class Store:
                     (user, new_id(), dump_modules({"main": ""}), now_ms),
                 )
 
+    def ensure_default(self, user: str, now_ms: int) -> None:
+        """Create ``default`` (``main: ""``, not active) when the user has no branch of that name, as the private
+        server's ``GET /api/user/branches`` does before it answers."""
+        if self._conn().execute("SELECT 1 FROM branches WHERE user = ? AND name = 'default'", (user,)).fetchone():
+            return
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO branches (user, name, id, modules, timestamp) VALUES (?, 'default', ?, ?, ?)",
+                (user, new_id(), dump_modules({"main": ""}), _next_timestamp(conn, user, now_ms)),
+            )
+
     def branches(self, user: str) -> list[Branch]:
         rows = self._conn().execute(
             "SELECT id, name, modules, active_world, active_sim, timestamp FROM branches WHERE user = ? ORDER BY name",
@@ -177,29 +195,32 @@ class Store:
             return None
         return Branch(row[0], row[1], bytes(row[2]), bool(row[3]), bool(row[4]), row[5])
 
-    def put_code(self, user: str, selector: str, modules_json: bytes, now_ms: int) -> bool:
-        """Replace every module of the branch; ``False`` if it does not exist (a branch is never created here)."""
+    def put_code(self, user: str, selector: str, modules_json: bytes, now_ms: int) -> int | None:
+        """Replace every module of the branch and return its new timestamp; ``None`` if it does not exist (a branch
+        is never created here)."""
         sql, args = _select(user, selector)
         if sql is None:
-            return False
+            return None
         with self._write() as conn:
+            stamp = _next_timestamp(conn, user, now_ms)
             cur = conn.execute(
                 f"UPDATE branches SET modules = ?, timestamp = ? WHERE {sql}",  # noqa: S608 (a constant clause)
-                (modules_json, now_ms, *args),
+                (modules_json, stamp, *args),
             )
-            return cur.rowcount > 0
+            return stamp if cur.rowcount > 0 else None
 
     def clone_branch(
-        self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int
-    ) -> bool:
+        self, user: str, source: str | None, new_name: str, default_json: bytes, now_ms: int, max_branches: int | None
+    ) -> int | None:
         """Create or overwrite ``new_name`` from ``source`` (or ``default_json`` when ``source`` is absent or
-        unknown), as the real server does. ``False`` when the user already has ``max_branches`` branches."""
+        unknown), as the real server does, and return its timestamp. ``None`` when a new branch would exceed
+        ``max_branches`` (``None``: no limit)."""
         with self._write() as conn:
             exists = conn.execute("SELECT 1 FROM branches WHERE user = ? AND name = ?", (user, new_name)).fetchone()
-            if exists is None:
+            if exists is None and max_branches is not None:
                 (count,) = conn.execute("SELECT COUNT(*) FROM branches WHERE user = ?", (user,)).fetchone()
                 if count >= max_branches:
-                    return False
+                    return None
             modules_json = default_json
             if source:
                 row = conn.execute(
@@ -207,6 +228,7 @@ class Store:
                 ).fetchone()
                 if row is not None:
                     modules_json = row[0]
+            now_ms = _next_timestamp(conn, user, now_ms)
             if exists is None:
                 conn.execute(
                     "INSERT INTO branches (user, name, id, modules, timestamp) VALUES (?, ?, ?, ?, ?)",
@@ -217,7 +239,7 @@ class Store:
                     "UPDATE branches SET modules = ?, timestamp = ? WHERE user = ? AND name = ?",
                     (modules_json, now_ms, user, new_name),
                 )
-            return True
+            return now_ms
 
     def set_active(self, user: str, branch: str, which: ActiveName) -> bool:
         """Make ``branch`` the one active branch for ``which``; ``False`` if it does not exist."""
@@ -271,7 +293,7 @@ class Store:
     # -- rate-limit windows and unlimited grants ------------------------------------------------------------
 
     def windows(self) -> dict[tuple[str, str], tuple[int, int]]:
-        """Every stored window: (token fingerprint, limit key) -> (count, reset epoch second)."""
+        """Every stored window: (token fingerprint, limit key) -> (count, reset in epoch milliseconds)."""
         rows = self._conn().execute("SELECT token, key, count, reset_at FROM windows")
         return {(r[0], r[1]): (int(r[2]), int(r[3])) for r in rows}
 
@@ -295,6 +317,13 @@ class Store:
                 " ON CONFLICT (token) DO UPDATE SET until = excluded.until",
                 (token, until),
             )
+
+
+def _next_timestamp(conn: sqlite3.Connection, user: str, now_ms: int) -> int:
+    """The modification time of a change: now, but always later than every earlier change of the user's branches,
+    so that a changed branch never keeps its timestamp (a manual clock in tests may stand still between changes)."""
+    (latest,) = conn.execute("SELECT MAX(timestamp) FROM branches WHERE user = ?", (user,)).fetchone()
+    return now_ms if latest is None else max(now_ms, int(latest) + 1)
 
 
 def _select(user: str, selector: str) -> tuple[str | None, tuple[str, ...]]:

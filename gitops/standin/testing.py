@@ -13,6 +13,7 @@ The pytest fixture ``standin`` (``tests/conftest.py``) does this with a fresh da
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 from gitops.edges.clock import ManualClock
 from gitops.standin.accounts import fingerprint, load_accounts
 from gitops.standin.app import StandInApp, create_app
+from gitops.standin.bounds import ServiceBounds
 from gitops.standin.runner import ThreadedServer, bind, make_config, url_of
 
 ALICE = "alice"
@@ -85,6 +87,15 @@ class StandIn:
             for b in self.app.store.branches(self._user(username))
         ]
 
+    def listed_branches(self, username: str) -> list[dict[str, Any]]:
+        """The ``list`` that ``GET /api/user/branches`` answers now (each entry with ``_id``, ``user``, ``branch``,
+        ``modules``, ``activeWorld``, ``activeSim`` and ``timestamp``), read without a request."""
+        account = self.app.accounts.user(username)
+        if account is None:
+            raise KeyError(f"no user {username!r} in the stand-in's accounts")
+        listing: list[dict[str, Any]] = json.loads(self.app.handlers.branch_list(account))
+        return listing
+
     def _user(self, username: str) -> str:
         # Usernames are case-insensitive, as on the server; the store keys them as the accounts file spells them.
         account = self.app.accounts.user(username)
@@ -97,11 +108,18 @@ class StandIn:
 
 @contextmanager
 def running_standin(
-    accounts: Mapping[str, object] | Path, data: Path, clock: ManualClock | None = None
+    accounts: Mapping[str, object] | Path,
+    data: Path,
+    clock: ManualClock | None = None,
+    *,
+    bounds: ServiceBounds | None = None,
 ) -> Iterator[StandIn]:
-    """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block."""
+    """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block.
+
+    ``bounds`` replaces the service's bounds (body size, read deadlines, connections), to show them quickly.
+    """
     clock = clock or ManualClock()
-    app = create_app(load_accounts(accounts), data, clock, testing=True)
+    app = create_app(load_accounts(accounts), data, clock, testing=True, bounds=bounds)
     try:
         sock = bind("127.0.0.1", 0)
         server = ThreadedServer(make_config(app), sock)

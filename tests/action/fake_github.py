@@ -40,6 +40,13 @@ class FakeGitHub:
     read_only: bool = False
     comments: list[FakeComment] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, body)
+    #: Where requests went (scheme://host:port), and where one carried an Authorization header.
+    origins: list[str] = field(default_factory=list)
+    tokens_sent_to: set[str] = field(default_factory=set)
+    #: Pagination links point to this origin instead of the API's (a hostile or misconfigured server).
+    next_origin: str | None = None
+    #: Per method ("GET", "POST", "PATCH"): answer 200 with this body, which is not JSON (a proxy's HTML page...).
+    not_json: dict[str, bytes] = field(default_factory=dict)
     _next_id: int = 1000
 
     @property
@@ -63,8 +70,14 @@ class FakeGitHub:
         prefix = urlsplit(self.base_url).path.rstrip("/")
         body = request.content.decode("utf-8") if request.content else ""
         self.requests.append((request.method, url.path, body))
+        origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
+        self.origins.append(origin)
+        if "authorization" in request.headers:
+            self.tokens_sent_to.add(origin)
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return _json(401, {"message": "Bad credentials"})
+        if request.method in self.not_json:
+            return httpx.Response(200, content=self.not_json[request.method], headers={"content-type": "text/html"})
         if not url.path.startswith(prefix + "/repos/" + self.repository + "/issues/"):
             return _json(404, {"message": "Not Found"})
         rest = url.path[len(prefix + "/repos/" + self.repository + "/issues/") :].split("/")
@@ -93,6 +106,9 @@ class FakeGitHub:
         headers: dict[str, str] = {}
         if page * per_page < len(found):
             next_url = request.url.copy_merge_params({"page": str(page + 1), "per_page": str(per_page)})
+            if self.next_origin is not None:
+                there = httpx.URL(self.next_origin)
+                next_url = next_url.copy_with(scheme=there.scheme, host=there.host, port=there.port)
             headers["link"] = f'<{next_url}>; rel="next"'
         return _json(200, [self._view(c) for c in chunk], headers)
 

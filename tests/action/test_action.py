@@ -201,7 +201,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     }
     summary = run.summary
     assert summary.startswith("### screeps-gitops apply\n")
-    assert "| local | main | create |" in summary
+    assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
     assert "Applied: 1 of 1 branch(es) to change, 1 upload(s) needed." in summary
     assert world.github.requests == []  # a push has no pull request to comment on
@@ -238,7 +238,7 @@ def test_pull_request_plan_comments_once_then_edits_it_in_place(world: World) ->
     assert world.standin.count(DOWNLOAD) == downloads, "a plan on a pull request spends no download"
     [body] = world.comments()
     assert body.startswith(marker("gitops.yaml") + "\n")
-    assert "| local | main | update |" in body
+    assert "| `local` | `main` | update |" in body
     assert "from this tool's own upload" in body
     assert "refresh: never" in body
     assert first.outputs["comment-url"].endswith(f"#issuecomment-{world.github.comments[0].id}")
@@ -292,7 +292,7 @@ def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> No
     plain = "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests"
     assert plain in run.summary
     assert "The plan was made from the ledger alone (refresh: never)" in run.summary
-    assert "| local | main | update |" in run.summary
+    assert "| `local` | `main` | update |" in run.summary
     notice = next(line for line in run.stdout.splitlines() if line.startswith("::notice "))
     assert plain in notice
     warning = next(line for line in run.stdout.splitlines() if line.startswith("::warning "))
@@ -423,7 +423,7 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         assert live_standin.count(DOWNLOAD) == 0
         assert "from this tool's own upload" in plan.summary
         [body] = world.comments()
-        assert "| local | main | update |" in body
+        assert "| `local` | `main` | update |" in body
         assert len(world.runner.cache.keys) == 2
     assert_no_secret(world, deploy)
     assert_no_secret(world, plan)
@@ -471,3 +471,52 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
     refused = run_bash(script, cwd=world.root, env=env, timeout=60)
     assert refused.returncode == 1
     assert refused.stderr.strip() == "wait-minutes must be a whole number of minutes"
+
+
+# --- GitHub answers that are not JSON, links elsewhere -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "body"),
+    [
+        ("GET", b"<!DOCTYPE html><html><body>Sign in</body></html>"),
+        ("GET", b'[{"id": 1, "body": "cut sh'),
+        ("POST", b"<html><body>502 Bad Gateway</body></html>"),
+        ("PATCH", b'{"id": 1000, "bo'),
+    ],
+)
+def test_github_answering_200_that_is_not_json_is_a_warning_and_the_plan_still_shows(
+    world: World, method: str, body: bytes
+) -> None:
+    world.push(DEPLOY)
+    if method == "PATCH":
+        world.write({"src/a.js": "// a\n"})
+        assert world.pull_request(PLAN).outcome == "success"  # the comment to edit
+    world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+    world.github.not_json[method] = body
+
+    run = world.pull_request(PLAN)
+
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "2", "the plan's exit code, not 70"
+    assert run.outputs["has-changes"] == "true"
+    assert run.outputs["comment-url"] == ""
+    assert "| `local` | `main` | update |" in run.summary
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "the plan comment was not posted: GitHub answered 200 to " in warning
+    assert f"with something that is not JSON (text/html, {len(body)} bytes)" in warning
+    assert "Traceback" not in run.stdout + run.stderr
+    assert_no_secret(world, run)
+
+
+def test_a_next_link_to_another_host_is_not_followed_by_the_action(world: World) -> None:
+    for n in range(120):
+        world.github.add(7, f"comment {n}")
+    world.github.next_origin = "https://elsewhere.example.test"
+    run = world.pull_request(PLAN)
+    assert run.outcome == "success", run.stderr
+    assert world.github.tokens_sent_to == {"https://github.example.test"}
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "links its next page to https://elsewhere.example.test, not to the API" in warning
+    assert "the link was not followed" in warning
+    assert len(world.comments()) == 121, "a comment of its own when the list could not be read to its end"

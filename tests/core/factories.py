@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from gitops.config.manifest import LoadedManifest, Manifest, manifest_digest
+from gitops.config.manifest import LoadedManifest, manifest_digest, manifest_from_data
 from gitops.core.budget import BudgetFacts, WindowState
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import LocalBranch, LocalCode, SourceInfo
@@ -40,7 +40,7 @@ def branch(server: str = "local", name: str = "main", **options: Any) -> dict[st
 def manifest(*branches: dict[str, Any], servers: Mapping[str, Any] | None = None, **top: Any) -> LoadedManifest:
     """A validated manifest from plain data (defaults: one server ``local`` with a token, one branch ``main``)."""
     servers = servers or {"local": {"url": "http://127.0.0.1:21025", "token_env": "SCREEPS_TOKEN"}}
-    model = Manifest.model_validate(
+    model = manifest_from_data(
         {"version": 1, "servers": dict(servers), "branches": list(branches) or [branch()], **top}
     )
     return LoadedManifest(

@@ -167,3 +167,17 @@ def test_a_plan_that_cannot_be_serialised_leaves_no_temporary_file(tmp_path: Pat
     with pytest.raises(PydanticSerializationError):
         save_plan(broken, tmp_path / "plan.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plan_with_lone_surrogates_from_the_server_round_trips(tmp_path: Path) -> None:
+    # A server's module name or text may hold a lone surrogate; the plan file keeps it as an escape, exactly.
+    original = plan(
+        manifest(branch()),
+        local(("local", "main", {"main": "fixed\n"})),
+        view("local", on_server("main", {"main": "x\udc80y", "b\ud800ad": "z"})),
+    )
+    path = tmp_path / "plan.json"
+    save_plan(original, path)
+    assert path.read_bytes().isascii()
+    assert "b\\ud800ad" in path.read_text(encoding="ascii")
+    assert load_plan(path) == original

@@ -217,7 +217,7 @@ def test_markdown_is_cut_to_fit_and_says_so(fraction: float) -> None:
     assert len(cut) <= limit
     assert cut.endswith(NOTE)
     # The summary table always survives; diffs go before whole branch sections do.
-    assert "| local | b0 | update |" in cut
+    assert "| `local` | `b0` | update |" in cut
     assert cut.count("<details>") == cut.count("</details>")
     assert cut.count("```diff") * 2 == len(re.findall(r"^```", cut, flags=re.MULTILINE))
 
@@ -319,3 +319,17 @@ def test_summary_and_applied_lines() -> None:
     assert applied_line(mixed_plan()) == (
         "Applied: 4 branch(es) changed with 3 upload(s); the servers now hold what the plan holds."
     )
+
+
+def test_lone_surrogates_from_the_server_are_shown_escaped() -> None:
+    # JSON lets a server hold names and texts that are not Unicode; stdout (strict UTF-8) could not print them.
+    lonely = plan(
+        manifest(branch()),
+        local(("local", "main", {"main": "fixed\n"})),
+        view("local", on_server("main", {"main": "x\udc80y\n", "b\ud800ad": "z"})),
+    )
+    for text in (render_text(lonely, now=NOW), render_markdown(lonely, now=NOW)):
+        text.encode("utf-8")  # strict: no surrogate left
+        assert "b\\ud800ad" in text
+        assert "-x\\udc80y" in text
+    assert json.loads(render_json(lonely, now=NOW))["branches"][0]["removed"] == ["b\ud800ad"]

@@ -80,9 +80,9 @@ def test_relative_requires_are_not_resolved_from_the_file() -> None:
         for m in check_requires([("role/harvester", "src/role/harvester.js", "require('./spawner')")], ["role/spawner"])
     ]
     assert problem == (
-        "src/role/harvester.js:1: require('./spawner') names module 'spawner' the branch will not hold; the game's require "
-        "takes module names, not paths: it drops one leading './' and looks the rest up from the branch's top (not "
-        "from 'role', the folder of 'role/harvester'); did you mean require('role/spawner')?"
+        "src/role/harvester.js:1: require('./spawner') names module 'spawner' the branch will not hold; the game's "
+        "require takes module names, not paths: it drops one leading './' and looks the rest up from the branch's "
+        "top (not from 'role', the folder of 'role/harvester'); did you mean require('role/spawner')?"
     )
 
 

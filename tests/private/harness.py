@@ -429,7 +429,10 @@ class _DiagnosingTransport(httpx.HTTPTransport):
     """Once the server has answered, a refused or broken connection means it died: say so, with its logs."""
 
     def __init__(self, server: PrivateServer) -> None:
-        super().__init__()
+        # No kept-alive connections: the server (Node) closes an idle one after 5 s, and the pool's replacement would
+        # be a socket that the session's client holds across tests, opened during whichever test came next, which
+        # the leak guard of tests/conftest.py (rightly, as it cannot tell) would blame on that test.
+        super().__init__(limits=httpx.Limits(max_keepalive_connections=0))
         self._server = server
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:

@@ -83,42 +83,62 @@ users:
   - username: Alice
   - username: "with space"
 """
+    path = tmp_path / "accounts.yaml"
     message = _problems(tmp_path, text)
     for expected in (
-        "line 3, users[0].email: expected an e-mail address",
-        "line 4, users[0].password: expected a non-empty string (quote it if it looks like a number)",
-        "line 5, users[0].colour: unknown key; a user has username, email, password, tokens",
-        "line 7, users[0].tokens[0].value: required: a string of 8 or more printable characters",
-        "line 8, users[0].tokens[0].full: expected true or false",
-        "line 10, users[0].tokens[1].endpoints[0]: unknown endpoint 'GET /api/user/cod'; known: ",
-        "line 10, users[0].tokens[1].endpoints[1]: unknown endpoint '/api/user/code'",
-        "line 11, users[0].tokens[1].memory_segments[1]: expected a segment number from 0 to 99",
-        "line 11, users[0].tokens[1].memory_segments[2]: expected a segment number from 0 to 99",
-        "line 12, users[0].tokens[1].websockets: expected a list of event names",
-        "line 13, users[0].tokens[2].value: this token value is used twice",
-        "line 15, users[0].tokens[3]: a token with 'full: true' has every scope",
-        "line 18, users[1].username: the username 'Alice' is used twice",
-        "line 19, users[2].username: required: 1 to 50 letters, digits, '_' or '-'",
+        f"{path}:3: users[0].email: expected an e-mail address",
+        f"{path}:4: users[0].password: expected a non-empty string (quote it if it looks like a number)",
+        f"{path}:5: users[0].colour: unknown key; a user has username, email, password, tokens",
+        f"{path}:7: users[0].tokens[0].value: required: a string of 8 or more printable characters",
+        f"{path}:8: users[0].tokens[0].full: expected true or false",
+        f"{path}:10: users[0].tokens[1].endpoints[0]: unknown endpoint 'GET /api/user/cod'; known: ",
+        f"{path}:10: users[0].tokens[1].endpoints[1]: unknown endpoint '/api/user/code'",
+        f"{path}:11: users[0].tokens[1].memory_segments[1]: expected a segment number from 0 to 99",
+        f"{path}:11: users[0].tokens[1].memory_segments[2]: expected a segment number from 0 to 99",
+        f"{path}:12: users[0].tokens[1].websockets: expected a list of event names",
+        f"{path}:13: users[0].tokens[2].value: this token value is used twice",
+        f"{path}:15: users[0].tokens[3]: a token with 'full: true' has every scope",
+        f"{path}:18: users[1].username: the username 'Alice' is used twice",
+        f"{path}:19: users[2].username: required: 1 to 50 letters, digits, '_' or '-'",
     ):
         assert expected in message, (expected, message)
-    assert message.startswith(f"{tmp_path / 'accounts.yaml'} is invalid:")
+    assert message.startswith(f"the accounts file {path} is invalid (14 problems):\n")
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("", "(top): expected a mapping with the key 'users'"),
-        ("users: []\n", "line 1, users: expected a non-empty list of users"),
-        ("users: [1]\n", "users[0]: expected a mapping"),
-        ("people: []\n", "people: unknown key; the file has only 'users'"),
-        ("users:\n  - username: a\n    username: b\n", "line 3, users[0].username: the key appears twice"),
-        ("users:\n  - username: a\n    tokens: {value: x}\n", "users[0].tokens: expected a list of tokens"),
-        ("users: [\n", "is not valid YAML at line 2, column 1"),
+        ("", ":1: (top level): expected a mapping with the key 'users'"),
+        ("users: []\n", ":1: users: expected a non-empty list of users"),
+        ("users: [1]\n", ":1: users[0]: expected a mapping"),
+        ("people: []\n", ":1: people: unknown key; the file has only 'users'"),
+        (
+            "users:\n  - username: a\n    username: b\n",
+            ":3: users[0].username: appears twice (also on line 2), and YAML keeps only the last; keep one",
+        ),
+        ("users:\n  - username: a\n    tokens: {value: x}\n", ":3: users[0].tokens: expected a list of tokens"),
+        ("users: [\n", ":2:1: not valid YAML: expected the node content, but found '<stream end>'"),
         ("users:\n  - username: a\n    tokens: [{value: '12345678', nope: 1}]\n", "unknown key; a token has value"),
+        ("users:\n  - username: !!int x\n", ":2: users[0].username: the value is not a whole number, as its tag !!int"),
+        ("users:\n  - username: a\n    password: !!binary aGVsbG8=\n", ":3: users[0].password: the YAML tag !!binary"),
+        ("users: !!set {a}\n", ":1: users: the YAML tag !!set on a mapping is not supported"),
+        ("users:\n  - username: a\n    tokens: [{value: !!python/name:os.system }]\n", "!!python/name:os.system"),
     ],
 )
 def test_structural_problems(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in _problems(tmp_path, text)
+    if expected.startswith(":"):
+        assert f"\n  - {tmp_path / 'accounts.yaml'}{expected}" in _problems(tmp_path, text)
+
+
+def test_an_accounts_file_over_1_mb_is_refused_unread(tmp_path: Path) -> None:
+    path = tmp_path / "accounts.yaml"
+    assert _problems(tmp_path, "users: []\n" + "#" * 1_048_576 + "\n") == (
+        f"the accounts file {path} is invalid (1 problem):\n"
+        f"  - {path}:1: the file is 1,048,587 bytes (1.0 MB), and an accounts file may have at most 1,048,576 bytes "
+        "(1.0 MB); it was not read: check that this is the right file\n"
+        "See 'gitops serve --help' and docs/serve.md for the format."
+    )
 
 
 def test_a_missing_file_says_what_to_do(tmp_path: Path) -> None:
@@ -132,14 +152,16 @@ def test_a_mapping_is_checked_the_same_way() -> None:
     with pytest.raises(AccountsError) as caught:
         load_accounts({"users": [{"username": "a", "tokens": [{"value": "12345678", "endpoints": "all"}]}]})
     assert "users[0].tokens[0].endpoints: expected a list" in str(caught.value)
-    assert str(caught.value).startswith("the accounts mapping is invalid:")
+    assert str(caught.value).startswith("the accounts mapping is invalid (1 problem):\n  - users[0].tokens[0]")
 
 
 def test_yaml_anchors_and_aliases_are_refused_before_anything_is_expanded(tmp_path: Path) -> None:
     # An alias to itself made reading the file recurse without end; nested ones grow exponentially.
     path = tmp_path / "accounts.yaml"
     assert _problems(tmp_path, "users: &a\n  - username: alice\n    tokens: *a\n") == (
-        f"{path} is invalid:\n"
-        "  - line 1, column 8: YAML anchors are not supported in the accounts file; write the value out\n"
-        "  - line 3, column 13: YAML aliases are not supported in the accounts file; write the value out"
+        f"the accounts file {path} is invalid (2 problems):\n"
+        f"  - {path}:1:8: YAML anchors are not supported in {path}; remove '&a' and write the value out where it is "
+        "needed\n"
+        f"  - {path}:3:13: YAML aliases are not supported in {path}; write the value out\n"
+        "See 'gitops serve --help' and docs/serve.md for the format."
     )

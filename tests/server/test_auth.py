@@ -166,7 +166,7 @@ def test_restricted_token_with_a_segment_endpoint_reaches_every_segment(tmp_path
         ]
     }
     with running_standin(accounts, tmp_path / "s.sqlite3") as standin, client(standin, "carol-token-1234") as c:
-        assert c.get("/api/user/memory-segment", params={"segment": "42"}).json() == {"ok": 1, "data": None}
+        assert c.get("/api/user/memory-segment", params={"segment": "42"}).json() == {"ok": 1}
         denied = c.post("/api/user/memory-segment", json={"segment": 42, "data": "x"})
         assert denied.status_code == 403
         assert denied.json()["endpoint"] == "POST /api/user/memory-segment"

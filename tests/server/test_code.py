@@ -42,7 +42,9 @@ def test_post_replaces_every_module_and_get_returns_them(standin: StandIn, http:
     first = http.post("/api/user/code", json={"branch": "default", "modules": {"main": "a", "util": "b"}})
     assert first.status_code == 200
     assert first.headers["content-type"] == JSON_TYPE
-    assert first.json() == {"ok": 1, "timestamp": int(standin.clock.now() * 1000)}
+    # The branch's new modification time: now, or 1 ms after its previous change when the clock stood still.
+    assert first.json() == {"ok": 1, "timestamp": standin.listed_branches(ALICE)[0]["timestamp"]}
+    assert first.json()["timestamp"] in (int(standin.clock.now() * 1000), int(standin.clock.now() * 1000) + 1)
     second = http.post("/api/user/code", json={"branch": "default", "modules": {"main": "c", "role.miner": "d"}})
     assert second.json()["ok"] == 1
     got = http.get("/api/user/code", params={"branch": "default"})
@@ -125,11 +127,13 @@ def test_five_megabyte_rule(http: httpx.Client) -> None:
     answer = http.post("/api/user/code", json={"branch": "default", "modules": over})
     assert answer.status_code == 200
     assert answer.json() == {"error": "code length exceeds 5 MB limit"}
-    # Characters outside the BMP count twice, as JavaScript's String.length does.
-    astral = {"main": "🐛" * ((MAX_CODE_LENGTH - overhead) // 2 + 1)}
-    assert http.post("/api/user/code", json={"branch": "default", "modules": astral}).json() == {
-        "error": "code length exceeds 5 MB limit"
-    }
+    # Characters outside the BMP count twice, as JavaScript's String.length does: one more character than fits
+    # when counted by Python's len(). Sent as UTF-8, so that the body stays under the 8 MiB body limit.
+    astral = {"main": "x" * (MAX_CODE_LENGTH - overhead - 1) + "🐛"}
+    assert len(astral["main"]) == MAX_CODE_LENGTH - overhead
+    body = json.dumps({"branch": "default", "modules": astral}, ensure_ascii=False).encode("utf-8")
+    answer = http.post("/api/user/code", content=body, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert answer.json() == {"error": "code length exceeds 5 MB limit"}
     assert len(http.get("/api/user/code").json()["modules"]["main"]) == MAX_CODE_LENGTH - overhead
 
 

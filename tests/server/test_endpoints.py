@@ -71,11 +71,12 @@ def test_memory_errors(http: httpx.Client) -> None:
 
 
 def test_memory_segments_are_stored_per_user(http: httpx.Client, standin: StandIn) -> None:
-    assert http.get("/api/user/memory-segment", params={"segment": "3"}).json() == {"ok": 1, "data": None}
+    # A segment never written: no 'data' at all, as the private server answers (python screepsapi relies on it).
+    assert http.get("/api/user/memory-segment", params={"segment": "3"}).json() == {"ok": 1}
     assert http.post("/api/user/memory-segment", json={"segment": "3", "data": "three"}).json() == {"ok": 1}
     assert http.get("/api/user/memory-segment", params={"segment": "3"}).json() == {"ok": 1, "data": "three"}
     with client(standin, BOB_TOKEN) as bob:
-        assert bob.get("/api/user/memory-segment", params={"segment": "3"}).json() == {"ok": 1, "data": None}
+        assert bob.get("/api/user/memory-segment", params={"segment": "3"}).json() == {"ok": 1}
     limit = 100 * 1024
     assert http.post("/api/user/memory-segment", json={"segment": 4, "data": "x" * limit}).json() == {"ok": 1}
     assert http.post("/api/user/memory-segment", json={"segment": 4, "data": "x" * (limit + 1)}).json() == {
@@ -83,12 +84,30 @@ def test_memory_segments_are_stored_per_user(http: httpx.Client, standin: StandI
     }
 
 
-@pytest.mark.parametrize("segment", ["", "abc", "-1", "100", "1.5", "0x1", "1,2"])
+@pytest.mark.parametrize("segment", ["", "abc", "-1", "100", "0x64", " x1", "e", "9" * 5000, "0x" + "f" * 5000])
 def test_bad_segment_numbers(http: httpx.Client, segment: str) -> None:
     assert http.get("/api/user/memory-segment", params={"segment": segment}).json() == {"error": "invalid segment ID"}
 
 
-@pytest.mark.parametrize("segment", [None, -1, 100, 1.5, True, "x", [1]])
+@pytest.mark.parametrize(
+    ("segment", "read"),
+    [("5,6", 5), ("5", 5), (" 7", 7), ("1.5", 1), ("0x1f", 31), ("12abc", 12), ("-0", 0), ("0" * 5000 + "9", 9)],
+)
+def test_segment_numbers_are_read_as_the_private_server_reads_them(http: httpx.Client, segment: str, read: int) -> None:
+    # parseInt(segment): "5,6" is the list form node-screeps-api's CLI sends; the private server reads segment 5.
+    assert http.post("/api/user/memory-segment", json={"segment": read, "data": f"seg{read}"}).json() == {"ok": 1}
+    assert http.get("/api/user/memory-segment", params={"segment": segment}).json() == {"ok": 1, "data": f"seg{read}"}
+
+
+@pytest.mark.parametrize(("segment", "read"), [("5,6", 5), (1.5, 1), ([8, 9], 8), ("0x10", 16)])
+def test_segment_numbers_on_write_are_read_as_the_private_server_reads_them(
+    http: httpx.Client, segment: object, read: int
+) -> None:
+    assert http.post("/api/user/memory-segment", json={"segment": segment, "data": "w"}).json() == {"ok": 1}
+    assert http.get("/api/user/memory-segment", params={"segment": str(read)}).json() == {"ok": 1, "data": "w"}
+
+
+@pytest.mark.parametrize("segment", [None, -1, 100, True, "x", [], {"n": 1}])
 def test_bad_segment_numbers_on_write(http: httpx.Client, segment: object) -> None:
     answer = http.post("/api/user/memory-segment", json={"segment": segment, "data": "x"})
     assert answer.status_code == 200

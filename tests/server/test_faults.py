@@ -97,7 +97,8 @@ def test_faults_are_per_endpoint_and_used_in_order(standin: StandIn) -> None:
     [
         ("/api/user/code", "500", 1, "expected an endpoint"),
         ("POST /api/user/code", "explode", 1, "unknown fault kind"),
-        ("POST /api/user/code", "500", 0, "count must be a positive integer"),
+        ("POST /api/user/code", "500", 0, "count must be an integer from 1 to 1000"),
+        ("POST /api/user/code", "500", 1001, "count must be an integer from 1 to 1000"),
     ],
 )
 def test_bad_fault_requests_are_refused(endpoint: str, kind: str, count: int, message: str) -> None:

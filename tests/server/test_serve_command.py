@@ -164,7 +164,7 @@ def test_an_acknowledged_upload_survives_a_kill(tmp_path: Path) -> None:
         ([], "Error: give the users and tokens with --accounts FILE, or use --demo"),
         (["--accounts", "accounts.yaml"], "Error: give --data PATH"),
         (["--accounts", "missing.yaml", "--data", "x.sqlite3"], "Error: cannot read the accounts file missing.yaml"),
-        (["--accounts", "bad.yaml", "--data", "x.sqlite3"], "line 1, users: expected a non-empty list of users"),
+        (["--accounts", "bad.yaml", "--data", "x.sqlite3"], "bad.yaml:1: users: expected a non-empty list of users"),
         (["--demo", "--data", "not-sqlite.txt"], "is not a usable SQLite file"),
         (["--demo", "--port", "70000"], "Error: Invalid value for '--port'"),
     ],

@@ -1,0 +1,264 @@
+"""Bounded HTTP exchanges: one request, its answer read whole with a byte cap and an overall deadline.
+
+httpx bounds each network operation (connect, one read, one write), not a request: a server that sends one byte
+every second, in the headers or the body, or an endless chunked body, holds a plain ``client.request`` forever and
+grows its memory without end. :func:`send_bounded` sends with ``stream=True`` and reads the answer itself:
+
+* **the cap** counts *decoded* bytes, so a gzip bomb is stopped as soon as its output passes the cap. The answer is
+  decompressed here (gzip and deflate, the encodings asked for) in pieces of at most :data:`PIECE` bytes, because
+  httpx's decoders inflate each network read whole (64 KiB of a bomb is 64 MiB);
+* **the deadline** (a :func:`time.monotonic` instant) covers connecting, sending, the headers and the body. Between
+  pieces it is checked directly; while httpx blocks on the socket, a watchdog timer shuts the socket down when the
+  deadline passes, which ends the blocked read at once. The request asks for ``Connection: close``, so every
+  request opens its own connection and the watchdog always knows the socket (httpcore reports it through the
+  ``trace`` extension); the tool makes a handful of requests per run, so the saved handshakes do not matter;
+* :func:`parse_json` reads JSON without Python's recursion limit in the way (100,000 ``[`` is a clear error, not a
+  ``RecursionError``), refusing nesting deeper than :data:`MAX_JSON_DEPTH`. (``NaN`` and ``1e400`` are read as
+  floats; the client ignores numbers that are not finite where it reads them.)
+
+Over the cap or past the deadline the answer is closed and :class:`AnswerTooLarge` or :class:`DeadlinePassed` is
+raised; the caller words the message (it knows the server's name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import socket
+import threading
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "PIECE",
+    "AnswerTooLarge",
+    "DeadlinePassed",
+    "UnreadableJSON",
+    "parse_json",
+    "send_bounded",
+]
+
+#: The most bytes one step of decompression may produce (and so the most a bomb adds before the cap is checked).
+PIECE = 64 * 1024
+#: The deepest nesting of a JSON answer accepted; the service's answers are a few levels deep.
+MAX_JSON_DEPTH = 64
+
+_ENCODINGS = ("gzip", "deflate")
+
+
+class AnswerTooLarge(Exception):
+    """The answer's decoded body passed ``cap`` bytes; nothing more was read."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"answer larger than {cap} bytes")
+        self.cap = cap
+
+
+class DeadlinePassed(httpx.TimeoutException):
+    """The request did not finish (headers and whole body) before its deadline.
+
+    A :class:`httpx.TimeoutException`, so that code handling httpx's own timeouts handles this one alike.
+    """
+
+
+class UnreadableJSON(ValueError):
+    """The body is not JSON the tool reads: malformed, not UTF-8, or nested too deeply."""
+
+
+def send_bounded(client: httpx.Client, request: httpx.Request, *, cap: int, deadline: float) -> httpx.Response:
+    """Send ``request`` with ``client`` and return the answer with its decoded body read, at most ``cap`` bytes,
+    all of it before ``deadline`` (a :func:`time.monotonic` instant).
+
+    The returned response's ``content`` is the decoded body (its ``Content-Encoding`` header removed, so nothing
+    decodes it twice). Raises :class:`AnswerTooLarge`, :class:`DeadlinePassed`, or httpx's transport errors.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise DeadlinePassed("the deadline passed before the request was sent", request=request)
+    request.headers["Connection"] = "close"
+    request.headers["Accept-Encoding"] = ", ".join(_ENCODINGS)
+    # No single wait may outlast the deadline either (connect, a write, one read).
+    request.extensions["timeout"] = httpx.Timeout(remaining).as_dict()
+    watchdog = _Watchdog(remaining)
+    request.extensions["trace"] = watchdog.trace
+    watchdog.start()
+    try:
+        response = client.send(request, stream=True)
+        try:
+            body = _read(response, cap, deadline)
+        finally:
+            response.close()
+    except httpx.TransportError as exc:
+        if watchdog.fired or time.monotonic() >= deadline:
+            raise DeadlinePassed("the deadline passed while the answer was read", request=request) from exc
+        raise
+    finally:
+        watchdog.stop()
+    # The raw bytes: a header value need not be ASCII, and re-encoding its decoded text could fail.
+    headers = [(k, v) for k, v in response.headers.raw if k.lower() != b"content-encoding"]
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=request, extensions=response.extensions
+    )
+
+
+def parse_json(body: bytes) -> Any:
+    """The JSON value of ``body``, or :class:`UnreadableJSON` saying why not.
+
+    The C parser raises :class:`RecursionError` on deep nesting (the limit is the interpreter's, so the depth
+    accepted would depend on how deep the caller's stack is): that, and any nesting over :data:`MAX_JSON_DEPTH`,
+    is refused, so that later code walking the value cannot recurse too deeply either.
+    """
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except UnicodeDecodeError:
+        raise UnreadableJSON("it is not UTF-8 text") from None
+    except ValueError as exc:  # json.JSONDecodeError, and integers over the interpreter's digit limit
+        raise UnreadableJSON(str(exc).split(":", 1)[0]) from None
+    if _depth_over(value, MAX_JSON_DEPTH):
+        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+
+
+def _read(response: httpx.Response, cap: int, deadline: float) -> bytes:
+    # BytesIO hands its buffer over in getvalue() without a copy: the body is in memory once, not twice.
+    body = io.BytesIO()
+    for piece in _decoded(response):
+        if body.tell() + len(piece) > cap:
+            raise AnswerTooLarge(cap)
+        body.write(piece)
+        if time.monotonic() >= deadline:
+            raise DeadlinePassed("the deadline passed while the answer was read", request=response.request)
+    return body.getvalue()
+
+
+def _decoded(response: httpx.Response) -> Iterator[bytes]:
+    """The body's bytes with its ``Content-Encoding`` undone, in pieces of at most :data:`PIECE` bytes."""
+    if response.is_stream_consumed:
+        # A transport that hands over an answer already read (a test's httpx.MockTransport): httpx decoded it.
+        yield from (response.content[i : i + PIECE] for i in range(0, len(response.content), PIECE))
+        return
+    codings = [c.strip().lower() for c in response.headers.get("Content-Encoding", "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    raw: Iterator[bytes] = response.iter_raw(PIECE)
+    if not codings:
+        yield from raw
+        return
+    # Encodings are listed in the order applied: undo the last one first.
+    stream = raw
+    for coding in reversed(codings):
+        stream = _inflate(stream, coding)
+    yield from stream
+
+
+def _inflate(stream: Iterator[bytes], coding: str) -> Iterator[bytes]:
+    if coding in ("gzip", "x-gzip"):
+        make: Callable[[], Any] = lambda: zlib.decompressobj(16 + zlib.MAX_WBITS)  # noqa: E731
+    elif coding == "deflate":
+        # "deflate" is zlib-wrapped by the standard, raw deflate by some servers: try the first, fall back.
+        make = lambda: zlib.decompressobj(zlib.MAX_WBITS)  # noqa: E731
+    else:
+        raise httpx.DecodingError(f"the answer's Content-Encoding '{coding[:40]}' was not asked for")
+    inflater = make()
+    first = True
+    for data in stream:
+        try:
+            out = inflater.decompress(data, PIECE)
+        except zlib.error:
+            if not (first and coding == "deflate"):
+                raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
+            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            try:
+                out = inflater.decompress(data, PIECE)
+            except zlib.error:
+                raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
+        first = False
+        yield out
+        while inflater.unconsumed_tail:
+            try:
+                yield inflater.decompress(inflater.unconsumed_tail, PIECE)
+            except zlib.error:
+                raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
+    try:
+        rest = inflater.flush()
+    except zlib.error:
+        raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
+    # flush() is unbounded, but only returns what decompress(data, PIECE) held back: nothing, as every
+    # unconsumed tail was drained above.
+    yield rest
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists and objects more than ``limit`` deep (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+# --- the watchdog -------------------------------------------------------------------------------------------
+
+
+class _Watchdog:
+    """Shuts the request's socket down when the deadline passes, which wakes a read blocked in httpx."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.cancel()
+        self._timer.join()
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore's ``trace`` hook: remember the connection's socket once it is made (and again after TLS)."""
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._socket = sock
+            fired = self.fired
+        if fired:
+            _shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            sock = self._socket
+        if sock is not None:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    # socket.socket's own shutdown, also for an SSLSocket: its override drops the TLS object under the reading
+    # thread's feet (a ValueError there instead of the read error that httpx turns into a transport error).
+    with contextlib.suppress(OSError):  # already closed: the request has finished
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)

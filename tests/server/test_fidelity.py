@@ -1,0 +1,268 @@
+"""Where the stand-in answers as the real private server does (``@screeps/backend``'s ``lib/game/api/user.js`` and
+``lib/game/server.js``; ``docs/private-server-facts.md``), found by running real clients against both."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_LIMIT
+from gitops.edges.clock import ManualClock
+from gitops.standin.bounds import MAX_BODY
+from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from tests.server.helpers import client, window
+
+JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
+BRANCH_KEYS = {"_id", "user", "branch", "modules", "activeWorld", "activeSim", "timestamp"}
+
+
+@pytest.fixture
+def http(standin: StandIn) -> httpx.Client:
+    standin.grant_unlimited(FULL_TOKEN)
+    return client(standin, FULL_TOKEN)
+
+
+def _sized_body(size: int) -> bytes:
+    """A JSON upload of exactly ``size`` bytes."""
+    head, tail = b'{"branch":"default","modules":{"main":"', b'"}}'
+    return head + b"x" * (size - len(head) - len(tail)) + tail
+
+
+# -- the body limit -----------------------------------------------------------------------------------------------
+
+
+def test_the_body_limit_is_the_private_servers_8_mib(http: httpx.Client) -> None:
+    assert MAX_BODY == 8 * 1024 * 1024  # body-parser's limit: '8mb'
+    with http:
+        at_limit = http.post("/api/user/code", content=_sized_body(MAX_BODY), headers=JSON_HEADERS)
+        assert at_limit.status_code == 200  # read and parsed; over 5 MB of code, so the logical error
+        assert at_limit.json() == {"error": "code length exceeds 5 MB limit"}
+        over = http.post("/api/user/code", content=_sized_body(MAX_BODY + 1), headers=JSON_HEADERS)
+        assert over.status_code == 413
+        assert over.headers["content-type"] == "text/html; charset=utf-8"
+        assert "PayloadTooLargeError: request entity too large" in over.text
+
+
+def test_nine_megabytes_of_escapes_are_refused_as_on_the_private_server(http: httpx.Client, standin: StandIn) -> None:
+    # The issue's case: under 5 MB of code, but 9 MB on the wire as \u00e9 escapes.
+    modules = {"main": "\u00e9" * 1_500_000}
+    body = json.dumps({"branch": "default", "modules": modules}).encode("ascii")
+    assert 8 * 1024 * 1024 < len(body) < 16 * 1024 * 1024
+    with http:
+        assert http.post("/api/user/code", content=body, headers=JSON_HEADERS).status_code == 413
+        assert standin.branch_modules(ALICE, "default") == {"main": ""}
+        # The same code as UTF-8 fits.
+        utf8 = json.dumps({"branch": "default", "modules": modules}, ensure_ascii=False).encode("utf-8")
+        assert http.post("/api/user/code", content=utf8, headers=JSON_HEADERS).json()["ok"] == 1
+
+
+# -- money history ------------------------------------------------------------------------------------------------
+
+
+def test_money_history_answers_on_both_paths_with_one_limit(standin: StandIn) -> None:
+    limit = ENDPOINT_LIMITS["GET /api/game/user/money-history"]
+    assert limit.count <= GLOBAL_LIMIT.count  # so the global window does not interfere
+    with client(standin, FULL_TOKEN) as http:
+        for i in range(limit.count):
+            path = "/api/user/money-history" if i % 2 else "/api/game/user/money-history"
+            answer = http.get(path, params={"page": "0"})
+            assert answer.json() == {"ok": 1, "page": 0, "list": [], "hasMore": False}
+            assert window(answer)[:2] == (limit.count, limit.count - i - 1)
+        for path in ("/api/user/money-history", "/api/game/user/money-history"):
+            assert http.get(path).status_code == 429
+    # One endpoint: counted together, under either name.
+    total = limit.count + 2
+    assert standin.count("GET /api/user/money-history") == total
+    assert standin.count("GET /api/game/user/money-history") == total
+
+
+def test_a_token_scoped_to_money_history_reaches_both_paths(tmp_path: Path) -> None:
+    accounts = {
+        "users": [
+            {"username": "carol", "tokens": [{"value": "carol-token-1234", "endpoints": ["GET /api/user/code"]}]},
+            {
+                "username": "dave",
+                "tokens": [{"value": "dave-token-12345", "endpoints": ["GET /api/game/user/money-history"]}],
+            },
+        ]
+    }
+    with running_standin(accounts, tmp_path / "s.sqlite3") as standin:
+        with client(standin, "dave-token-12345") as dave:
+            assert dave.get("/api/user/money-history").json()["ok"] == 1
+        with client(standin, "carol-token-1234") as carol:
+            denied = carol.get("/api/user/money-history")
+            assert denied.status_code == 403
+            assert denied.json()["endpoint"] == "GET /api/game/user/money-history"
+
+
+# -- retry after --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("endpoint", ["GET /api/user/code", "global"])
+def test_retry_after_never_exceeds_the_window(tmp_path: Path, endpoint: str) -> None:
+    # A start between two whole seconds: windows used to end at the next whole second after the period.
+    clock = ManualClock(1_800_000_000.7)
+    limit = ENDPOINT_LIMITS[endpoint] if endpoint != "global" else GLOBAL_LIMIT
+    path = "/api/user/code" if endpoint != "global" else "/api/user/branches"
+    with running_standin(DEMO_ACCOUNTS, tmp_path / "s.sqlite3", clock) as standin, client(standin, FULL_TOKEN) as http:
+        for _ in range(limit.count):
+            assert http.get(path).status_code == 200
+        refused = http.get(path)
+        assert refused.status_code == 429
+        wait_ms = int(refused.text.removeprefix("Rate limit exceeded, retry after ").removesuffix("ms"))
+        assert wait_ms == limit.period * 1000  # the clock stood still: exactly the window
+        # X-RateLimit-Reset is a whole second, at or after the window's end.
+        assert window(refused)[2] == math.ceil(clock.now() + limit.period)
+        clock.advance(0.3)
+        later = http.get(path)
+        assert later.text == f"Rate limit exceeded, retry after {limit.period * 1000 - 300}ms"
+        clock.advance((limit.period * 1000 - 300) / 1000)
+        assert http.get(path).status_code == 200
+
+
+# -- branches -----------------------------------------------------------------------------------------------------
+
+
+def test_branches_list_each_branch_with_its_modules_and_a_timestamp(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        me = http.get("/api/auth/me").json()
+        uploaded = http.post("/api/user/code", json={"branch": "default", "modules": {"main": "m", "role.x": "r"}})
+        listing = http.get("/api/user/branches").json()
+    assert listing["ok"] == 1
+    (entry,) = listing["list"]
+    assert set(entry) == BRANCH_KEYS
+    assert entry["user"] == me["_id"]
+    assert entry["branch"] == "default"
+    assert entry["modules"] == {"main": "m", "role.x": "r"}
+    assert entry["activeWorld"] is True
+    assert entry["activeSim"] is True
+    # Epoch milliseconds: the upload's time, one later than the branch's creation at the same (manual) instant.
+    assert entry["timestamp"] == uploaded.json()["timestamp"] == int(standin.clock.now() * 1000) + 1
+    assert standin.listed_branches(ALICE) == listing["list"]
+
+
+def test_the_timestamp_changes_on_every_upload_and_clone_even_when_the_clock_stands_still(
+    http: httpx.Client, standin: StandIn
+) -> None:
+    def stamp(branch: str) -> int:
+        (entry,) = [b for b in standin.listed_branches(ALICE) if b["branch"] == branch]
+        value = entry["timestamp"]
+        assert isinstance(value, int)
+        return value
+
+    with http:
+        before = stamp("default")
+        http.post("/api/user/code", json={"branch": "default", "modules": {"main": "1"}})
+        first = stamp("default")
+        http.post("/api/user/code", json={"branch": "default", "modules": {"main": "1"}})  # same code again
+        second = stamp("default")
+        assert before < first < second
+        http.post("/api/user/clone-branch", json={"branch": "default", "newName": "copy"})
+        cloned = stamp("copy")
+        assert cloned > second
+        http.post("/api/user/clone-branch", json={"branch": "default", "newName": "copy"})  # overwritten
+        assert stamp("copy") > cloned
+        # Reading and activating are no changes of the code.
+        last = stamp("copy")
+        http.get("/api/user/code", params={"branch": "copy"})
+        http.post("/api/user/set-active-branch", json={"branch": "copy", "activeName": "activeSim"})
+        assert stamp("copy") == last
+        standin.clock.advance(60)
+        http.post("/api/user/code", json={"branch": "copy", "modules": {"main": "2"}})
+        assert stamp("copy") == int(standin.clock.now() * 1000)
+
+
+def test_branches_recreates_a_deleted_default(http: httpx.Client) -> None:
+    with http:
+        http.post("/api/user/clone-branch", json={"newName": "other"})
+        http.post("/api/user/set-active-branch", json={"branch": "other", "activeName": "activeWorld"})
+        http.post("/api/user/set-active-branch", json={"branch": "other", "activeName": "activeSim"})
+        http.post("/api/user/code", json={"branch": "default", "modules": {"main": "gone"}})
+        http.post("/api/user/delete-branch", json={"branch": "default"})
+        listing = {b["branch"]: b for b in http.get("/api/user/branches").json()["list"]}
+    assert set(listing) == {"default", "other"}
+    assert listing["default"]["modules"] == {"main": ""}
+    assert listing["default"]["activeWorld"] is False
+
+
+# -- clone-branch with defaultModules -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", [None, "", "no-such-branch"])
+def test_clone_branch_creates_a_branch_with_its_code_in_one_request(
+    http: httpx.Client, standin: StandIn, source: str | None
+) -> None:
+    body: dict[str, object] = {"newName": "feature", "defaultModules": {"main": "loop()", "lib/a.b": "x", "$no": "y"}}
+    if source is not None:
+        body["branch"] = source
+    with http:
+        answer = http.post("/api/user/clone-branch", json=body)
+    (entry,) = [b for b in standin.listed_branches(ALICE) if b["branch"] == "feature"]
+    assert answer.json() == {"ok": 1, "timestamp": entry["timestamp"]}
+    # The names an upload drops are dropped here too; main is kept.
+    assert standin.branch_modules(ALICE, "feature") == {"main": "loop()", "lib/a.b": "x"}
+    assert standin.count("POST /api/user/clone-branch", ALICE) == 1
+    assert standin.count("POST /api/user/code", ALICE) == 0
+    assert entry["activeWorld"] is False
+    assert entry["activeSim"] is False
+
+
+def test_clone_branch_adds_main_and_ignores_default_modules_when_the_source_exists(
+    http: httpx.Client, standin: StandIn
+) -> None:
+    with http:
+        http.post("/api/user/clone-branch", json={"newName": "lib-only", "defaultModules": {"lib": "l"}})
+        http.post("/api/user/code", json={"branch": "default", "modules": {"main": "source"}})
+        http.post(
+            "/api/user/clone-branch",
+            json={"branch": "default", "newName": "copy", "defaultModules": {"main": "ignored"}},
+        )
+    assert standin.branch_modules(ALICE, "lib-only") == {"lib": "l", "main": ""}
+    assert standin.branch_modules(ALICE, "copy") == {"main": "source"}
+
+
+def test_clone_branch_applies_no_5_mb_rule_to_default_modules(http: httpx.Client, standin: StandIn) -> None:
+    # As the private server: only the 8 MiB body limit bounds them (a later upload of the same code is refused).
+    big = {"main": "x" * (6 * 1024 * 1024)}
+    with http:
+        assert http.post("/api/user/clone-branch", json={"newName": "big", "defaultModules": big}).json()["ok"] == 1
+        assert http.post("/api/user/code", json={"branch": "big", "modules": big}).json() == {
+            "error": "code length exceeds 5 MB limit"
+        }
+    assert standin.branch_modules(ALICE, "big") == big
+
+
+def test_clone_branch_refuses_bad_default_modules(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        answer = http.post("/api/user/clone-branch", json={"newName": "bad", "defaultModules": {"main": 5}})
+        assert answer.json()["error"].startswith("invalid module:")
+        answer = http.post("/api/user/clone-branch", json={"newName": "bad", "defaultModules": "main"})
+        assert answer.json()["error"].startswith("invalid params: 'defaultModules'")
+    assert standin.branch_modules(ALICE, "bad") is None
+
+
+def test_tutorial_branches_do_not_count_against_the_branch_limit(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        for i in range(29):
+            assert http.post("/api/user/clone-branch", json={"newName": f"b{i}"}).json()["ok"] == 1
+        assert http.post("/api/user/clone-branch", json={"newName": "one-more"}).json() == {
+            "error": "too many branches"
+        }
+        assert http.post("/api/user/clone-branch", json={"newName": "tutorial-1"}).json()["ok"] == 1
+        assert http.post("/api/user/clone-branch", json={"newName": "tutorial-12"}).json() == {
+            "error": "too many branches"
+        }
+    assert len(standin.branches(ALICE)) == 31
+
+
+def test_post_code_answers_ok_and_a_timestamp(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        answer = http.post("/api/user/code", json={"branch": "default", "modules": {"main": "x"}})
+    (entry,) = standin.listed_branches(ALICE)
+    assert answer.json() == {"ok": 1, "timestamp": entry["timestamp"]}
+    assert standin.count("POST /api/user/code", ALICE) == 1
+    assert standin.count("POST /api/user/clone-branch", ALICE) == 0
