@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from gitops.cli import run
-from gitops.standin.testing import ALICE, StandIn
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.factories import git
 from tests.project import Project, Result
 
@@ -177,6 +177,30 @@ def test_branches_sharing_a_build_command_run_it_once(
     result = validate(p)
     assert result.code == 0, result.err
     assert (p.root / "runs.txt").read_text() == "run\n"
+
+
+def test_a_build_never_sees_the_credentials(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build command is the repository's code (a pull request's, in the Action's plan): it runs without the
+    token the manifest names and without the Action's secret inputs, yet with the rest of the environment."""
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    monkeypatch.setenv("GITOPS_ACTION_TOKEN", FULL_TOKEN)
+    monkeypatch.setenv("SCREEPS_DEPLOY_KEY", FULL_TOKEN)
+    monkeypatch.setenv("GITOPS_BUILD_PROBE", "visible")
+    p.write({".gitignore": "out/\n", "src/x.js": ""})
+    build = (
+        "mkdir -p out && echo 'module.exports.loop = () => {};' > out/main.js && "
+        'echo "token=${SCREEPS_TOKEN:-absent} action=${GITOPS_ACTION_TOKEN:-absent} '
+        'named=${SCREEPS_DEPLOY_KEY:-absent} probe=${GITOPS_BUILD_PROBE:-absent}" > out/seen.txt'
+    )
+    path = p.manifest([{"branch": "main", "root": "out", "include": ["*.js"]}], build=build)
+    # The manifest names a second variable for the same server's token: that one is withheld too.
+    path.write_text(path.read_text().replace("token_env: SCREEPS_TOKEN", "token_env: SCREEPS_DEPLOY_KEY"))
+    p.commit()
+    result = p.plan()
+    assert result.code == 2, result.err
+    assert (p.root / "out/seen.txt").read_text() == "token=absent action=absent named=absent probe=visible\n"
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX signals")

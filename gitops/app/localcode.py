@@ -9,30 +9,34 @@ from where it ran. See :mod:`gitops.edges.build` for how a command runs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from gitops.config.manifest import LoadedManifest
-from gitops.edges.build import build_commands, interrupts_as_keyboard, run_build, temporary_checkout
+from gitops.edges.build import build_commands, build_environment, interrupts_as_keyboard, run_build, temporary_checkout
 from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 from gitops.errors import SourceError
 
 
-def read_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode:
+def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -> LocalCode:
     """The code of every branch, after its build: from the working tree, or built from commit ``ref``.
+
+    ``env`` is the run's environment; a build gets it without credentials (:func:`build_environment`).
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
     commands = build_commands(loaded.manifest)
     if not commands:
         return read_local_code(loaded, ref)
+    build_env = build_environment(env, loaded.manifest)
     with interrupts_as_keyboard():
         if ref is None:
             for command in commands:
-                run_build(command, loaded.base_dir)
+                run_build(command, loaded.base_dir, env=build_env)
             return read_local_code(loaded)
         with temporary_checkout(loaded.base_dir, ref) as (base_dir, commit):
             where = f" (in a temporary checkout of {ref}, commit {commit[:12]})"
             for command in commands:
-                run_build(command, base_dir, where=where)
+                run_build(command, base_dir, env=build_env, where=where)
             try:
                 local = read_local_code(dataclasses.replace(loaded, base_dir=base_dir))
             except SourceError as exc:

@@ -28,7 +28,7 @@ def make_plan(s: Session) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit)."""
     options = s.options
-    local = read_code(s.loaded, options.ref)
+    local = read_code(s.loaded, options.ref, options.env)
     views = gather_remote(s, options.refresh)
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in s.servers()}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -40,7 +41,7 @@ def validate(manifest: Path, ref: str | None, list_modules: bool) -> None:
     from gitops.render.plan import size
 
     loaded = load_manifest(manifest)
-    local = read_code(loaded, ref)
+    local = read_code(loaded, ref, os.environ)
     servers, branches = len(loaded.manifest.servers), len(local.branches)
     click.echo(
         f"manifest {loaded.display} is valid: {servers} server{'s' if servers != 1 else ''}, "

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -69,8 +69,42 @@ def _argv(command: BuildCommand) -> list[str]:
     return ["/bin/sh", "-c", command]
 
 
-def run_build(command: BuildCommand, cwd: Path, *, where: str = "") -> None:
-    """Run one build command in ``cwd``, its output streamed to standard error.
+#: Variables that hold secrets in the runs this tool knows of (the Action's inputs, GitHub's own tokens, the
+#: conventional names of the screeps credentials); a build never sees them, nor the ones the manifest names.
+SECRET_VARIABLES = frozenset(
+    {
+        "SCREEPS_TOKEN",
+        "SCREEPS_PASSWORD",
+        "GITOPS_ACTION_TOKEN",
+        "GITOPS_ACTION_PASSWORD",
+        "GITOPS_GITHUB_TOKEN",
+        "GITHUB_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    }
+)
+
+
+def build_environment(env: Mapping[str, str], manifest: Manifest) -> dict[str, str]:
+    """The environment a build runs with: ``env`` without any credential.
+
+    A build command is code from the repository, and on a pull request from anyone who can open one: it must not
+    read the token or password that the deploy uses. Left out: every variable a server of the manifest names
+    (``token_env``, ``username_env``, ``password_env``) and :data:`SECRET_VARIABLES`. A build that needs a secret
+    of its own (a private npm registry) gets it from its own step, before gitops runs.
+    """
+    named = {
+        name
+        for server in manifest.servers.values()
+        for name in (server.token_env, server.username_env, server.password_env)
+        if name
+    }
+    return {k: v for k, v in env.items() if k not in named and k not in SECRET_VARIABLES}
+
+
+def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where: str = "") -> None:
+    """Run one build command in ``cwd`` with ``env`` (see :func:`build_environment`), its output streamed to
+    standard error.
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) when it cannot start or exits non-zero. Interrupted
     (KeyboardInterrupt, or SIGTERM inside :func:`interrupts_as_keyboard`), it ends the build's process group first.
@@ -82,6 +116,7 @@ def run_build(command: BuildCommand, cwd: Path, *, where: str = "") -> None:
         proc = subprocess.Popen(
             _argv(command),
             cwd=cwd,
+            env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
