@@ -7,13 +7,15 @@ pick exit codes. It never prints.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitops.app.planning import check_saved_plan, recheck_budget
 from gitops.app.session import Session
 from gitops.core.apply import Outcome, apply_plan, verify_plan
+from gitops.core.codeset import WireModule
+from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan
 from gitops.core.remote import RemoteReader, RemoteWriter
@@ -99,10 +101,12 @@ def run_apply(
     writers: dict[str, RemoteWriter] = {server: s.writer(server) for server in servers}
     try:
         uploads = verify_plan(plan, readers, saved=saved)
+        _record_pending(s, plan, uploads)
     finally:
         s.save()
 
     def done(outcome: Outcome) -> None:
+        _record_applied(s, plan, uploads, outcome)
         s.save()
         report.outcomes.append(outcome)
         if progress is not None:
@@ -111,3 +115,49 @@ def run_apply(
     apply_plan(plan, writers, uploads, progress=done)
     report.applied = True
     return report
+
+
+# --- the last applied record (drift) ---------------------------------------------------------------------------
+
+Uploads = Mapping[tuple[str, str], Mapping[str, WireModule]]
+
+
+def _record(s: Session, plan: Plan, branch: str, modules: Mapping[str, WireModule]) -> AppliedRecord | None:
+    try:
+        return record_from_wire(
+            branch,
+            modules,
+            at=s.options.clock.now(),
+            how="upload",
+            commit=source_commit(plan.source),
+            source=source_text(plan.source),
+        )
+    except ValueError:  # not modules the tool can digest: then no record (drift is not measured for it)
+        return None
+
+
+def _record_pending(s: Session, plan: Plan, uploads: Uploads) -> None:
+    """Before anything is sent, each set about to be uploaded: an upload whose answer is lost may have landed, and
+    finding its set on the server later is no drift (saved with the verification step)."""
+    for (server, branch), modules in uploads.items():
+        record = _record(s, plan, branch, modules)
+        if record is not None:
+            s.ledger(server).record_pending(record)
+
+
+def _record_applied(s: Session, plan: Plan, uploads: Uploads, outcome: Outcome) -> None:
+    """A step that wrote a branch's modules is done: they are its last applied record. That is the upload, or the
+    clone of a branch created with its modules (no upload step)."""
+    if outcome.status != "done":
+        return
+    for branch in plan.branches:
+        if branch.label != outcome.branch:
+            continue
+        writes = outcome.step.kind == "upload" or (
+            outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps)
+        )
+        modules = uploads.get((branch.server, branch.branch))
+        if writes and modules is not None:
+            record = _record(s, plan, branch.branch, modules)
+            if record is not None:
+                s.ledger(branch.server).record_applied(record)

@@ -15,6 +15,15 @@ from gitops.app.options import Refresh
 from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
+from gitops.core.drift import (
+    Drift,
+    compare,
+    equal_to_repository,
+    record_from_branch,
+    source_commit,
+    source_text,
+    with_drift,
+)
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, RemoteBranch, RemoteView
@@ -41,10 +50,38 @@ def make_plan(s: Session) -> Plan:
         result = build_plan(
             loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now
         )
+    result = mark_drift(s, result, views)
     extra = s.warnings()
     if extra:
         result = result.model_copy(update={"warnings": [*result.warnings, *extra]})
     return result
+
+
+def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
+    """Attach each branch's drift finding (``gitops.core.drift``) to the plan, and keep the last applied records.
+
+    A branch the plan verified on the server now to hold exactly the repository's code is recorded as applied
+    (``verified``) first: what the server holds is then what Git holds, so nothing was lost outside Git. A pending
+    upload found on the server (its answer was lost) becomes the applied record. Saved as one step.
+    """
+    drifts: dict[tuple[str, str], Drift] = {}
+    for branch in plan.branches:
+        ledger = s.ledger(branch.server)
+        view = views.get(branch.server)
+        seen = view.branches.get(branch.branch) if view is not None else None
+        if seen is not None and seen.exists and equal_to_repository(branch):
+            ledger.record_applied(
+                record_from_branch(
+                    seen, how="verified", commit=source_commit(plan.source), source=source_text(plan.source)
+                )
+            )
+        pending = ledger.pending(branch.branch)
+        drift = compare(seen, ledger.applied(branch.branch), pending)
+        if drift.pending_landed and pending is not None:
+            ledger.record_applied(pending)
+        drifts[(branch.server, branch.branch)] = drift
+    s.save()
+    return with_drift(plan, drifts)
 
 
 def _needs_download(

@@ -17,6 +17,7 @@ from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
+from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.local import LocalCode
 from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
@@ -87,6 +88,9 @@ class BranchPlan(_Frozen):
     #: checks (:func:`seal_problems`).
     upload_digest: str | None
     steps: list[Step]
+    #: Whether the server's code differs from what this tool last applied there (``gitops.core.drift``); ``None``
+    #: when the plan was made without drift findings (an older plan file, or a plan that did not look).
+    drift: Drift | None = None
 
     def names(self, change: str) -> list[str]:
         return [m.name for m in self.modules if m.change == change]

@@ -6,6 +6,9 @@ One JSON file per server URL and credentials fingerprint (a hash; the token itse
 * the requests this tool sent (time and endpoint), pruned once no limit window can need them,
 * the last known state of each branch: module names, digests, sizes and the set digest (never module text), with
   when and how it was learnt (``download`` or ``own-upload``),
+* the last *applied* state of each branch (what this tool last made it hold; drift is measured against it,
+  ``gitops.core.drift``), kept apart from the last known state, and the set of an upload not yet known to have
+  landed,
 * the branch list with its active flags, and
 * the end of an unlimited (no-rate-limit) period.
 
@@ -36,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gitops.config.manifest import ActiveName
 from gitops.core.budget import WindowState
+from gitops.core.drift import AppliedRecord
 from gitops.core.endpoints import (
     ENDPOINT_LIMITS,
     GLOBAL_KEY,
@@ -114,6 +118,17 @@ class _Branch(_Model):
     how: Provenance
 
 
+class _Applied(_Model):
+    """What this tool last applied to a branch (``gitops.core.drift.AppliedRecord``): digests, never text."""
+
+    digest: str
+    modules: dict[str, _Module]
+    applied_at: float
+    how: Literal["upload", "verified"]
+    commit: str | None = None
+    source: str | None = None
+
+
 class _BranchEntry(_Model):
     name: str
     active_world: bool = False
@@ -137,6 +152,10 @@ class _File(_Model):
     branches: dict[str, _Branch] = Field(default_factory=dict)
     branch_list: _BranchList | None = None
     unlimited_until: float | None = None
+    #: Per branch: the last applied record (drift is measured against it); never overwritten by downloads.
+    applied: dict[str, _Applied] = Field(default_factory=dict)
+    #: Per branch: the set of an upload about to be sent, until it is known to have landed (a lost answer).
+    pending: dict[str, _Applied] = Field(default_factory=dict)
 
 
 def _normal_url(url: str) -> str:
@@ -425,12 +444,51 @@ class Ledger:
             ]
         )
 
+    # --- what this tool last applied (drift) -------------------------------------------------------------------
+
+    def record_applied(self, record: AppliedRecord) -> None:
+        """This tool made the branch hold ``record`` (an upload that succeeded, or a plan that found the server
+        equal to the repository); a pending upload of the branch is settled by it."""
+        self._data.applied[record.branch] = _applied(record)
+        self._data.pending.pop(record.branch, None)
+
+    def record_pending(self, record: AppliedRecord) -> None:
+        """An upload of ``record`` is about to be sent: if its answer is lost, finding it on the server is no
+        drift."""
+        self._data.pending[record.branch] = _applied(record)
+
+    def applied(self, name: str) -> AppliedRecord | None:
+        """The last applied record of branch ``name``, or ``None`` when this tool never applied it."""
+        return _record(name, self._data.applied.get(name))
+
+    def pending(self, name: str) -> AppliedRecord | None:
+        """The set of an upload to ``name`` whose outcome is not known, or ``None``."""
+        return _record(name, self._data.pending.get(name))
+
     def remembered_branch_list(self) -> tuple[list[BranchInfo], float] | None:
         """The last known branch list and when it was learnt, or ``None``."""
         record = self._data.branch_list
         if record is None:
             return None
         return [BranchInfo(b.name, b.active_world, b.active_sim) for b in record.branches], record.learnt_at
+
+
+def _applied(record: AppliedRecord) -> _Applied:
+    return _Applied(
+        digest=record.digest,
+        modules={n: _Module(digest=m.digest, size=m.size, binary=m.is_binary) for n, m in record.modules.items()},
+        applied_at=record.applied_at,
+        how=record.how,
+        commit=record.commit,
+        source=record.source,
+    )
+
+
+def _record(name: str, stored: _Applied | None) -> AppliedRecord | None:
+    if stored is None:
+        return None
+    facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in stored.modules.items()}
+    return AppliedRecord(name, facts, stored.digest, stored.applied_at, stored.how, stored.commit, stored.source)
 
 
 def _read_pointer(folder: Path) -> str | None:

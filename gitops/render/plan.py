@@ -14,6 +14,7 @@ from typing import Any
 
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.diff import ModuleChange
+from gitops.core.drift import Drift
 from gitops.core.endpoints import GLOBAL_KEY, Limit
 from gitops.core.plan import BranchPlan, Plan
 
@@ -76,6 +77,37 @@ def seen_text(branch: BranchPlan, now: float) -> str:
     }[remote.how]
 
 
+def drift_text(drift: Drift, now: float) -> str:
+    """``changed outside Git since this tool applied it 3 h ago (commit 1a2b3c4d5e6f): ~ main, + hack``."""
+    when = "" if drift.applied_at is None else f" {age(now - drift.applied_at)}"
+    commit = f" (commit {drift.commit[:12]})" if drift.commit else ""
+    return f"changed outside Git since this tool applied it{when}{commit}: {drift.modules_text()}"
+
+
+def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
+    """The drift fields of a branch in the JSON documents of ``plan`` and ``drift``."""
+    if drift is None:
+        return {"drift": None, "drift_status": None, "changed_outside_git": None, "last_applied": None}
+    return {
+        "drift": {"drifted": True, "none": False}.get(drift.status),
+        "drift_status": drift.status,
+        "changed_outside_git": {
+            "added": list(drift.added),
+            "changed": list(drift.changed),
+            "removed": list(drift.removed),
+            "branch_deleted": drift.missing,
+        },
+        "last_applied": None
+        if drift.applied_at is None
+        else {
+            "at": drift.applied_at,
+            "age_seconds": max(0.0, now - drift.applied_at),
+            "how": drift.applied_how,
+            "commit": drift.commit,
+        },
+    }
+
+
 def _module_line(entry: ModuleChange) -> str:
     sizes = {
         "added": size(entry.new_size),
@@ -130,6 +162,8 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
         head = f"{branch.label}: {_ACTIONS[branch.action]}"
         out.append(style(head, bold=True, fg=None if branch.action == "none" else "cyan"))
         out.append(f"  server view: {seen_text(branch, now)}")
+        if branch.drift is not None and branch.drift.drifted:
+            out.append(style(f"  drift: {drift_text(branch.drift, now)}", fg="red", bold=True))
         counts = {c: len(branch.names(c)) for c in ("added", "changed", "removed", "kept")}
         out.append(
             f"  modules: {counts['added']} added, {counts['changed']} changed, {counts['removed']} removed, "
@@ -205,6 +239,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                     "learnt_at": b.remote.learnt_at,
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
                 },
+                **drift_document(b.drift, now),
             }
             for b in plan.branches
         ],
@@ -300,6 +335,12 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
         head.extend(["", "**Budget**", ""])
         head.extend(f"- {md_code(r.server)}: {md_text(budget_row_text(r))}" for r in plan.budget)
         head.extend(f"- {md_code(server)}: {md_text(NOT_LIMITED)}" for server in plan.not_rate_limited)
+    drifted = [b for b in plan.branches if b.drift is not None and b.drift.drifted]
+    if drifted:
+        head.extend(["", "**Drift** (applying overwrites these changes made outside Git)", ""])
+        head.extend(
+            f"- {md_code(b.label)}: {md_text(drift_text(b.drift, now))}" for b in drifted if b.drift is not None
+        )
     if plan.warnings:
         head.extend(["", "**Warnings**", ""])
         head.extend(f"- {md_text(w)}" for w in plan.warnings)

@@ -1,0 +1,199 @@
+"""Drift: a branch whose server code differs from what this tool last applied there, changed outside Git.
+
+The ledger keeps, per branch, the *last applied* record: the module set this tool last made the branch hold (an
+upload that succeeded) or last found it holding when that was exactly the repository's code (a plan that downloaded
+the branch and had nothing to change). It is kept apart from the *last known* state, which every download
+overwrites. Before an upload the tool also records the set it is about to send (*pending*): an upload whose answer
+was lost may still have landed, and finding that set on the server is then no drift.
+
+Everything here is pure: records and findings are values, :func:`compare` decides. The plan carries a
+:class:`Drift` per branch (``BranchPlan.drift``); ``gitops drift`` reports them on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gitops.core.codeset import CodeSet, WireModule
+from gitops.core.remote import ModuleFacts, RemoteBranch
+
+if TYPE_CHECKING:  # plan.py imports Drift from here
+    from gitops.core.plan import BranchPlan, Plan
+
+#: The JSON document of ``gitops drift --json``; a later incompatible change raises it.
+DRIFT_FORMAT_VERSION = 1
+
+#: How a last-applied record came about: the tool uploaded it, or found the server already equal to the repository.
+AppliedHow = Literal["upload", "verified"]
+
+#: Provenances of a server state learnt now, on the server itself (not from the ledger): only those can show drift.
+VERIFIED_NOW: frozenset[str] = frozenset({"download"})
+
+DriftStatus = Literal["drifted", "none", "no-record", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedRecord:
+    """What this tool last made one branch hold: module digests and sizes (never text), with when and from what."""
+
+    branch: str
+    modules: Mapping[str, ModuleFacts]
+    digest: str
+    applied_at: float
+    how: AppliedHow
+    commit: str | None = None
+    source: str | None = None
+
+
+def source_text(source: Mapping[str, str | bool | None]) -> str:
+    """``ref main``, ``worktree`` or ``worktree (uncommitted changes)``: where a plan's code came from."""
+    if source.get("kind") == "ref":
+        return f"ref {source.get('ref')}"
+    return "worktree (uncommitted changes)" if source.get("dirty") else "worktree"
+
+
+def source_commit(source: Mapping[str, str | bool | None]) -> str | None:
+    """The commit a plan's code came from, when known."""
+    commit = source.get("commit")
+    return commit if isinstance(commit, str) else None
+
+
+def record_from_wire(
+    branch: str,
+    modules: Mapping[str, WireModule],
+    *,
+    at: float,
+    how: AppliedHow,
+    commit: str | None = None,
+    source: str | None = None,
+) -> AppliedRecord:
+    """The record of a module set as sent to the server (the payload of an upload)."""
+    code = CodeSet.from_wire(dict(modules))
+    return record_from_branch(RemoteBranch.from_code(branch, code, at), how=how, commit=commit, source=source)
+
+
+def record_from_branch(
+    seen: RemoteBranch, *, how: AppliedHow, commit: str | None = None, source: str | None = None
+) -> AppliedRecord:
+    """The record of a branch's state (which must exist): digests and sizes, the text dropped."""
+    if seen.modules is None or seen.digest is None:
+        raise ValueError(f"branch {seen.name!r} does not exist: only an existing branch can be applied")
+    facts = {n: ModuleFacts(f.name, f.digest, f.size, f.is_binary) for n, f in seen.modules.items()}
+    return AppliedRecord(seen.name, facts, seen.digest, seen.learnt_at, how, commit, source)
+
+
+class Drift(BaseModel):
+    """The drift finding of one branch.
+
+    ``status``: ``drifted`` (the server differs from the last applied record: ``added``/``changed``/``removed``
+    name the modules changed outside Git, relative to that record; ``missing`` when the branch is gone),
+    ``none`` (the server holds what was last applied, or a pending upload's set), ``no-record`` (this tool never
+    applied the branch: nothing to compare with, not drift) or ``unknown`` (the server's code was not learnt now:
+    planned from the ledger or from the tool's own upload).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: DriftStatus
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    missing: bool = False
+    applied_at: float | None = None
+    applied_how: AppliedHow | None = None
+    commit: str | None = None
+    #: The server holds the set of an upload whose outcome this tool did not learn (its answer was lost).
+    pending_landed: bool = False
+
+    @property
+    def drifted(self) -> bool:
+        return self.status == "drifted"
+
+    def modules_text(self) -> str:
+        """``~ main, + hack, - role/x``: the modules changed outside Git, or that the branch is gone."""
+        if self.missing:
+            return "the branch was deleted"
+        parts = [f"~ {n}" for n in self.changed] + [f"+ {n}" for n in self.added] + [f"- {n}" for n in self.removed]
+        return ", ".join(parts)
+
+
+def compare(current: RemoteBranch | None, applied: AppliedRecord | None, pending: AppliedRecord | None = None) -> Drift:
+    """Compare what the server holds now with the last applied record (and a pending upload's set)."""
+    if applied is None:
+        return Drift(status="no-record")
+    stamp = {"applied_at": applied.applied_at, "applied_how": applied.how, "commit": applied.commit}
+    if current is None or current.how not in VERIFIED_NOW:
+        return Drift(status="unknown", **stamp)
+    if current.modules is None:
+        return Drift(status="drifted", removed=sorted(applied.modules), missing=True, **stamp)
+    if current.digest == applied.digest:
+        return Drift(status="none", **stamp)
+    if pending is not None and current.digest == pending.digest:
+        return Drift(
+            status="none",
+            applied_at=pending.applied_at,
+            applied_how=pending.how,
+            commit=pending.commit,
+            pending_landed=True,
+        )
+    now, then = current.modules, applied.modules
+    return Drift(
+        status="drifted",
+        added=sorted(set(now) - set(then)),
+        changed=sorted(n for n in set(now) & set(then) if now[n].digest != then[n].digest),
+        removed=sorted(set(then) - set(now)),
+        **stamp,
+    )
+
+
+def equal_to_repository(branch: BranchPlan) -> bool:
+    """Whether the plan verified, on the server now, that the branch holds exactly the repository's code (then
+    the tool records it as applied: ``verified``)."""
+    return (
+        branch.remote.how in VERIFIED_NOW
+        and branch.remote.exists is True
+        and not (branch.names("added") or branch.names("changed") or branch.names("removed"))
+    )
+
+
+def with_drift(plan: Plan, drifts: Mapping[tuple[str, str], Drift]) -> Plan:
+    """The plan with each branch's drift finding attached (``BranchPlan.drift``)."""
+    branches = [
+        b.model_copy(update={"drift": drifts[(b.server, b.branch)]}) if (b.server, b.branch) in drifts else b
+        for b in plan.branches
+    ]
+    return plan.model_copy(update={"branches": branches})
+
+
+@dataclass(frozen=True, slots=True)
+class BranchDrift:
+    """One branch of ``gitops drift``'s report."""
+
+    server: str
+    branch: str
+    drift: Drift
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}/{self.branch}"
+
+
+@dataclass(frozen=True, slots=True)
+class DriftReport:
+    """What ``gitops drift`` found: every branch of the manifest with its finding, and warnings."""
+
+    branches: tuple[BranchDrift, ...]
+    checked_at: float
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def drifted(self) -> list[BranchDrift]:
+        return [b for b in self.branches if b.drift.drifted]
+
+    @property
+    def has_drift(self) -> bool:
+        return bool(self.drifted)
