@@ -137,3 +137,17 @@ def one_branch_project(
     p.manifest([{"branch": "main", "root": "src"}])
     p.commit()
     return p
+
+
+def edit_on_server(standin: StandIn, branch: str, changes: Mapping[str, str | None]) -> None:
+    """Change ``branch`` behind the tool's back (the in-game editor, another tool): set each module to its text, or
+    remove it (``None``), in one upload with the same token."""
+    modules = dict(standin.branch_modules(ALICE, branch) or {})
+    for name, text in changes.items():
+        if text is None:
+            modules.pop(name, None)
+        else:
+            modules[name] = text
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        answer = http.post("/api/user/code", json={"branch": branch, "modules": modules})
+    assert answer.status_code == 200, answer.text

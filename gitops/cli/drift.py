@@ -1,0 +1,78 @@
+"""``gitops drift``: which branches were changed on the servers outside Git since this tool applied them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitops.app.options import DEFAULT_FORMAT, DEFAULT_MAX_WAIT, FORMATS
+from gitops.cli.common import manifest_option, options_from, print_unlock_links
+from gitops.errors import BudgetError, ExitCode
+
+
+@click.command()
+@manifest_option
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_WAIT,
+    show_default=True,
+    envvar="GITOPS_MAX_WAIT",
+    help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. [env: GITOPS_MAX_WAIT]",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    envvar="GITOPS_STATE_DIR",
+    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=DEFAULT_FORMAT,
+    show_default=True,
+    envvar="GITOPS_FORMAT",
+    help="How to print the report. [env: GITOPS_FORMAT]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
+@click.pass_context
+def drift(
+    ctx: click.Context,
+    manifest: Path,
+    max_wait: float,
+    state_dir: Path | None,
+    fmt: str,
+    as_json: bool,
+    as_markdown: bool,
+) -> int:
+    """Show the branches changed on the servers outside Git since this tool applied them.
+
+    Downloads each branch this tool applied (budgeted like plan) and compares it with the ledger's last applied
+    record. A branch never applied by this tool is "no record", not drift. Exit code 0: no drift; 2: drift;
+    3: the downloads do not fit the rate-limit budget; other codes: errors (see the README).
+    """
+    from gitops.app.drift import check_drift
+    from gitops.app.session import open_session
+    from gitops.render.drift import render_json, render_markdown, render_text
+
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown exclude each other")
+    fmt = "json" if as_json else "markdown" if as_markdown else fmt
+    options = options_from(ctx, manifest=manifest, ref=None, refresh="always", max_wait=max_wait, state_dir=state_dir)
+    with open_session(options) as s:
+        try:
+            report = check_drift(s)
+        except BudgetError as exc:
+            print_unlock_links(exc)
+            raise
+    if fmt == "json":
+        click.echo(render_json(report), nl=False)
+    elif fmt == "markdown":
+        click.echo(render_markdown(report), nl=False)
+    else:
+        click.echo(render_text(report), nl=False)
+    return ExitCode.CHANGES if report.has_drift else ExitCode.OK
