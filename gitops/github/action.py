@@ -35,7 +35,7 @@ from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRE
 from gitops.errors import ExitCode, GitopsError, UsageError
 from gitops.secrets import Secret, redact
 
-Command = Literal["plan", "apply"]
+Command = Literal["plan", "apply", "drift"]
 
 #: The environment variables ``action.yml`` sets, by input name.
 INPUT_ENV: dict[str, str] = {
@@ -44,6 +44,7 @@ INPUT_ENV: dict[str, str] = {
     "ref": "GITOPS_REF",
     "refresh": "GITOPS_REFRESH",
     "comment": "GITOPS_ACTION_COMMENT",
+    "drift-issue": "GITOPS_ACTION_DRIFT_ISSUE",
     "max-wait": "GITOPS_MAX_WAIT",
     "github-token": "GITOPS_GITHUB_TOKEN",
     "token": "GITOPS_ACTION_TOKEN",
@@ -82,6 +83,8 @@ class Inputs:
     refresh: Refresh | None
     comment: bool
     max_wait: float
+    #: For ``command: drift``: open or update one issue while something drifted, close it when nothing has.
+    drift_issue: bool
     github_token: Secret | None
     credentials: dict[str, Secret | str] = field(default_factory=dict)
 
@@ -93,8 +96,8 @@ class Inputs:
             return env.get(INPUT_ENV[name], "").strip() or default
 
         command = get("command", "plan")
-        if command not in ("plan", "apply"):
-            raise _input_error("command", command, "plan or apply")
+        if command not in ("plan", "apply", "drift"):
+            raise _input_error("command", command, "plan, apply or drift")
         refresh = get("refresh") or None
         if refresh is not None and refresh not in REFRESH_CHOICES:
             choices = ", ".join(REFRESH_CHOICES[:-1]) + " or " + REFRESH_CHOICES[-1]
@@ -102,6 +105,9 @@ class Inputs:
         comment = get("comment", "true").lower()
         if comment not in _TRUE + _FALSE:
             raise _input_error("comment", comment, "true or false")
+        drift_issue = get("drift-issue", "false").lower()
+        if drift_issue not in _TRUE + _FALSE:
+            raise _input_error("drift-issue", drift_issue, "true or false")
         try:
             max_wait = float(get("max-wait", f"{DEFAULT_MAX_WAIT:g}"))
         except ValueError:
@@ -129,6 +135,7 @@ class Inputs:
             refresh=refresh,
             comment=comment in _TRUE,
             max_wait=max_wait,
+            drift_issue=drift_issue in _TRUE,
             github_token=Secret(github_token) if github_token else None,
             credentials=credentials,
         )
@@ -271,6 +278,9 @@ class Report:
     error: GitopsError | None = None
     exit_code: int = ExitCode.OK
     comment_url: str = ""
+    #: ``command: drift``: the :class:`gitops.core.drift.DriftReport`, and the drift issue's address.
+    drift: Any = None
+    issue_url: str = ""
 
     def outputs(self) -> dict[str, str]:
         plan = self.plan
@@ -280,6 +290,8 @@ class Report:
             "uploads-needed": "" if plan is None else str(plan.uploads_needed),
             "plan-file": "" if self.plan_file is None else str(self.plan_file),
             "comment-url": self.comment_url,
+            "drifted": "" if self.drift is None else str(bool(self.drift.has_drift)).lower(),
+            "issue-url": self.issue_url,
         }
 
 
@@ -308,7 +320,8 @@ def run_action(
         inputs = Inputs.from_env(env)
     except GitopsError as exc:
         command = env.get(INPUT_ENV["command"], "").strip()
-        report = Report(command="apply" if command == "apply" else "plan", manifest="", error=exc)
+        known: Command = "apply" if command == "apply" else "drift" if command == "drift" else "plan"
+        report = Report(command=known, manifest="", error=exc)
         report.exit_code = exc.exit_code
         echo(annotation("error", exc.message))
         _write_files(runner, report)
@@ -404,6 +417,9 @@ def _plan_and_apply(
         for name in servers:
             if name not in missing:
                 _mask_credentials(mask, s, name)
+        if inputs.command == "drift":
+            _drift(s, report, echo=echo)
+            return
         if missing:
             if inputs.command == "apply":
                 s.auth(missing[0])  # raises AuthError: what is missing and how to provide it
@@ -428,6 +444,19 @@ def _plan_and_apply(
                 raise refusal
             return
         _apply(result, s, report, echo=echo)
+
+
+def _drift(s: Any, report: Report, *, echo: Echo) -> None:
+    """``command: drift``: the drift use case, as ``gitops drift`` runs it (credentials required: it downloads)."""
+    from gitops.app.drift import check_drift
+    from gitops.render.drift import render_text
+
+    for server in s.servers():
+        s.auth(server)  # raises AuthError: what is missing and how to provide it
+    found = check_drift(s)
+    report.drift = found
+    echo(render_text(found).rstrip("\n"))
+    report.exit_code = ExitCode.CHANGES if found.has_drift else ExitCode.OK
 
 
 def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
@@ -489,8 +518,10 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
 def _tell_github(inputs: Inputs, runner: Runner, report: Report, *, echo: Echo, github_token: str) -> None:
     """Comment, summary and outputs; problems with the comment are warnings, never the reason a step fails."""
     pr = runner.pull_request
-    if inputs.comment and pr is not None:
+    if inputs.comment and pr is not None and inputs.command != "drift":
         _comment(inputs, runner, report, pr, echo=echo, github_token=github_token)
+    if inputs.command == "drift" and inputs.drift_issue and report.drift is not None:
+        _drift_issue(runner, report, echo=echo, github_token=github_token)
     _write_files(runner, report)
 
 
@@ -534,6 +565,40 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
     echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
 
 
+#: The drift issue's title.
+DRIFT_ISSUE_TITLE = "Screeps code changed outside Git"
+
+
+def _drift_issue(runner: Runner, report: Report, *, echo: Echo, github_token: str) -> None:
+    """Open or update the one drift issue while something drifted; close it when nothing has. Problems are
+    warnings: the report stays in the job summary and the outputs."""
+    from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, drift_marker
+
+    if not github_token:
+        echo(annotation("warning", "drift-issue is true but the github-token input is empty; no issue was touched."))
+        return
+    mark = drift_marker(report.manifest)
+    body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - _COMMENT_MARGIN, unit="chars")
+    title = DRIFT_ISSUE_TITLE + (f" ({report.manifest})" if report.manifest not in ("", "gitops.yaml") else "")
+    gh: GitHubClient | None = None
+    try:
+        with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
+            if report.drift.has_drift:
+                issue, what = gh.upsert_issue(mark, title, body)
+                report.issue_url = issue.url
+                echo(f"Drift issue {what}: #{issue.number} {issue.url}")
+            else:
+                closed = gh.close_issue(mark, body)
+                if closed is not None:
+                    report.issue_url = closed.url
+                    echo(f"Drift issue closed: #{closed.number} {closed.url} (nothing has drifted)")
+    except GitHubError as exc:
+        echo(annotation("warning", f"the drift issue was not updated: {exc}"))
+    finally:
+        for warning in gh.warnings if gh is not None else []:
+            echo(annotation("warning", warning))
+
+
 def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
     """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
     within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note)."""
@@ -558,6 +623,10 @@ def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes
     footer = _footer(report, runner)
     tail.extend(["", footer, ""])
     rest = "\n".join(tail)
+    if report.drift is not None:
+        from gitops.render.drift import render_markdown as render_drift
+
+        return head + render_drift(report.drift, title=title) + rest
     if report.plan is None:
         return f"{head}### {title}\n" + rest
     now = report.plan.created_at
@@ -578,6 +647,8 @@ def _verdict(report: Report) -> str:
         return "The plan does not fit the token's rate limits; a deploy now would be refused"
     if report.command == "apply":
         return "Apply failed"
+    if report.command == "drift":
+        return "The drift check failed"
     return "Planning failed"
 
 

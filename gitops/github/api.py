@@ -1,4 +1,5 @@
-"""The GitHub REST API, as far as the Action needs it: the one plan comment on a pull request.
+"""The GitHub REST API, as far as the Action needs it: the one plan comment on a pull request, and the one drift
+issue (opened or updated while something drifted, closed when nothing has).
 
 :class:`GitHubClient` owns every request to GitHub: the base URL (``GITHUB_API_URL``, so GitHub Enterprise Server
 works), the token (a :class:`~gitops.secrets.Secret`, never printed), pagination, and turning error answers into
@@ -72,6 +73,35 @@ class Comment:
         if not isinstance(data, dict) or not isinstance(data.get("id"), int):
             raise GitHubError("GitHub answered with something that is not a comment")
         return cls(id=data["id"], body=str(data.get("body") or ""), url=str(data.get("html_url") or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """An issue (not a pull request)."""
+
+    number: int
+    title: str
+    body: str
+    url: str
+    state: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Issue:
+        if not isinstance(data, dict) or not isinstance(data.get("number"), int):
+            raise GitHubError("GitHub answered with something that is not an issue")
+        return cls(
+            number=data["number"],
+            title=str(data.get("title") or ""),
+            body=str(data.get("body") or ""),
+            url=str(data.get("html_url") or ""),
+            state=str(data.get("state") or ""),
+        )
+
+
+def drift_marker(manifest: str) -> str:
+    """The hidden first line of the drift issue: one issue per manifest."""
+    safe = manifest.replace("--", "- -").replace(">", "")
+    return f"<!-- screeps-gitops drift: {safe} -->"
 
 
 def marker(manifest: str) -> str:
@@ -188,6 +218,81 @@ class GitHubClient:
             return existing, "unchanged"
         return self.update_comment(existing.id, body), "updated"
 
+    # --- the drift issue -----------------------------------------------------------------------------------
+
+    def find_issue(self, mark: str) -> Issue | None:
+        """Our open issue: the first open issue (not pull request) whose body starts with ``mark``, newest first.
+
+        Reads at most ``MAX_PAGES`` pages of 100; a ``next`` link to another host is not followed (a warning)."""
+        url: str | None = f"/repos/{self.repository}/issues"
+        params: dict[str, Any] | None = {"state": "open", "per_page": 100, "sort": "created", "direction": "desc"}
+        what = "read the open issues"
+        for _ in range(MAX_PAGES):
+            assert url is not None
+            response = self._request("GET", url, params=params, what=what, permission="issues: write")
+            data = _json(response, what)
+            if not isinstance(data, list):
+                raise GitHubError("GitHub answered the list of issues with something not a list")
+            for item in data:
+                if isinstance(item, dict) and "pull_request" not in item:
+                    issue = Issue.from_json(item)
+                    if issue.body.startswith(mark):
+                        return issue
+            url = response.links.get("next", {}).get("url")
+            params = None
+            if not url:
+                return None
+            if not self._is_home(url):
+                self.warnings.append(
+                    f"GitHub's list of issues links its next page to {_origin_text(url)}, not to the API at "
+                    f"{_origin_text(self.api_url)}; the link was not followed (the token is only sent to "
+                    "GITHUB_API_URL), so issues on later pages were not read"
+                )
+                return None
+        return None
+
+    def create_issue(self, title: str, body: str) -> Issue:
+        response = self._request(
+            "POST",
+            f"/repos/{self.repository}/issues",
+            json={"title": title, "body": _fit(body)},
+            what="open an issue",
+            permission="issues: write",
+        )
+        return Issue.from_json(_json(response, "open an issue"))
+
+    def update_issue(self, number: int, **fields: Any) -> Issue:
+        """Edit issue ``number``: ``title``, ``body`` (cut to fit), ``state``, ``state_reason``."""
+        if "body" in fields:
+            fields["body"] = _fit(fields["body"])
+        what = f"edit issue #{number}"
+        response = self._request(
+            "PATCH", f"/repos/{self.repository}/issues/{number}", json=fields, what=what, permission="issues: write"
+        )
+        return Issue.from_json(_json(response, what))
+
+    def upsert_issue(
+        self, mark: str, title: str, body: str
+    ) -> tuple[Issue, Literal["created", "updated", "unchanged"]]:
+        """Edit our open issue in place (found by ``mark``), or open it; ``body`` must start with ``mark``."""
+        if not body.startswith(mark):
+            raise ValueError("the issue body must start with its marker, or it would never be found again")
+        existing = self.find_issue(mark)
+        if existing is None:
+            return self.create_issue(title, body), "created"
+        if existing.body == _fit(body) and existing.title == title:
+            return existing, "unchanged"
+        return self.update_issue(existing.number, title=title, body=body), "updated"
+
+    def close_issue(self, mark: str, body: str) -> Issue | None:
+        """Close our open issue (found by ``mark``) with ``body`` as its last word; ``None`` when none is open."""
+        if not body.startswith(mark):
+            raise ValueError("the issue body must start with its marker")
+        existing = self.find_issue(mark)
+        if existing is None:
+            return None
+        return self.update_issue(existing.number, body=body, state="closed", state_reason="completed")
+
     # --- the one place requests are made -------------------------------------------------------------------
 
     def _is_home(self, url: str) -> bool:
@@ -196,7 +301,9 @@ class GitHubClient:
         except httpx.InvalidURL:
             return False
 
-    def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> httpx.Response:
+    def _request(
+        self, method: str, url: str, *, what: str, permission: str = "pull-requests: write", **kwargs: Any
+    ) -> httpx.Response:
         if not self._is_home(url):  # pragma: no cover - list_comments checks its links; this is the last guard
             raise GitHubError(f"refused to send the GitHub token to {_origin_text(url)} to {what}")
         headers = {"Authorization": f"Bearer {self._token.reveal()}"}
@@ -209,9 +316,9 @@ class GitHubClient:
             ) from None
         if response.is_success:
             return response
-        raise self._error(response, what)
+        raise self._error(response, what, permission)
 
-    def _error(self, response: httpx.Response, what: str) -> GitHubError:
+    def _error(self, response: httpx.Response, what: str, permission: str = "pull-requests: write") -> GitHubError:
         status = response.status_code
         try:
             data = response.json()
@@ -230,7 +337,7 @@ class GitHubClient:
             return GitHubPermissionError(
                 message,
                 status=status,
-                hint="Give the workflow `permissions: pull-requests: write` (GITHUB_TOKEN is read-only for pull "
+                hint=f"Give the workflow `permissions: {permission}` (GITHUB_TOKEN is read-only for pull "
                 "requests from forks; those get the plan in the job summary only).",
             )
         if status == 403 and response.headers.get("x-ratelimit-remaining") == "0":

@@ -31,6 +31,17 @@ class FakeComment:
 
 
 @dataclass
+class FakeIssue:
+    number: int
+    title: str
+    body: str
+    state: str = "open"
+    state_reason: str | None = None
+    #: GitHub lists pull requests among issues (with a ``pull_request`` key).
+    pull_request: bool = False
+
+
+@dataclass
 class FakeGitHub:
     """Issue comments of one repository. ``read_only`` answers writes as a fork's token is answered."""
 
@@ -39,6 +50,7 @@ class FakeGitHub:
     base_url: str = "https://github.example.test/api/v3"
     read_only: bool = False
     comments: list[FakeComment] = field(default_factory=list)
+    issues: list[FakeIssue] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, body)
     #: Where requests went (scheme://host:port), and where one carried an Authorization header.
     origins: list[str] = field(default_factory=list)
@@ -78,6 +90,8 @@ class FakeGitHub:
             return _json(401, {"message": "Bad credentials"})
         if request.method in self.not_json:
             return httpx.Response(200, content=self.not_json[request.method], headers={"content-type": "text/html"})
+        if url.path == prefix + "/repos/" + self.repository + "/issues":
+            return self._issues(request, parse_qs(url.query), body)
         if not url.path.startswith(prefix + "/repos/" + self.repository + "/issues/"):
             return _json(404, {"message": "Not Found"})
         rest = url.path[len(prefix + "/repos/" + self.repository + "/issues/") :].split("/")
@@ -88,6 +102,8 @@ class FakeGitHub:
                 return _json(403, {"message": "Resource not accessible by integration"})
             comment = self.add(int(rest[0]), json.loads(body)["body"], BOT)
             return _json(201, self._view(comment))
+        if request.method == "PATCH" and len(rest) == 1 and rest[0].isdigit():
+            return self._edit_issue(int(rest[0]), json.loads(body))
         if request.method == "PATCH" and len(rest) == 2 and rest[0] == "comments":
             if self.read_only:
                 return _json(403, {"message": "Resource not accessible by integration"})
@@ -97,6 +113,60 @@ class FakeGitHub:
                     return _json(200, self._view(comment))
             return _json(404, {"message": "Not Found"})
         return _json(404, {"message": "Not Found"})
+
+    def add_issue(self, title: str, body: str, *, pull_request: bool = False, state: str = "open") -> FakeIssue:
+        number = max([i.number for i in self.issues] + [c.issue for c in self.comments] + [0]) + 1
+        issue = FakeIssue(number, title, body, state=state, pull_request=pull_request)
+        self.issues.append(issue)
+        return issue
+
+    def _issues(self, request: httpx.Request, query: dict[str, list[str]], body: str) -> httpx.Response:
+        if request.method == "POST":
+            if self.read_only:
+                return _json(403, {"message": "Resource not accessible by integration"})
+            data = json.loads(body)
+            return _json(201, self._issue_view(self.add_issue(data["title"], data["body"])))
+        if request.method != "GET":
+            return _json(404, {"message": "Not Found"})
+        state = query.get("state", ["open"])[0]
+        found = [i for i in self.issues if state in ("all", i.state)]
+        if query.get("direction", ["desc"])[0] == "desc":
+            found = found[::-1]
+        per_page = int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        chunk = found[(page - 1) * per_page : page * per_page]
+        headers: dict[str, str] = {}
+        if page * per_page < len(found):
+            next_url = request.url.copy_merge_params({"page": str(page + 1), "per_page": str(per_page)})
+            headers["link"] = f'<{next_url}>; rel="next"'
+        return _json(200, [self._issue_view(i) for i in chunk], headers)
+
+    def _edit_issue(self, number: int, data: dict[str, Any]) -> httpx.Response:
+        if self.read_only:
+            return _json(403, {"message": "Resource not accessible by integration"})
+        for issue in self.issues:
+            if issue.number == number:
+                issue.title = data.get("title", issue.title)
+                issue.body = data.get("body", issue.body)
+                issue.state = data.get("state", issue.state)
+                issue.state_reason = data.get("state_reason", issue.state_reason)
+                return _json(200, self._issue_view(issue))
+        return _json(404, {"message": "Not Found"})
+
+    def _issue_view(self, issue: FakeIssue) -> dict[str, Any]:
+        kind = "pull" if issue.pull_request else "issues"
+        view: dict[str, Any] = {
+            "number": issue.number,
+            "title": issue.title,
+            "body": issue.body,
+            "state": issue.state,
+            "state_reason": issue.state_reason,
+            "html_url": f"https://github.example.test/{self.repository}/{kind}/{issue.number}",
+            "user": BOT,
+        }
+        if issue.pull_request:
+            view["pull_request"] = {"url": f"{self.base_url}/repos/{self.repository}/pulls/{issue.number}"}
+        return view
 
     def _list(self, issue: int, query: dict[str, list[str]], request: httpx.Request) -> httpx.Response:
         per_page = int(query.get("per_page", ["30"])[0])

@@ -194,6 +194,8 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "uploads-needed": "1",
         "plan-file": run.outputs["plan-file"],
         "comment-url": "",
+        "drifted": "",
+        "issue-url": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
     assert world.standin.branch_modules(ALICE, "main") == {

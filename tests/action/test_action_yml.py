@@ -49,7 +49,15 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         assert spec.get("description"), f"input {name} has no description"
         assert isinstance(spec.get("default"), str), f"input {name}: defaults are strings, as the runner reads them"
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
-    assert set(action["outputs"]) == {"has-changes", "exit-code", "uploads-needed", "plan-file", "comment-url"}
+    assert set(action["outputs"]) == {
+        "has-changes",
+        "exit-code",
+        "uploads-needed",
+        "plan-file",
+        "comment-url",
+        "drifted",
+        "issue-url",
+    }
     for name, spec in action["outputs"].items():
         assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
 
