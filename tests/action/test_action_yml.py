@@ -97,8 +97,8 @@ def test_python_and_cache_steps() -> None:
         assert key in s["state"]["run"], "a new cache key each run"
 
 
-def test_examples_are_the_three_workflows() -> None:
-    assert [p.name for p in EXAMPLES] == ["deploy.yml", "plan.yml", "unlock.yml"]
+def test_examples_are_the_four_workflows() -> None:
+    assert [p.name for p in EXAMPLES] == ["deploy.yml", "drift.yml", "plan.yml", "unlock.yml"]
     deploy = yaml.safe_load((ROOT / "examples/workflows/deploy.yml").read_text(encoding="utf-8"))
     assert deploy[True]["push"]["branches"] == ["main"]  # YAML 1.1 reads the key "on" as true
     assert deploy["concurrency"]["cancel-in-progress"] is False
@@ -109,6 +109,13 @@ def test_examples_are_the_three_workflows() -> None:
     unlock = yaml.safe_load((ROOT / "examples/workflows/unlock.yml").read_text(encoding="utf-8"))
     assert "workflow_dispatch" in unlock[True]
     assert unlock["concurrency"]["group"] == deploy["concurrency"]["group"], "unlock never overlaps a deploy"
+    drift = yaml.safe_load((ROOT / "examples/workflows/drift.yml").read_text(encoding="utf-8"))
+    assert set(drift[True]) == {"schedule", "workflow_dispatch"}
+    assert drift["permissions"] == {"contents": "read", "issues": "write"}
+    assert drift["concurrency"]["group"] == deploy["concurrency"]["group"], "a check never overlaps a deploy"
+    [step] = [s for s in drift["jobs"]["drift"]["steps"] if s.get("id") == "gitops"]
+    assert step["with"]["command"] == "drift"
+    assert step["with"]["drift-issue"] == "true"
     for path in EXAMPLES:
         text = path.read_text(encoding="utf-8")
         assert "SCREEPS_TOKEN }}" in text
