@@ -1,4 +1,5 @@
-"""The GitHub Action's step: plan or apply, then tell GitHub (outputs, job summary, pull request comment).
+"""The GitHub Action's step: plan, apply or drift, then tell GitHub (outputs, job summary, pull request comment, the
+drift issue).
 
 ``action.yml`` runs ``gitops action`` with the Action's inputs in ``GITOPS_*`` environment variables (secrets never
 on a command line; the names are in :data:`INPUT_ENV` and ``docs/github-action.md``). One run:
@@ -8,9 +9,11 @@ on a command line; the names are in :data:`INPUT_ENV` and ``docs/github-action.m
 2. plans through :mod:`gitops.app.planning`, as ``gitops plan`` does; without credentials (a pull request from a fork
    gets no secrets) it plans from the ledger alone (``--refresh=never``) and says so;
 3. for ``apply``: carries the plan out through :func:`gitops.app.applying.run_apply`, as ``gitops apply --yes``
-   does (the same budget recheck, verification and report);
+   does (the same budget recheck, verification and report); ``drift`` instead of 2 and 3 runs
+   :func:`gitops.app.drift.check_drift`, as ``gitops drift`` does (drift, exit code 2, is not a failure either);
 4. writes the outputs (``GITHUB_OUTPUT``), the Markdown plan (``GITHUB_STEP_SUMMARY``, cut under 1 MiB) and, on a
-   pull request, the one plan comment (cut under 65,536 characters), edited in place on every push.
+   pull request, the one plan comment (cut under 65,536 characters), edited in place on every push; for ``drift``
+   with ``drift-issue``, the one drift issue (opened or updated while something drifted, closed when nothing has).
 
 Step 4 happens whatever step 2 or 3 raised, so a failed run still shows why in the summary and the comment. The
 error itself is re-raised for the CLI to print and turn into the exit code; a plan with changes (exit code 2) is
