@@ -13,7 +13,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project, edit_on_server
+from tests.project import Project, edit_on_server, spend
 
 DOWNLOAD = "GET /api/user/code"
 UPLOAD = "POST /api/user/code"
@@ -174,3 +174,17 @@ def test_an_upload_whose_answer_was_lost_is_no_drift_when_it_landed(
     result = project.gitops("drift")
     assert result.code == 0, result.out + result.err
     assert "an upload whose answer was lost had landed" in result.out
+
+
+def test_downloads_that_do_not_fit_are_refused_before_any_request(project: Project, standin: StandIn) -> None:
+    project.manifest([{"branch": "main", "root": "src"}])
+    project.commit("one branch")
+    assert project.apply("--yes").code == 0
+    spend(standin, DOWNLOAD, 59)  # another tool with the same token: one download left of 60 per hour
+    assert project.gitops("drift").code == 0  # it fits; the headers it brings back say that none remains
+    sent = standin.count(DOWNLOAD), standin.count("GET /api/user/branches")
+    result = project.gitops("drift")
+    assert result.code == 3, result.out + result.err
+    assert "the drift check needs more downloads than remain; nothing was sent" in result.err
+    assert "--refresh" not in result.err
+    assert (standin.count(DOWNLOAD), standin.count("GET /api/user/branches")) == sent

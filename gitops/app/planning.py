@@ -179,19 +179,21 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
 # --- the budget gates: the one place that decides what fits ----------------------------------------------------
 
 
-def check_download_budget(s: Session, server: str, needed: int) -> None:
-    """Refuse, before any request, a plan whose downloads would not fit what remains of ``GET /api/user/code``."""
+def check_download_budget(s: Session, server: str, needed: int, *, what: str = "planning") -> None:
+    """Refuse, before any request, a plan (or ``what`` else downloads) whose downloads would not fit what remains
+    of ``GET /api/user/code``."""
     if not needed:
         return
     rows = _short_rows(s, server, {DOWNLOAD: needed})
     if rows and s.learn_unlimited(server):
         rows = _short_rows(s, server, {DOWNLOAD: needed})
     if rows:
+        instead = "Plan from the ledger with --refresh=never (no download), wait" if what == "planning" else "Wait"
         raise BudgetError(
-            "planning needs more downloads than remain; nothing was sent:\n"
+            f"{what} needs more downloads than remain; nothing was sent:\n"
             + "\n".join(f"  - {shortfall_message(r)}" for r in rows),
-            hint="Plan from the ledger with --refresh=never (no download), wait for the reset, or lift the limits "
-            f"for two hours: 'gitops unlock --server {server}' prints the no-rate-limit link.",
+            hint=f"{instead} for the reset, or lift the limits for two hours: 'gitops unlock --server {server}' "
+            "prints the no-rate-limit link.",
         )
 
 
