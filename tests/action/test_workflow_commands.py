@@ -64,9 +64,10 @@ def test_credentials_go_under_the_names_the_manifest_reads() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "accepted"),
     [
-        ("command", "deploy", "plan or apply"),
+        ("command", "deploy", "plan, apply or drift"),
         ("refresh", "sometimes", "always, auto or never (or empty for the default)"),
         ("comment", "maybe", "true or false"),
+        ("drift-issue", "maybe", "true or false"),
         ("max-wait", "soon", "a number of seconds"),
         ("max-wait", "-1", "a number of seconds, 0 or more"),
         ("token-env", "MY-TOKEN", "an environment variable name (letters, digits, _)"),
