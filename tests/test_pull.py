@@ -1,0 +1,192 @@
+"""``gitops pull`` and ``gitops init --pull`` end to end: a real Git repository, the real CLI, the real stand-in."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gitops.cli import run
+from gitops.standin.testing import FULL_TOKEN, StandIn
+from tests.project import Project, spend
+
+DOWNLOAD = "GET /api/user/code"
+WASM = b"\x00asm\x01\x00\x00\x00" + bytes(range(256))
+
+MAIN = {
+    "main": "const harvester = require('role/harvester');\nmodule.exports.loop = () => harvester.run();\n",
+    "role/harvester": "module.exports.run = () => {\n  // harvest\n};\n",
+    "lib/add.wasm": {"binary": base64.b64encode(WASM).decode("ascii")},
+}
+FLAT = {
+    "main": "module.exports.loop = () => require('role.harvester').run();\n",
+    "role.harvester": "module.exports.run = () => 'flat';\n",
+}
+
+
+def seed(standin: StandIn, branch: str, modules: dict[str, Any]) -> None:
+    """Put code on the server behind the tool's back (the player's code before adopting the tool)."""
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        if branch != "default":
+            created = http.post("/api/user/clone-branch", json={"branch": "", "newName": branch})
+            assert created.json().get("ok") == 1, created.text
+        answer = http.post("/api/user/code", json={"branch": branch, "modules": modules})
+        assert answer.json().get("ok") == 1, answer.text
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    seed(standin, "main", MAIN)
+    seed(standin, "flat", FLAT)
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.manifest(
+        [
+            {"branch": "main", "root": "src", "include": ["**/*.js", "**/*.wasm"]},
+            {"branch": "flat", "root": "flat", "naming": {"separator": "."}},
+        ]
+    )
+    p.commit("manifest")
+    return p
+
+
+def test_pull_writes_every_module_and_the_plan_after_it_has_no_changes(project: Project, standin: StandIn) -> None:
+    result = project.gitops("pull")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[:5] == [
+        "local/main -> src/: 3 created, 0 updated, 0 unchanged",
+        "  + src/lib/add.wasm",
+        "  + src/main.js",
+        "  + src/role/harvester.js",
+        "local/flat -> flat/: 2 created, 0 updated, 0 unchanged",
+    ]
+    assert result.err == ""
+    assert (project.root / "src/main.js").read_text(encoding="utf-8") == MAIN["main"]
+    assert (project.root / "src/role/harvester.js").read_text(encoding="utf-8") == MAIN["role/harvester"]
+    assert (project.root / "src/lib/add.wasm").read_bytes() == WASM
+    assert (project.root / "flat/role.harvester.js").read_text(encoding="utf-8") == FLAT["role.harvester"]
+    assert (project.root / "flat/main.js").read_text(encoding="utf-8") == FLAT["main"]
+
+    plan = project.plan("--refresh=always")
+    assert plan.code == 0, plan.out + plan.err
+    assert "No changes: the servers hold what the repository holds." in plan.out
+
+    again = project.gitops("pull")
+    assert again.code == 0
+    assert "local/main -> src/: 0 created, 0 updated, 3 unchanged" in again.out
+
+
+def test_pull_does_not_overwrite_uncommitted_changes_unless_forced(project: Project, standin: StandIn) -> None:
+    assert project.gitops("pull").code == 0
+    project.commit("pulled")
+    mine = "module.exports.loop = () => 'my work in progress';\n"
+    project.write({"src/main.js": mine})
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        http.post("/api/user/code", json={"branch": "main", "modules": {**MAIN, "main": "// newer on the server\n"}})
+
+    refused = project.gitops("pull")
+    assert refused.code == 6
+    assert refused.err.startswith(
+        "Error: the pull would overwrite files it must not; nothing was written:\n"
+        "  - src/main.js has uncommitted changes\n"
+        "Commit or stash your changes first (git stash), or pass --force to overwrite them.\n"
+    )
+    assert (project.root / "src/main.js").read_text(encoding="utf-8") == mine
+
+    forced = project.gitops("pull", "--force")
+    assert forced.code == 0, forced.err
+    assert "  ~ src/main.js" in forced.out
+    assert (project.root / "src/main.js").read_text(encoding="utf-8") == "// newer on the server\n"
+
+
+def test_an_untracked_file_in_the_way_is_protected_too(project: Project) -> None:
+    project.write({"flat/main.js": "// mine, never committed\n"})
+    refused = project.gitops("pull")
+    assert refused.code == 6
+    assert "  - flat/main.js has uncommitted changes\n" in refused.err
+    assert not (project.root / "src").exists()  # nothing at all was written
+
+
+def test_dry_run_lists_and_writes_nothing(project: Project) -> None:
+    result = project.gitops("pull", "--dry-run", "--branch", "main")
+    assert result.code == 0, result.err
+    assert result.out == (
+        "local/main -> src/: 3 would create, 0 would update, 0 unchanged\n"
+        "  + src/lib/add.wasm\n  + src/main.js\n  + src/role/harvester.js\n"
+        "Dry run: nothing was written.\n"
+    )
+    assert not (project.root / "src").exists()
+
+
+@pytest.mark.parametrize("name", ["a/../../../escaped", "x/.git/hooks/post-checkout", "C:/Windows/evil"])
+def test_hostile_module_names_are_refused_and_nothing_is_written(
+    project: Project, standin: StandIn, tmp_path: Path, name: str
+) -> None:
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        http.post("/api/user/code", json={"branch": "main", "modules": {**MAIN, name: "// evil\n"}})
+    before = sorted(p for p in tmp_path.rglob("*") if "-state" not in str(p) and "standin" not in str(p))
+    result = project.gitops("pull")
+    assert result.code == 1
+    assert result.err.startswith(
+        "Error: the server's code holds module names that cannot be files under the root; nothing was written:\n"
+        f"  - local/main: module {name!r} "
+    )
+    after = sorted(p for p in tmp_path.rglob("*") if "-state" not in str(p) and "standin" not in str(p))
+    assert after == before
+
+
+def test_pull_refuses_downloads_that_do_not_fit_before_sending_any(project: Project, standin: StandIn) -> None:
+    spend(standin, DOWNLOAD, 58)
+    assert project.gitops("pull", "--branch", "main").code == 0  # the headers now say 1 download remains
+    downloads = standin.count(DOWNLOAD)
+    refused = project.gitops("pull")  # two branches: two downloads
+    assert refused.code == 3
+    assert "needs more downloads than remain; nothing was sent" in refused.err
+    assert "the plan needs 2 x GET /api/user/code but 1 of 60 per hour remain" in refused.err
+    assert standin.count(DOWNLOAD) == downloads
+
+
+def test_server_and_branch_restrict_the_pull_and_nothing_else_is_contacted(project: Project) -> None:
+    project.manifest(
+        [
+            {"branch": "main", "root": "src", "include": ["**/*.js", "**/*.wasm"]},
+            {"server": "gone", "branch": "main", "root": "gone"},
+        ],
+        servers={
+            "local": {"url": project.service.url, "token_env": "SCREEPS_TOKEN"},
+            "gone": {"url": "http://127.0.0.1:9", "token_env": "SCREEPS_TOKEN"},
+        },
+    )
+    result = project.gitops("pull", "--server", "local")
+    assert result.code == 0, result.err
+    assert (project.root / "src/main.js").exists()
+    unknown = project.gitops("pull", "--branch", "nope")
+    assert unknown.code == 4
+    assert "--branch 'nope' is not a branch of" in unknown.err
+
+
+def test_a_branch_the_server_lacks_is_a_warning(project: Project) -> None:
+    project.manifest([{"branch": "missing", "root": "src"}])
+    result = project.gitops("pull")
+    assert result.code == 0
+    assert "warning: local/missing: the server has no such branch; nothing was pulled for it" in result.err
+
+
+def test_init_pull_adopts_the_servers_code_into_a_new_repository(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(standin, "main", {"main": MAIN["main"], "role/harvester": MAIN["role/harvester"]})
+    p = Project(tmp_path / "new-bot", standin, capsys, monkeypatch)
+    result = p.gitops("init", "--server", standin.url, "--branch", "main", "--pull")
+    assert result.code == 0, result.err
+    assert "Detected layout: empty (root src" in result.out
+    assert "local/main -> src/: 2 created" in result.out
+    assert (p.root / "src/role/harvester.js").read_text(encoding="utf-8") == MAIN["role/harvester"]
+    capsys.readouterr()  # validate takes no --state-dir: it runs directly
+    assert run(["validate", "-m", str(p.root / "gitops.yaml")]) == 0
+    plan = p.plan("--refresh=always")
+    assert plan.code == 0, plan.out + plan.err
