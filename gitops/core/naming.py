@@ -59,9 +59,13 @@ def unsafe_name_reason(name: str) -> str | None:
     return None
 
 
-def module_path(name: str, *, binary: bool, naming: Naming) -> str:
-    """The path under the root (``/`` separators) that the naming rule reads as module ``name``.
+def candidate_paths(name: str, *, binary: bool, naming: Naming) -> list[str]:
+    """Every path under the root (``/`` separators) that the naming rule reads as module ``name``, best first:
+    the name with each of ``naming.strip_suffixes`` in the order listed, then the name as it is.
 
+    Which of them the rule accepts is asked of :func:`~gitops.core.local.module_name` itself, so the inverse
+    follows the forward rule wherever it goes (a binary module keeps its suffix, so only the bare name reads back
+    as it; with ``.wasm`` stripped from binary names too, ``mybot_bg`` also comes from ``mybot_bg.wasm``).
     Raises :class:`ValueError` (with :func:`unsafe_name_reason`'s text) for a hostile name, and
     :class:`Unmappable` when no path maps back to ``name``.
     """
@@ -72,13 +76,16 @@ def module_path(name: str, *, binary: bool, naming: Naming) -> str:
         raise Unmappable(
             f"has '/' in its name, but the branch's naming.separator is {naming.separator!r}, so no file maps to it"
         )
-    # The first suffix that reads back as the name: with [".js", ".min.js"], "a.min" cannot be "a.min.js" (read
-    # back as "a"), so no suffix fits it; binary modules keep their name as it is.
-    candidates = [name] if binary or not naming.strip_suffixes else [name + s for s in naming.strip_suffixes]
-    for path in candidates:
-        if module_name(path, binary=binary, naming=naming) != name:
-            continue
-        if any(len(part.encode("utf-8")) > MAX_PART_BYTES for part in path.split("/")):
-            raise Unmappable(f"has a part longer than a file name may be ({MAX_PART_BYTES} bytes)")
-        return path
-    raise Unmappable(f"would be read back from {candidates[0]} as another module, whichever suffix it gets")
+    tried = [*(name + suffix for suffix in naming.strip_suffixes), name]
+    found = [path for path in dict.fromkeys(tried) if module_name(path, binary=binary, naming=naming) == name]
+    if not found:
+        raise Unmappable(f"would be read back from {tried[0]} as another module, whichever suffix it gets")
+    fitting = [p for p in found if all(len(part.encode("utf-8")) <= MAX_PART_BYTES for part in p.split("/"))]
+    if not fitting:
+        raise Unmappable(f"has a part longer than a file name may be ({MAX_PART_BYTES} bytes)")
+    return fitting
+
+
+def module_path(name: str, *, binary: bool, naming: Naming) -> str:
+    """The best of :func:`candidate_paths`: the file that holds module ``name`` when nothing else decides."""
+    return candidate_paths(name, binary=binary, naming=naming)[0]

@@ -17,7 +17,7 @@ from typing import Literal
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import GLOB_FLAGS, module_name
-from gitops.core.naming import Unmappable, module_path
+from gitops.core.naming import Unmappable, candidate_paths
 
 Action = Literal["create", "update", "same"]
 
@@ -97,26 +97,35 @@ def plan_branch_pull(
     listed_set = set(listed)
     included, excluded, binary_glob = _matcher(config.include), _matcher(config.exclude), _matcher(config.binary)
     existing = existing_modules(config, listed)
+
+    def reads_back(path: str, binary: bool) -> bool:
+        return included(path) and not excluded(path) and binary_glob(path) == binary
+
     result = BranchPull(config.server, config.branch, config.root)
     targets: dict[str, list[str]] = {}
     chosen: dict[str, str] = {}
     for module in code:
         try:
-            path = existing.get(module.name) or module_path(module.name, binary=module.is_binary, naming=config.naming)
+            candidates = candidate_paths(module.name, binary=module.is_binary, naming=config.naming)
         except Unmappable as exc:
             result.notes.append(f"module {module.name!r} {exc}; not written (the next apply would remove it)")
             continue
         except ValueError as exc:
             result.refused.append(f"module {module.name!r} {exc}")
             continue
+        # The file the manifest reads as the module today; else the first path the manifest would read back as
+        # this module (include, exclude and binary agreeing); else the naming rule's first choice.
+        path = existing.get(module.name) or next(
+            (p for p in candidates if reads_back(p, module.is_binary)), candidates[0]
+        )
         chosen[module.name] = path
         targets.setdefault(path, []).append(module.name)
 
     planned = set(targets)
     for module in code:
-        path = chosen.get(module.name)
-        if path is None:
+        if module.name not in chosen:
             continue
+        path = chosen[module.name]
         if len(targets[path]) > 1:
             result.notes.append(
                 f"modules {', '.join(repr(n) for n in targets[path])} would all be written to {path}; none is "
