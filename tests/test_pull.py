@@ -190,3 +190,18 @@ def test_init_pull_adopts_the_servers_code_into_a_new_repository(
     assert run(["validate", "-m", str(p.root / "gitops.yaml")]) == 0
     plan = p.plan("--refresh=always")
     assert plan.code == 0, plan.out + plan.err
+
+
+def test_a_symbolic_link_under_the_root_cannot_carry_a_write_outside(project: Project, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project.root / "src").mkdir()
+    (project.root / "src/role").symlink_to(outside, target_is_directory=True)
+    result = project.gitops("pull", "--branch", "main")
+    assert result.code == 6
+    assert (
+        "  - src/role/harvester.js: its folder leads outside the repository (through a symbolic link); pull writes "
+        "only under the root\n"
+    ) in result.err
+    assert list(outside.iterdir()) == []
+    assert not (project.root / "src/main.js").exists()
