@@ -149,13 +149,13 @@ def plan_branch_pull(
         before = current(path)
         action: Action = "create" if before is None else "same" if before == data else "update"
         result.writes.append(FileWrite(path, module.name, data, action))
-        reads_back = (
+        round_trips = (
             included(path)
             and not excluded(path)
             and binary_glob(path) == module.is_binary
             and module_name(path, binary=module.is_binary, naming=config.naming) == module.name
         )
-        if not reads_back:
+        if not round_trips:
             why = (
                 "include does not match it"
                 if not included(path)
