@@ -156,3 +156,11 @@ def test_a_lone_surrogate_in_a_text_is_not_written() -> None:
     result = plan_branch_pull(config(), CodeSet.of([Module("main", text="a\ud800b")]), [], lambda _p: None)
     assert result.writes == []
     assert "lone surrogate" in result.notes[0]
+
+
+def test_the_path_chosen_is_one_the_globs_read_back() -> None:
+    # "x" could be x.mjs, x.js or x; only x.js is included, so that is where it goes.
+    naming = {"strip_suffixes": [".mjs", ".js"]}
+    result = plan_branch_pull(config(naming=naming), CodeSet.of([Module("x", text="1")]), [], lambda _p: None)
+    assert [w.path for w in result.writes] == ["x.js"]
+    assert result.notes == []
