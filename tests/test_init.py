@@ -149,3 +149,11 @@ def test_bad_options_are_usage_errors_and_write_nothing(
     assert message in err
     assert not (repo / "gitops.yaml").exists()
     assert [p.name for p in repo.iterdir() if p.name != ".git"] == ["src"]
+
+
+def test_init_in_a_folder_that_does_not_exist_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = gitops(capsys, "init", "-m", str(tmp_path / "nowhere" / "gitops.yaml"))
+    assert code == 4
+    assert err.startswith(f"Error: {tmp_path / 'nowhere'} cannot be listed (No such file or directory)")

@@ -54,7 +54,7 @@ def snapshot_of(folder: Path) -> RepoSnapshot:
     try:
         entries = list(os.scandir(folder))
     except OSError as exc:
-        raise SourceError(
+        raise UsageError(
             f"{folder} cannot be listed ({exc.strerror or exc}); run gitops init in your bot's folder"
         ) from None
     for entry in entries:
@@ -83,7 +83,13 @@ def snapshot_of(folder: Path) -> RepoSnapshot:
 def write_new_manifest(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`)."""
     refuse_existing(path)
-    fd, temp = tempfile.mkstemp(prefix=".gitops-init-", suffix=".tmp", dir=path.parent)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=".gitops-init-", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise SourceError(
+            f"{path} cannot be written ({exc.strerror or type(exc).__name__})",
+            hint="Run gitops init in a folder you can write, or name another file with -m.",
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
