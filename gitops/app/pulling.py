@@ -84,7 +84,9 @@ def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_ru
     for config in configs:
         per_server.setdefault(config.server, []).append(config)
     for server, branches in per_server.items():
-        check_download_budget(s, server, len(branches))
+        check_download_budget(
+            s, server, len(branches), doing="the pull", instead="Pull fewer branches (--branch NAME), wait"
+        )
 
     result = PullResult(dry_run=dry_run)
     for server, branches in per_server.items():
