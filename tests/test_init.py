@@ -25,10 +25,11 @@ def gitops(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, st
 LAYOUTS: dict[str, tuple[Mapping[str, str | bytes], str, str]] = {
     "build": (
         {
-            "package.json": json.dumps({"scripts": {"build": "rollup -c"}}),
+            # A build that works without node_modules: the point is that init names it and validate runs it.
+            "package.json": json.dumps({"scripts": {"build": "mkdir -p dist && cp src/main.js dist/main.js"}}),
             "rollup.config.js": "export default {};\n",
-            "src/main.ts": "export const loop = () => {};\n",
-            "dist/main.js": "module.exports.loop = () => {};\n",
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "dist/main.js": "// stale until the build runs\n",
         },
         "dist",
         "/",
@@ -50,8 +51,13 @@ LAYOUTS: dict[str, tuple[Mapping[str, str | bytes], str, str]] = {
         "/",
     ),
     "wasm": (
-        {"Cargo.toml": "[package]\nname = 'bot'\n", "target/main.js": "// loader\n", "target/compiled.wasm": WASM},
-        "target",
+        {
+            "Cargo.toml": "[package]\nname = 'bot'\n",
+            "package.json": json.dumps({"scripts": {"build": "true"}}),
+            "dist/main.js": "module.exports.loop = () => require('bot_bg');\n",
+            "dist/bot_bg.wasm": WASM,
+        },
+        "dist",
         "/",
     ),
 }
@@ -86,15 +92,26 @@ def test_the_flat_layout_deploys_the_bot_and_not_the_tools(tmp_path: Path, capsy
     assert "mmo/default: 2 modules" in out  # main and role.harvester; not Gruntfile.js, not node_modules
 
 
-def test_the_wasm_layout_keeps_the_wasm_binary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_wasm_layout_names_the_binary_by_its_stem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files, _, _ = LAYOUTS["wasm"]
     repo = make_repo(tmp_path / "bot", files)
     code, out, _ = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
     assert code == 0
-    assert "Build the code before planning: cargo screeps build" in out
-    code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert "Build command: npm run build (run by validate, plan and apply)" in out
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
     assert code == 0, err
     assert "2 modules (1 binary)" in out
+    assert "bot_bg" in out
+
+
+def test_a_rust_bot_without_npm_is_built_by_cargo_screeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "bot", {"Cargo.toml": "[package]\nname = 'bot'\n", "src/lib.rs": "\n"})
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: wasm (root target, separator '/')\n")
+    data = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    assert data["branches"][0]["build"] == "cargo screeps build"
+    assert data["branches"][0]["naming"] == {"strip_suffixes": [".js", ".wasm"]}
 
 
 def test_init_refuses_to_overwrite_a_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

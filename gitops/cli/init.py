@@ -111,7 +111,7 @@ def init(
         click.echo(f"  - {line}")
     click.echo(f"Wrote {manifest}: branch {branch!r} on server {server.name!r} ({url})")
     if layout.build is not None:
-        click.echo(f"Build the code before planning: {layout.build} (kept as a comment in the manifest)")
+        click.echo(f"Build command: {layout.build} (run by validate, plan and apply)")
     load_manifest(manifest)  # what was written validates as a manifest
     secret = server.token_env or server.password_env
     if then_pull:

@@ -109,18 +109,30 @@ def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
         f"    root: {_scalar(layout.root)}   # module names are paths under this folder",
     ]
     if layout.build is not None:
-        # The manifest of this version has no build key: the command is kept as a note for the person.
-        lines.append(f"    # build: {layout.build}   # not run by this version: build before 'gitops plan'")
+        lines.append(f"    build: {_scalar(layout.build)}   # run before the code is read (validate, plan, apply)")
+    else:
+        lines.append('    # build: "npm run build"   # a command that writes root, run before the code is read')
     lines.append(f"    include: {_flow(layout.include)}")
     if layout.exclude:
         lines.append(f"    exclude: {_flow(layout.exclude)}")
     else:
         lines.append('    # exclude: ["test/**"]')
-    lines.append(f"    binary: {_flow(layout.binary)}   # sent as {{binary: base64}}; the name keeps its suffix")
+    lines.append(f"    binary: {_flow(layout.binary)}   # sent as {{binary: base64}}")
+    naming: list[str] = []
     if layout.separator == ".":
-        lines.append('    naming: {separator: "."}   # role.harvester.js -> require("role.harvester")')
+        naming.append('separator: "."')
+    if layout.strip_suffixes is not None:
+        naming.append(f"strip_suffixes: {_flow(layout.strip_suffixes)}")
+    if layout.separator == ".":
+        lines.append(f"    naming: {{{', '.join(naming)}}}   # role.harvester.js -> require('role.harvester')")
+    elif naming:
+        lines.append(f"    naming: {{{', '.join(naming)}}}   # compiled.wasm -> require('compiled')")
     else:
         lines.append('    # naming: {separator: "."}   # "/" (default): role/harvester.js -> require("role/harvester")')
+    if layout.kind in ("build", "wasm"):
+        lines.append(
+            "    # source_maps: wrap   # main.js.map -> module 'main.js.map' (module.exports = <map>;); or raw, omit"
+        )
     lines += [
         "    # activate: [world]   # make this branch the active one (world and/or sim) after each upload",
         "    # remote_only: remove   # modules only on the server are removed (default) or kept",

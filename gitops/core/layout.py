@@ -9,7 +9,7 @@ The layouts, in the order they are tried:
 
 * **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``): a ``main.js``
   loader plus the ``.wasm`` module, in the folder that holds the ``.wasm`` (``dist`` after an npm build,
-  ``target`` for cargo-screeps);
+  ``target`` for cargo-screeps), the binary named by its stem (``compiled.wasm`` is ``require('compiled')``);
 * **build**: a ``package.json`` with a ``build`` script and a ``dist/`` folder or a rollup/webpack config: the
   bundler's output, ``dist``;
 * **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, separator ``.``, the tools'
@@ -73,6 +73,8 @@ class Layout:
     exclude: tuple[str, ...] = ()
     binary: tuple[str, ...] = ("**/*.wasm",)
     build: str | None = None
+    #: ``naming.strip_suffixes`` when not the default ``[".js"]``: the wasm layout names its binary by its stem.
+    strip_suffixes: tuple[str, ...] | None = None
     #: What was seen, one line each ("package.json has a build script: rollup -c"), for the person.
     seen: tuple[str, ...] = ()
 
@@ -128,6 +130,8 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
             include=("*.js", "*.wasm"),
             binary=("*.wasm",),
             build=build,
+            # cargo-screeps and the wasm-pack loaders require the module by its stem: require('compiled').
+            strip_suffixes=(".js", ".wasm"),
             seen=tuple(seen),
         )
 

@@ -61,11 +61,12 @@ def unsafe_name_reason(name: str) -> str | None:
 
 def candidate_paths(name: str, *, binary: bool, naming: Naming) -> list[str]:
     """Every path under the root (``/`` separators) that the naming rule reads as module ``name``, best first:
-    the name with each of ``naming.strip_suffixes`` in the order listed, then the name as it is.
+    for a text module the name with each of ``naming.strip_suffixes`` in the order listed, then the name as it
+    is; for a binary module the name as it is first.
 
     Which of them the rule accepts is asked of :func:`~gitops.core.local.module_name` itself, so the inverse
-    follows the forward rule wherever it goes (a binary module keeps its suffix, so only the bare name reads back
-    as it; with ``.wasm`` stripped from binary names too, ``mybot_bg`` also comes from ``mybot_bg.wasm``).
+    follows the forward rule wherever it goes (with ``.wasm`` in ``strip_suffixes``, binary module ``mybot_bg``
+    also comes from ``mybot_bg.wasm``, which the caller prefers when the binary globs pick it).
     Raises :class:`ValueError` (with :func:`unsafe_name_reason`'s text) for a hostile name, and
     :class:`Unmappable` when no path maps back to ``name``.
     """
@@ -76,7 +77,10 @@ def candidate_paths(name: str, *, binary: bool, naming: Naming) -> list[str]:
         raise Unmappable(
             f"has '/' in its name, but the branch's naming.separator is {naming.separator!r}, so no file maps to it"
         )
-    tried = [*(name + suffix for suffix in naming.strip_suffixes), name]
+    suffixed = [name + suffix for suffix in naming.strip_suffixes]
+    # A text module is a file with a module suffix (main.js); a binary one is best its name as it is
+    # (lib/add.wasm), else with a suffix that strip_suffixes takes off (mybot_bg.wasm for module mybot_bg).
+    tried = [name, *suffixed] if binary else [*suffixed, name]
     found = [path for path in dict.fromkeys(tried) if module_name(path, binary=binary, naming=naming) == name]
     if not found:
         raise Unmappable(f"would be read back from {tried[0]} as another module, whichever suffix it gets")

@@ -114,7 +114,15 @@ LAYOUTS = [
     Layout("build", "dist", "/", ("**/*.js",), build="npm run build", seen=("x",)),
     Layout("flat", ".", ".", ("**/*.js",), exclude=FLAT_EXCLUDES),
     Layout("src", "src", "/", ("**/*.js", "**/*.wasm")),
-    Layout("wasm", "target", "/", ("*.js", "*.wasm"), binary=("*.wasm",), build="cargo screeps build"),
+    Layout(
+        "wasm",
+        "target",
+        "/",
+        ("*.js", "*.wasm"),
+        binary=("*.wasm",),
+        build="cargo screeps build",
+        strip_suffixes=(".js", ".wasm"),
+    ),
     Layout("empty", "src", "/", ("**/*.js",)),
 ]
 
@@ -131,8 +139,9 @@ def test_every_layouts_manifest_text_is_a_valid_manifest_with_its_values(layout:
     assert branch.naming.separator == layout.separator
     assert manifest.servers["mmo"].url == "https://screeps.com"
     assert manifest.servers["mmo"].token_env == "SCREEPS_TOKEN"
-    if layout.build is not None:
-        assert f"# build: {layout.build}" in text
+    assert branch.build == layout.build
+    if layout.strip_suffixes is not None:
+        assert tuple(branch.naming.strip_suffixes) == layout.strip_suffixes
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 
 from gitops.config.manifest import BranchConfig, Naming
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.local import module_name
+from gitops.core.local import build_branch, module_name
 from gitops.core.naming import Unmappable, module_path
 from gitops.core.pull import plan_branch_pull
 
@@ -142,7 +142,6 @@ def test_file_and_folder_clashes_are_not_written() -> None:
         "module 'a' goes to a, but a is a folder; not written",
         "module 'a/b' goes to a/b.js, but a is a file; not written",
         "module 'c/d' goes to c/d.js, but c is a file; not written",
-        "c (module 'c') is not on the server; the next apply uploads it",
     ]
 
 
@@ -164,3 +163,52 @@ def test_the_path_chosen_is_one_the_globs_read_back() -> None:
     result = plan_branch_pull(config(naming=naming), CodeSet.of([Module("x", text="1")]), [], lambda _p: None)
     assert [w.path for w in result.writes] == ["x.js"]
     assert result.notes == []
+
+
+def round_trip(branch: BranchConfig, code: CodeSet) -> dict[str, bytes]:
+    """Pull ``code`` into an empty root, then read the files back as plan does: the same code set, no notes."""
+    result = plan_branch_pull(branch, code, [], lambda _p: None)
+    assert result.notes == []
+    files = {w.path: w.data for w in result.writes}
+    built = build_branch(branch, files, files.__getitem__)
+    assert built.problems == []
+    assert built.code.digest == code.digest
+    return files
+
+
+def test_a_wrapped_source_map_goes_back_to_its_map_file() -> None:
+    wrapped = 'module.exports = {"version":3,"sources":["main.ts"]};\n'
+    code = CodeSet.of([Module("main", text="x"), Module("main.js.map", text=wrapped)])
+    files = round_trip(config(include=["**/*.js", "**/*.js.map"]), code)
+    assert files == {"main.js": b"x", "main.js.map": b'{"version":3,"sources":["main.ts"]}'}
+
+
+def test_a_map_module_that_is_not_wrapped_stays_javascript() -> None:
+    code = CodeSet.of([Module("main", text="x"), Module("main.js.map", text="// not a wrapped map\n")])
+    files = round_trip(config(), code)
+    assert sorted(files) == ["main.js", "main.js.map.js"]
+
+
+def test_source_maps_raw_writes_the_module_as_it_is() -> None:
+    code = CodeSet.of([Module("main", text="x"), Module("main.js.map", text='module.exports = {"a":1};')])
+    files = round_trip(config(source_maps="raw"), code)
+    assert sorted(files) == ["main.js", "main.js.map.js"]
+
+
+def test_a_binary_module_named_by_its_stem_goes_to_a_file_the_binary_globs_pick() -> None:
+    branch = config(include=["*.js", "*.wasm"], binary=["*.wasm"], naming={"strip_suffixes": [".js", ".wasm"]})
+    code = CodeSet.of([Module("main", text="require('mybot_bg')"), Module("mybot_bg", binary=b"\x00asm")])
+    files = round_trip(branch, code)
+    assert sorted(files) == ["main.js", "mybot_bg.wasm"]
+
+
+@pytest.mark.parametrize("separator", ["/", "."])
+def test_text_and_binary_modules_round_trip_with_both_separators(separator: str) -> None:
+    names = ["main", "role.harvester", "a.b.c"] if separator == "." else ["main", "role/harvester", "lib/x.y"]
+    code = CodeSet.of(
+        [
+            *(Module(n, text=f"// {n}") for n in names),
+            Module("lib/add.wasm" if separator == "/" else "add.wasm", binary=b"1"),
+        ]
+    )
+    round_trip(config(include=["**/*.js", "**/*.wasm"], naming={"separator": separator}), code)
