@@ -206,3 +206,37 @@ def test_a_symbolic_link_under_the_root_cannot_carry_a_write_outside(project: Pr
     ) in result.err
     assert list(outside.iterdir()) == []
     assert not (project.root / "src/main.js").exists()
+
+
+def test_a_bundled_bot_round_trips_its_source_map_and_its_wasm_named_by_stem(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    the_map = '{"version":3,"sources":["../src/main.ts"],"mappings":"AAAA"}'
+    seed(
+        standin,
+        "bundle",
+        {
+            "main": "module.exports.loop = () => require('bot_bg');\n",
+            "main.js.map": f"module.exports = {the_map};\n",
+            "bot_bg": {"binary": base64.b64encode(WASM).decode("ascii")},
+        },
+    )
+    p = Project(tmp_path / "bundle", standin, capsys, monkeypatch)
+    p.manifest(
+        [
+            {
+                "branch": "bundle",
+                "root": "dist",
+                "include": ["*.js", "*.js.map", "*.wasm"],
+                "binary": ["*.wasm"],
+                "naming": {"strip_suffixes": [".js", ".wasm"]},
+            }
+        ]
+    )
+    result = p.gitops("pull")
+    assert result.code == 0, result.err
+    assert result.err == ""
+    assert (p.root / "dist/main.js.map").read_text(encoding="utf-8") == the_map
+    assert (p.root / "dist/bot_bg.wasm").read_bytes() == WASM
+    plan = p.plan("--refresh=always")
+    assert plan.code == 0, plan.out + plan.err
