@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from gitops.cli import run
+from gitops.errors import SourceError
 from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.project import Project, spend
 
@@ -240,3 +241,39 @@ def test_a_bundled_bot_round_trips_its_source_map_and_its_wasm_named_by_stem(
     assert (p.root / "dist/bot_bg.wasm").read_bytes() == WASM
     plan = p.plan("--refresh=always")
     assert plan.code == 0, plan.out + plan.err
+
+
+def test_a_path_the_system_will_not_take_is_refused_before_any_write(project: Project, standin: StandIn) -> None:
+    deep = "/".join(["d" * 200] * 25) + "/x"  # each part fits a file name; the whole path is over PATH_MAX
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        http.post("/api/user/code", json={"branch": "main", "modules": {"main": "// m\n", f"zz/{deep}": "// deep\n"}})
+    result = project.gitops("pull", "--branch", "main")
+    assert result.code == 6
+    assert f"  - src/zz/{deep}.js cannot be written there (File name too long)\n" in result.err
+    assert not (project.root / "src").exists()
+
+
+def test_a_write_that_fails_part_way_says_what_was_written(tmp_path: Path) -> None:
+    from gitops.app.pulling import write_files
+    from gitops.config.manifest import load_manifest
+    from gitops.core.pull import BranchPull, FileWrite
+    from tests.factories import write_manifest
+
+    loaded = load_manifest(write_manifest(tmp_path / "bot"))
+    config = loaded.manifest.branches[0]
+    deep = "/".join(["d" * 200] * 25) + ".js"
+    writes = [
+        FileWrite("main.js", "main", b"// m\n", "create"),
+        FileWrite(deep, "deep", b"// deep\n", "create"),
+        FileWrite("z.js", "z", b"// z\n", "create"),
+    ]
+    with pytest.raises(SourceError) as caught:
+        write_files(loaded, {"local/main": config}, [BranchPull("local", "main", "src", writes)])
+    assert str(caught.value).startswith(
+        f"writing src/{deep} failed (File name too long); the pull stopped part-way:\n"
+        f"  written: src/main.js\n  not written: src/{deep}, src/z.js\n"
+        "Fix the cause (space, permissions), then pull again: it writes only what still differs."
+    )
+    assert (tmp_path / "bot/src/main.js").read_bytes() == b"// m\n"
+    assert not (tmp_path / "bot/src/z.js").exists()
+    assert [p.name for p in (tmp_path / "bot/src").iterdir()] == ["main.js"]  # no temporary file left behind

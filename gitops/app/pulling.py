@@ -129,7 +129,7 @@ def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_ru
             hint="Commit or stash your changes first (git stash), or pass --force to overwrite them.",
         )
     if not dry_run:
-        _write_all(loaded, configs_by_label, result.branches)
+        write_files(loaded, configs_by_label, result.branches)
     return result
 
 
@@ -141,21 +141,31 @@ def _escapes(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: li
         root = _root_dir(loaded, config)
         root_real = os.path.realpath(root)
         for write in branch.changes:
-            target = root / write.path
             shown = _shown(config, write.path)
-            if target.is_symlink():
-                problems.append(f"{shown} is a symbolic link; pull writes files, not through links: remove it")
-                continue
-            # The deepest folder that exists on the way must resolve inside the root.
-            folder = target.parent
-            while not folder.exists() and folder != root:
-                folder = folder.parent
-            real = os.path.realpath(folder)
-            outside = outside_reason(loaded.base_dir, real)
-            if outside is not None or not (real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)):
-                why = outside or "leads outside the root"
-                problems.append(f"{shown}: its folder {why} (through a symbolic link); pull writes only under the root")
+            try:
+                problem = _escape(loaded, root, root_real, write.path, shown)
+            except OSError as exc:  # a path the system will not take (too long): refused before any write
+                problem = f"{shown} cannot be written there ({exc.strerror or type(exc).__name__})"
+            if problem is not None:
+                problems.append(problem)
     return problems
+
+
+def _escape(loaded: LoadedManifest, root: Path, root_real: str, path: str, shown: str) -> str | None:
+    """Why writing ``path`` under the root is refused (a link in the way, or a folder leading out), or ``None``."""
+    target = root / path
+    if target.is_symlink():
+        return f"{shown} is a symbolic link; pull writes files, not through links: remove it"
+    # The deepest folder that exists on the way must resolve inside the root.
+    folder = target.parent
+    while not folder.exists() and folder != root:
+        folder = folder.parent
+    real = os.path.realpath(folder)
+    outside = outside_reason(loaded.base_dir, real)
+    if outside is not None or not (real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)):
+        why = outside or "leads outside the root"
+        return f"{shown}: its folder {why} (through a symbolic link); pull writes only under the root"
+    return None
 
 
 def _uncommitted(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> list[str]:
@@ -215,7 +225,9 @@ def _git_prefix(base_dir: Path) -> str:
     return done.stdout.strip() if done.returncode == 0 else ""
 
 
-def _write_all(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> None:
+def write_files(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> None:
+    """Write every changed file of ``pulls``, each atomically, in order; :class:`SourceError` at the first that
+    fails, listing what was written and what was not."""
     written: list[str] = []
     pending = [(configs[b.label], w) for b in pulls for w in b.changes]
     for k, (config, write) in enumerate(pending):

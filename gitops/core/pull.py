@@ -222,6 +222,11 @@ def plan_branch_pull(
                 f"module {module.name!r} is written to {path}, but {why}, so the next apply would remove it from "
                 "the server; fix include, exclude or binary"
             )
+    if config.build is not None and result.changes:
+        result.notes.append(
+            f"the branch has a build, so {config.root}/ holds its output: the pulled files are the server's bundle, "
+            "and the next build replaces them (the sources it was built from are not on the server)"
+        )
     for name, path in sorted(existing.items()):
         if name not in code:
             result.notes.append(f"{path} (module {name!r}) is not on the server; the next apply uploads it")
