@@ -6,7 +6,9 @@ from pathlib import Path
 
 import click
 
+from gitops.app.options import DEFAULT_MAX_WAIT
 from gitops.cli.common import manifest_option
+from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
 
 
 @click.command("init")
@@ -14,7 +16,7 @@ from gitops.cli.common import manifest_option
 @click.option(
     "--server",
     "url",
-    default="https://screeps.com",
+    default=DEFAULT_URL,
     show_default=True,
     metavar="URL",
     help="The server's base URL, with its path prefix: https://screeps.com/ptr, http://127.0.0.1:21025.",
@@ -22,7 +24,7 @@ from gitops.cli.common import manifest_option
 @click.option("--name", default=None, help="The server's name in the manifest [default: mmo, ptr, season, local, ...].")
 @click.option(
     "--branch",
-    default="default",
+    default=DEFAULT_BRANCH,
     show_default=True,
     help="The branch to deploy to (every account starts with 'default').",
 )
@@ -43,7 +45,7 @@ from gitops.cli.common import manifest_option
 @click.option(
     "--max-wait",
     type=click.FloatRange(min=0),
-    default=60.0,
+    default=DEFAULT_MAX_WAIT,
     envvar="GITOPS_MAX_WAIT",
     help="With --pull: longest wait (seconds) after a 429. [env: GITOPS_MAX_WAIT]",
 )

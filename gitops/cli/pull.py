@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from gitops.app.options import DEFAULT_MAX_WAIT
 from gitops.cli.common import manifest_option
 
 
@@ -25,7 +26,7 @@ from gitops.cli.common import manifest_option
 @click.option(
     "--max-wait",
     type=click.FloatRange(min=0),
-    default=60.0,
+    default=DEFAULT_MAX_WAIT,
     show_default=True,
     envvar="GITOPS_MAX_WAIT",
     help="Longest wait (seconds) after a 429 before retrying. [env: GITOPS_MAX_WAIT]",
