@@ -50,7 +50,7 @@ def _server_states(s: Session, server: str, names: list[str]) -> dict[str, Remot
     (When the branch list carries each branch's modules, as the private server's does, the list can stand for the
     downloads; that reading belongs to the client's ``list_branches``.)
     """
-    check_download_budget(s, server, len(names), what="the drift check")
+    check_download_budget(s, server, len(names), doing="the drift check", instead="Wait")
     reader = s.reader(server)
     listing: list[BranchInfo] | None
     try:
