@@ -113,11 +113,14 @@ class Drift(BaseModel):
     def drifted(self) -> bool:
         return self.status == "drifted"
 
-    def modules_text(self) -> str:
-        """``~ main, + hack, - role/x``: the modules changed outside Git, or that the branch is gone."""
+    def modules_text(self, limit: int | None = None) -> str:
+        """``~ main, + hack, - role/x``: the modules changed outside Git, or that the branch is gone; with ``limit``
+        at most that many names, then how many more (a job summary or an issue has a size limit)."""
         if self.missing:
             return "the branch was deleted"
         parts = [f"~ {n}" for n in self.changed] + [f"+ {n}" for n in self.added] + [f"- {n}" for n in self.removed]
+        if limit is not None and len(parts) > limit:
+            return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more"
         return ", ".join(parts)
 
 

@@ -10,15 +10,15 @@ import json
 from typing import Any
 
 from gitops.core.drift import DRIFT_FORMAT_VERSION, BranchDrift, DriftReport
-from gitops.render.plan import age, drift_document, drift_text, md_code, md_text, printable
+from gitops.render.plan import MARKDOWN_DRIFT_NAMES, age, drift_document, drift_text, md_code, md_text, printable
 
 
-def branch_line(entry: BranchDrift, now: float) -> str:
-    """One branch's finding in words."""
+def branch_line(entry: BranchDrift, now: float, *, limit: int | None = None) -> str:
+    """One branch's finding in words (``limit``: at most that many module names)."""
     drift = entry.drift
     when = "" if drift.applied_at is None else f" {age(now - drift.applied_at)}"
     if drift.status == "drifted":
-        return f"DRIFTED: {drift_text(drift, now)}"
+        return f"DRIFTED: {drift_text(drift, now, limit=limit)}"
     if drift.status == "none":
         landed = " (an upload whose answer was lost had landed)" if drift.pending_landed else ""
         return f"no drift: the server holds what this tool applied{when}{landed}"
@@ -50,13 +50,16 @@ def render_markdown(report: DriftReport, *, title: str = "screeps-gitops drift")
     lines.append("|---|---|---|---|")
     for entry in report.branches:
         d = entry.drift
-        modules = d.modules_text() if d.drifted else ""
+        modules = d.modules_text(MARKDOWN_DRIFT_NAMES) if d.drifted else ""
         lines.append(
             f"| {md_code(entry.server, table=True)} | {md_code(entry.branch, table=True)} | {d.status} | "
             f"{md_code(modules, table=True) if modules else '-'} |"
         )
     lines.append("")
-    lines.extend(f"- {md_code(entry.label)}: {md_text(branch_line(entry, now))}" for entry in report.branches)
+    lines.extend(
+        f"- {md_code(entry.label)}: {md_text(branch_line(entry, now, limit=MARKDOWN_DRIFT_NAMES))}"
+        for entry in report.branches
+    )
     if report.warnings:
         lines.extend(["", "**Warnings**", ""])
         lines.extend(f"- {md_text(w)}" for w in report.warnings)

@@ -77,11 +77,15 @@ def seen_text(branch: BranchPlan, now: float) -> str:
     }[remote.how]
 
 
-def drift_text(drift: Drift, now: float) -> str:
+#: Module names shown per drifted branch in Markdown (job summaries, comments, issues have size limits).
+MARKDOWN_DRIFT_NAMES = 50
+
+
+def drift_text(drift: Drift, now: float, *, limit: int | None = None) -> str:
     """``changed outside Git since this tool applied it 3 h ago (commit 1a2b3c4d5e6f): ~ main, + hack``."""
     when = "" if drift.applied_at is None else f" {age(now - drift.applied_at)}"
     commit = f" (commit {drift.commit[:12]})" if drift.commit else ""
-    return f"changed outside Git since this tool applied it{when}{commit}: {drift.modules_text()}"
+    return f"changed outside Git since this tool applied it{when}{commit}: {drift.modules_text(limit)}"
 
 
 def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
@@ -339,7 +343,9 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     if drifted:
         head.extend(["", "**Drift** (applying overwrites these changes made outside Git)", ""])
         head.extend(
-            f"- {md_code(b.label)}: {md_text(drift_text(b.drift, now))}" for b in drifted if b.drift is not None
+            f"- {md_code(b.label)}: {md_text(drift_text(b.drift, now, limit=MARKDOWN_DRIFT_NAMES))}"
+            for b in drifted
+            if b.drift is not None
         )
     if plan.warnings:
         head.extend(["", "**Warnings**", ""])

@@ -86,3 +86,13 @@ def test_hostile_names_stay_inert() -> None:
             for child in token.children or []:
                 assert child.type not in ("html_inline", "link_open", "image", "em_open", "s_open"), child
         assert token.type not in ("html_block", "fence", "code_block"), token
+
+
+def test_markdown_names_at_most_fifty_modules_per_branch() -> None:
+    names = [f"role/r{i:04}" for i in range(2000)]
+    report = DriftReport((BranchDrift("local", "main", Drift(status="drifted", changed=names)),), NOW)
+    text = render_markdown(report)
+    assert "~ role/r0049 and 1950 more" in text
+    assert "role/r0050" not in text
+    assert len(text) < 5000
+    assert "role/r1999" in render_text(report), "the terminal and JSON keep every name"
