@@ -66,6 +66,9 @@ def test_a_change_behind_the_tools_back_is_drift_until_applied_again(project: Pr
     text = project.plan("--refresh=always")
     assert "  drift: changed outside Git since this tool applied it" in text.out
     assert ": ~ main, + hack, - util\n" in text.out
+    standin.clock.advance(3600)  # past the trust window: refresh=auto (the default) learns the branch on the server
+    code, plan = project.plan_json()
+    assert (code, plan["branches"][0]["drift"]) == (2, True)
     markdown = project.plan("--refresh=always", "--markdown")
     assert "**Drift** (applying overwrites these changes made outside Git)" in markdown.out
 
