@@ -191,3 +191,18 @@ def test_downloads_that_do_not_fit_are_refused_before_any_request(project: Proje
     assert "the drift check needs more downloads than remain; nothing was sent" in result.err
     assert "--refresh" not in result.err
     assert (standin.count(DOWNLOAD), standin.count("GET /api/user/branches")) == sent
+
+
+def test_server_and_branch_select_what_is_checked(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
+    edit_on_server(standin, "main", {"main": "1;\n"})
+    downloads = standin.count(DOWNLOAD)
+    only_sim = project.gitops("drift", "--branch", "sim")
+    assert only_sim.code == 0, only_sim.err
+    assert "local/main" not in only_sim.out
+    assert standin.count(DOWNLOAD) == downloads + 1
+    both = project.gitops("drift", "--server", "local", "--branch", "sim", "--branch", "main")
+    assert both.code == 2
+    wrong = project.gitops("drift", "--branch", "nope")
+    assert wrong.code == 4
+    assert "--branch 'nope' is not a branch of" in wrong.err

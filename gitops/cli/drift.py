@@ -13,6 +13,8 @@ from gitops.errors import BudgetError, ExitCode
 
 @click.command()
 @manifest_option
+@click.option("--server", "servers", multiple=True, metavar="NAME", help="Only this server (repeatable).")
+@click.option("--branch", "branches", multiple=True, metavar="NAME", help="Only this branch (repeatable).")
 @click.option(
     "--max-wait",
     type=click.FloatRange(min=0),
@@ -43,6 +45,8 @@ from gitops.errors import BudgetError, ExitCode
 def drift(
     ctx: click.Context,
     manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
     max_wait: float,
     state_dir: Path | None,
     fmt: str,
@@ -56,6 +60,7 @@ def drift(
     3: the downloads do not fit the rate-limit budget; other codes: errors (see the README).
     """
     from gitops.app.drift import check_drift
+    from gitops.app.pulling import select_branches
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
 
@@ -64,8 +69,9 @@ def drift(
     fmt = "json" if as_json else "markdown" if as_markdown else fmt
     options = options_from(ctx, manifest=manifest, ref=None, refresh="always", max_wait=max_wait, state_dir=state_dir)
     with open_session(options) as s:
+        selected = select_branches(s.loaded, servers, branches)
         try:
-            report = check_drift(s)
+            report = check_drift(s, selected)
         except BudgetError as exc:
             print_unlock_links(exc)
             raise
