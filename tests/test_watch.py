@@ -183,3 +183,34 @@ def test_ctrl_c_stops_the_cli_cleanly(project: Project, standin: StandIn, tmp_pa
     assert "Traceback" not in err
     assert "deployed local/main" in out
     assert "Stopped: 1 deploy(s), 1 upload(s)." in out
+
+
+def test_what_counts_as_a_change(tmp_path: Path) -> None:
+    from gitops.app.watch import classify
+    from gitops.config.manifest import load_manifest
+    from gitops.edges.ignored import IgnoredFiles
+
+    (tmp_path / "gitops.yaml").write_text(
+        "version: 1\n"
+        "servers: {local: {url: 'http://127.0.0.1:1', token_env: SCREEPS_TOKEN}}\n"
+        "branches:\n"
+        "  - {server: local, branch: plain, root: dist}\n"
+        "  - {server: local, branch: built, root: out, build: 'true'}\n",
+        encoding="utf-8",
+    )
+    loaded = load_manifest(tmp_path / "gitops.yaml")
+    ignored = IgnoredFiles(files=frozenset({"notes.log"}), folders=frozenset({"dist", "tmp"}))
+    state = tmp_path / "state"
+
+    def kind(rel: str) -> str | None:
+        return classify(tmp_path / rel, loaded, ignored, state)
+
+    assert kind("gitops.yaml") == "manifest"
+    assert kind("dist/main.js") == "code"  # an ignored root is read whole
+    assert kind("out/main.js") is None  # the build's own output
+    assert kind("src/main.ts") == "code"  # a source of the build
+    assert kind("notes.log") is None
+    assert kind("tmp/x.js") is None
+    assert kind(".git/index") is None
+    assert kind("state/ledger.json") is None
+    assert classify(tmp_path.parent / "elsewhere.js", loaded, ignored, state) is None
