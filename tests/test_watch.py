@@ -214,3 +214,25 @@ def test_what_counts_as_a_change(tmp_path: Path) -> None:
     assert kind(".git/index") is None
     assert kind("state/ledger.json") is None
     assert classify(tmp_path.parent / "elsewhere.js", loaded, ignored, state) is None
+
+
+def test_problems_that_need_the_person_end_the_watch(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SCREEPS_TOKEN")
+    result = project.gitops("watch")
+    assert result.code == 7, result.err
+    assert "SCREEPS_TOKEN" in result.err
+    (project.root / "gitops.yaml").write_text("version: 1\nservers: nope\n", encoding="utf-8")
+    result = project.gitops("watch")
+    assert result.code == 5, result.err
+    assert "Traceback" not in result.err
+
+
+def test_watch_help_names_the_environment_variables(project: Project) -> None:
+    from gitops.cli import run
+
+    assert run(["watch", "--help"]) == 0
+    out = project.capsys.readouterr().out
+    for name in ("GITOPS_SERVERS", "GITOPS_BRANCHES", "GITOPS_MAX_UPLOADS_PER_HOUR", "GITOPS_DEBOUNCE"):
+        assert name in out

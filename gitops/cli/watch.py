@@ -9,7 +9,7 @@ import click
 
 from gitops.app.watch import DEFAULT_DEBOUNCE
 from gitops.cli.common import manifest_option, options_from, target_options
-from gitops.errors import EXIT_INTERRUPTED, ExitCode
+from gitops.errors import ExitCode
 
 
 @click.command()
@@ -90,5 +90,7 @@ def watch(
 
     with file_changes(folder, settings.poll, stop) as source:
         state = run_watch(options, source, say, settings=settings, stop=stop)
+    # Ctrl-C while idle is how a watch ends: exit 0. Ctrl-C during a deploy is re-raised by the use case and ends
+    # as every interrupted command does (gitops.cli.run: "interrupted.", exit 130).
     click.echo(f"Stopped: {state.deploys} deploy(s), {state.uploads} upload(s).")
-    return ExitCode.OK if not state.deploying else EXIT_INTERRUPTED
+    return ExitCode.OK
