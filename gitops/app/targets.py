@@ -14,10 +14,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gitops.config.manifest import BranchConfig, LoadedManifest
-from gitops.core.plan import Plan
 from gitops.errors import UsageError
+
+if TYPE_CHECKING:  # the options (and so every command's start) import this module: keep it light
+    from gitops.config.manifest import BranchConfig, LoadedManifest
+    from gitops.core.plan import Plan
 
 
 @dataclass(frozen=True)
