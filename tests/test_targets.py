@@ -93,7 +93,8 @@ def test_plan_without_targets_reports_the_good_server_and_marks_the_bad(project:
     assert sorted((b["server"], b["branch"]) for b in doc["branches"]) == [("good", "main"), ("good", "other")]
     [failed] = doc["failed"]
     assert (failed["server"], failed["branches"], failed["exit_code"]) == ("bad", ["main"], 1)
-    assert "Error: server 'bad' failed" in result.err
+    assert "Error: " in result.err
+    assert "127.0.0.1" in result.err
 
     text = project.plan()
     assert text.code == 1
@@ -105,6 +106,13 @@ def test_plan_without_targets_reports_the_good_server_and_marks_the_bad(project:
     assert markdown.code == 1
     assert "**Failed servers** (not planned)" in markdown.out
     assert "`good`" in markdown.out
+
+
+def test_plan_with_every_server_failing_is_the_error_itself(project: Project, standin: StandIn) -> None:
+    result = project.plan("--server", "bad")
+    assert result.code == 1
+    assert result.out == ""
+    assert result.err.startswith("Error: ")
 
 
 def test_apply_stops_before_writing_when_a_server_fails(project: Project, standin: StandIn) -> None:

@@ -34,14 +34,18 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     fits; planning itself refuses only downloads that would not fit).
 
     With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
-    are left out and it is recorded in :attr:`Plan.failed` with its message and exit code. Without it, the first
-    such error is raised before anything is written.
+    are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
+    failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
+    anything is written.
     """
     options = s.options
     local = read_code(s.loaded, options.ref, options.env)
     failed: dict[str, GitopsError] | None = {} if isolate else None
     views = gather_remote(s, options.refresh, failed)
     failures = failed or {}
+    if failures and len(failures) == len(s.servers()):
+        # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
+        raise max(failures.values(), key=lambda exc: exc.exit_code)
     if failures:
         local = dataclasses.replace(local, branches=[b for b in local.branches if b.server not in failures])
     servers = [server for server in s.servers() if server not in failures]

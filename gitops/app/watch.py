@@ -234,8 +234,7 @@ def _deploy_round(
             plan = make_plan(s)
             if not plan.has_changes:
                 state.pending.clear()
-                if changed != "start of watch":
-                    say(f"{changed}: no change to deploy (the servers hold it already)")
+                say(f"{changed}: nothing to deploy (the servers hold it already)")
                 return
             now = options.clock.now()
             slot = pacer.next_slot(now, plan.uploads_needed)

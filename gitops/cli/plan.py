@@ -84,7 +84,7 @@ def plan(
         else:
             click.echo(render_text(result, now=now, color=use_color(no_color)), nl=False)
         for failure in result.failed:
-            click.echo(redact(f"Error: server '{failure.server}' failed: {failure.message}"), err=True)
+            click.echo(redact(f"Error: {failure.message}"), err=True)
         refusal = budget_error(result, s)
         if refusal is not None:
             print_unlock_links(refusal)
