@@ -112,13 +112,13 @@ def test_a_change_is_deployed_within_a_few_seconds(project: Project, standin: St
 
 
 def test_five_quick_changes_make_at_most_two_uploads(project: Project, standin: StandIn) -> None:
-    with watching(project, debounce=0.5) as w:
+    with watching(project, debounce=1.0) as w:  # the default
         assert wait_for(lambda: uploads(standin) == 1 and w.state.deploys == 1), w.lines
         for n in range(5):
             project.write({MAIN: f"module.exports.loop = () => {n};\n"})
             time.sleep(0.1)
         assert wait_for(lambda: main_module(standin) == "module.exports.loop = () => 4;\n"), w.lines
-        time.sleep(1.5)  # room for a late extra deploy, which must not come
+        time.sleep(2.0)  # room for a late extra deploy, which must not come
     assert uploads(standin) - 1 <= 2, w.lines
 
 
