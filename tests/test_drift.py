@@ -201,8 +201,8 @@ def test_server_and_branch_select_what_is_checked(project: Project, standin: Sta
     assert only_sim.code == 0, only_sim.err
     assert "local/main" not in only_sim.out
     assert standin.count(DOWNLOAD) == downloads + 1
-    both = project.gitops("drift", "--server", "local", "--branch", "sim", "--branch", "main")
+    both = project.gitops("drift", "--server", "local", "--branch", "sim,local/main")
     assert both.code == 2
     wrong = project.gitops("drift", "--branch", "nope")
     assert wrong.code == 4
-    assert "--branch 'nope' is not a branch of" in wrong.err
+    assert "--branch nope: the manifest" in wrong.err

@@ -8,28 +8,25 @@ reported as ``no-record`` without a request. It never prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from gitops.app.planning import check_download_budget
 from gitops.app.session import Session
-from gitops.config.manifest import BranchConfig
 from gitops.core.drift import BranchDrift, Drift, DriftReport, compare
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.errors import ScopeError
 
 
-def check_drift(s: Session, configs: Sequence[BranchConfig] | None = None) -> DriftReport:
-    """Every branch of the manifest (or of ``configs``, a selection such as ``--server``/``--branch`` make with
-    :func:`gitops.app.pulling.select_branches`) with its drift finding.
+def check_drift(s: Session) -> DriftReport:
+    """Every branch of the session's manifest (narrowed to ``--server``/``--branch`` by :mod:`gitops.app.targets`)
+    with its drift finding.
 
     Per server, before any request, the downloads it may need (one per branch with a record) are checked against
     what remains of ``GET /api/user/code`` (:class:`BudgetError`, exit 3, otherwise); then the branch list says
     which branches still exist, and each existing one with a record is downloaded. The ledger is saved once per
     server. A pending upload found on the server (its answer was lost) becomes the applied record.
     """
-    configs = list(s.loaded.manifest.branches if configs is None else configs)
+    configs = s.loaded.manifest.branches
     found: list[BranchDrift] = []
-    for server in sorted({c.server for c in configs}):
+    for server in s.servers():
         ledger = s.ledger(server)
         names = [c.branch for c in configs if c.server == server]
         recorded = [name for name in names if ledger.applied(name) is not None]

@@ -7,14 +7,13 @@ from pathlib import Path
 import click
 
 from gitops.app.options import DEFAULT_FORMAT, DEFAULT_MAX_WAIT, FORMATS
-from gitops.cli.common import manifest_option, options_from, print_unlock_links
+from gitops.cli.common import manifest_option, options_from, print_unlock_links, target_options
 from gitops.errors import BudgetError, ExitCode
 
 
 @click.command()
 @manifest_option
-@click.option("--server", "servers", multiple=True, metavar="NAME", help="Only this server (repeatable).")
-@click.option("--branch", "branches", multiple=True, metavar="NAME", help="Only this branch (repeatable).")
+@target_options
 @click.option(
     "--max-wait",
     type=click.FloatRange(min=0),
@@ -60,18 +59,26 @@ def drift(
     3: the downloads do not fit the rate-limit budget; other codes: errors (see the README).
     """
     from gitops.app.drift import check_drift
-    from gitops.app.pulling import select_branches
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
 
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown exclude each other")
     fmt = "json" if as_json else "markdown" if as_markdown else fmt
-    options = options_from(ctx, manifest=manifest, ref=None, refresh="always", max_wait=max_wait, state_dir=state_dir)
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=None,
+        refresh="always",
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
+    # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
     with open_session(options) as s:
-        selected = select_branches(s.loaded, servers, branches)
         try:
-            report = check_drift(s, selected)
+            report = check_drift(s)
         except BudgetError as exc:
             print_unlock_links(exc)
             raise
