@@ -3,8 +3,9 @@ of ``gitops --help``.
 
 A real git repository is generated in a temporary folder; ``gitops serve --testing`` runs as its own process on a
 free loopback port; each measured command is a separate ``gitops`` process, timed from spawn to exit, its peak
-resident memory read from the kernel (``wait4``'s ``ru_maxrss``). Targets (issue 3): plan < 1.5 s, apply < 2 s,
-peak memory < 150 MB, ``gitops --help`` < 0.15 s.
+resident memory read from the kernel (``wait4``'s ``ru_maxrss``, through the small launcher ``launch.py``), with the
+package byte-compiled first and no PYTHON*/GITOPS_* variables of the caller. Targets (issue 3): plan < 1.5 s,
+apply < 2 s, peak memory < 150 MB, ``gitops --help`` < 0.15 s.
 
 Usage: .venv/bin/python bench/bench_deploy.py [--modules 2000] [--total-mb 4.5] [--repeat 3] [--json]
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import statistics
@@ -23,9 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from proc_usage import Timeout, clean_env, compile_gitops, run_measured
+
 TOKEN = "bench0123456789abcdef0123456789ab"
 ACCOUNTS = f"users:\n  - username: bench\n    tokens:\n      - value: {TOKEN}\n        full: true\n"
 GITOPS = str(Path(sys.executable).with_name("gitops"))
+#: Longest one measured command may run before it is killed and the benchmark stops.
+COMMAND_TIMEOUT = 120.0
 TARGETS = {"plan": 1.5, "apply": 2.0, "help": 0.15, "memory_mb": 150.0}
 
 
@@ -50,19 +54,14 @@ def make_repo(root: Path, modules: int, total_bytes: int) -> None:
 
 
 def measure(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MB, exit code) of one command."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode("utf-8", "replace")
-    proc.stderr.close()
-    code = proc.returncode
-    if code not in (0, 2):
-        raise SystemExit(f"{' '.join(argv[1:])} failed with exit {code}:\n{err}")
-    return wall, usage.ru_maxrss / 1024, code
+    """(wall seconds, peak RSS in MB, exit code) of one command, spawned by the small launcher (``launch.py``)."""
+    try:
+        usage = run_measured(argv, env, cwd, COMMAND_TIMEOUT)
+    except Timeout as exc:
+        raise SystemExit(f"{' '.join(argv[1:])}: {exc}") from None
+    if usage.code not in (0, 2):
+        raise SystemExit(f"{' '.join(argv[1:])} failed with exit {usage.code}:\n{usage.output}")
+    return usage.wall, usage.rss_mb, usage.code
 
 
 def start_service(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -102,7 +101,8 @@ def main() -> None:
         service, url = start_service(tmp)
         manifest = repo / "gitops.yaml"
         manifest.write_text(manifest.read_text(encoding="utf-8").replace("URL", url), encoding="utf-8")
-        env = {**os.environ, "BENCH_TOKEN": TOKEN, "NO_COLOR": "1"}
+        compile_gitops()
+        env = {**clean_env(), "BENCH_TOKEN": TOKEN, "NO_COLOR": "1"}
         results: dict[str, list[tuple[float, float]]] = {}
 
         def record(name: str, argv: list[str]) -> None:
