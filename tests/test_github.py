@@ -316,3 +316,22 @@ def test_a_page_within_the_cap_is_read_over_a_real_socket() -> None:
         found = gh.find_comment(7, MARK)
     assert found is not None
     assert (found.id, found.url) == (5, "https://x.test/5")
+
+
+def test_a_redirect_is_not_followed_so_the_token_stays_home() -> None:
+    seen: list[str] = []
+
+    def moved(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(301, headers={"Location": "https://elsewhere.example.test/comments"})
+
+    gh = GitHubClient(
+        Secret(GITHUB_TOKEN),
+        "alice/bot",
+        api_url="https://ghe.example.test/api/v3",
+        transport=httpx.MockTransport(moved),
+    )
+    with gh, pytest.raises(GitHubError) as caught:
+        gh.find_comment(7, MARK)
+    assert seen == ["https://ghe.example.test/api/v3/repos/alice/bot/issues/7/comments?per_page=100"]
+    assert str(caught.value).startswith("GitHub refused to read the comments of pull request #7: 301 ")
