@@ -20,17 +20,44 @@ code  meaning
 6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
 7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
 8     a saved plan file is unreadable, stale, or no longer matches the manifest
+70    a bug in screeps-gitops
 ====  ==========================================================================================
+
+:class:`ExitCode` is that table in code; every place that picks an exit code names a member of it (a test checks
+it against the README's table).
 """
 
 from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The documented exit codes (the README's table)."""
+
+    OK = 0
+    #: A server or apply failure; also the person answering no at ``apply``'s question.
+    FAILURE = 1
+    #: ``plan`` only: there are changes to apply (not an error).
+    CHANGES = 2
+    BUDGET = 3
+    USAGE = 4
+    MANIFEST = 5
+    LOCAL_CODE = 6
+    CREDENTIALS = 7
+    PLAN_FILE = 8
+    BUG = 70
+
+
+#: Ctrl-C (128 + SIGINT), the shell's convention rather than the tool's own table.
+EXIT_INTERRUPTED = 130
 
 
 class GitopsError(Exception):
     """Root of every error the tool reports to a user."""
 
     #: Set per class; an instance may carry its cause's code (``apply`` stopped by the budget or credentials).
-    exit_code: int = 1
+    exit_code: int = ExitCode.FAILURE
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -46,7 +73,7 @@ class GitopsError(Exception):
 class ServiceError(GitopsError):
     """The server answered with an error, or with something that is not what the interface promises."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILURE
 
 
 class NetworkError(ServiceError):
@@ -56,7 +83,7 @@ class NetworkError(ServiceError):
 class ApplyError(GitopsError):
     """``apply`` stopped part-way; the message lists what was done and what was not."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILURE
 
 
 class BudgetError(GitopsError):
@@ -66,7 +93,7 @@ class BudgetError(GitopsError):
     the token): the CLI prints them whole only to an interactive terminal.
     """
 
-    exit_code = 3
+    exit_code = ExitCode.BUDGET
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message, hint=hint)
@@ -80,7 +107,7 @@ class RateLimitedError(BudgetError):
 class UsageError(GitopsError):
     """Bad command-line usage."""
 
-    exit_code = 4
+    exit_code = ExitCode.USAGE
 
 
 class ProblemsError(GitopsError):
@@ -97,19 +124,19 @@ class ProblemsError(GitopsError):
 class ManifestError(ProblemsError):
     """The manifest is invalid. ``problems`` lists every problem found, each naming file, line and key."""
 
-    exit_code = 5
+    exit_code = ExitCode.MANIFEST
 
 
 class SourceError(GitopsError):
     """The local code cannot be deployed as it is."""
 
-    exit_code = 6
+    exit_code = ExitCode.LOCAL_CODE
 
 
 class AuthError(GitopsError):
     """Credentials are missing, refused, or lack a scope that the command needs."""
 
-    exit_code = 7
+    exit_code = ExitCode.CREDENTIALS
 
 
 class ScopeError(AuthError):
@@ -119,4 +146,4 @@ class ScopeError(AuthError):
 class PlanFileError(GitopsError):
     """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
 
-    exit_code = 8
+    exit_code = ExitCode.PLAN_FILE

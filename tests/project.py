@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gitops.cli import run
-from gitops.standin.testing import FULL_TOKEN, StandIn
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.factories import git
 
 
@@ -113,6 +113,19 @@ def spend(standin: StandIn, endpoint: str, times: int) -> None:
             else:
                 answer = http.post(path, json={"branch": "default", "modules": {"main": f"// {n}"}})
             assert answer.status_code == 200, answer.text
+
+
+def add_server_only_binary(standin: StandIn, branch: str, name: str = "blob") -> None:
+    """Add a binary module to ``branch`` behind the tool's back (the game's editor, say).
+
+    With ``remote_only: keep`` the plan keeps it, but a plan never holds a binary module's content (the ledger and
+    the plan keep digests only), so apply must download the branch again to re-send it: one more download.
+    """
+    modules = dict(standin.branch_modules(ALICE, branch) or {})
+    modules[name] = {"binary": "AAEC"}
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        answer = http.post("/api/user/code", json={"branch": branch, "modules": modules})
+    assert answer.status_code == 200, answer.text
 
 
 def one_branch_project(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project, one_branch_project, spend
+from tests.project import Project, add_server_only_binary, one_branch_project, spend
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
@@ -176,3 +176,25 @@ def test_the_plan_lists_each_endpoint_it_needs_with_what_remains(project: Projec
     assert rows[UPLOAD]["source"] == "headers"
     assert rows[UPLOAD]["reset"] is not None
     assert rows["global"]["needed"] == 1
+
+
+def test_apply_budgets_the_download_that_kept_modules_need(project: Project, standin: StandIn) -> None:
+    """``remote_only: keep`` with a server-only module the plan does not hold: apply downloads the branch again to
+    re-send it, and that download is budgeted before anything is written (the Action does the same: see
+    tests/action/test_action.py)."""
+    assert project.apply("--yes").code == 0
+    add_server_only_binary(standin, "main")
+    project.manifest([{"branch": "main", "root": "src", "remote_only": "keep"}])
+    project.write({"src/main.js": "// v2\n"})
+    spend(standin, DOWNLOAD, 60 - standin.count(DOWNLOAD) - 1)  # one download left: the plan's own
+    uploads, before = standin.count(UPLOAD), standin.branch_modules(ALICE, "main")
+
+    refused = project.apply("--yes")
+
+    assert refused.code == 3, refused.err
+    assert (
+        "Error: the plan does not fit the token's rate limits; nothing was sent:\n"
+        "  - server 'local': the plan needs 1 x GET /api/user/code but 0 of 60 per hour remain;"
+    ) in refused.err
+    assert standin.count(DOWNLOAD) == 60  # the plan's download, and not one more
+    assert (standin.count(UPLOAD), standin.branch_modules(ALICE, "main")) == (uploads, before)

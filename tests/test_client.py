@@ -16,7 +16,7 @@ import pytest
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.remote import BranchInfo
-from gitops.edges.client import ServiceClient, TokenInfo
+from gitops.edges.client import ReadOnlyClient, ServiceClient, TokenInfo
 from gitops.edges.clock import ManualClock
 from gitops.edges.ledger import Ledger
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
@@ -342,7 +342,7 @@ def test_429_asking_for_more_than_a_day_is_refused_not_waited(
     ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=clock)
     rec = Recorder(httpx.Response(429, text=body))
     with pytest.raises(RateLimitedError) as info:
-        make_client(rec, max_wait=max_wait, ledger=ledger).get_code("default")
+        make_client(rec, max_wait=max_wait, observer=ledger).get_code("default")
     assert clock.slept == []
     limit = "more than a day" if max_wait > 86400 else "60 s"
     assert str(info.value).startswith(
@@ -361,7 +361,7 @@ def test_429_with_a_reset_header_that_is_not_a_number_waits_a_minute(
     rec = Recorder(
         httpx.Response(429, text="Too Many Requests", headers={"X-RateLimit-Reset": "inf"}), ok({"list": []})
     )
-    assert make_client(rec, ledger=ledger).list_branches() == []
+    assert make_client(rec, observer=ledger).list_branches() == []
     assert clock.slept == [60.0]
 
 
@@ -379,10 +379,10 @@ def test_odd_rate_limit_numbers_on_an_answer_are_ignored(
     ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=clock)
     headers = [(k.encode(), v.encode()) for k, v in odd.items()]
     rec = Recorder(httpx.Response(200, json={"ok": 1, "list": []}, headers=headers))
-    assert make_client(rec, ledger=ledger).list_branches() == []
+    assert make_client(rec, observer=ledger).list_branches() == []
     assert ledger.windows()["global"].source == "counted"
     rec.answers = [httpx.Response(429, text="Too Many Requests", headers=headers), ok({"list": []})]
-    assert make_client(rec, ledger=ledger).list_branches() == []
+    assert make_client(rec, observer=ledger).list_branches() == []
 
 
 @pytest.mark.parametrize(
@@ -419,7 +419,7 @@ def test_pacing_stays_under_the_global_limit(
     )
     waits: list[tuple[float, str]] = []
     rec = Recorder(ok({"list": []}))
-    client = make_client(rec, ledger=ledger, on_wait=lambda s, e: waits.append((s, e)))
+    client = make_client(rec, observer=ledger, on_wait=lambda s, e: waits.append((s, e)))
     sent_at: list[float] = []
     for _ in range(130):
         client.list_branches()
@@ -440,7 +440,7 @@ def test_pacing_counts_earlier_runs_from_the_ledger(
     first.save()
     clock.advance(15)
     ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
-    make_client(Recorder(ok({"list": []})), ledger=ledger).list_branches()
+    make_client(Recorder(ok({"list": []})), observer=ledger).list_branches()
     assert clock.slept == [45.0]
 
 
@@ -449,7 +449,7 @@ def test_no_pacing_while_unlimited(
 ) -> None:
     ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
     ledger.set_unlimited_until(START + 7200)
-    client = make_client(Recorder(ok({"list": []})), ledger=ledger)
+    client = make_client(Recorder(ok({"list": []})), observer=ledger)
     for _ in range(130):
         client.list_branches()
     assert clock.slept == []
@@ -605,7 +605,7 @@ def test_query_token_reads_scope_and_unlimited_time(
     ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", TOKEN.fingerprint(), clock=clock)
     lines: list[str] = []
     rec = Recorder(ok(body))
-    info = make_client(rec, ledger=ledger, log=lines.append).query_token()
+    info = make_client(rec, observer=ledger, log=lines.append).query_token()
     assert info == TokenInfo(
         full=False,
         endpoints=("GET /api/user/code", "POST /api/user/code"),
@@ -646,7 +646,7 @@ def test_ledger_learns_from_every_answer(
         return ok({"timestamp": 1})
 
     ledger = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock)
-    client = make_client(handler, url="https://screeps.example", ledger=ledger)
+    client = make_client(handler, url="https://screeps.example", observer=ledger)
     client.get_code("default")
     remembered = ledger.remembered_branch("default")
     assert remembered is not None
@@ -671,8 +671,9 @@ def test_ledger_learns_from_every_answer(
     listing = ledger.remembered_branch_list()
     assert listing is not None
     assert listing[0] == [BranchInfo("default", True, False), BranchInfo("b", False, True), BranchInfo("c")]
-    assert ledger.sent_in_last("POST /api/user/code", 60) == 1
+    assert len(ledger.sent_times("POST /api/user/code", 60)) == 1
 
+    ledger.save()  # the client never saves: the session does, once per step
     text = ledger.path.read_text()
     assert "secret text" not in text
     assert CANARY not in text
@@ -686,7 +687,8 @@ def test_429_without_headers_is_recorded_as_a_spent_window(
     ledger = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock)
     rec = Recorder(httpx.Response(429, text="Rate limit exceeded, retry after 600000ms"))
     with pytest.raises(RateLimitedError):
-        make_client(rec, url="https://screeps.example", ledger=ledger).upload_code("x", {"main": ""})
+        make_client(rec, url="https://screeps.example", observer=ledger).upload_code("x", {"main": ""})
+    ledger.save()
     window = Ledger.open(tmp_path, "https://screeps.example", TOKEN.fingerprint(), clock=clock).windows()[
         "POST /api/user/code"
     ]
@@ -716,7 +718,7 @@ def standin_client(standin: StandIn, token: str = FULL_TOKEN, **kwargs: Any) -> 
 
 def test_standin_round_trip(standin: StandIn, tmp_path: Path) -> None:
     ledger = Ledger.open(tmp_path, standin.url, "f" * 16, clock=standin.clock)
-    with standin_client(standin, ledger=ledger) as client:
+    with standin_client(standin, observer=ledger) as client:
         assert client.get_code("nope") is None
         client.clone_branch("deploy")
         client.upload_code("deploy", {"main": "module.exports.loop = () => {}", "w": {"binary": "AGFzbQ=="}})
@@ -827,7 +829,7 @@ def test_standin_slow_answer_times_out(standin: StandIn) -> None:
 
 def test_standin_query_token_and_unlimited(standin: StandIn, tmp_path: Path) -> None:
     ledger = Ledger.open(tmp_path, standin.url, "f" * 16, clock=standin.clock)
-    with standin_client(standin, ledger=ledger) as client:
+    with standin_client(standin, observer=ledger) as client:
         info = client.query_token()
         assert (info.full, info.unlimited_until, info.unlimited_seconds) == (True, None, 0.0)
         until = standin.grant_unlimited(FULL_TOKEN)
@@ -908,12 +910,13 @@ def test_standin_canary_never_leaks(standin: StandIn, tmp_path: Path) -> None:
         except (ServiceError, RateLimitedError) as exc:
             errors.append(str(exc))
 
-    with standin_client(standin, ledger=ledger, log=lines.append, max_wait=0) as client:
+    with standin_client(standin, observer=ledger, log=lines.append, max_wait=0) as client:
         client.query_token()
         attempt(lambda: client.get_code("default"))  # an HTML page four times
         attempt(lambda: client.upload_code("nope", {"main": ""}))  # the server's error words
         for _ in range(61):  # the 61st is refused: 60 per hour
             attempt(lambda: client.get_code("default"))
+    ledger.save()
     assert len(errors) == 3
     state = "".join(p.read_text() for p in (tmp_path / "state").rglob("*") if p.is_file())
     assert "GET /api/user/code" in state
@@ -962,3 +965,19 @@ def test_without_the_branch_list_a_second_activated_branch_is_recorded(
         assert (flags["default"], flags["trial"]) == ((True, False), (False, True))
         again = p.plan("--refresh=always")
         assert again.code == 0, again.out + again.err
+
+
+def test_the_read_only_view_reads_and_cannot_write(make_client: Callable[..., ServiceClient], tmp_path: Path) -> None:
+    """What planning gets: the client's reads, and no method that writes (mypy refuses the call; so does Python)."""
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "f" * 16, clock=ManualClock(START))
+    rec = Recorder(ok({"list": [{"branch": "main", "activeWorld": True}]}), ok({"modules": {"main": "x"}}))
+    reader = ReadOnlyClient(make_client(rec, observer=ledger))
+    assert reader.list_branches() == [BranchInfo("main", True, False)]
+    code = reader.get_code("main")
+    assert code is not None
+    assert code.names() == ["main"]
+    for write in ("upload_code", "clone_branch", "set_active_branch", "query_token"):
+        assert not hasattr(reader, write)
+    remembered = ledger.remembered_branch("main")
+    assert remembered is not None
+    assert remembered.digest == code.digest  # what it read went to the observer

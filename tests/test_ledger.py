@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.limits import GLOBAL_KEY
+from gitops.core.endpoints import GLOBAL_KEY, window_key
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import ManualClock
-from gitops.edges.ledger import Ledger, default_state_dir, window_key
+from gitops.edges.ledger import Ledger, default_state_dir
 
 URL = "https://screeps.com/ptr"
 FP = "0123456789abcdef"
@@ -63,8 +63,8 @@ def test_counted_windows(tmp_path: Path, clock: ManualClock) -> None:
     windows = ledger.windows()
     assert windows[GLOBAL_KEY].remaining == 120 - 2
     assert windows["GET /api/user/code"].remaining == 57
-    assert ledger.sent_in_last("GET /api/user/code", 60) == 1
-    assert ledger.sent_in_last(GLOBAL_KEY, 60) == 2
+    assert len(ledger.sent_times("GET /api/user/code", 60)) == 1
+    assert len(ledger.sent_times(GLOBAL_KEY, 60)) == 2
 
 
 def test_header_window_less_the_requests_sent_since(tmp_path: Path, clock: ManualClock) -> None:
@@ -325,7 +325,7 @@ def test_kill_9_mid_write_leaves_old_or_new_state(tmp_path: Path, clock: ManualC
         n = int(ledger.unlimited_until)
         # Either the last save it reported or the one it finished without reporting, and all of that save.
         assert n in (last, last + 1)
-        assert ledger.sent_in_last("GET /api/user/code", 3600) == sent_before + 20 * n
+        assert len(ledger.sent_times("GET /api/user/code", 3600)) == sent_before + 20 * n
         listing = ledger.remembered_branch_list()
         assert listing is not None
         assert len(listing[0]) == n % 30

@@ -11,7 +11,7 @@ import pytest
 
 from gitops.config.manifest import LoadedManifest, Naming, load_manifest
 from gitops.core.codeset import Module
-from gitops.core.limits import MAX_CODE_LENGTH
+from gitops.core.endpoints import MAX_CODE_LENGTH
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
 from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest

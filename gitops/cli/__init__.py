@@ -16,7 +16,7 @@ import click
 
 from gitops import __version__
 from gitops.cli.common import debug_from_env
-from gitops.errors import GitopsError, UsageError
+from gitops.errors import EXIT_INTERRUPTED, ExitCode, GitopsError, UsageError
 from gitops.secrets import redact
 
 #: name -> (module, attribute, one-line help). Import happens only when the command runs or shows its own help.
@@ -31,9 +31,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("gitops.cli.demo", "demo", "Deploy a bundled example to a local stand-in service, then stop it."),
     "action": ("gitops.cli.action", "action", "Steps of the GitHub Action (used by action.yml)."),
 }
-
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
 
 
 class LazyGroup(click.Group):
@@ -116,8 +113,8 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
             f"internal error ({type(exc).__name__}{_where(exc)}).\n"
             "This is a bug in screeps-gitops; run again with --debug and report the output."
         )
-        return EXIT_INTERNAL
-    return int(result) if isinstance(result, int) else 0
+        return ExitCode.BUG
+    return int(result) if isinstance(result, int) else ExitCode.OK
 
 
 def _where(exc: BaseException) -> str:

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES
 
-REFRESH = ("always", "auto", "never")
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def manifest_option(f: F) -> F:
@@ -20,7 +20,7 @@ def manifest_option(f: F) -> F:
         "-m",
         "--manifest",
         type=click.Path(path_type=Path, dir_okay=False),
-        default="gitops.yaml",
+        default=DEFAULT_MANIFEST,
         show_default=True,
         envvar="GITOPS_MANIFEST",
         help="The manifest file. [env: GITOPS_MANIFEST]",
@@ -41,8 +41,8 @@ def plan_options(f: F) -> F:
             ),
             click.option(
                 "--refresh",
-                type=click.Choice(REFRESH),
-                default="auto",
+                type=click.Choice(REFRESH_CHOICES),
+                default=DEFAULT_REFRESH,
                 show_default=True,
                 envvar="GITOPS_REFRESH",
                 help="always: download every branch; auto: skip branches this tool uploaded recently; "
@@ -51,7 +51,7 @@ def plan_options(f: F) -> F:
             click.option(
                 "--max-wait",
                 type=click.FloatRange(min=0),
-                default=60.0,
+                default=DEFAULT_MAX_WAIT,
                 show_default=True,
                 envvar="GITOPS_MAX_WAIT",
                 help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. "
@@ -131,7 +131,7 @@ def options_from(
     max_wait: float,
     state_dir: Path | None,
 ) -> Any:
-    from gitops.app.workflow import Options
+    from gitops.app.options import Options
     from gitops.edges.clock import SystemClock
 
     injected = ctx.find_root().obj or {}

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
+from gitops.app.options import DEFAULT_FORMAT, FORMATS
 from gitops.cli.common import options_from, plan_options, print_unlock_links, use_color
-
-EXIT_CHANGES = 2
+from gitops.errors import ExitCode
 
 
 @click.command()
@@ -16,8 +16,8 @@ EXIT_CHANGES = 2
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["text", "json", "markdown"]),
-    default="text",
+    type=click.Choice(FORMATS),
+    default=DEFAULT_FORMAT,
     show_default=True,
     envvar="GITOPS_FORMAT",
     help="How to print the plan. [env: GITOPS_FORMAT]",
@@ -50,7 +50,8 @@ def plan(
     Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
     errors (see the README).
     """
-    from gitops.app import workflow
+    from gitops.app.planning import budget_error, make_plan
+    from gitops.app.session import open_session
     from gitops.edges.planfile import save_plan
     from gitops.render.plan import render_json, render_markdown, render_text
 
@@ -58,8 +59,8 @@ def plan(
         raise click.UsageError("--json and --markdown exclude each other")
     fmt = "json" if as_json else "markdown" if as_markdown else fmt
     options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
-    with workflow.session(options) as s:
-        result, _ = workflow.plan(options, s)
+    with open_session(options) as s:
+        result = make_plan(s)
         now = options.clock.now()
         if fmt == "json":
             click.echo(render_json(result, now=now), nl=False)
@@ -67,11 +68,11 @@ def plan(
             click.echo(render_markdown(result, now=now), nl=False)
         else:
             click.echo(render_text(result, now=now, color=use_color(no_color)), nl=False)
-        refusal = workflow.budget_error(result, s)
+        refusal = budget_error(result, s)
         if refusal is not None:
             print_unlock_links(refusal)
             raise refusal
         if out is not None:
             save_plan(result, out)
             click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
-    return EXIT_CHANGES if result.has_changes else 0
+    return ExitCode.CHANGES if result.has_changes else ExitCode.OK

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from gitops.app.options import DEFAULT_MAX_WAIT, DEFAULT_REFRESH
 from gitops.cli.common import is_terminal, manifest_option, options_from
 
 STATE_DIR_HELP = "Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]"
@@ -39,8 +40,8 @@ def _state_dir_option(f: Any) -> Any:
 
 
 def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None) -> tuple[Any, str]:
-    """A workflow session for the manifest and the server the command is about."""
-    from gitops.app import workflow
+    """A session for the manifest and the server the command is about."""
+    from gitops.app.session import Session
     from gitops.config.manifest import load_manifest
     from gitops.errors import UsageError
 
@@ -55,8 +56,10 @@ def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
         server_name = names[0]
     elif server_name not in loaded.manifest.servers:
         raise UsageError(f"the manifest has no server '{server_name}'; its servers are: {', '.join(names)}.")
-    options = options_from(ctx, manifest=manifest, ref=None, refresh="auto", max_wait=60.0, state_dir=state_dir)
-    return workflow.Session(loaded, options), server_name
+    options = options_from(
+        ctx, manifest=manifest, ref=None, refresh=DEFAULT_REFRESH, max_wait=DEFAULT_MAX_WAIT, state_dir=state_dir
+    )
+    return Session(loaded, options), server_name
 
 
 def _warn(session: Any) -> None:
@@ -82,7 +85,7 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
     persistent tokens and no rate limits.
     """
     from gitops.core.budget import utc
-    from gitops.edges.client import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
+    from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
 
     session, server = _open(ctx, manifest, server_name, state_dir)
     try:

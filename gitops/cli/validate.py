@@ -27,7 +27,7 @@ def validate(manifest: Path, ref: str | None) -> None:
     Exits 5 for an invalid manifest, 6 for local code that cannot be deployed.
     """
     from gitops.config.manifest import load_manifest
-    from gitops.core.limits import MAX_CODE_LENGTH
+    from gitops.core.endpoints import MAX_CODE_LENGTH
     from gitops.edges.sources import read_local_code
     from gitops.render.plan import size
 

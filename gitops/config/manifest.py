@@ -43,7 +43,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, format_loc, line_of, read_yaml
-from gitops.core.limits import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
+from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 from gitops.errors import ManifestError
 
 __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's vocabulary too

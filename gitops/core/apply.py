@@ -14,7 +14,7 @@ from typing import Literal
 
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.plan import BranchPlan, Payload, Plan, Step, server_problems
-from gitops.core.remote import RemoteWriter
+from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import ApplyError, AuthError, BudgetError, GitopsError, PlanFileError, ServiceError, UsageError
 
 
@@ -34,7 +34,7 @@ class Outcome:
 
 
 def verify_plan(
-    plan: Plan, readers: Mapping[str, RemoteWriter], *, saved: bool
+    plan: Plan, readers: Mapping[str, RemoteReader], *, saved: bool
 ) -> dict[tuple[str, str], dict[str, WireModule]]:
     """Check that the servers still hold what the plan saw, before anything is written.
 

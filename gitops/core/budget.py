@@ -12,14 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from gitops.core.limits import GLOBAL_KEY, GLOBAL_LIMIT, Limit, limit_for
+from gitops.core.endpoints import GLOBAL_KEY, GLOBAL_LIMIT, Limit, limit_for
 
 
 @dataclass(frozen=True, slots=True)
 class WindowState:
     """What is known of one rate-limit window of a token.
 
-    ``endpoint`` is ``"GET /api/user/code"``-style or ``gitops.core.limits.GLOBAL_KEY``; ``reset`` is the UTC epoch
+    ``endpoint`` is ``"GET /api/user/code"``-style or ``gitops.core.endpoints.GLOBAL_KEY``; ``reset`` is the UTC epoch
     second at which the window's count resets; ``source`` says whether the figure came from ``X-RateLimit-*`` headers or
     from counting the requests this tool sent.
     """

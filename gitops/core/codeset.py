@@ -14,8 +14,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitops.core.limits import MAX_CODE_LENGTH
-
 #: Characters a module name must not start with: the server silently drops such modules.
 DROPPED_NAME_PREFIXES = ("$", ".", "/", "\\")
 
@@ -144,10 +142,6 @@ def code_length(wire_modules: Mapping[str, Any]) -> int:
     text = json.dumps(wire_modules, ensure_ascii=False, separators=(",", ":"))
     # JavaScript strings are UTF-16: characters outside the BMP count twice.
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def code_too_long(wire_modules: Mapping[str, Any]) -> bool:
-    return code_length(wire_modules) > MAX_CODE_LENGTH
 
 
 def dropped_name_reason(name: str) -> str | None:

@@ -55,10 +55,6 @@ class BranchDiff:
     def has_changes(self) -> bool:
         return bool(self.added or self.changed or self.removed)
 
-    @property
-    def changes(self) -> tuple[ModuleChange, ...]:
-        return self.added + self.changed + self.removed
-
 
 def diff_branch(
     local: CodeSet,

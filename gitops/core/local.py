@@ -24,7 +24,7 @@ from wcmatch import glob as wcglob
 
 from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
 from gitops.core.codeset import CodeSet, Module, code_length, refused_name_reason
-from gitops.core.limits import MAX_CODE_LENGTH
+from gitops.core.endpoints import MAX_CODE_LENGTH
 
 if TYPE_CHECKING:
     pass

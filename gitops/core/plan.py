@@ -17,17 +17,13 @@ from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
-from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
+from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.local import LocalCode
 from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
 
-UPLOAD = "POST /api/user/code"
-DOWNLOAD = "GET /api/user/code"
-CLONE = "POST /api/user/clone-branch"
-ACTIVATE = "POST /api/user/set-active-branch"
 
 Action = Literal["create", "update", "activate", "none"]
 Seen = Literal["download", "own-upload", "ledger", "unknown"]

@@ -7,11 +7,15 @@ for the service):
   (screepsmod-auth) with its rotating ``X-Token``. There is no HTTP Basic fallback: the private server takes Basic
   only on ``POST /api/user/code``, so without the sign-in nothing could be planned;
 * the response envelope: HTTP 200 without ``ok: 1`` is an error, shown with the server's own words;
-* rate limits: ``X-RateLimit-*`` headers go to the ledger, requests are paced under the global 120 per minute, a 429
-  is waited out when the wait is short (``max_wait``) and refused with the reset time otherwise;
+* rate limits: requests are paced under the global 120 per minute, a 429 is waited out when the wait is short
+  (``max_wait``) and refused with the reset time otherwise;
+* what it learns: every request sent (counted before it is sent, so a budget errs on the safe side), the
+  ``X-RateLimit-*`` headers, branch states, the branch list and the token's unlimited period go to an
+  :class:`Observer` that the caller supplies (the ledger is one). The client never writes a file: saving what was
+  learnt is the session's job, once per logical step;
 * transient failures: a read is retried with exponential backoff (tenacity), a write at most once;
 * bounds: each request, retries included, ends within ``timeout`` seconds, and each answer is read up to the cap of
-  its endpoint (:mod:`gitops.edges.http` reads; :func:`gitops.core.limits.answer_cap` says how much);
+  its endpoint (:mod:`gitops.edges.http` reads; :func:`gitops.core.endpoints.answer_cap` says how much);
 * secrets: log lines carry method, sanitised URL, status and time, never headers or bodies; every message is
   redacted.
 
@@ -29,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import httpx
 from tenacity import (
@@ -44,42 +48,43 @@ from tenacity.stop import stop_base
 
 from gitops import __version__
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
+from gitops.config.manifest import ActiveName
 from gitops.core.codeset import CodeSet, WireModule
-from gitops.core.limits import (
+from gitops.core.endpoints import (
+    ACTIVATE,
+    APPLY_ENDPOINTS,
+    CLONE,
     DAY,
+    DOWNLOAD,
     GLOBAL_KEY,
     GLOBAL_LIMIT,
+    LIST,
+    LIST_ENDPOINT,
     MINUTE,
+    PLAN_ENDPOINTS,
+    QUERY_TOKEN,
+    SIGNIN,
     Limit,
     answer_cap,
     endpoint_key,
+    header_number,
     limit_for,
+    reset_time,
+    window_key,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import Clock, SystemClock
 from gitops.edges.http import AnswerTooLarge, UnreadableJSON, parse_json, send_bounded
-from gitops.edges.ledger import Ledger, header_number, reset_time, window_key
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 
 __all__ = [
-    "APPLY_ENDPOINTS",
-    "PLAN_ENDPOINTS",
+    "Observer",
+    "ReadOnlyClient",
     "ServerAnswerError",
     "ServiceClient",
     "TokenInfo",
 ]
-
-#: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
-#: addition, for ``apply``; named in 403 messages and by ``gitops token``.
-PLAN_ENDPOINTS: tuple[str, ...] = ("GET /api/user/code",)
-#: Optional for plan: without it, branch existence is learnt from the code download and activation is re-sent.
-LIST_ENDPOINT = "GET /api/user/branches"
-APPLY_ENDPOINTS: tuple[str, ...] = (
-    "POST /api/user/code",
-    "POST /api/user/clone-branch",
-    "POST /api/user/set-active-branch",
-)
 
 #: How many times one request waits out a 429 before giving up.
 MAX_RATE_LIMIT_RETRIES = 3
@@ -100,8 +105,8 @@ _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 _HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
 #: How much of an answer that is not JSON is looked at to describe it (an HTML title, the first words).
 _DESCRIBED_CHARS = 16 * 1024
-_SIGNIN = "/api/auth/signin"
-_CODE = "/api/user/code"
+_SIGNIN = SIGNIN.split(" ", 1)[1]
+_CODE = DOWNLOAD.split(" ", 1)[1]
 
 
 class ServerAnswerError(ServiceError):
@@ -127,6 +132,97 @@ class TokenInfo:
     memory_segments: tuple[int, ...]
     unlimited_until: float | None
     unlimited_seconds: float
+
+
+class Observer(Protocol):
+    """What the client tells about what it learns, and the two facts it asks back to pace its requests.
+
+    :class:`gitops.edges.ledger.Ledger` implements it (in memory; the session saves it). Every method is called
+    synchronously, in the order the client learns things; ``record_sent`` comes before the request is sent.
+    """
+
+    def record_sent(self, endpoint: str) -> None:
+        """One request to ``endpoint`` is about to be sent, now."""
+        ...
+
+    def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
+        """An answer to ``endpoint`` arrived with these headers (``X-RateLimit-*`` among them, or not)."""
+        ...
+
+    def remember_branch(self, branch: RemoteBranch) -> None:
+        """The state of a branch, learnt by a download or by the tool's own upload."""
+        ...
+
+    def forget_branch(self, name: str) -> None:
+        """What the branch holds is no longer known."""
+        ...
+
+    def remember_branch_list(self, branches: list[BranchInfo]) -> None:
+        """The account's branch list with its active flags, as listed now."""
+        ...
+
+    def remember_clone(self, name: str) -> None:
+        """The branch ``name`` was created (its content is the server's copy, unknown here)."""
+        ...
+
+    def remember_activation(self, name: str, which: ActiveName) -> None:
+        """The branch ``name`` was made active for the world or the simulation."""
+        ...
+
+    def set_unlimited_until(self, until: float | None) -> None:
+        """The token query's answer: the end of the unlimited period, or ``None``."""
+        ...
+
+    def sent_times(self, endpoint: str, seconds: float) -> list[float]:
+        """When the requests of the last ``seconds`` to ``endpoint`` (or to any, for ``GLOBAL_KEY``) were sent."""
+        ...
+
+    @property
+    def unlimited_until(self) -> float | None:
+        """The end of the token's unlimited period as known (``None``: limited)."""
+        ...
+
+
+class _Unobserved:
+    """The observer of a client nobody listens to: it only remembers send times, to pace this run's requests."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._sent: list[float] = []
+
+    def record_sent(self, endpoint: str) -> None:
+        now = self._clock.now()
+        self._sent = [t for t in self._sent if t > now - MINUTE]
+        self._sent.append(now)
+
+    def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
+        pass
+
+    def remember_branch(self, branch: RemoteBranch) -> None:
+        pass
+
+    def forget_branch(self, name: str) -> None:
+        pass
+
+    def remember_branch_list(self, branches: list[BranchInfo]) -> None:
+        pass
+
+    def remember_clone(self, name: str) -> None:
+        pass
+
+    def remember_activation(self, name: str, which: ActiveName) -> None:
+        pass
+
+    def set_unlimited_until(self, until: float | None) -> None:
+        pass
+
+    def sent_times(self, endpoint: str, seconds: float) -> list[float]:
+        since = self._clock.now() - seconds
+        return [t for t in self._sent if t > since]
+
+    @property
+    def unlimited_until(self) -> float | None:
+        return None
 
 
 class _Transient(Exception):
@@ -160,8 +256,9 @@ class ServiceClient:
     """Every request to one server account; implements :class:`gitops.core.remote.RemoteWriter`.
 
     ``url`` is the server's base address, with any path prefix (``https://screeps.com/ptr``). ``auth`` ``None``
-    sends no credentials (only useful against endpoints that need none). With a ``ledger``, rate-limit headers,
-    sent requests and what is learnt of branches are recorded and saved after every request. ``on_wait(seconds,
+    sends no credentials (only useful against endpoints that need none). ``observer`` (a
+    :class:`gitops.edges.ledger.Ledger`, say) is told of every request sent, the rate-limit headers and what is
+    learnt of branches and of the token; the client never saves it. ``on_wait(seconds,
     endpoint)`` is called before a rate-limit wait (``endpoint`` is ``"global"`` when pacing under the global
     limit); ``log`` receives one redacted line per request in debug mode. ``transport`` is the test seam.
     ``timeout`` (seconds) bounds each request as a whole, retries included; tests lower it.
@@ -173,7 +270,7 @@ class ServiceClient:
         server_name: str,
         url: str,
         auth: Auth | None,
-        ledger: Ledger | None = None,
+        observer: Observer | None = None,
         clock: Clock | None = None,
         transport: httpx.BaseTransport | None = None,
         max_wait: float = 60.0,
@@ -192,14 +289,13 @@ class ServiceClient:
                 "http://127.0.0.1:21025.",
             )
         self._auth = auth
-        self._ledger = ledger
         self._clock: Clock = clock or SystemClock()
+        self._observer: Observer = observer if observer is not None else _Unobserved(self._clock)
         self._max_wait = max_wait
         self._on_wait = on_wait
         self._log = log
         self._timeout = timeout
         self._deadline = 0.0  # of the request being sent (time.monotonic()); set by _send
-        self._recent: list[float] = []  # send times, for pacing when there is no ledger
         self._session: Secret | None = None  # the rotating token of a private server's sign-in
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
         self._http = httpx.Client(
@@ -225,28 +321,25 @@ class ServiceClient:
 
     def list_branches(self) -> list[BranchInfo]:
         """All branches of the account with their active flags (``GET /api/user/branches``)."""
-        data = self._call("GET", "/api/user/branches")
+        data = self._call("GET", LIST.split(" ", 1)[1])
         raw = data.get("list")
         if not isinstance(raw, list) or not all(isinstance(b, dict) and isinstance(b.get("branch"), str) for b in raw):
-            raise self._shape_error("GET /api/user/branches", "'list' is not a list of branches")
+            raise self._shape_error(LIST, "'list' is not a list of branches")
         branches = [BranchInfo(b["branch"], bool(b.get("activeWorld")), bool(b.get("activeSim"))) for b in raw]
-        if self._ledger is not None:
-            self._ledger.remember_branch_list(branches)
-            self._save()
+        self._observer.remember_branch_list(branches)
         return branches
 
     def get_code(self, branch: str) -> CodeSet | None:
         """The modules of ``branch``, or ``None`` when the server says the branch does not exist."""
-        endpoint = "GET /api/user/code"
+        endpoint = DOWNLOAD
         now = self._clock.now()
         try:
             data = self._call("GET", _CODE, params={"branch": branch})
         except ServerAnswerError as exc:
             if exc.server_message.strip().lower() != "no code":
                 raise
-            if self._ledger is not None and not branch.startswith("$"):
-                self._ledger.remember_branch(RemoteBranch.missing(branch, now))
-                self._save()
+            if not branch.startswith("$"):
+                self._observer.remember_branch(RemoteBranch.missing(branch, now))
             return None
         try:
             code = CodeSet.from_wire(data.get("modules"))
@@ -254,67 +347,39 @@ class ServiceClient:
             raise self._shape_error(endpoint, str(exc)) from None
         # '$activeWorld' names whichever branch is active; the answer says which one that is.
         name = data.get("branch") if branch.startswith("$") else branch
-        if self._ledger is not None and isinstance(name, str) and not name.startswith("$"):
-            self._ledger.remember_branch(RemoteBranch.from_code(name, code, now, "download"))
-            self._save()
+        if isinstance(name, str) and not name.startswith("$"):
+            self._observer.remember_branch(RemoteBranch.from_code(name, code, now, "download"))
         return code
 
     def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
         """Replace every module of ``branch`` (``POST /api/user/code``); the branch must exist."""
         self._call("POST", _CODE, body={"branch": branch, "modules": dict(modules)})
-        if self._ledger is not None:
-            try:
-                code = CodeSet.from_wire(dict(modules))
-            except ValueError:
-                self._ledger.forget_branch(branch)
-            else:
-                self._ledger.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload"))
-            self._save()
+        try:
+            code = CodeSet.from_wire(dict(modules))
+        except ValueError:
+            self._observer.forget_branch(branch)
+        else:
+            self._observer.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload"))
 
     def clone_branch(self, new_name: str, source: str | None = None) -> None:
         """Create ``new_name`` (``POST /api/user/clone-branch``) from ``source``, or with the server's default
         modules when ``source`` is ``None``."""
-        self._call("POST", "/api/user/clone-branch", body={"branch": source or "", "newName": new_name})
-        if self._ledger is not None:
-            # What the new branch holds is the server's copy; the next plan downloads it (or apply uploads).
-            self._ledger.forget_branch(new_name)
-            known = self._ledger.remembered_branch_list()
-            if known is not None and all(b.name != new_name for b in known[0]):
-                self._ledger.remember_branch_list([*known[0], BranchInfo(new_name)])
-            self._save()
+        self._call("POST", CLONE.split(" ", 1)[1], body={"branch": source or "", "newName": new_name})
+        self._observer.remember_clone(new_name)
 
-    def set_active_branch(self, branch: str, which: Literal["world", "sim"]) -> None:
+    def set_active_branch(self, branch: str, which: ActiveName) -> None:
         """Make ``branch`` the active branch for the world or the simulation (``POST
         /api/user/set-active-branch``)."""
         active_name = "activeWorld" if which == "world" else "activeSim"
-        self._call("POST", "/api/user/set-active-branch", body={"branch": branch, "activeName": active_name})
-        if self._ledger is not None:
-            # For a token without GET /api/user/branches this record is all the tool will know of activation, and
-            # the list may hold only what the tool itself cloned or activated: add the branch when it is missing.
-            known = self._ledger.remembered_branch_list()
-            branches = list(known[0]) if known is not None else []
-            if all(b.name != branch for b in branches):
-                branches.append(BranchInfo(branch))
-            self._ledger.remember_branch_list(
-                [
-                    BranchInfo(
-                        b.name,
-                        b.name == branch if which == "world" else b.active_world,
-                        b.name == branch if which == "sim" else b.active_sim,
-                    )
-                    for b in branches
-                ]
-            )
-            self._save()
+        self._call("POST", ACTIVATE.split(" ", 1)[1], body={"branch": branch, "activeName": active_name})
+        self._observer.remember_activation(branch, which)
 
     def query_token(self) -> TokenInfo:
         """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only."""
         token = self._token_auth("The token query").token
-        data = self._call("GET", "/api/auth/query-token", params={"token": token.reveal()})
+        data = self._call("GET", QUERY_TOKEN.split(" ", 1)[1], params={"token": token.reveal()})
         info = _token_info(data, self._clock.now())
-        if self._ledger is not None:
-            self._ledger.set_unlimited_until(info.unlimited_until)
-            self._save()
+        self._observer.set_unlimited_until(info.unlimited_until)
         return info
 
     def no_rate_limit_url(self) -> Secret:
@@ -366,7 +431,7 @@ class ServiceClient:
 
         ``timeout`` is the deadline of the whole request, retries included: each attempt gets what is left of it, and
         no retry starts that its backoff would push past it. Every answer is read with the cap of its endpoint
-        (:func:`gitops.core.limits.answer_cap`); over it, the request ends at once (a hostile server would only
+        (:func:`gitops.core.endpoints.answer_cap`); over it, the request ends at once (a hostile server would only
         send the same again)."""
         outer = self._deadline  # a sign-in is sent from inside another request's attempt: keep that one's
         self._deadline = time.monotonic() + self._timeout
@@ -419,7 +484,6 @@ class ServiceClient:
             elapsed = (time.perf_counter() - started) * 1000
             shown = sanitize_url(str(httpx.URL(url, params=params)))
             self._debug(f"{method} {shown} -> {type(exc).__name__} ({elapsed:.0f} ms)")
-            self._save()
             raise _Transient(self._network_error(endpoint, exc)) from None
         elapsed = (time.perf_counter() - started) * 1000
         self._debug(f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)")
@@ -451,12 +515,10 @@ class ServiceClient:
             if fresh and _HEADER_SAFE.match(fresh):
                 # screepsmod-auth hands out a new token with every answer; the old one soon stops working.
                 self._session = Secret(fresh)
-        if self._ledger is not None:
-            headers: Mapping[str, str] = response.headers
-            if response.status_code == 429 and "x-ratelimit-limit" not in response.headers:
-                headers = self._guessed_429_headers(endpoint, response)
-            self._ledger.record_response(endpoint, response.status_code, headers)
-            self._save()
+        headers: Mapping[str, str] = response.headers
+        if response.status_code == 429 and "x-ratelimit-limit" not in response.headers:
+            headers = self._guessed_429_headers(endpoint, response)
+        self._observer.record_response(endpoint, response.status_code, headers)
 
     # --- authentication --------------------------------------------------------------------------------------
 
@@ -516,11 +578,7 @@ class ServiceClient:
         if not isinstance(self._auth, TokenAuth) or self._unlimited():
             return
         now = self._clock.now()
-        if self._ledger is not None:
-            times = self._ledger.sent_times(GLOBAL_KEY, MINUTE)
-        else:
-            self._recent = [t for t in self._recent if t > now - MINUTE]
-            times = self._recent
+        times = self._observer.sent_times(GLOBAL_KEY, MINUTE)
         if len(times) < GLOBAL_LIMIT.count:
             return
         # Once the oldest of the last 120 requests leaves the minute, one more fits.
@@ -530,7 +588,7 @@ class ServiceClient:
             self._wait(wait, GLOBAL_KEY)
 
     def _unlimited(self) -> bool:
-        until = self._ledger.unlimited_until if self._ledger is not None else None
+        until = self._observer.unlimited_until
         return until is not None and until > self._clock.now()
 
     def _wait(self, seconds: float, endpoint: str) -> None:
@@ -539,10 +597,7 @@ class ServiceClient:
         self._clock.sleep(seconds)
 
     def _record_sent(self, endpoint: str) -> None:
-        if self._ledger is not None:
-            self._ledger.record_sent(endpoint)
-        else:
-            self._recent.append(self._clock.now())
+        self._observer.record_sent(endpoint)
 
     def _retry_after(self, response: httpx.Response) -> float:
         """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else
@@ -716,16 +771,6 @@ class ServiceClient:
 
     # --- small helpers ---------------------------------------------------------------------------------------
 
-    def _save(self) -> None:
-        if self._ledger is not None:
-            try:
-                self._ledger.save()
-            except OSError as exc:
-                # The ledger is a cache: failing to write it must not fail the deploy, but the user should know.
-                warning = f"the ledger at {self._ledger.path} cannot be written ({exc.strerror}); it was not updated."
-                if warning not in self._ledger.warnings:
-                    self._ledger.warnings.append(warning)
-
     def _debug(self, line: str) -> None:
         if self._log is not None:
             self._log(redact(line))
@@ -735,6 +780,28 @@ class ServiceClient:
         error = state.outcome.exception() if state.outcome is not None else None
         reason = error.error.message if isinstance(error, _Transient) else "failure"
         self._debug(f"attempt {state.attempt_number} failed ({reason}); retrying in {wait:.1f} s")
+
+
+class ReadOnlyClient:
+    """The reading half of a :class:`ServiceClient`, what planning gets (:class:`gitops.core.remote.RemoteReader`).
+
+    It has no method that writes, so code typed against it cannot upload, clone or activate (mypy checks it).
+    """
+
+    def __init__(self, client: ServiceClient) -> None:
+        self._client = client
+
+    @property
+    def server_name(self) -> str:
+        return self._client.server_name
+
+    def list_branches(self) -> list[BranchInfo]:
+        """All branches of the account with their active flags."""
+        return self._client.list_branches()
+
+    def get_code(self, branch: str) -> CodeSet | None:
+        """The modules of ``branch``, or ``None`` when the branch does not exist."""
+        return self._client.get_code(branch)
 
 
 class _StopAtDeadline(stop_base):

@@ -9,11 +9,13 @@ One JSON file per server URL and credentials fingerprint (a hash; the token itse
 * the branch list with its active flags, and
 * the end of an unlimited (no-rate-limit) period.
 
-With it a plan can budget its requests without spending any (``windows()``), and ``--refresh=auto`` can skip
-downloading a branch the tool uploaded itself a moment ago. The file is written atomically (temporary file in the
-same folder, ``fsync``, ``os.replace``), so a run killed mid-write leaves the old or the new state. A file that is
-not valid is reported, set aside and never trusted: the ledger is a cache of facts, losing it costs requests, not
-correctness. Layout and format: ``docs/budget-and-ledger.md``.
+The HTTP client tells the ledger what it learns (the ledger is its observer, ``gitops.edges.client.Observer``);
+the session saves it once per logical step. With it a plan can budget its requests without spending any
+(``windows()``), and ``--refresh=auto`` can skip downloading a branch the tool uploaded itself a moment ago. The
+file is written atomically (temporary file in the same folder, ``fsync``, ``os.replace``), so a run killed
+mid-write leaves the old or the new state; a run killed between saves loses at most its step in progress. A file
+that is not valid is reported, set aside and never trusted: the ledger is a cache of facts, losing it costs
+requests, not correctness. Layout and format: ``docs/budget-and-ledger.md``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import tempfile
@@ -33,8 +34,20 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gitops.config.manifest import ActiveName
 from gitops.core.budget import WindowState
-from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_KEY, GLOBAL_LIMIT, MINUTE, Limit, limit_for
+from gitops.core.endpoints import (
+    ENDPOINT_LIMITS,
+    GLOBAL_KEY,
+    GLOBAL_LIMIT,
+    LONGEST_PERIOD,
+    MINUTE,
+    Limit,
+    header_number,
+    limit_for,
+    reset_time,
+    window_key,
+)
 from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
 from gitops.edges.clock import Clock
 
@@ -43,9 +56,6 @@ __all__ = [
     "STATE_DIR_ENV",
     "Ledger",
     "default_state_dir",
-    "header_number",
-    "reset_time",
-    "window_key",
 ]
 
 #: Version of the ledger file format; a file of another version is set aside, not read.
@@ -71,21 +81,6 @@ def default_state_dir(env: Mapping[str, str]) -> Path:
         return Path(env["XDG_STATE_HOME"]) / "screeps-gitops"
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return home / ".local" / "state" / "screeps-gitops"
-
-
-def window_key(endpoint: str, header_limit: int) -> str:
-    """Which window a response's ``X-RateLimit-*`` headers describe.
-
-    The interface does not say whether they report the global or the endpoint window. Every endpoint limit differs
-    from the global 120, so the ``X-RateLimit-Limit`` value tells them apart; an unknown value is taken as the
-    endpoint's own window when it has one (the server's word beats our table), else as the global one.
-    """
-    own = limit_for(endpoint)
-    if own is not None and header_limit == own.count:
-        return endpoint
-    if header_limit == GLOBAL_LIMIT.count:
-        return GLOBAL_KEY
-    return endpoint if own is not None else GLOBAL_KEY
 
 
 # --- the file format -----------------------------------------------------------------------------------------
@@ -164,36 +159,6 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
     return None
 
 
-#: Header numbers beyond this are nonsense (no window counts so many requests; epoch milliseconds stay below it).
-_MAX_HEADER_NUMBER = 1e15
-
-
-def header_number(value: str | None) -> float | None:
-    """A rate-limit header's number, or ``None`` when it is missing, not a number, not finite or absurdly large."""
-    if value is None:
-        return None
-    try:
-        number = float(value.strip())
-    except (ValueError, OverflowError):
-        return None
-    if not math.isfinite(number) or abs(number) > _MAX_HEADER_NUMBER:
-        return None
-    return number
-
-
-def reset_time(value: float, now: float) -> float:
-    """``X-RateLimit-Reset`` as UTC epoch seconds, at most a day (the longest window) from ``now``.
-
-    The interface says epoch seconds; a value in milliseconds (over 10^11) is scaled, and a small value (under
-    10^9) is taken as seconds from now, which some servers send.
-    """
-    if value > 1e11:
-        value /= 1000.0
-    elif value < 1e9:
-        value = now + value
-    return min(value, now + _longest_period())
-
-
 def _int(value: str | None) -> int | None:
     number = header_number(value)
     return None if number is None else int(number)
@@ -215,6 +180,8 @@ class Ledger:
             format_version=FORMAT_VERSION, server_url=self.server_url, fingerprint=fingerprint, saved_at=0.0
         )
         self._pointer_written = False
+        #: The data as last loaded or saved, to tell whether there is anything to save.
+        self._saved: _File | None = None
 
     # --- opening and saving ----------------------------------------------------------------------------------
 
@@ -233,6 +200,7 @@ class Ledger:
         ledger = cls(folder / f"{name}.json", server_url, fingerprint, clock=clock)
         ledger._load()
         ledger._remove_stale_temps()
+        ledger._saved = ledger._data.model_copy(deep=True)
         return ledger
 
     def _load(self) -> None:
@@ -285,12 +253,18 @@ class Ledger:
                     if temp.stat().st_mtime < cutoff:
                         temp.unlink()
 
+    @property
+    def changed(self) -> bool:
+        """Whether something was recorded since the ledger was opened or last saved."""
+        return self._data != self._saved
+
     def save(self) -> None:
         """Write the ledger atomically: a temporary file in the same folder, ``fsync``, then ``os.replace``."""
         self._prune()
         self._data.saved_at = self._clock.now()
         payload = self._data.model_dump_json().encode("utf-8") + b"\n"
         _atomic_write(self.path, payload)
+        self._saved = self._data.model_copy(deep=True)
         if self.fingerprint is not None and not self._pointer_written:
             pointer = self.path.parent / _LAST_FINGERPRINT
             if _read_pointer(self.path.parent) != self.fingerprint:
@@ -310,7 +284,7 @@ class Ledger:
             else:
                 del self._data.sent[endpoint]
         for endpoint, record in list(self._data.headers.items()):
-            if record.reset < now - GLOBAL_LIMIT.period and record.learnt_at < now - _longest_period():
+            if record.reset < now - GLOBAL_LIMIT.period and record.learnt_at < now - LONGEST_PERIOD:
                 del self._data.headers[endpoint]
 
     # --- rate limits -----------------------------------------------------------------------------------------
@@ -336,10 +310,6 @@ class Ledger:
         self._data.headers[endpoint] = _Headers(
             limit=limit, remaining=remaining, reset=reset_at, learnt_at=now, status=status, seq=self._data.seq
         )
-
-    def sent_in_last(self, endpoint: str, seconds: float) -> int:
-        """How many requests this tool sent to ``endpoint`` (or to any, for ``GLOBAL_KEY``) in the last seconds."""
-        return len(self.sent_times(endpoint, seconds))
 
     def sent_times(self, endpoint: str, seconds: float) -> list[float]:
         """When the requests of the last ``seconds`` to ``endpoint`` (or to any, for ``GLOBAL_KEY``) were sent."""
@@ -426,16 +396,41 @@ class Ledger:
             ],
         )
 
+    def remember_clone(self, name: str) -> None:
+        """The tool created branch ``name``: what it holds is the server's copy (the next plan downloads it, or
+        apply uploads), and the known branch list gains it."""
+        self.forget_branch(name)
+        known = self.remembered_branch_list()
+        if known is not None and all(b.name != name for b in known[0]):
+            self.remember_branch_list([*known[0], BranchInfo(name)])
+
+    def remember_activation(self, name: str, which: ActiveName) -> None:
+        """The tool made ``name`` the active branch for the world or the simulation.
+
+        For a token without ``GET /api/user/branches`` this record is all the tool will know of activation, and the
+        list may hold only what the tool itself cloned or activated: the branch is added when it is missing.
+        """
+        known = self.remembered_branch_list()
+        branches = list(known[0]) if known is not None else []
+        if all(b.name != name for b in branches):
+            branches.append(BranchInfo(name))
+        self.remember_branch_list(
+            [
+                BranchInfo(
+                    b.name,
+                    b.name == name if which == "world" else b.active_world,
+                    b.name == name if which == "sim" else b.active_sim,
+                )
+                for b in branches
+            ]
+        )
+
     def remembered_branch_list(self) -> tuple[list[BranchInfo], float] | None:
         """The last known branch list and when it was learnt, or ``None``."""
         record = self._data.branch_list
         if record is None:
             return None
         return [BranchInfo(b.name, b.active_world, b.active_sim) for b in record.branches], record.learnt_at
-
-
-def _longest_period() -> int:
-    return max(limit.period for limit in ENDPOINT_LIMITS.values())
 
 
 def _read_pointer(folder: Path) -> str | None:

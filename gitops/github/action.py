@@ -5,9 +5,10 @@ on a command line; the names are in :data:`INPUT_ENV` and ``docs/github-action.m
 
 1. prints ``::add-mask::`` for every secret and every string derived from one (the no-rate-limit link), before
    anything else could print them;
-2. plans through :mod:`gitops.app.workflow`, as ``gitops plan`` does; without credentials (a pull request from a fork
+2. plans through :mod:`gitops.app.planning`, as ``gitops plan`` does; without credentials (a pull request from a fork
    gets no secrets) it plans from the ledger alone (``--refresh=never``) and says so;
-3. for ``apply``: checks the budget, then carries the plan out, as ``gitops apply --yes`` does;
+3. for ``apply``: carries the plan out through :func:`gitops.app.applying.run_apply`, as ``gitops apply --yes``
+   does (the same budget recheck, verification and report);
 4. writes the outputs (``GITHUB_OUTPUT``), the Markdown plan (``GITHUB_STEP_SUMMARY``, cut under 1 MiB) and, on a
    pull request, the one plan comment (cut under 65,536 characters), edited in place on every push.
 
@@ -30,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from gitops.errors import GitopsError, UsageError
+from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
+from gitops.errors import ExitCode, GitopsError, UsageError
 from gitops.secrets import Secret, redact
 
 Command = Literal["plan", "apply"]
@@ -77,7 +79,7 @@ class Inputs:
     command: Command
     manifest: Path
     ref: str | None
-    refresh: Literal["always", "auto", "never"] | None
+    refresh: Refresh | None
     comment: bool
     max_wait: float
     github_token: Secret | None
@@ -94,13 +96,14 @@ class Inputs:
         if command not in ("plan", "apply"):
             raise _input_error("command", command, "plan or apply")
         refresh = get("refresh") or None
-        if refresh not in (None, "always", "auto", "never"):
-            raise _input_error("refresh", refresh, "always, auto or never (or empty for the default)")
+        if refresh is not None and refresh not in REFRESH_CHOICES:
+            choices = ", ".join(REFRESH_CHOICES[:-1]) + " or " + REFRESH_CHOICES[-1]
+            raise _input_error("refresh", refresh, f"{choices} (or empty for the default)")
         comment = get("comment", "true").lower()
         if comment not in _TRUE + _FALSE:
             raise _input_error("comment", comment, "true or false")
         try:
-            max_wait = float(get("max-wait", "60"))
+            max_wait = float(get("max-wait", f"{DEFAULT_MAX_WAIT:g}"))
         except ValueError:
             raise _input_error("max-wait", get("max-wait"), "a number of seconds") from None
         if max_wait < 0:
@@ -121,9 +124,9 @@ class Inputs:
         github_token = env.get(INPUT_ENV["github-token"], "").strip()
         return cls(
             command=command,  # type: ignore[arg-type]
-            manifest=Path(get("manifest", "gitops.yaml")),
+            manifest=Path(get("manifest", DEFAULT_MANIFEST)),
             ref=get("ref") or None,
-            refresh=refresh,  # type: ignore[arg-type]
+            refresh=refresh,
             comment=comment in _TRUE,
             max_wait=max_wait,
             github_token=Secret(github_token) if github_token else None,
@@ -251,32 +254,6 @@ def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
         fh.write("".join(chunks))
 
 
-def read_outputs(text: str) -> dict[str, str]:
-    """Parse a ``GITHUB_OUTPUT`` file as the runner does (both ``name=value`` and heredoc forms)."""
-    out: dict[str, str] = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line:
-            continue
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            value: list[str] = []
-            while i < len(lines) and lines[i] != delimiter:
-                value.append(lines[i])
-                i += 1
-            if i >= len(lines):
-                raise ValueError(f"output {name!r}: no closing delimiter {delimiter!r}")
-            i += 1
-            out[name] = "\n".join(value)
-        else:
-            name, _, rest = line.partition("=")
-            out[name] = rest
-    return out
-
-
 # --- one run ---------------------------------------------------------------------------------------------------
 
 
@@ -292,13 +269,13 @@ class Report:
     outcomes: list[str] = field(default_factory=list)
     applied: bool = False
     error: GitopsError | None = None
-    exit_code: int = 0
+    exit_code: int = ExitCode.OK
     comment_url: str = ""
 
     def outputs(self) -> dict[str, str]:
         plan = self.plan
         return {
-            "exit-code": str(self.exit_code),
+            "exit-code": str(int(self.exit_code)),
             "has-changes": "" if plan is None else str(bool(plan.has_changes)).lower(),
             "uploads-needed": "" if plan is None else str(plan.uploads_needed),
             "plan-file": "" if self.plan_file is None else str(self.plan_file),
@@ -398,8 +375,9 @@ def _plan_and_apply(
     on_wait: Callable[[float, str], None] | None,
     log: Callable[[str], None] | None,
 ) -> None:
-    from gitops.app import workflow
-    from gitops.config.credentials import auth_available
+    from gitops.app.options import Options
+    from gitops.app.planning import budget_error, make_plan
+    from gitops.app.session import open_session
     from gitops.config.manifest import load_manifest
     from gitops.edges.clock import SystemClock
     from gitops.edges.planfile import save_plan
@@ -409,22 +387,20 @@ def _plan_and_apply(
     tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
     loaded = load_manifest(inputs.manifest)
     pr = runner.pull_request
-    options = workflow.Options(
+    options = Options(
         manifest=inputs.manifest,
         env=tool_env,
         ref=inputs.ref,
-        refresh=inputs.refresh or ("never" if inputs.command == "plan" and pr is not None else "auto"),
+        refresh=inputs.refresh or ("never" if inputs.command == "plan" and pr is not None else DEFAULT_REFRESH),
         max_wait=inputs.max_wait,
         clock=clock or SystemClock(),
         transport=transport,
         on_wait=on_wait,
         log=log,
     )
-    with workflow.session(options, loaded) as s:
-        servers = workflow.servers_of(loaded)
-        missing = [
-            name for name in servers if not auth_available(loaded.manifest.servers[name], tool_env, cwd=loaded.base_dir)
-        ]
+    with open_session(options, loaded) as s:
+        servers = s.servers()
+        missing = [name for name in servers if not s.has_credentials(name)]
         for name in servers:
             if name not in missing:
                 _mask_credentials(mask, s, name)
@@ -439,15 +415,15 @@ def _plan_and_apply(
                 "Planned from the ledger that the last deploy left (refresh: never, the default on pull requests): "
                 "no request was sent to the game server. Set `refresh: auto` to download what the server holds."
             )
-        result, _ = workflow.plan(options, s)
+        result = make_plan(s)
         report.plan = result
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
         now = options.clock.now()
         echo(render_text(result, now=now).rstrip("\n"))
-        report.exit_code = 2 if inputs.command == "plan" and result.has_changes else 0
+        report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if inputs.command == "plan":
-            refusal = workflow.budget_error(result, s)
+            refusal = budget_error(result, s)
             if refusal is not None:
                 raise refusal
             return
@@ -492,27 +468,19 @@ def _plan_path(runner: Runner, inputs: Inputs) -> Path:
 
 
 def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
-    from gitops.app import workflow
-    from gitops.core.apply import Outcome, apply_plan, verify_plan
-    from gitops.render.plan import summary_line
-
-    if not result.has_changes:
-        report.outcomes.append("Nothing to apply.")
-        echo("Nothing to apply.")
-        return
-    workflow.recheck_budget(result, s)
-    writers = {b.server: s.client(b.server) for b in result.branches if b.steps}
-    uploads = verify_plan(result, writers, saved=False)
+    """Apply the fresh plan through the one apply use case; record and echo each step and the applied line."""
+    from gitops.app.applying import run_apply
+    from gitops.core.apply import Outcome
 
     def progress(outcome: Outcome) -> None:
         report.outcomes.append(outcome.line())
         echo(outcome.line())
 
-    apply_plan(result, writers, uploads, progress=progress)
-    report.applied = True
-    line = f"Applied: {summary_line(result).removeprefix('Plan: ')}"
-    report.outcomes.append(line)
-    echo(line)
+    done = run_apply(s, result, saved=False, progress=progress)
+    report.applied = done.applied
+    if done.applied_line is not None:
+        report.outcomes.append(done.applied_line)
+        echo(done.applied_line)
 
 
 # --- telling GitHub --------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.diff import ModuleChange
-from gitops.core.limits import GLOBAL_KEY, Limit
+from gitops.core.endpoints import GLOBAL_KEY, Limit
 from gitops.core.plan import BranchPlan, Plan
 
 JSON_FORMAT_VERSION = 1

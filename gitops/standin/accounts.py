@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
-from gitops.core.limits import endpoint_key
+from gitops.core.endpoints import endpoint_key
 from gitops.errors import ProblemsError, UsageError
 from gitops.secrets import register
 from gitops.standin.endpoints import SEGMENT_COUNT, SEGMENT_ENDPOINTS, TOKEN_ENDPOINTS

@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import Message, Receive, Scope, Send
 
-from gitops.core.limits import endpoint_key
+from gitops.core.endpoints import endpoint_key
 from gitops.edges.clock import Clock
 from gitops.standin.accounts import Account, Accounts, Token
 from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds

@@ -1,4 +1,4 @@
-"""Every endpoint the stand-in answers, keyed ``"METHOD /path"`` as in the limit table (``gitops.core.limits``).
+"""Every endpoint the stand-in answers, keyed ``"METHOD /path"`` as in the limit table (``gitops.core.endpoints``).
 
 The accounts file names endpoints with these keys; a restricted token reaches only the keys it lists.
 """

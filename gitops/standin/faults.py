@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
-from gitops.core.limits import endpoint_key
+from gitops.core.endpoints import endpoint_key
 from gitops.standin.bounds import MAX_FAULT_COUNT, MAX_FAULT_DELAY
 
 FaultKind = Literal["500", "drop", "delay", "html", "badjson"]

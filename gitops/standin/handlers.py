@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitops import __version__
 from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire
-from gitops.core.limits import MAX_BRANCHES, MAX_CODE_LENGTH
+from gitops.core.endpoints import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.standin.accounts import Account, fingerprint
 from gitops.standin.endpoints import SEGMENT_COUNT
 from gitops.standin.store import ActiveName, dump_json, dump_modules, new_id

@@ -1,4 +1,4 @@
-"""Per-token rate limits, read from ``gitops.core.limits`` (the one table), and the two-hour unlimited grants.
+"""Per-token rate limits, read from ``gitops.core.endpoints`` (the one table), and the two-hour unlimited grants.
 
 Each (token, limit) has a fixed window: it opens at the first counted request and resets ``period`` seconds later
 (to the millisecond, so a 429's "retry after" never exceeds the window); ``X-RateLimit-Reset`` is that moment rounded
@@ -14,7 +14,7 @@ import math
 import threading
 from dataclasses import dataclass
 
-from gitops.core.limits import GLOBAL_LIMIT, UNLIMITED_PERIOD, Limit, limit_for
+from gitops.core.endpoints import GLOBAL_LIMIT, UNLIMITED_PERIOD, Limit, limit_for
 from gitops.edges.clock import Clock
 from gitops.standin.store import Store
 

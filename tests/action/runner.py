@@ -33,13 +33,37 @@ from typing import Any
 
 import yaml
 
-from gitops.github.action import read_outputs
-
 ROOT = Path(__file__).resolve().parents[2]
 ACTION_YML = ROOT / "action.yml"
 
 #: Variables of the test process that must not leak into a simulated job.
 _JOB_PREFIXES = ("GITHUB_", "RUNNER_", "INPUT_", "GITOPS_", "SCREEPS_", "ACTIONS_")
+
+
+def read_outputs(text: str) -> dict[str, str]:
+    """Parse a ``GITHUB_OUTPUT`` file as the runner does (both ``name=value`` and heredoc forms)."""
+    out: dict[str, str] = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line:
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            value: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
+                value.append(lines[i])
+                i += 1
+            if i >= len(lines):
+                raise ValueError(f"output {name!r}: no closing delimiter {delimiter!r}")
+            i += 1
+            out[name] = "\n".join(value)
+        else:
+            name, _, rest = line.partition("=")
+            out[name] = rest
+    return out
 
 
 def load_action() -> dict[str, Any]:

@@ -22,6 +22,7 @@ from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, ru
 from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
 from tests.action.runner import ActionRun, CacheStore, InProcess, Runner, run_bash
 from tests.factories import git
+from tests.project import add_server_only_binary, spend
 
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
@@ -207,7 +208,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     assert summary.startswith("### screeps-gitops apply\n")
     assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
-    assert "Applied: 1 of 1 branch(es) to change, 1 upload(s) needed." in summary
+    assert "Applied: 1 branch(es) changed with 1 upload(s)" in summary
     assert world.github.requests == []  # a push has no pull request to comment on
     assert_no_secret(world, run)
 
@@ -475,6 +476,26 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
     refused = run_bash(script, cwd=world.root, env=env, timeout=60)
     assert refused.returncode == 1
     assert refused.stderr.strip() == "wait-minutes must be a whole number of minutes"
+
+
+def test_apply_budgets_the_download_that_kept_modules_need(world: World) -> None:
+    """The Action's apply counts the extra download of ``remote_only: keep`` as ``gitops apply`` does (the same
+    use case): with none left it refuses with exit code 3 before anything is written."""
+    assert world.push(DEPLOY).outcome == "success"
+    add_server_only_binary(world.standin, "main")
+    manifest = yaml.safe_load((world.root / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["branches"][0]["remote_only"] = "keep"
+    world.write({"gitops.yaml": yaml.safe_dump(manifest, sort_keys=False), "src/main.js": "// v2\n"})
+    spend(world.standin, DOWNLOAD, 60 - world.standin.count(DOWNLOAD) - 1)  # one download left: the plan's own
+    uploads, before = world.standin.count(UPLOAD), world.standin.branch_modules(ALICE, "main")
+
+    run = world.push(DEPLOY)
+
+    assert run.outcome == "failure"
+    assert run.outputs["exit-code"] == "3"
+    assert "the plan needs 1 x GET /api/user/code but 0 of 60 per hour remain" in run.summary
+    assert world.standin.count(DOWNLOAD) == 60  # the plan's download, and not one more
+    assert (world.standin.count(UPLOAD), world.standin.branch_modules(ALICE, "main")) == (uploads, before)
 
 
 # --- GitHub answers that are not JSON, links elsewhere -----------------------------------------------------------

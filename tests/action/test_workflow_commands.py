@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from gitops.errors import UsageError
-from gitops.github.action import INPUT_ENV, Inputs, Runner, annotation, mask_lines, read_outputs, write_outputs
+from gitops.github.action import INPUT_ENV, Inputs, Runner, annotation, mask_lines, write_outputs
 from gitops.secrets import Secret, redact
+from tests.action.runner import read_outputs
 from tests.action.test_action import pull_request_event
 
 

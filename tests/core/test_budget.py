@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitops.core.budget import WindowState, assess, shortfall_message, utc
-from gitops.core.limits import GLOBAL_KEY, Limit
+from gitops.core.endpoints import GLOBAL_KEY, Limit
 
 NOW = 1_800_000_000.0
 

@@ -10,12 +10,11 @@ from gitops.core.codeset import (
     CodeSet,
     Module,
     code_length,
-    code_too_long,
     dropped_name_reason,
     module_from_wire,
     refused_name_reason,
 )
-from gitops.core.limits import MAX_CODE_LENGTH
+from gitops.core.endpoints import MAX_CODE_LENGTH
 
 
 @pytest.mark.parametrize("name", ["main", "role.harvester", "lib/util", "win\\path", "a$b", "a$DOT", "a$dot$b"])
@@ -156,9 +155,8 @@ def test_code_length_counts_like_json_stringify(modules: dict[str, object], leng
 def test_server_length_and_the_5_mb_line() -> None:
     under = {"main": "x" * (MAX_CODE_LENGTH - 11)}
     assert code_length(under) == MAX_CODE_LENGTH
-    assert not code_too_long(under)
-    assert code_too_long({"main": "x" * (MAX_CODE_LENGTH - 10)})
+    assert code_length({"main": "x" * (MAX_CODE_LENGTH - 10)}) > MAX_CODE_LENGTH
     # Astral characters count twice, so half as many of them reach the line.
     astral = {"main": "𝄞" * ((MAX_CODE_LENGTH - 10) // 2)}
-    assert code_too_long(astral)
+    assert code_length(astral) > MAX_CODE_LENGTH
     assert CodeSet.of([Module("main", text="𝄞")]).server_length() == 13

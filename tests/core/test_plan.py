@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from gitops.core.codeset import code_length
-from gitops.core.limits import GLOBAL_KEY, MAX_BRANCHES, MAX_CODE_LENGTH
-from gitops.core.plan import ACTIVATE, CLONE, UPLOAD, Step, as_server_stores, requests_needed
+from gitops.core.endpoints import ACTIVATE, CLONE, GLOBAL_KEY, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
+from gitops.core.plan import Step, as_server_stores, requests_needed
 from gitops.errors import ServiceError, SourceError
 from tests.core.factories import (
     NOW,

@@ -18,9 +18,9 @@ from pathlib import Path
 import click
 import pytest
 
-from gitops.core.limits import GLOBAL_KEY
+from gitops.core.endpoints import GLOBAL_KEY, UPLOAD
 from gitops.core.local import SourceInfo
-from gitops.core.plan import UPLOAD, Plan
+from gitops.core.plan import Plan
 from gitops.render.plan import (
     age,
     applied_line,

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_LIMIT
+from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_LIMIT
 from gitops.edges.clock import ManualClock
 from gitops.standin.bounds import MAX_BODY
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from gitops.core.limits import UNLIMITED_PERIOD
+from gitops.core.endpoints import UNLIMITED_PERIOD
 from gitops.standin.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 
 pytestmark = pytest.mark.browser

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.core.limits import ENDPOINT_LIMITS, GLOBAL_LIMIT, UNLIMITED_PERIOD, limit_for
+from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_LIMIT, UNLIMITED_PERIOD, limit_for
 from gitops.standin.testing import (
     ALICE_EMAIL,
     ALICE_PASSWORD,

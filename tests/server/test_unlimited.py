@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from gitops.core.limits import UNLIMITED_PERIOD
+from gitops.core.endpoints import UNLIMITED_PERIOD
 from gitops.standin.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
 from tests.server.helpers import client
 

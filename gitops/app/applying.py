@@ -1,0 +1,113 @@
+"""The apply use case, for a fresh plan and a saved one alike: the budget recheck (with the downloads the checks
+need), the check that the servers still hold what the plan saw, the writes, and one :class:`ApplyReport`.
+
+The CLI (``gitops apply``) and the GitHub Action call :func:`run_apply`; they only render or record its report and
+pick exit codes. It never prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gitops.app.planning import check_saved_plan, recheck_budget
+from gitops.app.session import Session
+from gitops.core.apply import Outcome, apply_plan, verify_plan
+from gitops.core.endpoints import DOWNLOAD
+from gitops.core.plan import Plan
+from gitops.core.remote import RemoteReader, RemoteWriter
+
+NOTHING_TO_APPLY = "Nothing to apply."
+
+
+@dataclass
+class ApplyReport:
+    """What an apply did: each step's outcome and, once every step is done, the line that says so.
+
+    ``cancelled``: the person answered no at the confirmation (nothing was written).
+    """
+
+    plan: Plan
+    outcomes: list[Outcome] = field(default_factory=list)
+    applied: bool = False
+    cancelled: bool = False
+
+    @property
+    def applied_line(self) -> str | None:
+        """``Applied: ...`` once every step is done; ``Nothing to apply.`` for a plan without changes."""
+        from gitops.render.plan import applied_line
+
+        if not self.plan.has_changes:
+            return NOTHING_TO_APPLY
+        return applied_line(self.plan) if self.applied else None
+
+    def lines(self) -> list[str]:
+        """The outcome of each step, then the applied line: the text the CLI prints and the Action records."""
+        out = [o.line() for o in self.outcomes]
+        if self.applied_line is not None:
+            out.append(self.applied_line)
+        return out
+
+
+def check_downloads(plan: Plan, *, saved: bool) -> dict[str, dict[str, int]]:
+    """The downloads :func:`gitops.core.apply.verify_plan` makes, per server: one per payload of a saved plan (its
+    stale check), and one per payload whose kept server-only modules the plan does not hold (``remote_only:
+    keep``), fresh or saved. They count in the budget like the plan's own requests."""
+    extra: dict[str, dict[str, int]] = {}
+    for payload in plan.payloads:
+        if saved or payload.missing_kept:
+            needs = extra.setdefault(payload.server, {DOWNLOAD: 0})
+            needs[DOWNLOAD] += 1
+    return extra
+
+
+def load_saved_plan(path: Path, s: Session) -> Plan:
+    """A plan saved by ``gitops plan --out``, checked against the session's manifest (:class:`PlanFileError`)."""
+    from gitops.edges.planfile import load_plan
+
+    plan = load_plan(path)
+    check_saved_plan(plan, s.loaded)
+    return plan
+
+
+def run_apply(
+    s: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    confirm: Callable[[], bool] | None = None,
+    progress: Callable[[Outcome], None] | None = None,
+) -> ApplyReport:
+    """Carry out ``plan``: recheck the budget, ask ``confirm`` (when given), verify, write; one report.
+
+    Raises :class:`BudgetError` (exit 3) before anything is sent when the plan's requests and the check's downloads
+    (:func:`check_downloads`) do not fit; :class:`PlanFileError` (a saved plan) or :class:`ServiceError` when the
+    servers changed since the plan was made; :class:`ApplyError` (carrying 3 or 7 when the budget or the
+    credentials stopped it) listing what was done when a write fails. ``progress`` sees each step as it is done;
+    the ledgers are saved after each.
+    """
+    report = ApplyReport(plan)
+    if not plan.has_changes:
+        return report
+    recheck_budget(plan, s, check_downloads(plan, saved=saved))
+    if confirm is not None and not confirm():
+        report.cancelled = True
+        return report
+    servers = sorted({b.server for b in plan.branches if b.steps})
+    readers: dict[str, RemoteReader] = {server: s.reader(server) for server in servers}
+    writers: dict[str, RemoteWriter] = {server: s.writer(server) for server in servers}
+    try:
+        uploads = verify_plan(plan, readers, saved=saved)
+    finally:
+        s.save()
+
+    def done(outcome: Outcome) -> None:
+        s.save()
+        report.outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome)
+
+    apply_plan(plan, writers, uploads, progress=done)
+    report.applied = True
+    return report

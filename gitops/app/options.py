@@ -1,0 +1,46 @@
+"""What a run needs from outside (flags, environment, clock, transport), and each option's choices and default.
+
+The CLI (``gitops.cli.common``) and the GitHub Action's inputs (``gitops.github.action.Inputs``) both read the
+choices and defaults from here, so that they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gitops.edges.clock import Clock, SystemClock
+
+Refresh = Literal["always", "auto", "never"]
+#: ``--refresh``: always download every branch; auto: skip branches this tool uploaded recently; never: the ledger.
+REFRESH_CHOICES: tuple[Refresh, ...] = ("always", "auto", "never")
+DEFAULT_REFRESH: Refresh = "auto"
+
+#: ``--max-wait``: the longest wait (seconds) after a 429 before retrying.
+DEFAULT_MAX_WAIT = 60.0
+
+Format = Literal["text", "json", "markdown"]
+#: ``gitops plan --format``.
+FORMATS: tuple[Format, ...] = ("text", "json", "markdown")
+DEFAULT_FORMAT: Format = "text"
+
+#: The manifest's file name when none is given.
+DEFAULT_MANIFEST = "gitops.yaml"
+
+
+@dataclass
+class Options:
+    """Everything a run needs from outside: flags, environment, clock, and (for tests) the HTTP transport."""
+
+    manifest: Path
+    env: Mapping[str, str]
+    ref: str | None = None
+    refresh: Refresh = DEFAULT_REFRESH
+    max_wait: float = DEFAULT_MAX_WAIT
+    state_dir: Path | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    transport: Any = None
+    on_wait: Callable[[float, str], None] | None = None
+    log: Callable[[str], None] | None = None

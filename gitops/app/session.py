@@ -1,0 +1,183 @@
+"""The session of one run: credentials, ledgers and clients of the servers it talks to.
+
+It is the only place that opens clients. Planning gets a read-only view of each server (:meth:`Session.reader`),
+applying the writing client (:meth:`Session.writer`). The clients tell the ledgers what they learn (the ledger is
+their observer); the session saves the ledgers once per logical step (:meth:`Session.save`, called by the use cases
+after each server's reads, after the verification downloads and after each apply step) and when it closes. A run
+killed with ``kill -9`` so loses at most what it learnt in the step in progress; every save is atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from gitops.app.options import Options
+from gitops.config.manifest import LoadedManifest, load_manifest
+from gitops.core.budget import BudgetFacts
+from gitops.core.remote import RemoteReader, RemoteWriter
+from gitops.errors import GitopsError
+from gitops.secrets import Secret
+
+if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
+    from gitops.config.credentials import Auth
+    from gitops.edges.client import ServiceClient
+    from gitops.edges.ledger import Ledger
+
+
+class Session:
+    """Clients and ledgers of the servers one run talks to; opened lazily, saved per step, closed together."""
+
+    def __init__(self, loaded: LoadedManifest, options: Options) -> None:
+        from gitops.edges.ledger import default_state_dir
+
+        self.loaded = loaded
+        self.options = options
+        self.state_dir = options.state_dir or default_state_dir(options.env)
+        self._clients: dict[str, ServiceClient] = {}
+        self._ledgers: dict[str, Ledger] = {}
+        self._auth: dict[str, Auth] = {}
+        self._queried: set[str] = set()
+
+    def servers(self) -> list[str]:
+        """The servers the manifest's branches are on."""
+        return servers_of(self.loaded)
+
+    def has_credentials(self, server: str) -> bool:
+        """Whether the manifest's credentials for ``server`` are present (without reading them)."""
+        from gitops.config.credentials import auth_available
+
+        config = self.loaded.manifest.servers[server]
+        return auth_available(config, self.options.env, cwd=self.loaded.base_dir)
+
+    def auth(self, server: str) -> Auth:
+        """The server's credentials; :class:`AuthError` naming what is missing."""
+        from gitops.config.credentials import resolve_auth
+
+        if server not in self._auth:
+            config = self.loaded.manifest.servers[server]
+            self._auth[server] = resolve_auth(server, config, self.options.env, cwd=self.loaded.base_dir)
+        return self._auth[server]
+
+    def ledger(self, server: str) -> Ledger:
+        """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token."""
+        from gitops.edges.ledger import Ledger
+
+        if server not in self._ledgers:
+            config = self.loaded.manifest.servers[server]
+            fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
+            self._ledgers[server] = Ledger.open(self.state_dir, config.url, fingerprint, clock=self.options.clock)
+        return self._ledgers[server]
+
+    def client(self, server: str) -> ServiceClient:
+        """The :class:`gitops.edges.client.ServiceClient` of the server (credentials required); its observer is the
+        server's ledger."""
+        from gitops.edges.client import ServiceClient
+
+        if server not in self._clients:
+            config = self.loaded.manifest.servers[server]
+            self._clients[server] = ServiceClient(
+                server_name=server,
+                url=config.url,
+                auth=self.auth(server),
+                observer=self.ledger(server),
+                clock=self.options.clock,
+                transport=self.options.transport,
+                max_wait=self.options.max_wait,
+                on_wait=self.options.on_wait,
+                log=self.options.log,
+            )
+        return self._clients[server]
+
+    def reader(self, server: str) -> RemoteReader:
+        """Read-only access to the server, for planning: a narrow wrapper that has no method that writes."""
+        from gitops.edges.client import ReadOnlyClient
+
+        return ReadOnlyClient(self.client(server))
+
+    def writer(self, server: str) -> RemoteWriter:
+        """Read and write access to the server, for applying."""
+        return self.client(server)
+
+    def learn_unlimited(self, server: str) -> bool:
+        """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on
+        the no-rate-limit page since the ledger last looked. The token query is not rate limited; it is skipped
+        with --refresh=never (no request at all) and for password logins (private servers have no limits)."""
+        from gitops.config.credentials import TokenAuth
+
+        if self.options.refresh == "never" or server in self._queried:
+            return self._unlimited_now(server)
+        self._queried.add(server)
+        if not self.has_credentials(server) or not isinstance(self.auth(server), TokenAuth):
+            return False
+        try:
+            self.client(server).query_token()
+        except GitopsError as exc:  # an old server without the token query: the ledger's view stands
+            if self.options.log is not None:
+                self.options.log(f"token query on server '{server}' failed: {exc.message}")
+        self.save()
+        return self._unlimited_now(server)
+
+    def _unlimited_now(self, server: str) -> bool:
+        until = self.ledger(server).unlimited_until
+        return until is not None and until > self.options.clock.now()
+
+    def budget_facts(self, server: str) -> BudgetFacts:
+        """What the ledger knows of the server's token, for the budget (a password login spends no budget)."""
+        from gitops.config.credentials import PasswordAuth
+
+        ledger = self.ledger(server)
+        # Only token-authenticated requests are rate limited: a password login spends no budget.
+        limited = not (self.has_credentials(server) and isinstance(self.auth(server), PasswordAuth))
+        return BudgetFacts(ledger.windows(), ledger.unlimited_until, self.loaded.manifest.budget.reserve, limited)
+
+    def unlock_link(self, server: str) -> Secret | None:
+        """The no-rate-limit link of the server's token, or ``None`` (no credentials, or a password login)."""
+        try:
+            return self.client(server).no_rate_limit_url()
+        except GitopsError:
+            return None
+
+    def warnings(self) -> list[str]:
+        """What the ledgers found wrong with their files (corrupt, unreadable, unwritable)."""
+        return [w for ledger in self._ledgers.values() for w in ledger.warnings]
+
+    def save(self) -> None:
+        """Save every ledger that learnt something since its last save: the end of one logical step.
+
+        The ledger is a cache: failing to write it must not fail the deploy, but it becomes a warning.
+        """
+        for ledger in self._ledgers.values():
+            if not ledger.changed:
+                continue
+            try:
+                ledger.save()
+            except OSError as exc:
+                warning = f"the ledger at {ledger.path} cannot be written ({exc.strerror}); it was not updated."
+                if warning not in ledger.warnings:
+                    ledger.warnings.append(warning)
+
+    def close(self) -> None:
+        """Save what was learnt and close the clients."""
+        try:
+            self.save()
+        finally:
+            for client in self._clients.values():
+                client.close()
+            self._clients.clear()
+
+
+@contextmanager
+def open_session(options: Options, loaded: LoadedManifest | None = None) -> Iterator[Session]:
+    """A :class:`Session` for the manifest (loaded here unless given), closed (and saved) when the block ends."""
+    s = Session(loaded or load_manifest(options.manifest), options)
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def servers_of(loaded: LoadedManifest) -> list[str]:
+    """The servers the manifest's branches are on, sorted."""
+    return sorted({b.server for b in loaded.manifest.branches})
