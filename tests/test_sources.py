@@ -303,10 +303,14 @@ def test_a_branch_without_main_gets_a_warning(here: Path) -> None:
     ]
 
 
-def test_working_tree_includes_ignored_files_and_skips_dot_git(here: Path) -> None:
-    make_repo(here, {".gitignore": "src/dist/\n", "src/main.js": ""})
+def test_working_tree_leaves_out_ignored_files_and_skips_dot_git(here: Path) -> None:
+    make_repo(here, {".gitignore": "src/dist/\n*.log.js\n", "src/main.js": ""})
     write_files(here, {"src/dist/bundle.js": "built", "src/.git/hooks/x.js": "", "src/.cache/y.js": ""})
-    assert sorted(names_and_values(read_local_code(load(here)))) == ["dist/bundle", "main"]
+    write_files(here, {"src/debug.log.js": "", "src/node_modules/lodash/index.js": ""})
+    assert sorted(names_and_values(read_local_code(load(here)))) == ["main"]
+    # A root that Git ignores itself (a build output folder) is read whole.
+    dist = load(here, branches=[{"branch": "main", "root": "src/dist", "include": ["**/*.js"]}])
+    assert sorted(names_and_values(read_local_code(dist))) == ["bundle"]
 
 
 @pytest.mark.skipif(os.name == "nt", reason="symbolic links")
@@ -509,6 +513,15 @@ def test_a_submodule_is_refused_with_ref_not_left_out(here: Path) -> None:
     )
     excluded = load(here / "bot", branches=[{"branch": "main", "root": "src", "exclude": ["vendor/**"]}])
     assert names_and_values(read_local_code(excluded, "HEAD")) == {"main": ""}
+
+
+def test_node_modules_is_never_a_module_also_in_a_commit(here: Path) -> None:
+    make_repo(here, {"main.js": "", "node_modules/lodash/index.js": "", "lib/node_modules/x.js": "", "lib/a.js": ""})
+    loaded = load(here, branches=[{"branch": "main", "root": "."}])
+    commit_all(here)
+    expected = ["lib/a", "main"]
+    assert sorted(names_and_values(read_local_code(loaded))) == expected
+    assert sorted(names_and_values(read_local_code(loaded, "HEAD"))) == expected
 
 
 NOT_FOUND_HINT = (

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from gitops.app.localcode import read_code
 from gitops.app.options import Refresh
 from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
@@ -17,7 +18,6 @@ from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, RemoteBranch, RemoteView
-from gitops.edges.sources import read_local_code
 from gitops.errors import BudgetError, PlanFileError, ScopeError
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
@@ -28,7 +28,7 @@ def make_plan(s: Session) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit)."""
     options = s.options
-    local = read_local_code(s.loaded, options.ref)
+    local = read_code(s.loaded, options.ref, options.env)
     views = gather_remote(s, options.refresh)
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in s.servers()}

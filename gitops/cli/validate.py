@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
 
 from gitops.cli.common import manifest_option
+
+_KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "binary"}
 
 
 @click.command("validate")
@@ -20,19 +23,25 @@ from gitops.cli.common import manifest_option
     help="Read the code from this Git ref (commit, branch, tag) instead of the working tree; uncommitted changes "
     "are ignored. The manifest is always read from disk. [env: GITOPS_REF]",
 )
-def validate(manifest: Path, ref: str | None) -> None:
-    """Check the manifest and the local code, without the network.
+@click.option(
+    "--list",
+    "list_modules",
+    is_flag=True,
+    help="Also print each branch's modules: name, kind (text, source map, binary), size and the file it comes from.",
+)
+def validate(manifest: Path, ref: str | None, list_modules: bool) -> None:
+    """Check the manifest and the local code, without the network (a branch's build command runs first).
 
     Prints each branch's modules and size as the server counts it against its 5 MB limit, and any warnings.
-    Exits 5 for an invalid manifest, 6 for local code that cannot be deployed.
+    Exits 5 for an invalid manifest, 6 for local code that cannot be deployed (or a build that fails).
     """
+    from gitops.app.localcode import read_code
     from gitops.config.manifest import load_manifest
     from gitops.core.endpoints import MAX_CODE_LENGTH
-    from gitops.edges.sources import read_local_code
     from gitops.render.plan import size
 
     loaded = load_manifest(manifest)
-    local = read_local_code(loaded, ref)
+    local = read_code(loaded, ref, os.environ)
     servers, branches = len(loaded.manifest.servers), len(local.branches)
     click.echo(
         f"manifest {loaded.display} is valid: {servers} server{'s' if servers != 1 else ''}, "
@@ -50,6 +59,14 @@ def validate(manifest: Path, ref: str | None) -> None:
             f"{MAX_CODE_LENGTH:,} characters ({share:.1f}% of the 5 MB limit)"
             + (f"; activates {', '.join(activate)}" if activate else "")
         )
+        if list_modules:
+            rows = [
+                (m.name, _KIND_LABELS.get(branch.kinds.get(m.name, ""), "binary" if m.is_binary else "text"), m)
+                for m in sorted(branch.code, key=lambda m: m.name)
+            ]
+            width = max((len(name) for name, _, _ in rows), default=0)
+            for name, kind, module in rows:
+                click.echo(f"    {name:<{width}}  {kind:<10}  {size(module.size):>9}  {branch.files.get(name, '')}")
     for warning in local.warnings:
         click.echo(f"warning: {warning}", err=True)
 

@@ -259,8 +259,48 @@ class Naming(_Model):
     strip_suffixes: list[Suffix] = Field(
         default_factory=lambda: [".js"],
         json_schema_extra={"default": [".js"]},
-        description="Suffixes removed from the names of text modules (the longest that matches). Binary modules "
-        "keep their suffix: lib/pathfinder.wasm stays 'lib/pathfinder.wasm'.",
+        description="Suffixes removed from module names (the longest that matches), binary modules included: "
+        "add '.wasm' to name pkg/mybot_bg.wasm 'pkg/mybot_bg' (require('mybot_bg') with root: pkg). With the "
+        "default, lib/pathfinder.wasm stays 'lib/pathfinder.wasm'.",
+    )
+
+
+def _check_build(value: str | list[str]) -> str | list[str]:
+    if isinstance(value, str) and not value.strip():
+        raise _fail("is an empty command; write the build command, e.g. 'npm ci && npm run build', or remove it")
+    if isinstance(value, list) and (not value or not value[0]):
+        raise _fail("is an empty argument list; write the program and its arguments, e.g. [npm, run, build]")
+    return value
+
+
+#: A build command: a string runs through the shell (``sh -c``), a list is the program and its arguments.
+BuildCommand = Annotated[
+    str | list[str],
+    AfterValidator(_check_build),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            ]
+        }
+    ),
+]
+_BUILD_DESCRIPTION = (
+    "A command that writes the branch's root (a build output folder such as dist), run once before the code is "
+    "read, with the manifest's folder as working directory: a string runs through the shell (sh -c), a list is "
+    "the program and its arguments. With --ref it runs in a temporary checkout of that commit. Branches sharing "
+    "a command run it once. See docs/your-layout.md."
+)
+
+
+class RequiresConfig(_Model):
+    """The check of literal require('name') calls against the modules the branch will hold."""
+
+    check: bool = Field(True, description="Refuse a branch whose JavaScript requires a module it will not hold.")
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="Module names a require may name without the branch holding them (optional or dynamic requires).",
     )
 
 
@@ -298,6 +338,14 @@ class BranchConfig(_Model):
         description="Modules on the server but not in the repository: 'remove' them (default; an upload replaces "
         "the branch) or 'keep' them (re-sent with every upload).",
     )
+    build: BuildCommand | None = Field(None, description=_BUILD_DESCRIPTION)
+    source_maps: Literal["wrap", "raw", "omit"] = Field(
+        "wrap",
+        description="What a matched *.js.map file becomes: 'wrap' (module NAME.js.map holding "
+        "'module.exports = <the map>;', as rollup-plugin-screeps uploads it), 'raw' (the file as it is) or "
+        "'omit' (left out).",
+    )
+    requires: RequiresConfig = Field(default_factory=RequiresConfig)
 
     @field_validator("include", mode="after")
     @classmethod
@@ -352,6 +400,9 @@ class Manifest(_Model):
         description="The code branches to deploy; each (server, branch) once.", json_schema_extra={"minItems": 1}
     )
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    build: BuildCommand | None = Field(
+        None, description=_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."
+    )
 
 
 # --- rules that relate values (run on raw YAML data, so they must accept anything) ----------------------------

@@ -25,6 +25,8 @@ from wcmatch import glob as wcglob
 from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
 from gitops.core.codeset import CodeSet, Module, code_length, refused_name_reason
 from gitops.core.endpoints import MAX_CODE_LENGTH
+from gitops.core.modulekinds import Kind, describe_kinds, kind_of, wrap_source_map
+from gitops.core.requires import check_requires, summarise
 
 if TYPE_CHECKING:
     pass
@@ -73,6 +75,8 @@ class LocalBranch:
     branch: str
     code: CodeSet
     files: dict[str, str]
+    #: module name -> "javascript", "source map" or "binary"
+    kinds: Mapping[str, Kind] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -105,6 +109,8 @@ class BranchBuild:
     server_length: int
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: module name -> "javascript", "source map" or "binary" (for ``gitops validate --list``)
+    kinds: dict[str, Kind] = field(default_factory=dict)
 
 
 # --- the pure core ---------------------------------------------------------------------------------------------
@@ -113,19 +119,30 @@ class BranchBuild:
 def module_name(path: str, *, binary: bool, naming: Naming) -> str:
     """The module name of a file at ``path`` (relative to the branch root, ``/`` separators).
 
-    Text modules lose the longest of ``naming.strip_suffixes`` that ends the path; binary modules keep their
-    suffix. Folder boundaries become ``naming.separator``: ``role/harvester.js`` is ``role/harvester`` or
-    ``role.harvester``.
+    The name loses the longest of ``naming.strip_suffixes`` that ends the path, for text and binary modules alike
+    (``binary`` is accepted for older callers and changes nothing): with the default ``[".js"]`` a ``.wasm`` file
+    keeps its suffix, and listing ``.wasm`` there names ``pkg/mybot_bg.wasm`` ``pkg/mybot_bg``, as
+    ``require('mybot_bg')`` in a cargo-screeps loader expects. Folder boundaries become ``naming.separator``:
+    ``role/harvester.js`` is ``role/harvester`` or ``role.harvester``.
     """
+    del binary  # binary modules are named like text modules since issue 13
     name = path
-    if not binary:
-        for suffix in sorted(naming.strip_suffixes, key=len, reverse=True):
-            if name.endswith(suffix):
-                name = name[: -len(suffix)]
-                break
+    for suffix in sorted(naming.strip_suffixes, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
     if naming.separator != "/":
         name = name.replace("/", naming.separator)
     return name
+
+
+#: Folders whose files are never modules, in the working tree and in a commit alike: dependencies and Git's own.
+NEVER_MODULE_FOLDERS = frozenset({"node_modules", ".git"})
+
+
+def never_module(path: str) -> bool:
+    """Whether ``path`` lies in a folder that never holds modules (``node_modules/``, ``.git/``)."""
+    return any(part in NEVER_MODULE_FOLDERS for part in path.split("/")[:-1])
 
 
 def _matcher(patterns: list[str]) -> Callable[[str], bool]:
@@ -270,6 +287,8 @@ def build_branch(
     selected: list[str] = []
     included = 0
     for path in sorted(paths):
+        if never_module(path):
+            continue
         matched = False
         for k, match in enumerate(includes):
             if match(path):
@@ -298,6 +317,7 @@ def build_branch(
 
     by_name: dict[str, list[str]] = {}
     binary_of: dict[str, bool] = {}
+    kinds: dict[str, Kind] = {}
     for path in selected:
         if not path.isascii():
             undecodable = _undecodable_part(path)
@@ -310,18 +330,25 @@ def build_branch(
                 )
                 continue
         binary = is_binary(path)
+        kind = kind_of(path, binary=binary, module_suffixes=tuple(config.naming.strip_suffixes))
+        if kind == "source map" and config.source_maps == "omit":
+            continue
         name = module_name(path, binary=binary, naming=config.naming)
+        if kind == "source map":  # NAME.js.map, whatever strip_suffixes says
+            name = module_name(path, binary=True, naming=config.naming.model_copy(update={"strip_suffixes": []}))
         reason = refused_name_reason(name)
         if reason is not None:
             problems.append(f"{label}: {shown(path)} becomes module {name!r}, but {reason}; rename it, or exclude it")
             continue
         by_name.setdefault(name, []).append(path)
         binary_of[path] = binary
+        kinds[path] = kind
 
     if prefetch is not None:
         prefetch([sources[0] for sources in by_name.values() if len(sources) == 1])
     modules: list[Module] = []
     files: dict[str, str] = {}
+    kinds_out: dict[str, Kind] = {}
     for name, sources in by_name.items():
         if len(sources) > 1:
             listed = [shown(p) for p in sources]
@@ -337,6 +364,12 @@ def build_branch(
         except UnreadableFile as exc:
             problems.append(f"{label}: {shown(path)} {exc}")
             continue
+        if kinds[path] == "other":  # refused after the read, so that why it cannot be read is said first
+            problems.append(
+                f"{label}: {shown(path)} is not {describe_kinds()}, so the game could not run it; exclude it, "
+                "or list it under binary"
+            )
+            continue
         if binary_of[path]:
             modules.append(Module(name, binary=data))
         else:
@@ -349,8 +382,30 @@ def build_branch(
                     f"line {line}); save it as UTF-8, or list it under binary if it is not text"
                 )
                 continue
+            if kinds[path] == "source map" and config.source_maps == "wrap":
+                try:
+                    text = wrap_source_map(text)
+                except ValueError as exc:
+                    problems.append(
+                        f"{label}: {shown(path)} {exc}; fix the build, or set source_maps: omit for this branch"
+                    )
+                    continue
             modules.append(Module(name, text=text))
         files[name] = shown(path)
+        kinds_out[name] = kinds[path]
+
+    if config.requires.check:
+        missing = check_requires(
+            (
+                (m.name, files[m.name], m.text)
+                for m in modules
+                if m.text is not None and kinds_out[m.name] == "javascript"
+            ),
+            [m.name for m in modules],
+            ignore=config.requires.ignore,
+            separator=config.naming.separator,
+        )
+        problems += summarise(missing, label)
 
     code = CodeSet.of(modules)
     length = code_length(code.wire())
@@ -362,4 +417,4 @@ def build_branch(
     if selected and "main" not in by_name:
         add = f"add {shown('main.js')}" if ".js" in config.naming.strip_suffixes else "add a module named main"
         warnings.append(f"{label}: no module 'main'; the server adds an empty one, so the code will not run; {add}")
-    return BranchBuild(code, files, length, problems, warnings)
+    return BranchBuild(code, files, length, problems, warnings, kinds_out)

@@ -3,8 +3,9 @@
 The pure core, :func:`gitops.core.local.build_branch`, turns a branch's configuration, a listing of the files under
 its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed it:
 
-* the working tree: the files on disk under the manifest's folder, ``.gitignore``-d files included (build output
-  that is not committed can be deployed), ``.git`` folders skipped; symbolic links are followed while they stay
+* the working tree: the files on disk under the manifest's folder, except what Git ignores (unless the root itself
+  is ignored: a build output folder such as ``dist/`` is read whole; :mod:`gitops.edges.ignored`), ``.git`` and
+  ``node_modules`` folders skipped; symbolic links are followed while they stay
   inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
   link, not the files, so ``--ref`` would deploy something else). Only the repository's files, as with ``--ref``:
   a root that resolves outside the Git work tree holding the manifest (outside Git: the manifest's folder) or into
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gitops.config.manifest import LoadedManifest, Loc
+from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import SourceError
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 
 from gitops.core.local import (
     GLOB_FLAGS,
+    NEVER_MODULE_FOLDERS,
     BranchBuild,
     LocalBranch,
     LocalCode,
@@ -118,6 +121,16 @@ class _WorkTree:
     def __init__(self, base_dir: Path, repository: _Repository | None = None) -> None:
         self.base_dir = base_dir
         self.repository = repository or _Repository.of(base_dir)
+        self._ignored: IgnoredFiles | None = None
+
+    def _skip(self, prefix: str) -> Callable[[str], bool] | None:
+        """What Git ignores under the root ``prefix``: nothing when the root itself is ignored (a build output)."""
+        if self._ignored is None:
+            self._ignored = IgnoredFiles.ask_git(self.base_dir)
+        ignored = self._ignored
+        if not (ignored.files or ignored.folders) or ignored.covers(prefix or "."):
+            return None
+        return lambda rel: ignored.covers(posixpath.join(prefix, rel) if prefix else rel)
 
     def listing(self, prefix: str) -> _Listing | str:
         """The files under ``prefix`` (relative to the manifest's folder), or why there are none."""
@@ -145,7 +158,7 @@ class _WorkTree:
             return f"is not a folder in {self.base_dir}; name the folder that holds the code"
         notes: dict[str, str] = {}
         unlisted: dict[str, str] = {}
-        paths = _walk(str(root), root_real, self.repository, notes, prefix, unlisted)
+        paths = _walk(str(root), root_real, self.repository, notes, prefix, unlisted, self._skip(prefix))
         if "" in unlisted:
             return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
@@ -206,8 +219,10 @@ def _walk(
     notes: dict[str, str],
     prefix: str,
     unlisted: dict[str, str],
+    skip: Callable[[str], bool] | None = None,
 ) -> list[str]:
-    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` is skipped.
+    """Relative paths of the files under ``root``; links are followed (once each), ``.git`` and ``node_modules``
+    are skipped, and so is each path for which ``skip(path)`` holds (what Git ignores).
 
     ``notes`` gets the files that must not become modules: broken and endless links, files reached through a link
     that leaves the root (or the repository, or leads into .git), and what is not a regular file. ``unlisted`` gets
@@ -225,9 +240,11 @@ def _walk(
             unlisted[rel[:-1]] = exc.strerror or type(exc).__name__
             continue
         for entry in entries:
-            if entry.name == ".git":
+            if entry.name in NEVER_MODULE_FOLDERS:
                 continue
             path = f"{rel}{entry.name}"
+            if skip is not None and skip(path):
+                continue
             try:
                 link = entry.is_symlink()
                 is_dir = entry.is_dir()
@@ -609,7 +626,7 @@ def _read_branches(
         )
         problems += build.problems
         warnings += build.warnings
-        local = LocalBranch(config.server, config.branch, build.code, build.files)
+        local = LocalBranch(config.server, config.branch, build.code, build.files, build.kinds)
         local.__dict__["server_length"] = build.server_length  # computed already; spare the cached property
         branches.append(local)
 

@@ -18,7 +18,7 @@ from tests.factories import git
 from tests.private.harness import ServerUser
 
 BOT = {
-    "main.js": "const harvester = require('role.harvester');\nmodule.exports.loop = () => harvester.run();\n",
+    "main.js": "const harvester = require('role/harvester');\nmodule.exports.loop = () => harvester.run();\n",
     "role/harvester.js": "module.exports.run = () => {};\n",
     "util/names.js": "module.exports.name = (n) => 'creep-' + n;\n",
 }

@@ -1,0 +1,218 @@
+"""The build step: run a branch's ``build`` command, in the working tree or in a temporary checkout of a commit.
+
+A command is a string, run through the shell (``sh -c``: ``npm ci && npm run build`` works as typed), or a list, the
+program and its arguments (no shell). It runs with the manifest's folder as working directory (in a ``--ref``
+checkout, the same folder there), its output and errors streamed to standard error. A command that fails stops
+everything with exit 6, its exit code and its last lines. Each distinct command runs once, however many branches
+name it.
+
+With ``--ref`` the commit is checked out into a temporary ``git worktree`` (detached, in the system's temporary
+folder): the build runs there, the code is read there, and the checkout is removed afterwards, also when the build
+fails or the tool is interrupted (Ctrl-C, SIGTERM); the working tree is never touched. The build's own process
+group is ended with it, so an interrupted build leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import FrameType
+
+from gitops.config.manifest import Manifest
+from gitops.edges.sources import _resolve_commit
+from gitops.errors import SourceError
+
+BuildCommand = str | list[str]
+
+#: How many of a failed build's last output lines the error shows.
+TAIL_LINES = 20
+#: How long an interrupted build gets to end after SIGTERM before it is killed.
+_STOP_SECONDS = 5.0
+
+
+def build_commands(manifest: Manifest) -> list[BuildCommand]:
+    """The distinct build commands of the manifest's branches, in manifest order (a branch without ``build`` of its
+    own takes the manifest's)."""
+    seen: dict[str, BuildCommand] = {}
+    for branch in manifest.branches:
+        command = branch.build if branch.build is not None else manifest.build
+        if command is not None:
+            seen.setdefault(_key(command), command)
+    return list(seen.values())
+
+
+def _key(command: BuildCommand) -> str:
+    return command if isinstance(command, str) else "\0".join(["argv", *command])
+
+
+def describe(command: BuildCommand) -> str:
+    """The command as a person would type it."""
+    import shlex
+
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _argv(command: BuildCommand) -> list[str]:
+    if isinstance(command, list):
+        return command
+    if os.name == "nt":  # pragma: no cover - no POSIX shell there
+        return ["cmd", "/c", command]
+    return ["/bin/sh", "-c", command]
+
+
+#: Variables that hold secrets in the runs this tool knows of (the Action's inputs, GitHub's own tokens, the
+#: conventional names of the screeps credentials); a build never sees them, nor the ones the manifest names.
+SECRET_VARIABLES = frozenset(
+    {
+        "SCREEPS_TOKEN",
+        "SCREEPS_PASSWORD",
+        "GITOPS_ACTION_TOKEN",
+        "GITOPS_ACTION_PASSWORD",
+        "GITOPS_GITHUB_TOKEN",
+        "GITHUB_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    }
+)
+
+
+def build_environment(env: Mapping[str, str], manifest: Manifest) -> dict[str, str]:
+    """The environment a build runs with: ``env`` without any credential.
+
+    A build command is code from the repository, and on a pull request from anyone who can open one: it must not
+    read the token or password that the deploy uses. Left out: every variable a server of the manifest names
+    (``token_env``, ``username_env``, ``password_env``) and :data:`SECRET_VARIABLES`. A build that needs a secret
+    of its own (a private npm registry) gets it from its own step, before gitops runs.
+    """
+    named = {
+        name
+        for server in manifest.servers.values()
+        for name in (server.token_env, server.username_env, server.password_env)
+        if name
+    }
+    return {k: v for k, v in env.items() if k not in named and k not in SECRET_VARIABLES}
+
+
+def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where: str = "") -> None:
+    """Run one build command in ``cwd`` with ``env`` (see :func:`build_environment`), its output streamed to
+    standard error.
+
+    Raises :class:`~gitops.errors.SourceError` (exit 6) when it cannot start or exits non-zero. Interrupted
+    (KeyboardInterrupt, or SIGTERM inside :func:`interrupts_as_keyboard`), it ends the build's process group first.
+    """
+    shown = describe(command)
+    print(f"build: {shown}{where}", file=sys.stderr, flush=True)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    try:
+        proc = subprocess.Popen(
+            _argv(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: ended whole when the tool is interrupted
+        )
+    except OSError as exc:
+        raise SourceError(
+            f"the build command {shown!r} cannot start: {exc.strerror or exc}",
+            hint="Install the program, or fix build in the manifest (a string runs through sh -c, a list is the "
+            "program and its arguments).",
+        ) from None
+    try:
+        assert proc.stdout is not None
+        with proc.stdout:
+            for raw in proc.stdout:
+                line = raw.decode("utf-8", "replace")
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                tail.append(line.rstrip("\r\n"))
+        code = proc.wait()
+    except BaseException:
+        _stop(proc)
+        raise
+    if code != 0:
+        last = "\n".join(f"    | {line}" for line in tail) or "    (no output)"
+        raise SourceError(
+            f"the build command {shown!r} failed with exit code {code}{where}; its last lines:\n{last}",
+            hint="Fix the build (run it by hand in the same folder to see all of its output), then try again.",
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the build's process group: SIGTERM, then SIGKILL if it does not end in time."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(_STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def interrupts_as_keyboard() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt (as Ctrl-C does), so that cleanup runs; the previous
+    handler is restored afterwards. Outside the main thread (signals cannot be caught there) it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
+    except OSError as exc:
+        raise SourceError(f"--ref needs git, which cannot run: {exc.strerror or exc}") from None
+
+
+@contextlib.contextmanager
+def temporary_checkout(base_dir: Path, ref: str) -> Iterator[tuple[Path, str]]:
+    """Check commit ``ref`` out into a temporary ``git worktree``; yields the manifest's folder inside it and the
+    full commit id. The checkout is removed afterwards, whatever happens in the block."""
+    top_run = _git(["rev-parse", "--show-toplevel"], base_dir)
+    if top_run.returncode != 0:
+        raise SourceError(
+            f"--ref {ref}: {base_dir} (the manifest's folder) is not in a Git repository",
+            hint="Drop --ref to build and read the working tree, or run gitops inside a clone of the repository.",
+        )
+    top = Path(os.fsdecode(top_run.stdout.strip())).resolve()
+    # The same resolution, and the same messages, as a --ref read without a build (shallow clones, trees, typos).
+    sha = _resolve_commit(top, ref)
+    relative = base_dir.resolve().relative_to(top)
+    holder = Path(tempfile.mkdtemp(prefix="gitops-build-"))
+    checkout = holder / "checkout"
+    try:
+        added = _git(["worktree", "add", "--detach", "--quiet", str(checkout), sha], top)
+        if added.returncode != 0:
+            message = added.stderr.decode("utf-8", "replace").strip()
+            raise SourceError(f"--ref {ref}: git cannot check commit {sha[:12]} out to build it: {message}")
+        yield checkout / relative, sha
+    finally:
+        _git(["worktree", "remove", "--force", "--force", str(checkout)], top)
+        shutil.rmtree(holder, ignore_errors=True)
+        _git(["worktree", "prune"], top)

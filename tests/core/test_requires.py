@@ -1,0 +1,114 @@
+"""The require scan and check (pure), and the module kinds: what the game could not run is caught before upload."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitops.core.modulekinds import kind_of, wrap_source_map
+from gitops.core.requires import check_requires, resolve, scan_requires
+
+SOURCE = """\
+var a = require('role.harvester'); // require('in-a-comment')
+/* require("in-a-block-comment") */ const b = require("util/x");
+x.require('a-method'); y?.require('optional-chain'); var r = /require('in-a-regex')/g;
+var d = a / 2; var e = f / require('after-division');
+var t = `require('in-a-template')`; var u = require(`plain-template`); var v = require(`dyn-${n}`);
+var w = require(name); var z = require( 'spaced' ); var q = 'require("in-a-string")';
+var esc = require('it\\'s');
+"""
+
+
+def test_scan_finds_literal_calls_only_with_their_lines() -> None:
+    found = [(c.line, c.name) for c in scan_requires(SOURCE)]
+    assert found == [
+        (1, "role.harvester"),
+        (2, "util/x"),
+        (4, "after-division"),
+        (5, "plain-template"),
+        (6, "spaced"),
+        (7, "it's"),
+    ]
+
+
+def test_a_bundle_without_require_is_not_scanned() -> None:
+    assert scan_requires("(function(){var x=1/2;/*x*/})();" * 1000) == []
+
+
+def test_an_unterminated_comment_or_string_does_not_break_the_scan() -> None:
+    assert scan_requires("require('a');\n/* never closed require('b')") == [scan_requires("require('a')")[0]]
+    assert [c.name for c in scan_requires("var s = 'open\nrequire('c');")] == ["c"]
+
+
+def test_names_resolve_as_the_game_does() -> None:
+    # @screeps/engine requireFn: moduleName.replace(/^\.\//, '') and a plain lookup.
+    assert resolve("./role/harvester") == "role/harvester"
+    assert resolve("././x") == "./x"
+    assert resolve("../x") == "../x"
+    assert resolve("role.harvester") == "role.harvester"
+
+
+def check(text: str, names: list[str], separator: str = "/", ignore: tuple[str, ...] = ()) -> list[str]:
+    return [
+        m.describe() for m in check_requires([("main", "src/main.js", text)], names, ignore=ignore, separator=separator)
+    ]
+
+
+def test_check_reports_missing_modules_with_hints() -> None:
+    assert check("require('role.harvester')", ["main", "role.harvester"]) == []
+    assert check("require('lodash'); require('fs'); require('node:path'); require('fs/promises')", ["main"]) == []
+    assert check("require('role/harvester')", ["main", "role.harvester"], separator=".") == [
+        "src/main.js:1: require('role/harvester') names a module the branch will not hold; the branch has "
+        "'role.harvester' (naming.separator is '.'); write require('role.harvester'), or change naming.separator"
+    ]
+    assert check("\n\nrequire('role.builder')", ["main"]) == [
+        "src/main.js:3: require('role.builder') names a module the branch will not hold"
+    ]
+    assert check("require('lib/add')", ["main", "lib/add.wasm"]) == [
+        "src/main.js:1: require('lib/add') names a module the branch will not hold"
+    ]
+    assert check("require('mybot_bg.wasm')", ["main", "mybot_bg"]) == [
+        "src/main.js:1: require('mybot_bg.wasm') names a module the branch will not hold; module names have no "
+        ".wasm here; write require('mybot_bg')"
+    ]
+    assert check("require('./util')", ["main", "util"]) == []
+    assert check("require('optional')", ["main"], ignore=("optional",)) == []
+
+
+def test_relative_requires_are_not_resolved_from_the_file() -> None:
+    [problem] = [
+        m.describe()
+        for m in check_requires([("role/harvester", "src/role/harvester.js", "require('./spawner')")], ["role/spawner"])
+    ]
+    assert problem == (
+        "src/role/harvester.js:1: require('./spawner') names module 'spawner' the branch will not hold; the game's "
+        "require takes module names, not paths: it drops one leading './' and looks the rest up from the branch's "
+        "top (not from 'role', the folder of 'role/harvester'); did you mean require('role/spawner')?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "binary", "kind"),
+    [
+        ("main.js", False, "javascript"),
+        ("lib/x.cjs", False, "javascript"),
+        ("lib/x.mjs", False, "javascript"),
+        ("main.js.map", False, "source map"),
+        ("pkg/bot_bg.wasm", True, "binary"),
+        ("rooms.json", False, "other"),
+        ("main.ts", False, "other"),
+    ],
+)
+def test_kinds(path: str, binary: bool, kind: str) -> None:
+    assert kind_of(path, binary=binary) == kind
+
+
+def test_a_suffix_listed_for_stripping_is_javascript() -> None:
+    assert kind_of("bot.screeps", binary=False, module_suffixes=(".screeps",)) == "javascript"
+
+
+def test_wrap_source_map() -> None:
+    assert wrap_source_map('{"version":3}\n') == 'module.exports = {"version":3};\n'
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        wrap_source_map("nope")
+    with pytest.raises(ValueError, match="not a JSON object"):
+        wrap_source_map("[1]")

@@ -1,0 +1,140 @@
+"""In game, on the real private server: what the tool deploys for real bot layouts loads with ``require`` in a tick.
+
+A wrapped source map (module ``main.js.map`` holding ``module.exports = <map>;``) and a WebAssembly module named
+without its suffix (``mybot_bg``, from ``mybot_bg.wasm`` with ``strip_suffixes: [".js", ".wasm"]``) are deployed by
+``gitops apply`` with a password login; the player's ``main`` requires both and writes what it got to ``Memory``,
+which is read back through ``GET /api/user/memory``.
+
+Player code only runs when the driver cannot find its V8 snapshot (``build/runtime.snapshot.bin``): instead of
+moving the shared installation's file, every server process loads ``no_snapshot.js`` (through ``NODE_OPTIONS``,
+which the launcher's processes inherit), which makes that one file look absent. A user's code runs only while the
+user owns an object in the world: the admin CLI gives the fresh user a construction site and marks it active.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.factories import git
+from tests.private.harness import PrivateServer
+
+pytestmark = pytest.mark.private_server
+
+HERE = Path(__file__).resolve().parent
+WASM_ADD = (HERE.parent.parent / "examples/rust-wasm/pkg/mybot_bg.wasm").read_bytes()
+#: How long the world may take to run the player's code once (it ticks about once a second).
+TICK_TIMEOUT = 60.0
+
+MAIN = """\
+'use strict';
+const sourceMap = require('main.js.map');
+const bytes = require('mybot_bg');
+const add = new WebAssembly.Instance(new WebAssembly.Module(bytes), {}).exports.add;
+
+module.exports.loop = function () {
+    Memory.gitopsCheck = {mapVersion: sourceMap.version, mapFile: sourceMap.file, sum: add(20, 22), tick: Game.time};
+};
+"""
+
+
+@pytest.fixture
+def ticking_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateServer]:
+    """A private server of its own whose runner runs player code (see the module's docstring)."""
+    monkeypatch.setenv("NODE_OPTIONS", f"--require {HERE / 'no_snapshot.js'}")
+    server = PrivateServer.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def read_memory(server: PrivateServer, user: Any, path: str) -> Any:
+    answer = user.call("GET", "/api/user/memory", params={"path": path})
+    data = answer.get("data")
+    if not data:
+        return None
+    assert data.startswith("gz:"), data
+    return json.loads(gzip.decompress(base64.b64decode(data[3:])))
+
+
+def test_a_wrapped_source_map_and_a_wasm_module_without_suffix_load_in_a_tick(
+    ticking_server: PrivateServer, tmp_path: Path
+) -> None:
+    server = ticking_server
+    user = server.register()
+    repo = tmp_path / "bot"
+    (repo / "dist").mkdir(parents=True)
+    git(repo, "init", "-q")
+    (repo / "dist/main.js").write_text(MAIN, encoding="utf-8")
+    (repo / "dist/main.js.map").write_text('{"version":3,"file":"main.js","sources":[],"mappings":""}\n')
+    (repo / "dist/mybot_bg.wasm").write_bytes(WASM_ADD)
+    manifest = {
+        "version": 1,
+        "servers": {"home": {"url": user.url, "username_env": "SCREEPS_USER", "password_env": "SCREEPS_PASSWORD"}},
+        "branches": [
+            {
+                "server": "home",
+                "branch": "bots",
+                "root": "dist",
+                "include": ["*.js", "*.js.map", "*.wasm"],
+                "naming": {"strip_suffixes": [".js", ".wasm"]},
+                "activate": ["world"],
+            }
+        ],
+    }
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "SCREEPS_USER": user.username,
+        "SCREEPS_PASSWORD": user.password,
+        "GITOPS_STATE_DIR": str(tmp_path / "state"),
+        "NO_COLOR": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "gitops", "apply", "--yes"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    held = user.code("bots")
+    assert sorted(held) == ["main", "main.js.map", "mybot_bg"]
+
+    # Make the user one whose code the runner runs: an object in the world, and active.
+    user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(user.username)}}}).then(u => u._id)")
+    room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
+    assert isinstance(user_id, str)
+    assert isinstance(room, str), "the private server's world has no normal room"
+    server.cli(
+        "storage.db['rooms.objects'].insert({type: 'constructionSite', structureType: 'road', "
+        f"room: {json.dumps(room)}, x: 25, y: 25, user: {json.dumps(user_id)}, progress: 0, progressTotal: 300}})"
+        ".then(() => 1)"
+    )
+    server.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$set: {{active: 10000}}}})")
+
+    deadline = time.monotonic() + TICK_TIMEOUT
+    found = None
+    while found is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+        found = read_memory(server, user, "gitopsCheck")
+    assert found is not None, f"the player's code did not run within {TICK_TIMEOUT:.0f} s\n{server.diagnosis()}"
+    assert found["mapVersion"] == 3
+    assert found["mapFile"] == "main.js"
+    assert found["sum"] == 42
+    assert found["tick"] > 0
