@@ -13,11 +13,12 @@ from collections.abc import Mapping
 from gitops.app.localcode import read_code
 from gitops.app.options import Refresh
 from gitops.app.session import Session
-from gitops.config.manifest import BranchConfig, LoadedManifest
+from gitops.config.manifest import LoadedManifest
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
+from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan, build_plan, requests_needed
-from gitops.core.remote import BranchInfo, RemoteBranch, RemoteView
+from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import BudgetError, PlanFileError, ScopeError
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
@@ -47,21 +48,6 @@ def make_plan(s: Session) -> Plan:
     return result
 
 
-def _needs_download(
-    config: BranchConfig, remembered: RemoteBranch | None, refresh: Refresh, trust: float, now: float
-) -> bool:
-    """Whether planning must download this branch (``auto``: unless this tool uploaded it recently)."""
-    if refresh == "always":
-        return True
-    if refresh == "never":
-        return False
-    if remembered is None or remembered.how != "own-upload" or remembered.modules is None:
-        return True
-    if config.remote_only == "keep":  # kept modules must be re-sent: their content is needed
-        return True
-    return now - remembered.learnt_at > trust
-
-
 def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     """A branch state read from the ledger: learnt by a download back then, so its provenance is now the ledger
     (its own uploads keep theirs, which says more)."""
@@ -71,72 +57,120 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
 
 
 def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
-    """Learn what each server holds, spending as few downloads as the refresh policy allows.
+    """Learn what each server holds, spending as few downloads as the refresh policy allows, and say for each
+    branch whether this run verified it.
 
-    Before any request, the downloads it needs are checked against what is known to remain of
-    ``GET /api/user/code`` (60 per hour); :class:`BudgetError` if they would not fit. Each server's reads are one
-    step: the ledger is saved after them.
+    With ``refresh`` ``auto`` or ``always`` each server's branch list is asked first (one request, counted only
+    against the global limit): when it carries a branch's modules (private servers, the stand-in) those are the
+    download; when it carries a modification time, a ledger record learnt at that same time is confirmed by it.
+    Only what the list cannot confirm is downloaded (``auto``; ``always`` downloads every branch), and those
+    downloads are checked against what is known to remain of ``GET /api/user/code`` (60 per hour) before any is
+    sent: :class:`BudgetError` if they would not fit. Each server's reads are one step: the ledger is saved after.
     """
-    now = s.options.clock.now()
     trust = float(s.loaded.manifest.budget.trust_own_upload_seconds)
-    views: dict[str, RemoteView] = {}
     configs = s.loaded.manifest.branches
-    wanted: dict[str, list[BranchConfig]] = {}
+    listings: dict[str, list[BranchInfo] | None] = {}
+    listed_at: dict[str, float] = {}
+    if refresh != "never":
+        for server in s.servers():
+            try:
+                listings[server] = s.reader(server).list_branches()
+            except ScopeError:
+                # A token restricted to the code endpoints: existence comes from the download, activation is
+                # unknown (and so re-sent by apply).
+                listings[server] = None
+            listed_at[server] = s.options.clock.now()
+    judged: dict[str, dict[str, Judgement]] = {}
     for server in s.servers():
         ledger = s.ledger(server)
-        to_download = [
-            c
-            for c in configs
-            if c.server == server and _needs_download(c, ledger.remembered_branch(c.branch), refresh, trust, now)
-        ]
-        wanted[server] = to_download
-        check_download_budget(s, server, len(to_download))
-    for server in s.servers():
-        ledger = s.ledger(server)
-        branches: dict[str, RemoteBranch | None] = {}
-        if refresh == "never":
-            remembered = ledger.remembered_branch_list()
-            for c in configs:
-                if c.server == server:
-                    branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
-            views[server] = RemoteView(
-                server,
-                tuple(remembered[0]) if remembered else None,
-                branches,
-                remembered[1] if remembered else None,
+        listing = listings.get(server)
+        entries = {b.name: b for b in listing or ()}
+        judged[server] = {
+            c.branch: judge(
+                ledger.remembered_branch(c.branch),
+                entries.get(c.branch),
+                listing_known=listing is not None,
+                refresh=refresh,
+                needs_content=c.remote_only == "keep",
+                trust_seconds=trust,
+                now=s.options.clock.now(),
             )
-            continue
-        reader = s.reader(server)
-        listing: list[BranchInfo] | None
-        try:
-            listing = reader.list_branches()
-        except ScopeError:
-            # A token restricted to the code endpoints: existence comes from the download, activation is unknown
-            # (and so re-sent by apply).
-            listing = None
-        learnt_at = s.options.clock.now()
-        download = {c.branch for c in wanted[server]}
-        for c in configs:
-            if c.server != server:
-                continue
-            if listing is not None and c.branch not in {b.name for b in listing}:
-                branches[c.branch] = RemoteBranch.missing(c.branch, learnt_at)
-            elif c.branch in download:
-                code = reader.get_code(c.branch)
-                at = s.options.clock.now()
-                branches[c.branch] = (
-                    RemoteBranch.missing(c.branch, at) if code is None else RemoteBranch.from_code(c.branch, code, at)
-                )
-            else:
-                branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
-        s.save()
-        if listing is None:
-            # Without the branch list, which branches are active is what this tool last set (from the ledger).
-            remembered = ledger.remembered_branch_list()
-            views[server] = RemoteView(server, tuple(remembered[0]) if remembered else None, branches, learnt_at)
-        else:
-            views[server] = RemoteView(server, tuple(listing), branches, learnt_at)
+            for c in configs
+            if c.server == server
+        }
+    for server in s.servers():
+        check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
+    views: dict[str, RemoteView] = {}
+    for server in s.servers():
+        views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
     return views
+
+
+def _learn_server(
+    s: Session,
+    server: str,
+    listing: list[BranchInfo] | None,
+    listed_at: float | None,
+    judged: Mapping[str, Judgement],
+    refresh: Refresh,
+) -> RemoteView:
+    ledger = s.ledger(server)
+    entries = {b.name: b for b in listing or ()}
+    branches: dict[str, RemoteBranch | None] = {}
+    for name, judged_as in judged.items():
+        judgement = judged_as
+        listed = entries.get(name)
+        remembered = ledger.remembered_branch(name)
+        branch: RemoteBranch | None = None
+        if judgement == "list" and listed is not None and listed.modules is not None and listed_at is not None:
+            branch = _from_list(listed, listed_at)
+            if branch is None:  # modules the tool cannot read from the list: ask the code endpoint instead
+                judgement = "download"
+            else:
+                ledger.remember_branch(branch)
+        if judgement == "missing" and listed_at is not None:
+            branch = dataclasses.replace(
+                RemoteBranch.missing(name, listed_at), basis="branch-list", checked_at=listed_at
+            )
+            ledger.remember_branch(branch)
+        elif judgement == "confirmed" and remembered is not None:
+            branch = dataclasses.replace(
+                _from_ledger(remembered) or remembered, basis="branch-list", checked_at=listed_at
+            )
+        elif judgement == "unverified":
+            branch = _from_ledger(remembered)
+        elif judgement == "download":
+            code = s.reader(server).get_code(name)
+            at = s.options.clock.now()
+            stamp = listed.stamp if listed is not None else None
+            branch = RemoteBranch.missing(name, at) if code is None else RemoteBranch.from_code(name, code, at)
+            branch = dataclasses.replace(branch, stamp=stamp, checked_at=at)
+            # The stamp listed before the download: if the branch changed in between, the next plan sees a newer
+            # stamp and downloads again (never the other way round).
+            ledger.stamp_branch(name, stamp)
+        branches[name] = branch
+    s.save()
+    if refresh == "never" or listing is None:
+        # Without the branch list, which branches are active is what this tool last set (from the ledger).
+        remembered_list = ledger.remembered_branch_list()
+        return RemoteView(
+            server,
+            tuple(remembered_list[0]) if remembered_list else None,
+            branches,
+            listed_at if listed_at is not None else (remembered_list[1] if remembered_list else None),
+        )
+    return RemoteView(server, tuple(listing), branches, listed_at)
+
+
+def _from_list(listed: BranchInfo, at: float) -> RemoteBranch | None:
+    """The branch as the list carries it (its modules: the list is the download), or ``None`` when they are not
+    modules."""
+    try:
+        code = CodeSet.from_wire(dict(listed.modules or {}))
+    except ValueError:
+        return None
+    branch = RemoteBranch.from_code(listed.name, code, at, "download", listed.stamp)
+    return dataclasses.replace(branch, basis="branch-list", checked_at=at)
 
 
 # --- the budget gates: the one place that decides what fits ----------------------------------------------------

@@ -62,12 +62,15 @@ class Session:
 
     def ledger(self, server: str) -> Ledger:
         """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token."""
-        from gitops.edges.ledger import Ledger
+        from gitops.edges.ledger import Ledger, lock_wait
 
         if server not in self._ledgers:
             config = self.loaded.manifest.servers[server]
             fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
-            self._ledgers[server] = Ledger.open(self.state_dir, config.url, fingerprint, clock=self.options.clock)
+            # Locked for the whole run: two runs on one state folder take turns instead of saving over each other.
+            self._ledgers[server] = Ledger.open(
+                self.state_dir, config.url, fingerprint, clock=self.options.clock, lock_wait=lock_wait(self.options.env)
+            )
         return self._ledgers[server]
 
     def client(self, server: str) -> ServiceClient:
@@ -166,6 +169,8 @@ class Session:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            for ledger in self._ledgers.values():
+                ledger.close()
 
 
 @contextmanager

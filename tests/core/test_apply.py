@@ -65,9 +65,11 @@ class FakeServer:
         self._write("upload", branch)
         self.branches[branch] = CodeSet.from_wire(dict(modules))
 
-    def clone_branch(self, new_name: str, source: str | None = None) -> None:
+    def clone_branch(
+        self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
+    ) -> None:
         self._write("clone", new_name)
-        self.branches[new_name] = CodeSet.of([Module("main", text="")])
+        self.branches[new_name] = CodeSet.from_wire(dict(modules)) if modules else CodeSet.of([Module("main", text="")])
 
     def set_active_branch(self, branch: str, which: ActiveName) -> None:
         self._write("activate", branch, which)

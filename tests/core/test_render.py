@@ -314,8 +314,8 @@ def test_budget_rows_in_words() -> None:
 
 
 def test_summary_and_applied_lines() -> None:
-    assert summary_line(quiet_plan()) == "No changes: the servers hold what the repository holds."
-    assert summary_line(mixed_plan()) == "Plan: 4 of 4 branch(es) to change, 3 upload(s) needed."
+    assert summary_line(quiet_plan(), now=NOW) == "No changes: the servers hold what the repository holds."
+    assert summary_line(mixed_plan(), now=NOW) == "Plan: 4 of 4 branch(es) to change, 3 upload(s) needed."
     assert applied_line(mixed_plan()) == (
         "Applied: 4 branch(es) changed with 3 upload(s); the servers now hold what the plan holds."
     )
