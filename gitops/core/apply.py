@@ -121,7 +121,7 @@ def apply_plan(
         writer = writers[branch.server]
         try:
             if step.kind == "clone-branch":
-                writer.clone_branch(branch.branch, modules=uploads[(branch.server, branch.branch)])
+                writer.clone_branch(branch.branch, modules=uploads.get((branch.server, branch.branch)))
             elif step.kind == "upload":
                 writer.upload_code(branch.branch, uploads[(branch.server, branch.branch)])
             else:

@@ -100,6 +100,8 @@ def branch_plan(
             learnt_at=None if how == "unknown" else 1.0,
             exists=exists,
             digest=seen.digest if seen is not None and exists else None,
+            verified=how == "download",
+            basis="download" if how == "download" else "unknown" if how == "unknown" else "ledger",
         ),
         modules=[],
         unchanged=0,
@@ -391,7 +393,8 @@ def test_a_ledger_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: Pa
         downloads_left(s, 5)  # the ledger learnt something: there is something to save
         report = run_apply(s, make_plan([branch_plan("main")]), saved=False)
         assert report.applied
-        read, written = s.warnings()  # each said once, however many steps tried to save
+        locked, read, written = s.warnings()  # each said once, however many steps tried to save
+        assert "cannot be locked (Not a directory); a run at the same time" in locked
         assert "cannot be read (Not a directory); starting without it" in read
         assert written.endswith("cannot be written (Not a directory); it was not updated.")
     finally:
