@@ -204,7 +204,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     assert summary.startswith("### screeps-gitops apply\n")
     assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
-    assert "Applied: 1 branch(es) changed with 1 upload(s)" in summary
+    assert "Applied: 1 branch(es) changed with 0 upload(s)" in summary
     assert world.github.requests == []  # a push has no pull request to comment on
     assert_no_secret(world, run)
 
