@@ -176,8 +176,19 @@ def _from_list(listed: BranchInfo, at: float) -> RemoteBranch | None:
 # --- the budget gates: the one place that decides what fits ----------------------------------------------------
 
 
-def check_download_budget(s: Session, server: str, needed: int) -> None:
-    """Refuse, before any request, a plan whose downloads would not fit what remains of ``GET /api/user/code``."""
+def check_download_budget(
+    s: Session,
+    server: str,
+    needed: int,
+    *,
+    doing: str = "planning",
+    instead: str = "Plan from the ledger with --refresh=never (no download), wait",
+) -> None:
+    """Refuse, before any request, downloads that would not fit what remains of ``GET /api/user/code``.
+
+    ``doing`` names who needs them in the message (``planning``, ``the pull``); ``instead`` starts the hint with
+    what else the person can do.
+    """
     if not needed:
         return
     rows = _short_rows(s, server, {DOWNLOAD: needed})
@@ -185,10 +196,10 @@ def check_download_budget(s: Session, server: str, needed: int) -> None:
         rows = _short_rows(s, server, {DOWNLOAD: needed})
     if rows:
         raise BudgetError(
-            "planning needs more downloads than remain; nothing was sent:\n"
+            f"{doing} needs more downloads than remain; nothing was sent:\n"
             + "\n".join(f"  - {shortfall_message(r)}" for r in rows),
-            hint="Plan from the ledger with --refresh=never (no download), wait for the reset, or lift the limits "
-            f"for two hours: 'gitops unlock --server {server}' prints the no-rate-limit link.",
+            hint=f"{instead} for the reset, or lift the limits for two hours: 'gitops unlock --server {server}' "
+            "prints the no-rate-limit link.",
         )
 
 

@@ -21,6 +21,8 @@ from gitops.secrets import redact
 
 #: name -> (module, attribute, one-line help). Import happens only when the command runs or shows its own help.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("gitops.cli.init", "init", "Write a commented gitops.yaml for this repository (--pull: and its code)."),
+    "pull": ("gitops.cli.pull", "pull", "Bring the server's code into the repository (files under each root)."),
     "validate": ("gitops.cli.validate", "validate", "Check the manifest and the local code (no network)."),
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
