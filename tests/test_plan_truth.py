@@ -255,3 +255,15 @@ def test_a_budget_the_server_did_not_state_is_shown_as_an_estimate(project: Proj
     after = project.plan()  # the 429's headers are the server's word: no estimate any more, a refusal
     assert after.code == 3
     assert "the plan needs 1 x POST /api/user/code but 0 of 240 per day remain" in after.err
+
+
+def test_two_server_names_for_one_account_share_one_ledger_and_one_lock(project: Project, standin: StandIn) -> None:
+    server = {"url": standin.url, "token_env": "SCREEPS_TOKEN"}
+    project.manifest(
+        [{"branch": "main", "root": "src"}, {"server": "again", "branch": "sim", "root": "src"}],
+        servers={"local": server, "again": dict(server)},  # two dicts: YAML aliases are refused
+    )
+    assert project.apply("--yes").code == 0  # one run, one lock: it does not wait for itself
+    result = project.plan()
+    assert result.code == 0, result.err
+    assert "No changes: the servers hold what the repository holds." in result.out

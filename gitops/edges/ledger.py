@@ -206,6 +206,11 @@ class Ledger:
 
     # --- opening and saving ----------------------------------------------------------------------------------
 
+    @staticmethod
+    def normal_url(url: str) -> str:
+        """The server URL as ledgers are keyed by it (scheme and host lower-cased, no trailing ``/``)."""
+        return _normal_url(url)
+
     @classmethod
     def open(
         cls,
