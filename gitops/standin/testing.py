@@ -68,7 +68,8 @@ class StandIn:
         self.clock = clock
 
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, delay: float = 0.0) -> None:
-        """The next ``count`` requests to ``endpoint`` fail: ``500``, ``drop``, ``delay``, ``html`` or ``badjson``."""
+        """The next ``count`` requests to ``endpoint`` fail: ``500``, ``drop``, ``commit-drop`` (handled, then the
+        answer lost), ``delay``, ``html`` or ``badjson``."""
         self.app.faults.inject(endpoint, kind, count, delay)
 
     def count(self, endpoint: str, username: str | None = None) -> int:
