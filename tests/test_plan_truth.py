@@ -267,3 +267,32 @@ def test_two_server_names_for_one_account_share_one_ledger_and_one_lock(project:
     result = project.plan()
     assert result.code == 0, result.err
     assert "No changes: the servers hold what the repository holds." in result.out
+
+
+def test_without_modules_in_the_list_its_timestamp_confirms_or_refutes_the_record(
+    project: Project, standin: StandIn
+) -> None:
+    standin.list_without_modules()  # a list of names, flags and timestamps only
+    assert project.apply("--yes").code == 0
+    downloads = standin.count(DOWNLOAD)
+    standin.clock.advance(60)
+
+    code, doc = project.plan_json()  # the stamp the create answered is the one listed: confirmed, no download
+    assert code == 0
+    remote = doc["branches"][0]["remote"]
+    assert (remote["how"], remote["verified"], remote["basis"]) == ("own-upload", True, "branch-list")
+    assert standin.count(DOWNLOAD) == downloads
+    assert (
+        "this tool's own upload 60 s ago, confirmed unchanged by the server's branch list 0 s ago" in project.plan().out
+    )
+
+    edit_on_the_server(standin, "main", {"main": "// edited in the game\n"})
+    standin.clock.advance(1)  # a new timestamp (milliseconds) for the edit
+    code, doc = project.plan_json()  # within the trust window, yet the list's stamp moved on: downloaded
+    assert code == 2
+    assert (doc["branches"][0]["action"], doc["branches"][0]["remote"]["basis"]) == ("update", "download")
+    assert standin.count(DOWNLOAD) == downloads + 1
+    code, doc = project.plan_json()  # the download recorded the listed stamp: confirmed again, no download
+    assert code == 2
+    assert doc["branches"][0]["remote"]["basis"] == "branch-list"
+    assert standin.count(DOWNLOAD) == downloads + 1

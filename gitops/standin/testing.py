@@ -102,6 +102,10 @@ class StandIn:
         account = self.app.accounts.user(username)
         return account.username if account is not None else username
 
+    def list_without_modules(self) -> None:
+        """From now on ``GET /api/user/branches`` lists names, active flags and ``timestamp``, not the modules."""
+        self.app.handlers.list_modules = False
+
     def grant_unlimited(self, token: str) -> float:
         """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""
         return self.app.limiter.grant(fingerprint(token))
