@@ -168,7 +168,8 @@ def test_server_and_branch_restrict_the_pull_and_nothing_else_is_contacted(proje
     assert (project.root / "src/main.js").exists()
     unknown = project.gitops("pull", "--branch", "nope")
     assert unknown.code == 4
-    assert "--branch 'nope' is not a branch of" in unknown.err
+    assert "--branch nope: the manifest" in unknown.err
+    assert "Valid branches: gone/main, local/main, main" in unknown.err
 
 
 def test_a_branch_the_server_lacks_is_a_warning(project: Project) -> None:

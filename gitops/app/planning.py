@@ -8,7 +8,7 @@ I/O. It never prints.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from gitops.app.localcode import read_code
 from gitops.app.options import Refresh
@@ -17,35 +17,65 @@ from gitops.config.manifest import LoadedManifest
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import DOWNLOAD
-from gitops.core.plan import Plan, build_plan, requests_needed
+from gitops.core.plan import Plan, ServerFailure, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
-from gitops.errors import BudgetError, PlanFileError, ScopeError
+from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
 Needs = Mapping[str, Mapping[str, int]]
 
 
-def make_plan(s: Session) -> Plan:
+#: The errors that belong to one server: with isolation, planning reports them and goes on with the others. Errors
+#: of the local code, the manifest or the usage concern every server and always stop the run.
+SERVER_ERRORS: tuple[type[GitopsError], ...] = (ServiceError, AuthError, BudgetError)
+
+
+def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
-    fits; planning itself refuses only downloads that would not fit)."""
+    fits; planning itself refuses only downloads that would not fit).
+
+    With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
+    are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
+    failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
+    anything is written.
+    """
     options = s.options
     local = read_code(s.loaded, options.ref, options.env)
-    views = gather_remote(s, options.refresh)
+    failed: dict[str, GitopsError] | None = {} if isolate else None
+    views = gather_remote(s, options.refresh, failed)
+    failures = failed or {}
+    if failures and len(failures) == len(s.servers()):
+        # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
+        raise max(failures.values(), key=lambda exc: exc.exit_code)
+    if failures:
+        local = dataclasses.replace(local, branches=[b for b in local.branches if b.server not in failures])
+    servers = [server for server in s.servers() if server not in failures]
     now = options.clock.now()
-    budgets = {server: s.budget_facts(server) for server in s.servers()}
+    budgets = {server: s.budget_facts(server) for server in servers}
     result = build_plan(loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now)
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
     learnt = [s.learn_unlimited(server) for server in sorted(short)]
     if any(learnt):
-        budgets = {server: s.budget_facts(server) for server in s.servers()}
+        budgets = {server: s.budget_facts(server) for server in servers}
         result = build_plan(
             loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now
         )
+    update: dict[str, object] = {}
     extra = s.warnings()
     if extra:
-        result = result.model_copy(update={"warnings": [*result.warnings, *extra]})
-    return result
+        update["warnings"] = [*result.warnings, *extra]
+    if failures:
+        update["failed"] = [
+            ServerFailure(
+                server=server,
+                branches=[b.branch for b in s.loaded.manifest.branches if b.server == server],
+                message=str(exc),
+                exit_code=exc.exit_code,
+            )
+            for server, exc in sorted(failures.items())
+        ]
+    return result.model_copy(update=update) if update else result
 
 
 def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
@@ -56,7 +86,7 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     return branch
 
 
-def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
+def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] | None = None) -> dict[str, RemoteView]:
     """Learn what each server holds, spending as few downloads as the refresh policy allows, and say for each
     branch whether this run verified it.
 
@@ -66,22 +96,39 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
     Only what the list cannot confirm is downloaded (``auto``; ``always`` downloads every branch), and those
     downloads are checked against what is known to remain of ``GET /api/user/code`` (60 per hour) before any is
     sent: :class:`BudgetError` if they would not fit. Each server's reads are one step: the ledger is saved after.
+
+    With ``failed`` (a dict to fill), a server whose list, budget check or reads raise one of
+    :data:`SERVER_ERRORS` is recorded there and left out of the views, and the other servers are still read.
     """
     trust = float(s.loaded.manifest.budget.trust_own_upload_seconds)
     configs = s.loaded.manifest.branches
     listings: dict[str, list[BranchInfo] | None] = {}
     listed_at: dict[str, float] = {}
-    if refresh != "never":
-        for server in s.servers():
-            try:
-                listings[server] = s.reader(server).list_branches()
-            except ScopeError:
-                # A token restricted to the code endpoints: existence comes from the download, activation is
-                # unknown (and so re-sent by apply).
-                listings[server] = None
-            listed_at[server] = s.options.clock.now()
     judged: dict[str, dict[str, Judgement]] = {}
-    for server in s.servers():
+
+    def isolated(server: str, step: Callable[[], None]) -> None:
+        if failed is not None and server in failed:
+            return
+        try:
+            step()
+        except SERVER_ERRORS as exc:
+            if failed is None:
+                raise
+            failed[server] = exc
+            s.save()  # what the failed server's reads taught (a 429's headers, say) is kept
+
+    def list_server(server: str) -> None:
+        if refresh == "never":
+            return
+        try:
+            listings[server] = s.reader(server).list_branches()
+        except ScopeError:
+            # A token restricted to the code endpoints: existence comes from the download, activation is unknown
+            # (and so re-sent by apply).
+            listings[server] = None
+        listed_at[server] = s.options.clock.now()
+
+    def judge_server(server: str) -> None:
         ledger = s.ledger(server)
         listing = listings.get(server)
         entries = {b.name: b for b in listing or ()}
@@ -98,11 +145,16 @@ def gather_remote(s: Session, refresh: Refresh) -> dict[str, RemoteView]:
             for c in configs
             if c.server == server
         }
-    for server in s.servers():
         check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
+
     views: dict[str, RemoteView] = {}
-    for server in s.servers():
+
+    def learn(server: str) -> None:
         views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
+
+    for step in (list_server, judge_server, learn):
+        for server in s.servers():
+            isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
     return views
 
 

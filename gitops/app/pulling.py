@@ -13,7 +13,6 @@ import contextlib
 import os
 import secrets
 import subprocess
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
 from gitops.core.pull import BranchPull, FileWrite, plan_branch_pull
 from gitops.edges.sources import outside_reason, worktree_files
-from gitops.errors import ServiceError, SourceError, UsageError
+from gitops.errors import ServiceError, SourceError
 
 #: Paths per ``git status`` call (far below any command-line limit).
 _STATUS_CHUNK = 200
@@ -35,33 +34,6 @@ class PullResult:
     branches: list[BranchPull] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     dry_run: bool = False
-
-
-def select_branches(loaded: LoadedManifest, servers: Sequence[str], branches: Sequence[str]) -> list[BranchConfig]:
-    """The manifest's branches restricted to ``servers`` and ``branches`` (each repeatable; empty: all).
-
-    :class:`UsageError` for a name the manifest does not have, or a selection that leaves nothing.
-    """
-    configs = loaded.manifest.branches
-    known_servers = sorted({c.server for c in configs})
-    known_branches = sorted({c.branch for c in configs})
-    for name in servers:
-        if name not in known_servers:
-            raise UsageError(
-                f"--server {name!r} is not a server of {loaded.display}; use one of: {', '.join(known_servers)}"
-            )
-    for name in branches:
-        if name not in known_branches:
-            raise UsageError(
-                f"--branch {name!r} is not a branch of {loaded.display}; use one of: {', '.join(known_branches)}"
-            )
-    chosen = [c for c in configs if (not servers or c.server in servers) and (not branches or c.branch in branches)]
-    if not chosen:
-        raise UsageError(
-            f"no branch of {loaded.display} is on server(s) {', '.join(servers)} and named {', '.join(branches)}; "
-            "check --server and --branch"
-        )
-    return chosen
 
 
 def _root_dir(loaded: LoadedManifest, config: BranchConfig) -> Path:

@@ -26,6 +26,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "validate": ("gitops.cli.validate", "validate", "Check the manifest and the local code (no network)."),
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
+    "watch": (
+        "gitops.cli.watch",
+        "watch",
+        "Deploy on every change, paced under the day's upload limit (Ctrl-C stops).",
+    ),
     "token": ("gitops.cli.token", "token", "Show a token's scope and its unlimited time left."),
     "unlock": ("gitops.cli.token", "unlock", "Print the no-rate-limit link; --wait until the token is unlimited."),
     "serve": ("gitops.cli.serve", "serve", "Run the local stand-in of the game service."),

@@ -7,13 +7,12 @@ from pathlib import Path
 import click
 
 from gitops.app.options import DEFAULT_MAX_WAIT
-from gitops.cli.common import manifest_option
+from gitops.cli.common import manifest_option, target_options
 
 
 @click.command("pull")
 @manifest_option
-@click.option("--server", "servers", multiple=True, metavar="NAME", help="Only this server (repeatable).")
-@click.option("--branch", "branches", multiple=True, metavar="NAME", help="Only this branch (repeatable).")
+@target_options
 @click.option("--force", is_flag=True, help="Overwrite files that have uncommitted changes.")
 @click.option("--dry-run", is_flag=True, help="List what would be written; write nothing (downloads still count).")
 @click.option(
@@ -73,16 +72,22 @@ def run_pull(
 ) -> int:
     """Pull and print what was written (``gitops pull`` and ``gitops init --pull``)."""
     from gitops.app.pulling import pull as pull_code
-    from gitops.app.pulling import select_branches
     from gitops.app.session import open_session
     from gitops.cli.common import options_from
-    from gitops.config.manifest import load_manifest
 
-    loaded = load_manifest(manifest)
-    configs = select_branches(loaded, servers, branches)
-    options = options_from(ctx, manifest=manifest, ref=None, refresh="always", max_wait=max_wait, state_dir=state_dir)
-    with open_session(options, loaded) as s:
-        result = pull_code(s, configs, force=force, dry_run=dry_run)
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=None,
+        refresh="always",
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
+    # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
+    with open_session(options) as s:
+        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run)
         warnings = s.warnings()
     verb = {"create": "would create" if dry_run else "created", "update": "would update" if dry_run else "updated"}
     for branch in result.branches:
