@@ -296,3 +296,18 @@ def test_without_modules_in_the_list_its_timestamp_confirms_or_refutes_the_recor
     assert code == 2
     assert doc["branches"][0]["remote"]["basis"] == "branch-list"
     assert standin.count(DOWNLOAD) == downloads + 1
+
+
+def test_modules_in_the_list_that_are_not_modules_are_a_clear_error(project: Project) -> None:
+    from tests.hostile import answer, hostile_server
+
+    body = b'{"ok":1,"list":[{"branch":"main","timestamp":1,"modules":{"main":5}}]}'
+    with hostile_server(answer(body)) as server:
+        path = project.root / "gitops.yaml"
+        path.write_text(path.read_text(encoding="utf-8").replace(project.service.url, server.url), encoding="utf-8")
+        result = project.plan()
+    assert result.code == 1
+    assert result.err.startswith(
+        "Error: server 'local' answered GET /api/user/branches with JSON the tool cannot read: branch 'main': "
+    )
+    assert "Traceback" not in result.err

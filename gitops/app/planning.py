@@ -169,18 +169,14 @@ def _learn_server(
     ledger = s.ledger(server)
     entries = {b.name: b for b in listing or ()}
     branches: dict[str, RemoteBranch | None] = {}
-    for name, judged_as in judged.items():
-        judgement = judged_as
+    for name, judgement in judged.items():
         listed = entries.get(name)
         remembered = ledger.remembered_branch(name)
         branch: RemoteBranch | None = None
-        if judgement == "list" and listed is not None and listed.modules is not None and listed_at is not None:
-            branch = _from_list(listed, listed_at)
-            if branch is None:  # modules the tool cannot read from the list: ask the code endpoint instead
-                judgement = "download"
-            else:
-                ledger.remember_branch(branch)
-        if judgement == "missing" and listed_at is not None:
+        if judgement == "list" and listed is not None and listed_at is not None:
+            branch = _from_list(server, listed, listed_at)
+            ledger.remember_branch(branch)
+        elif judgement == "missing" and listed_at is not None:
             branch = dataclasses.replace(
                 RemoteBranch.missing(name, listed_at), basis="branch-list", checked_at=listed_at
             )
@@ -214,13 +210,17 @@ def _learn_server(
     return RemoteView(server, tuple(listing), branches, listed_at)
 
 
-def _from_list(listed: BranchInfo, at: float) -> RemoteBranch | None:
-    """The branch as the list carries it (its modules: the list is the download), or ``None`` when they are not
-    modules."""
+def _from_list(server: str, listed: BranchInfo, at: float) -> RemoteBranch:
+    """The branch as the list carries it: its modules are the download (:class:`ServiceError` when they are not
+    modules, as a download of them would be)."""
     try:
         code = CodeSet.from_wire(dict(listed.modules or {}))
-    except ValueError:
-        return None
+    except ValueError as exc:
+        raise ServiceError(
+            f"server '{server}' answered GET /api/user/branches with JSON the tool cannot read: branch "
+            f"{listed.name!r}: {exc}.",
+            hint="Check that the url in the manifest is a Screeps server's base address.",
+        ) from None
     branch = RemoteBranch.from_code(listed.name, code, at, "download", listed.stamp)
     return dataclasses.replace(branch, basis="branch-list", checked_at=at)
 
