@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from gitops.standin.testing import ALICE, FULL_TOKEN, RESTRICTED_TOKEN, StandIn
+from tests.hostile import answer, hostile_server
 from tests.project import Project, one_branch_project, spend
 
 UPLOAD = "POST /api/user/code"
@@ -299,8 +300,6 @@ def test_without_modules_in_the_list_its_timestamp_confirms_or_refutes_the_recor
 
 
 def test_modules_in_the_list_that_are_not_modules_are_a_clear_error(project: Project) -> None:
-    from tests.hostile import answer, hostile_server
-
     body = b'{"ok":1,"list":[{"branch":"main","timestamp":1,"modules":{"main":5}}]}'
     with hostile_server(answer(body)) as server:
         path = project.root / "gitops.yaml"
