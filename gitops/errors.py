@@ -80,6 +80,12 @@ class NetworkError(ServiceError):
     """The server could not be reached, or the connection broke (after bounded retries)."""
 
 
+class LedgerBusyError(GitopsError):
+    """Another run held the ledger of a server for longer than the tool waits (``GITOPS_LOCK_WAIT``)."""
+
+    exit_code = ExitCode.FAILURE
+
+
 class ApplyError(GitopsError):
     """``apply`` stopped part-way; the message lists what was done and what was not."""
 

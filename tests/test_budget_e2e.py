@@ -30,9 +30,11 @@ def utc(epoch: float) -> str:
 def test_the_240th_upload_of_a_day_refuses_the_next_plan_until_the_day_is_over(
     project: Project, standin: StandIn
 ) -> None:
+    assert project.apply("--yes").code == 0  # creates the branch holding its modules: no upload
     day_starts = standin.clock.now()
     spend(standin, UPLOAD, 239)
     standin.clock.advance(60)
+    project.write({"src/main.js": "module.exports.loop = () => 'v1';\n"})
     result = project.apply("--yes")  # the 240th upload of the day
     assert result.code == 0, result.err
     assert standin.count(UPLOAD) == 240
@@ -57,8 +59,10 @@ def test_the_240th_upload_of_a_day_refuses_the_next_plan_until_the_day_is_over(
 
 
 def test_an_unlimited_period_is_honoured_and_ends(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
     spend(standin, UPLOAD, 239)
     standin.clock.advance(60)
+    project.write({"src/main.js": "// v1\n"})
     assert project.apply("--yes").code == 0
     project.write({"src/main.js": "// v2\n"})
     assert project.plan().code == 3
@@ -79,8 +83,10 @@ def test_an_unlimited_period_is_honoured_and_ends(project: Project, standin: Sta
 
 def test_reserve_keeps_requests_back_for_the_person(project: Project, standin: StandIn) -> None:
     project.manifest([{"branch": "main", "root": "src"}], budget={"reserve": {UPLOAD: 20}})
+    assert project.apply("--yes").code == 0
     spend(standin, UPLOAD, 218)
     standin.clock.advance(60)
+    project.write({"src/main.js": "// v1\n"})
     assert project.apply("--yes").code == 0  # the 219th: 21 left, one more than the reserve
     project.write({"src/main.js": "// v2\n"})
     assert project.apply("--yes").code == 0  # the 220th: 20 left, all reserved
@@ -130,21 +136,20 @@ def test_refresh_never_spends_no_request(project: Project, standin: StandIn) -> 
     assert (standin.count(DOWNLOAD), standin.count("GET /api/user/branches")) == (downloads, listings)
 
 
-def test_refresh_auto_trusts_its_own_recent_upload_and_says_how_old_its_view_is(
+def test_refresh_auto_verifies_with_the_branch_list_and_never_downloads_a_branch(
     project: Project, standin: StandIn
 ) -> None:
     assert project.apply("--yes").code == 0
-    downloads = standin.count(DOWNLOAD)
+    downloads, listings = standin.count(DOWNLOAD), standin.count("GET /api/user/branches")
     standin.clock.advance(120)
     fresh = project.plan()
     assert fresh.code == 0
-    assert "server view: from this tool's own upload 2 min ago (ledger; not downloaded again)" in fresh.out
-    assert standin.count(DOWNLOAD) == downloads
-    standin.clock.advance(3600)  # past budget.trust_own_upload_seconds (600 s): download again
-    stale = project.plan()
-    assert stale.code == 0
-    assert "server view: downloaded 0 s ago" in stale.out
-    assert standin.count(DOWNLOAD) == downloads + 1
+    assert "server view: read from the server's branch list 0 s ago" in fresh.out
+    assert "No changes: the servers hold what the repository holds." in fresh.out
+    standin.clock.advance(3600)
+    assert project.plan().code == 0
+    assert standin.count(DOWNLOAD) == downloads  # the list's modules are the download
+    assert standin.count("GET /api/user/branches") == listings + 2
 
 
 def test_plan_refuses_downloads_it_cannot_afford_before_sending_any(project: Project, standin: StandIn) -> None:
@@ -157,7 +162,7 @@ def test_plan_refuses_downloads_it_cannot_afford_before_sending_any(project: Pro
     refused = project.plan("--refresh=always")
     assert refused.code == 3
     assert refused.err.startswith(
-        "Error: planning needs more downloads than remain; nothing was sent:\n"
+        "Error: planning needs more downloads than remain; no download was sent:\n"
         "  - server 'local': the plan needs 1 x GET /api/user/code but 0 of 60 per hour remain; it resets at "
     )
     assert "--refresh=never" in refused.err
@@ -166,6 +171,8 @@ def test_plan_refuses_downloads_it_cannot_afford_before_sending_any(project: Pro
 
 def test_the_plan_lists_each_endpoint_it_needs_with_what_remains(project: Project, standin: StandIn) -> None:
     assert project.apply("--yes").code == 0
+    project.write({"src/main.js": "// v1\n"})
+    assert project.apply("--yes").code == 0  # an upload: its answer's headers say what remains
     project.write({"src/main.js": "// v2\n"})
     code, doc = project.plan_json()
     assert code == 2
@@ -174,6 +181,7 @@ def test_the_plan_lists_each_endpoint_it_needs_with_what_remains(project: Projec
     assert rows[UPLOAD]["remaining"] == 239
     assert rows[UPLOAD]["limit"] == 240
     assert rows[UPLOAD]["source"] == "headers"
+    assert rows[UPLOAD]["estimate"] is False
     assert rows[UPLOAD]["reset"] is not None
     assert rows["global"]["needed"] == 1
 
@@ -186,7 +194,8 @@ def test_apply_budgets_the_download_that_kept_modules_need(project: Project, sta
     add_server_only_binary(standin, "main")
     project.manifest([{"branch": "main", "root": "src", "remote_only": "keep"}])
     project.write({"src/main.js": "// v2\n"})
-    spend(standin, DOWNLOAD, 60 - standin.count(DOWNLOAD) - 1)  # one download left: the plan's own
+    spend(standin, DOWNLOAD, 60 - standin.count(DOWNLOAD) - 1)
+    assert project.plan("--refresh=always").code == 2  # the hour's last download: its headers say 0 remain
     uploads, before = standin.count(UPLOAD), standin.branch_modules(ALICE, "main")
 
     refused = project.apply("--yes")
@@ -196,5 +205,5 @@ def test_apply_budgets_the_download_that_kept_modules_need(project: Project, sta
         "Error: the plan does not fit the token's rate limits; nothing was sent:\n"
         "  - server 'local': the plan needs 1 x GET /api/user/code but 0 of 60 per hour remain;"
     ) in refused.err
-    assert standin.count(DOWNLOAD) == 60  # the plan's download, and not one more
+    assert standin.count(DOWNLOAD) == 60  # not one more (apply's fresh plan reads the branch list)
     assert (standin.count(UPLOAD), standin.branch_modules(ALICE, "main")) == (uploads, before)

@@ -731,7 +731,10 @@ def test_standin_round_trip(standin: StandIn, tmp_path: Path) -> None:
             "w": {"binary": "AGFzbQ=="},
         }
         listing = client.list_branches()
-        assert BranchInfo("deploy", True, False) in listing
+        assert ("deploy", True, False) in [(b.name, b.active_world, b.active_sim) for b in listing]
+        deploy = next(b for b in listing if b.name == "deploy")
+        assert deploy.stamp is not None  # the list's 'timestamp', compared only for equality
+        assert deploy.modules == standin.branch_modules(ALICE_NAME, "deploy")  # the list carries the modules
         assert {b["branch"] for b in standin.branches(ALICE_NAME)} == {b.name for b in listing}
         with pytest.raises(ServiceError) as info:
             client.upload_code("missing", {"main": ""})

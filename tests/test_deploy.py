@@ -34,17 +34,21 @@ def project(
     return p
 
 
-def test_first_deploy_to_a_new_account_creates_uploads_and_activates(project: Project, standin: StandIn) -> None:
+def test_first_deploy_to_a_new_account_creates_with_the_modules_and_activates(
+    project: Project, standin: StandIn
+) -> None:
     assert [b["branch"] for b in standin.branches(ALICE)] == ["default"]
     code, doc = project.plan_json()
     assert code == 2
     assert doc["has_changes"] is True
-    assert doc["uploads_needed"] == 1
+    assert doc["uploads_needed"] == 0  # the clone-branch carries the modules (defaultModules)
     [branch] = doc["branches"]
     assert (branch["server"], branch["branch"], branch["action"]) == ("local", "main", "create")
     assert branch["added"] == ["main", "role/harvester", "util/names"]
     assert branch["activate"] == ["world"]
-    assert branch["requests"] == ["POST /api/user/clone-branch", UPLOAD, "POST /api/user/set-active-branch"]
+    assert branch["requests"] == ["POST /api/user/clone-branch", "POST /api/user/set-active-branch"]
+    budget = {row["endpoint"]: row["needed"] for row in doc["budget"]}
+    assert budget == {"POST /api/user/set-active-branch": 1, "global": 2}  # clone-branch: the global limit only
     assert standin.count(UPLOAD) == 0
 
     result = project.apply("--yes")
@@ -58,7 +62,9 @@ def test_first_deploy_to_a_new_account_creates_uploads_and_activates(project: Pr
     main = next(b for b in standin.branches(ALICE) if b["branch"] == "main")
     assert main["activeWorld"] is True
     assert main["activeSim"] is False
-    assert standin.count(UPLOAD) == 1
+    # Created holding its modules: no code upload was spent, and no empty branch could be left behind.
+    assert (standin.count(UPLOAD), standin.count("POST /api/user/clone-branch")) == (0, 1)
+    assert project.plan().code == 0
 
 
 def test_second_plan_without_change_exits_0_and_uploads_nothing(project: Project, standin: StandIn) -> None:
@@ -211,7 +217,7 @@ def test_failure_on_the_second_of_three_branches_is_reported_then_converges(
             {"branch": "gamma", "root": "c"},
         ]
     )
-    # beta lives on a second server, so that a fault on its uploads hits exactly the second branch.
+    # beta lives on a second server, so that a fault on its clone-branch hits exactly the second branch.
     text = manifest.read_text(encoding="utf-8").replace(
         "- server: local\n  branch: beta", "- server: other\n  branch: beta"
     )
@@ -219,17 +225,15 @@ def test_failure_on_the_second_of_three_branches_is_reported_then_converges(
         "servers:\n", f"servers:\n  other:\n    url: {second_service.url}\n    token_env: SCREEPS_TOKEN\n"
     )
     manifest.write_text(text, encoding="utf-8")
-    # The upload is retried once after a 500, so two faults make it fail for good.
-    second_service.inject_fault(UPLOAD, "500", count=2)
+    # A write is retried once after a 500, so two faults make it fail for good.
+    second_service.inject_fault("POST /api/user/clone-branch", "500", count=2)
     result = project.apply("--yes")
     assert result.code == 1
-    assert "Error: apply stopped at step 4 of 6 (other/beta: upload (POST /api/user/code))." in result.err
+    assert "Error: apply stopped at step 2 of 3 (other/beta: clone-branch (POST /api/user/clone-branch))." in result.err
     assert "  done    local/alpha: clone-branch (POST /api/user/clone-branch)\n" in result.err
-    assert "  done    local/alpha: upload (POST /api/user/code)\n" in result.err
-    assert "  done    other/beta: clone-branch (POST /api/user/clone-branch)\n" in result.err
-    assert "  FAILED  other/beta: upload (POST /api/user/code): " in result.err
+    assert "  FAILED  other/beta: clone-branch (POST /api/user/clone-branch): " in result.err
     assert "  not run local/gamma: clone-branch (POST /api/user/clone-branch)\n" in result.err
-    assert "  not run local/gamma: upload (POST /api/user/code)\n" in result.err
+    assert second_service.branch_modules(ALICE, "beta") is None
     assert "Run 'gitops apply' again once the cause is fixed: it plans afresh and converges." in result.err
     assert standin.branch_modules(ALICE, "alpha") is not None
     assert standin.branch_modules(ALICE, "gamma") is None
@@ -247,6 +251,7 @@ def test_plan_json_document_shape(project: Project) -> None:
     assert set(doc) == {
         "format_version",
         "has_changes",
+        "verified",
         "uploads_needed",
         "fits_budget",
         "created_at",
@@ -380,7 +385,9 @@ def test_never_says_its_view_comes_from_the_ledger(project: Project) -> None:
     assert project.plan("--refresh=always").code == 0  # a download: the ledger now holds what it saw
     code, doc = project.plan_json("--refresh=never")
     assert (code, doc["branches"][0]["remote"]["how"]) == (0, "ledger")
-    assert "server view: from the ledger, learnt 0 s ago (not downloaded)" in project.plan("--refresh=never").out
+    shown = project.plan("--refresh=never").out
+    assert "server view: from the ledger, learnt 0 s ago (not checked on the server)" in shown
+    assert "No changes since the ledger's record of 0 s ago (not checked on the server)." in shown
 
 
 def test_kept_modules_count_towards_the_5_mb_limit(project: Project, standin: StandIn) -> None:

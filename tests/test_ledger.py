@@ -18,7 +18,7 @@ from gitops.core.codeset import CodeSet, Module
 from gitops.core.endpoints import GLOBAL_KEY, window_key
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import ManualClock
-from gitops.edges.ledger import Ledger, default_state_dir
+from gitops.edges.ledger import Ledger, default_state_dir, lock_wait
 
 URL = "https://screeps.com/ptr"
 FP = "0123456789abcdef"
@@ -333,3 +333,51 @@ def test_kill_9_mid_write_leaves_old_or_new_state(tmp_path: Path, clock: ManualC
     clock.advance(7200)  # temporary files that a killed writer left are removed once stale
     folder = open_ledger(tmp_path, clock).path.parent
     assert list(folder.glob(".*.tmp")) == []
+
+
+def test_a_branch_keeps_the_servers_stamp_it_was_learnt_at(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    code = CodeSet.of([Module("main", text="x")])
+    ledger.remember_branch(RemoteBranch.from_code("main", code, START, "own-upload", "1790000000123"))
+    ledger.remember_branch(RemoteBranch.from_code("sim", code, START, "download"))
+    ledger.stamp_branch("sim", "1790000000456")
+    ledger.stamp_branch("never", "1")  # no record: nothing to stamp
+    ledger.save()
+    again = open_ledger(tmp_path, clock)
+    assert [(b.name, b.stamp) for b in map(again.remembered_branch, ["main", "sim"]) if b is not None] == [
+        ("main", "1790000000123"),
+        ("sim", "1790000000456"),
+    ]
+    assert again.remembered_branch("never") is None
+
+
+def test_a_ledger_file_of_before_stamps_still_reads(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    ledger.remember_branch(RemoteBranch.from_code("main", CodeSet.of([Module("main", text="x")]), START))
+    ledger.save()
+    data = json.loads(ledger.path.read_text())
+    del data["branches"]["main"]["stamp"]
+    ledger.path.write_text(json.dumps(data))
+    again = open_ledger(tmp_path, clock)
+    assert again.warnings == []
+    branch = again.remembered_branch("main")
+    assert branch is not None
+    assert branch.stamp is None
+
+
+@pytest.mark.parametrize(("raw", "wait"), [("", 120.0), ("2.5", 2.5), ("0", 0.0), ("-1", 120.0), ("soon", 120.0)])
+def test_lock_wait_from_the_environment(raw: str, wait: float) -> None:
+    assert lock_wait({"GITOPS_LOCK_WAIT": raw}) == wait
+    assert lock_wait({}) == 120.0
+
+
+def test_the_lock_is_taken_and_released(tmp_path: Path, clock: ManualClock) -> None:
+    first = Ledger.open(tmp_path, URL, FP, clock=clock, lock_wait=1)
+    try:
+        owner = json.loads(first.path.with_name(first.path.name + ".owner").read_text())
+        assert owner["pid"] == os.getpid()
+    finally:
+        first.close()
+        first.close()  # twice is harmless
+    second = Ledger.open(tmp_path, URL, FP, clock=clock, lock_wait=1)  # released: no wait
+    second.close()

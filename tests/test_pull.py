@@ -146,7 +146,7 @@ def test_pull_refuses_downloads_that_do_not_fit_before_sending_any(project: Proj
     downloads = standin.count(DOWNLOAD)
     refused = project.gitops("pull")  # two branches: two downloads
     assert refused.code == 3
-    assert refused.err.startswith("Error: the pull needs more downloads than remain; nothing was sent:\n")
+    assert refused.err.startswith("Error: the pull needs more downloads than remain; no download was sent:\n")
     assert "Pull fewer branches (--branch NAME), wait for the reset" in refused.err
     assert "the plan needs 2 x GET /api/user/code but 1 of 60 per hour remain" in refused.err
     assert standin.count(DOWNLOAD) == downloads

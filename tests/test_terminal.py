@@ -71,13 +71,15 @@ def test_apply_at_a_terminal_asks_and_no_means_nothing_is_written(project: Proje
 def test_apply_at_a_terminal_asks_and_yes_applies(project: Project, standin: StandIn) -> None:
     code, screen = at_terminal(project, ["apply"], answer=b"y\n")
     assert code == 0, screen
-    assert "Applied: 1 branch(es) changed with 1 upload(s)" in screen
+    assert "Applied: 1 branch(es) changed with 0 upload(s)" in screen  # created holding its modules
     assert (standin.branch_modules(ALICE, "main") or {})["main"] == "module.exports.loop = () => {};\n"
 
 
 def test_a_budget_refusal_at_a_terminal_shows_the_whole_link(project: Project, standin: StandIn) -> None:
+    assert project.apply("--yes").code == 0
     spend(standin, UPLOAD, 239)
     standin.clock.advance(60)
+    project.write({"src/main.js": "// v1\n"})
     assert project.apply("--yes").code == 0  # the 240th: the ledger now knows none remain
     project.write({"src/main.js": "// next\n"})
     code, screen = at_terminal(project, ["plan"])

@@ -39,10 +39,11 @@ class ApplyReport:
     @property
     def applied_line(self) -> str | None:
         """``Applied: ...`` once every step is done; ``Nothing to apply.`` for a plan without changes."""
-        from gitops.render.plan import applied_line
+        from gitops.render.plan import applied_line, no_changes_line
 
         if not self.plan.has_changes:
-            return NOTHING_TO_APPLY
+            # As old as the plan says: "Nothing to apply." alone only when every branch was verified on the server.
+            return no_changes_line(self.plan, now=self.plan.created_at, head=NOTHING_TO_APPLY.rstrip("."))
         return applied_line(self.plan) if self.applied else None
 
     def lines(self) -> list[str]:

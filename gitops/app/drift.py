@@ -8,7 +8,9 @@ reported as ``no-record`` without a request. It never prints.
 
 from __future__ import annotations
 
-from gitops.app.planning import check_download_budget
+import dataclasses
+
+from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
 from gitops.core.drift import BranchDrift, Drift, DriftReport, compare
 from gitops.core.remote import BranchInfo, RemoteBranch
@@ -19,10 +21,11 @@ def check_drift(s: Session) -> DriftReport:
     """Every branch of the session's manifest (narrowed to ``--server``/``--branch`` by :mod:`gitops.app.targets`)
     with its drift finding.
 
-    Per server, before any request, the downloads it may need (one per branch with a record) are checked against
-    what remains of ``GET /api/user/code`` (:class:`BudgetError`, exit 3, otherwise); then the branch list says
-    which branches still exist, and each existing one with a record is downloaded. The ledger is saved once per
-    server. A pending upload found on the server (its answer was lost) becomes the applied record.
+    Per server the branch list (global limit only) says which branches still exist, and its modules (private
+    servers, the stand-in) are what they hold; the downloads still needed (a branch listed without modules, or
+    every branch without the list) are checked against what remains of ``GET /api/user/code`` before any is sent
+    (:class:`BudgetError`, exit 3, otherwise). The ledger is saved once per server. A pending upload found on the
+    server (its answer was lost) becomes the applied record.
     """
     configs = s.loaded.manifest.branches
     found: list[BranchDrift] = []
@@ -46,25 +49,34 @@ def check_drift(s: Session) -> DriftReport:
 
 
 def _server_states(s: Session, server: str, names: list[str]) -> dict[str, RemoteBranch]:
-    """What the server holds now of each branch in ``names``: the branch list (existence), then one download each.
+    """What the server holds now of each branch in ``names``: the branch list, whose modules (private servers, the
+    stand-in) stand for the downloads; a download for each branch the list lists without its modules.
 
-    (When the branch list carries each branch's modules, as the private server's does, the list can stand for the
-    downloads; that reading belongs to the client's ``list_branches``.)
+    The downloads are budgeted before they are sent; without the list (a token restricted to the code endpoints)
+    every branch is downloaded, and the download says whether it exists.
     """
-    check_download_budget(s, server, len(names), doing="the drift check", instead="Wait")
     reader = s.reader(server)
     listing: list[BranchInfo] | None
     try:
         listing = reader.list_branches()
-    except ScopeError:  # a token restricted to the code endpoints: the download says whether the branch exists
+    except ScopeError:
         listing = None
-    listed = None if listing is None else {b.name for b in listing}
+    listed_at = s.options.clock.now()
+    entries = None if listing is None else {b.name: b for b in listing}
+    to_download = [n for n in names if entries is None or (n in entries and entries[n].modules is None)]
+    check_download_budget(s, server, len(to_download), doing="the drift check", instead="Wait")
     states: dict[str, RemoteBranch] = {}
     for name in names:
-        now = s.options.clock.now()
-        if listed is not None and name not in listed:
-            states[name] = RemoteBranch.missing(name, now)
-            continue
-        code = reader.get_code(name)
-        states[name] = RemoteBranch.missing(name, now) if code is None else RemoteBranch.from_code(name, code, now)
+        listed = None if entries is None else entries.get(name)
+        if entries is not None and listed is None:
+            states[name] = dataclasses.replace(
+                RemoteBranch.missing(name, listed_at), basis="branch-list", checked_at=listed_at
+            )
+        elif listed is not None and listed.modules is not None:
+            states[name] = branch_from_list(server, listed, listed_at)
+        else:
+            code = reader.get_code(name)
+            now = s.options.clock.now()
+            found = RemoteBranch.missing(name, now) if code is None else RemoteBranch.from_code(name, code, now)
+            states[name] = dataclasses.replace(found, checked_at=now)
     return states

@@ -8,13 +8,14 @@ I/O. It never prints.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from gitops.app.localcode import read_code
 from gitops.app.options import Refresh
 from gitops.app.session import Session
-from gitops.config.manifest import BranchConfig, LoadedManifest
+from gitops.config.manifest import LoadedManifest
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
+from gitops.core.codeset import CodeSet
 from gitops.core.drift import (
     Drift,
     compare,
@@ -26,7 +27,7 @@ from gitops.core.drift import (
 )
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan, ServerFailure, build_plan, requests_needed
-from gitops.core.remote import BranchInfo, RemoteBranch, RemoteView
+from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
@@ -114,21 +115,6 @@ def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
     return with_drift(plan, drifts)
 
 
-def _needs_download(
-    config: BranchConfig, remembered: RemoteBranch | None, refresh: Refresh, trust: float, now: float
-) -> bool:
-    """Whether planning must download this branch (``auto``: unless this tool uploaded it recently)."""
-    if refresh == "always":
-        return True
-    if refresh == "never":
-        return False
-    if remembered is None or remembered.how != "own-upload" or remembered.modules is None:
-        return True
-    if config.remote_only == "keep":  # kept modules must be re-sent: their content is needed
-        return True
-    return now - remembered.learnt_at > trust
-
-
 def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     """A branch state read from the ledger: learnt by a download back then, so its provenance is now the ledger
     (its own uploads keep theirs, which says more)."""
@@ -138,92 +124,142 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
 
 
 def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] | None = None) -> dict[str, RemoteView]:
-    """Learn what each server holds, spending as few downloads as the refresh policy allows.
+    """Learn what each server holds, spending as few downloads as the refresh policy allows, and say for each
+    branch whether this run verified it.
 
-    Before any request, the downloads it needs are checked against what is known to remain of
-    ``GET /api/user/code`` (60 per hour); :class:`BudgetError` if they would not fit. Each server's reads are one
-    step: the ledger is saved after them.
+    With ``refresh`` ``auto`` or ``always`` each server's branch list is asked first (one request, counted only
+    against the global limit): when it carries a branch's modules (private servers, the stand-in) those are the
+    download; when it carries a modification time, a ledger record learnt at that same time is confirmed by it.
+    Only what the list cannot confirm is downloaded (``auto``; ``always`` downloads every branch), and those
+    downloads are checked against what is known to remain of ``GET /api/user/code`` (60 per hour) before any is
+    sent: :class:`BudgetError` if they would not fit. Each server's reads are one step: the ledger is saved after.
 
-    With ``failed`` (a dict to fill), a server whose budget check or reads raise one of :data:`SERVER_ERRORS` is
-    recorded there and left out of the views, and the other servers are still read.
+    With ``failed`` (a dict to fill), a server whose list, budget check or reads raise one of
+    :data:`SERVER_ERRORS` is recorded there and left out of the views, and the other servers are still read.
     """
-    now = s.options.clock.now()
     trust = float(s.loaded.manifest.budget.trust_own_upload_seconds)
-    views: dict[str, RemoteView] = {}
     configs = s.loaded.manifest.branches
-    wanted: dict[str, list[BranchConfig]] = {}
-    for server in s.servers():
+    listings: dict[str, list[BranchInfo] | None] = {}
+    listed_at: dict[str, float] = {}
+    judged: dict[str, dict[str, Judgement]] = {}
+
+    def isolated(server: str, step: Callable[[], None]) -> None:
+        if failed is not None and server in failed:
+            return
         try:
-            ledger = s.ledger(server)
-            to_download = [
-                c
-                for c in configs
-                if c.server == server and _needs_download(c, ledger.remembered_branch(c.branch), refresh, trust, now)
-            ]
-            wanted[server] = to_download
-            check_download_budget(s, server, len(to_download))
-        except SERVER_ERRORS as exc:
-            if failed is None:
-                raise
-            failed[server] = exc
-    for server in s.servers():
-        if failed and server in failed:
-            continue
-        try:
-            views[server] = _read_server(s, server, refresh, wanted[server])
+            step()
         except SERVER_ERRORS as exc:
             if failed is None:
                 raise
             failed[server] = exc
             s.save()  # what the failed server's reads taught (a 429's headers, say) is kept
+
+    def list_server(server: str) -> None:
+        if refresh == "never":
+            return
+        try:
+            listings[server] = s.reader(server).list_branches()
+        except ScopeError:
+            # A token restricted to the code endpoints: existence comes from the download, activation is unknown
+            # (and so re-sent by apply).
+            listings[server] = None
+        listed_at[server] = s.options.clock.now()
+
+    def judge_server(server: str) -> None:
+        ledger = s.ledger(server)
+        listing = listings.get(server)
+        entries = {b.name: b for b in listing or ()}
+        judged[server] = {
+            c.branch: judge(
+                ledger.remembered_branch(c.branch),
+                entries.get(c.branch),
+                listing_known=listing is not None,
+                refresh=refresh,
+                needs_content=c.remote_only == "keep",
+                trust_seconds=trust,
+                now=s.options.clock.now(),
+            )
+            for c in configs
+            if c.server == server
+        }
+        check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
+
+    views: dict[str, RemoteView] = {}
+
+    def learn(server: str) -> None:
+        views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
+
+    for step in (list_server, judge_server, learn):
+        for server in s.servers():
+            isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
     return views
 
 
-def _read_server(s: Session, server: str, refresh: Refresh, wanted: list[BranchConfig]) -> RemoteView:
-    """One server's reads (the branch list, the downloads of ``wanted``), then a save of its ledger."""
-    configs = s.loaded.manifest.branches
+def _learn_server(
+    s: Session,
+    server: str,
+    listing: list[BranchInfo] | None,
+    listed_at: float | None,
+    judged: Mapping[str, Judgement],
+    refresh: Refresh,
+) -> RemoteView:
     ledger = s.ledger(server)
+    entries = {b.name: b for b in listing or ()}
     branches: dict[str, RemoteBranch | None] = {}
-    if refresh == "never":
-        remembered = ledger.remembered_branch_list()
-        for c in configs:
-            if c.server == server:
-                branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
+    for name, judgement in judged.items():
+        listed = entries.get(name)
+        remembered = ledger.remembered_branch(name)
+        branch: RemoteBranch | None = None
+        if judgement == "list" and listed is not None and listed_at is not None:
+            branch = branch_from_list(server, listed, listed_at)
+            ledger.remember_branch(branch)
+        elif judgement == "missing" and listed_at is not None:
+            branch = dataclasses.replace(
+                RemoteBranch.missing(name, listed_at), basis="branch-list", checked_at=listed_at
+            )
+            ledger.remember_branch(branch)
+        elif judgement == "confirmed" and remembered is not None:
+            branch = dataclasses.replace(
+                _from_ledger(remembered) or remembered, basis="branch-list", checked_at=listed_at
+            )
+        elif judgement == "unverified":
+            branch = _from_ledger(remembered)
+        elif judgement == "download":
+            code = s.reader(server).get_code(name)
+            at = s.options.clock.now()
+            stamp = listed.stamp if listed is not None else None
+            branch = RemoteBranch.missing(name, at) if code is None else RemoteBranch.from_code(name, code, at)
+            branch = dataclasses.replace(branch, stamp=stamp, checked_at=at)
+            # The stamp listed before the download: if the branch changed in between, the next plan sees a newer
+            # stamp and downloads again (never the other way round).
+            ledger.stamp_branch(name, stamp)
+        branches[name] = branch
+    s.save()
+    if refresh == "never" or listing is None:
+        # Without the branch list, which branches are active is what this tool last set (from the ledger).
+        remembered_list = ledger.remembered_branch_list()
         return RemoteView(
             server,
-            tuple(remembered[0]) if remembered else None,
+            tuple(remembered_list[0]) if remembered_list else None,
             branches,
-            remembered[1] if remembered else None,
+            listed_at if listed_at is not None else (remembered_list[1] if remembered_list else None),
         )
-    reader = s.reader(server)
-    listing: list[BranchInfo] | None
+    return RemoteView(server, tuple(listing), branches, listed_at)
+
+
+def branch_from_list(server: str, listed: BranchInfo, at: float) -> RemoteBranch:
+    """The branch as the list carries it: its modules are the download (:class:`ServiceError` when they are not
+    modules, as a download of them would be)."""
     try:
-        listing = reader.list_branches()
-    except ScopeError:
-        # A token restricted to the code endpoints: existence comes from the download, activation is unknown
-        # (and so re-sent by apply).
-        listing = None
-    learnt_at = s.options.clock.now()
-    download = {c.branch for c in wanted}
-    for c in configs:
-        if c.server != server:
-            continue
-        if listing is not None and c.branch not in {b.name for b in listing}:
-            branches[c.branch] = RemoteBranch.missing(c.branch, learnt_at)
-        elif c.branch in download:
-            code = reader.get_code(c.branch)
-            at = s.options.clock.now()
-            branches[c.branch] = (
-                RemoteBranch.missing(c.branch, at) if code is None else RemoteBranch.from_code(c.branch, code, at)
-            )
-        else:
-            branches[c.branch] = _from_ledger(ledger.remembered_branch(c.branch))
-    s.save()
-    if listing is None:
-        # Without the branch list, which branches are active is what this tool last set (from the ledger).
-        remembered = ledger.remembered_branch_list()
-        return RemoteView(server, tuple(remembered[0]) if remembered else None, branches, learnt_at)
-    return RemoteView(server, tuple(listing), branches, learnt_at)
+        code = CodeSet.from_wire(dict(listed.modules or {}))
+    except ValueError as exc:
+        raise ServiceError(
+            f"server '{server}' answered GET /api/user/branches with JSON the tool cannot read: branch "
+            f"{listed.name!r}: {exc}.",
+            hint="Check that the url in the manifest is a Screeps server's base address.",
+        ) from None
+    branch = RemoteBranch.from_code(listed.name, code, at, "download", listed.stamp)
+    return dataclasses.replace(branch, basis="branch-list", checked_at=at)
 
 
 # --- the budget gates: the one place that decides what fits ----------------------------------------------------
@@ -237,7 +273,8 @@ def check_download_budget(
     doing: str = "planning",
     instead: str = "Plan from the ledger with --refresh=never (no download), wait",
 ) -> None:
-    """Refuse, before any request, downloads that would not fit what remains of ``GET /api/user/code``.
+    """Refuse, before any download, downloads that would not fit what remains of ``GET /api/user/code`` (the
+    branch list, counted only against the global limit, may have been asked first).
 
     ``doing`` names who needs them in the message (``planning``, ``the pull``); ``instead`` starts the hint with
     what else the person can do.
@@ -249,7 +286,7 @@ def check_download_budget(
         rows = _short_rows(s, server, {DOWNLOAD: needed})
     if rows:
         raise BudgetError(
-            f"{doing} needs more downloads than remain; nothing was sent:\n"
+            f"{doing} needs more downloads than remain; no download was sent:\n"
             + "\n".join(f"  - {shortfall_message(r)}" for r in rows),
             hint=f"{instead} for the reset, or lift the limits for two hours: 'gitops unlock --server {server}' "
             "prints the no-rate-limit link.",

@@ -62,12 +62,20 @@ class Session:
 
     def ledger(self, server: str) -> Ledger:
         """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token."""
-        from gitops.edges.ledger import Ledger
+        from gitops.edges.ledger import Ledger, lock_wait
 
         if server not in self._ledgers:
             config = self.loaded.manifest.servers[server]
             fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
-            self._ledgers[server] = Ledger.open(self.state_dir, config.url, fingerprint, clock=self.options.clock)
+            for other in self._ledgers.values():
+                # Two server names for one URL and one account share one ledger file: one object, one lock.
+                if other.fingerprint == fingerprint and other.server_url == Ledger.normal_url(config.url):
+                    self._ledgers[server] = other
+                    return other
+            # Locked for the whole run: two runs on one state folder take turns instead of saving over each other.
+            self._ledgers[server] = Ledger.open(
+                self.state_dir, config.url, fingerprint, clock=self.options.clock, lock_wait=lock_wait(self.options.env)
+            )
         return self._ledgers[server]
 
     def client(self, server: str) -> ServiceClient:
@@ -141,14 +149,17 @@ class Session:
 
     def warnings(self) -> list[str]:
         """What the ledgers found wrong with their files (corrupt, unreadable, unwritable)."""
-        return [w for ledger in self._ledgers.values() for w in ledger.warnings]
+        return [w for ledger in self._distinct_ledgers() for w in ledger.warnings]
+
+    def _distinct_ledgers(self) -> list[Ledger]:
+        return list({id(ledger): ledger for ledger in self._ledgers.values()}.values())
 
     def save(self) -> None:
         """Save every ledger that learnt something since its last save: the end of one logical step.
 
         The ledger is a cache: failing to write it must not fail the deploy, but it becomes a warning.
         """
-        for ledger in self._ledgers.values():
+        for ledger in self._distinct_ledgers():
             if not ledger.changed:
                 continue
             try:
@@ -166,6 +177,8 @@ class Session:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            for ledger in self._distinct_ledgers():
+                ledger.close()
 
 
 @contextmanager

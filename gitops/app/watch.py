@@ -274,9 +274,11 @@ def _deploy_round(
 
 
 def _left_text(plan: Plan) -> str:
-    """``local: 229 of 240 uploads left today`` (from the plan's budget rows, less what it spent)."""
+    """``local: 229 of 240 uploads left today`` (from the plan's budget rows, less what it spent); a count the
+    server did not state is shown as the estimate it is (``~229 ... (estimated from this tool's own requests)``)."""
     parts = [
-        f"{r.server}: {max(0, r.remaining - r.needed)} of {r.limit} uploads left today"
+        f"{r.server}: {'~' if r.estimate else ''}{max(0, r.remaining - r.needed)} of {r.limit} uploads left today"
+        + (" (estimated from this tool's own requests)" if r.estimate else "")
         for r in plan.budget
         if r.endpoint == UPLOAD and r.remaining is not None
     ]

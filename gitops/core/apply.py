@@ -1,4 +1,5 @@
-"""Carrying out a plan: per branch, clone if needed, one upload of the whole module set, then activation.
+"""Carrying out a plan: per branch, a clone-branch holding the modules (a new branch) or one upload of the whole
+module set, then activation.
 
 ``apply`` is the second reader of the plan's steps (the renderers are the first). It first checks, without writing
 anything, that a saved plan is still true of the servers; then it writes; on the first failure it stops and raises
@@ -120,7 +121,7 @@ def apply_plan(
         writer = writers[branch.server]
         try:
             if step.kind == "clone-branch":
-                writer.clone_branch(branch.branch)
+                writer.clone_branch(branch.branch, modules=uploads.get((branch.server, branch.branch)))
             elif step.kind == "upload":
                 writer.upload_code(branch.branch, uploads[(branch.server, branch.branch)])
             else:

@@ -50,6 +50,9 @@ class EndpointBudget(BaseModel):
     reserve: int
     source: Source
     fits: bool
+    #: ``remaining`` is not from the server's headers of the current window but counted from this tool's own
+    #: requests: requests made elsewhere with the token are missing from it (shown as "~N left, estimated").
+    estimate: bool = False
 
 
 def assess(
@@ -101,6 +104,7 @@ def assess(
                 reserve=held,
                 source=source,
                 fits=fits,
+                estimate=source == "counted" and remaining is not None,
             )
         )
     return rows

@@ -30,9 +30,6 @@ DRIFT_FORMAT_VERSION = 1
 #: How a last-applied record came about: the tool uploaded it, or found the server already equal to the repository.
 AppliedHow = Literal["upload", "verified"]
 
-#: Provenances of a server state learnt now, on the server itself (not from the ledger): only those can show drift.
-VERIFIED_NOW: frozenset[str] = frozenset({"download"})
-
 DriftStatus = Literal["drifted", "none", "no-record", "unknown"]
 
 
@@ -129,7 +126,9 @@ def compare(current: RemoteBranch | None, applied: AppliedRecord | None, pending
     if applied is None:
         return Drift(status="no-record")
     stamp = {"applied_at": applied.applied_at, "applied_how": applied.how, "commit": applied.commit}
-    if current is None or current.how not in VERIFIED_NOW:
+    # Only a state this run checked on the server (a download, or the branch list's modules or unchanged stamp)
+    # can show drift; a record from the ledger says nothing of edits made since.
+    if current is None or not current.verified:
         return Drift(status="unknown", **stamp)
     if current.modules is None:
         return Drift(status="drifted", removed=sorted(applied.modules), missing=True, **stamp)
@@ -157,7 +156,7 @@ def equal_to_repository(branch: BranchPlan) -> bool:
     """Whether the plan verified, on the server now, that the branch holds exactly the repository's code (then
     the tool records it as applied: ``verified``)."""
     return (
-        branch.remote.how in VERIFIED_NOW
+        branch.remote.verified
         and branch.remote.exists is True
         and not (branch.names("added") or branch.names("changed") or branch.names("removed"))
     )

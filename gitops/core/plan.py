@@ -20,7 +20,7 @@ from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_bran
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.local import LocalCode
-from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
+from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
@@ -35,12 +35,18 @@ class _Frozen(BaseModel):
 
 
 class RemoteSeen(_Frozen):
-    """How the plan knows the server's branch: downloaded now, from its own recent upload, or from the ledger."""
+    """How the plan knows the server's branch: downloaded now, from its own recent upload, or from the ledger; and
+    whether this run verified it on the server (``basis``: a download or the branch list) or states it from a record
+    it did not check (``own-upload``, ``ledger``) or from nothing (``unknown``)."""
 
     how: Seen
     learnt_at: float | None
     exists: bool | None
     digest: str | None
+    verified: bool = False
+    basis: Basis = "unknown"
+    #: When this run verified it (the download or the branch list), if it did.
+    checked_at: float | None = None
 
 
 class Step(_Frozen):
@@ -58,8 +64,8 @@ class Step(_Frozen):
 
 
 class Payload(_Frozen):
-    """The exact modules to upload to one branch. ``missing_kept`` names server-only modules to keep whose content
-    the plan does not hold (planned from the ledger): apply downloads them before uploading.
+    """The exact modules to upload to one branch (or to create it with). ``missing_kept`` names server-only modules
+    to keep whose content the plan does not hold (planned from the ledger): apply downloads them before uploading.
 
     A payload is not rendered, so a reviewer never sees it: :func:`seal_problems` checks it against what the plan
     shows (the branch's changes and their digests, the count of unchanged modules, ``upload_digest``)."""
@@ -101,7 +107,13 @@ class BranchPlan(_Frozen):
 
     @property
     def uploads(self) -> int:
+        """``POST /api/user/code`` requests (a new branch gets its modules with the clone-branch: none)."""
         return sum(1 for s in self.steps if s.kind == "upload")
+
+    @property
+    def writes_code(self) -> bool:
+        """Whether apply sends modules to the branch (the clone-branch of a new one, or the upload)."""
+        return any(s.kind in ("clone-branch", "upload") for s in self.steps)
 
     @property
     def label(self) -> str:
@@ -233,7 +245,10 @@ def _plan_branch(
         diff = diff_branch(code, seen.modules, remote_only=config.remote_only)
     else:
         diff = diff_branch(code, None, remote_only=config.remote_only)
-    upload_needed = not exists or diff.has_changes
+    # A new branch is created holding its modules (clone-branch with defaultModules): no upload follows, and no
+    # empty branch is left behind if the budget runs out between two requests.
+    upload_needed = bool(exists) and diff.has_changes
+    writes = not exists or upload_needed
     info = view.info(config.branch)
     activate: list[ActiveName] = [
         which for which in config.activate if not exists or info is None or not info.is_active(which)
@@ -255,7 +270,7 @@ def _plan_branch(
         action = "none"
     upload_modules, missing_kept = _upload_set(code, diff, seen)
     length = code_length(upload_modules)
-    if upload_needed and length > MAX_CODE_LENGTH:
+    if writes and length > MAX_CODE_LENGTH:
         # The sources check the repository's part; modules kept from the server can push the upload over.
         raise SourceError(
             f"{config.server}/{config.branch}: the upload would be {length:,} characters as the server counts "
@@ -273,6 +288,9 @@ def _plan_branch(
             learnt_at=seen.learnt_at if seen is not None else None,
             exists=exists,
             digest=seen.digest if seen is not None else None,
+            verified=seen.verified if seen is not None else False,
+            basis=seen.current_basis if seen is not None else "unknown",
+            checked_at=seen.checked_at if seen is not None else None,
         ),
         modules=entries,
         unchanged=diff.unchanged,
@@ -283,7 +301,7 @@ def _plan_branch(
         steps=steps,
     )
     payload = None
-    if upload_needed:
+    if writes:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
 
@@ -351,7 +369,7 @@ def seal_problems(plan: Plan) -> list[str]:
     compared with the server (:func:`server_problems`, once ``apply`` has downloaded the branch).
     """
     problems: list[str] = []
-    uploading = {(b.server, b.branch): b for b in plan.branches if b.uploads}
+    uploading = {(b.server, b.branch): b for b in plan.branches if b.writes_code}
     seen: set[tuple[str, str]] = set()
     for payload in plan.payloads:
         key = (payload.server, payload.branch)

@@ -72,7 +72,7 @@ from gitops.core.endpoints import (
     reset_time,
     window_key,
 )
-from gitops.core.remote import BranchInfo, RemoteBranch
+from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
 from gitops.edges.clock import Clock, SystemClock
 from gitops.edges.http import AnswerTooLarge, UnreadableJSON, parse_json, send_bounded
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
@@ -325,7 +325,18 @@ class ServiceClient:
         raw = data.get("list")
         if not isinstance(raw, list) or not all(isinstance(b, dict) and isinstance(b.get("branch"), str) for b in raw):
             raise self._shape_error(LIST, "'list' is not a list of branches")
-        branches = [BranchInfo(b["branch"], bool(b.get("activeWorld")), bool(b.get("activeSim"))) for b in raw]
+        # The private server's entries carry each branch's modules, and its active flags may be missing ("not
+        # true" is inactive); both it and the stand-in give a modification time ('timestamp').
+        branches = [
+            BranchInfo(
+                b["branch"],
+                b.get("activeWorld") is True,
+                b.get("activeSim") is True,
+                normal_stamp(b.get("timestamp")),
+                b["modules"] if isinstance(b.get("modules"), dict) else None,
+            )
+            for b in raw
+        ]
         self._observer.remember_branch_list(branches)
         return branches
 
@@ -352,20 +363,46 @@ class ServiceClient:
         return code
 
     def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
-        """Replace every module of ``branch`` (``POST /api/user/code``); the branch must exist."""
-        self._call("POST", _CODE, body={"branch": branch, "modules": dict(modules)})
+        """Replace every module of ``branch`` (``POST /api/user/code``); the branch must exist.
+
+        When the outcome is unknown (the connection dropped, a timeout, a 5xx, an answer that cannot be read, or
+        any other failure) the server may have committed the upload: what the tool knew of the branch is dropped,
+        so the next plan learns it from the server instead of from a record the upload may have made false.
+        """
+        try:
+            data = self._call("POST", _CODE, body={"branch": branch, "modules": dict(modules)})
+        except BaseException:
+            self._observer.forget_branch(branch)
+            raise
+        self._remember_written(branch, modules, data)
+
+    def clone_branch(
+        self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
+    ) -> None:
+        """Create ``new_name`` (``POST /api/user/clone-branch``) from ``source``, or holding ``modules``
+        (``defaultModules``, as rollup-plugin-screeps creates branches: no upload is needed after it), or with the
+        server's default modules when neither is given."""
+        body: dict[str, Any] = {"branch": source or "", "newName": new_name}
+        if modules is not None and source is None:
+            body["defaultModules"] = dict(modules)
+        try:
+            data = self._call("POST", CLONE.split(" ", 1)[1], body=body)
+        except BaseException:
+            self._observer.forget_branch(new_name)
+            raise
+        self._observer.remember_clone(new_name)
+        if "defaultModules" in body and modules is not None:
+            self._remember_written(new_name, modules, data)
+
+    def _remember_written(self, branch: str, modules: Mapping[str, WireModule], data: Mapping[str, Any]) -> None:
+        """What the branch holds after this tool wrote ``modules`` to it, with the server's new stamp."""
         try:
             code = CodeSet.from_wire(dict(modules))
         except ValueError:
             self._observer.forget_branch(branch)
         else:
-            self._observer.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload"))
-
-    def clone_branch(self, new_name: str, source: str | None = None) -> None:
-        """Create ``new_name`` (``POST /api/user/clone-branch``) from ``source``, or with the server's default
-        modules when ``source`` is ``None``."""
-        self._call("POST", CLONE.split(" ", 1)[1], body={"branch": source or "", "newName": new_name})
-        self._observer.remember_clone(new_name)
+            stamp = normal_stamp(data.get("timestamp"))
+            self._observer.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload", stamp))
 
     def set_active_branch(self, branch: str, which: ActiveName) -> None:
         """Make ``branch`` the active branch for the world or the simulation (``POST

@@ -28,11 +28,12 @@ import hashlib
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -54,6 +55,8 @@ from gitops.core.endpoints import (
 )
 from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
 from gitops.edges.clock import Clock
+from gitops.errors import LedgerBusyError
+from gitops.secrets import redact
 
 __all__ = [
     "FORMAT_VERSION",
@@ -75,6 +78,20 @@ _NO_FINGERPRINT = "no-credentials"
 
 #: Leftover temporary files of a killed writer older than this are removed when the ledger is opened.
 _STALE_TEMP_SECONDS = 3600
+
+#: How long a run waits for another run to release a ledger before it stops (``GITOPS_LOCK_WAIT`` overrides).
+LOCK_WAIT_SECONDS = 120.0
+LOCK_WAIT_ENV = "GITOPS_LOCK_WAIT"
+
+
+def lock_wait(env: Mapping[str, str]) -> float:
+    """``$GITOPS_LOCK_WAIT`` seconds (a number from 0 to a day), else :data:`LOCK_WAIT_SECONDS`."""
+    raw = env.get(LOCK_WAIT_ENV, "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return LOCK_WAIT_SECONDS
+    return value if 0 <= value <= 86400 else LOCK_WAIT_SECONDS
 
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
@@ -116,6 +133,9 @@ class _Branch(_Model):
     modules: dict[str, _Module] | None
     learnt_at: float
     how: Provenance
+    #: The server's modification stamp of the branch when this was learnt (the branch list's ``timestamp``, or the
+    #: upload's answer): a later list showing the same stamp confirms the record without a download.
+    stamp: str | None = None
 
 
 class _Applied(_Model):
@@ -199,28 +219,84 @@ class Ledger:
             format_version=FORMAT_VERSION, server_url=self.server_url, fingerprint=fingerprint, saved_at=0.0
         )
         self._pointer_written = False
+        self._lock: Any = None
         #: The data as last loaded or saved, to tell whether there is anything to save.
         self._saved: _File | None = None
 
     # --- opening and saving ----------------------------------------------------------------------------------
 
+    @staticmethod
+    def normal_url(url: str) -> str:
+        """The server URL as ledgers are keyed by it (scheme and host lower-cased, no trailing ``/``)."""
+        return _normal_url(url)
+
     @classmethod
-    def open(cls, state_dir: Path, server_url: str, fingerprint: str | None, *, clock: Clock) -> Ledger:
+    def open(
+        cls,
+        state_dir: Path,
+        server_url: str,
+        fingerprint: str | None,
+        *,
+        clock: Clock,
+        lock_wait: float | None = None,
+    ) -> Ledger:
         """The ledger of ``server_url`` for the credentials with ``fingerprint``.
 
         ``fingerprint`` ``None`` (no credentials, e.g. a fork's pull request) opens the ledger last written for
         that server. A missing file gives an empty ledger; a corrupt one is set aside with a warning in
         :attr:`warnings`. Never raises for the file's content.
+
+        With ``lock_wait`` the ledger is locked for this run before it is read, and stays locked until
+        :meth:`close`: a second run on the same state folder waits up to ``lock_wait`` seconds, then stops with
+        :class:`LedgerBusyError` naming the run that holds it. So no run saves over what another learnt meanwhile.
         """
         folder = state_dir / "ledger" / _server_slug(server_url)
         if fingerprint is None:
             fingerprint = _read_pointer(folder)
         name = fingerprint if fingerprint is not None else _NO_FINGERPRINT
         ledger = cls(folder / f"{name}.json", server_url, fingerprint, clock=clock)
+        if lock_wait is not None:
+            ledger._acquire(lock_wait)
         ledger._load()
         ledger._remove_stale_temps()
         ledger._saved = ledger._data.model_copy(deep=True)
         return ledger
+
+    def _acquire(self, wait: float) -> None:
+        """Lock the ledger file for this run (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows; released by the
+        operating system when the process dies, so a killed run never leaves a stale lock)."""
+        from filelock import FileLock, Timeout
+
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        owner_path = self.path.with_name(self.path.name + ".owner")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(lock_path)
+            lock.acquire(timeout=wait, poll_interval=0.05)
+        except Timeout:
+            raise LedgerBusyError(
+                f"another gitops run {_owner(owner_path)} is using the ledger {self.path}; waited {wait:g} s for it",
+                hint="Let it finish and run again (runs on one state folder take turns), or raise the wait with "
+                f"{LOCK_WAIT_ENV}=SECONDS; a run that was killed releases its lock at once.",
+            ) from None
+        except OSError as exc:
+            self.warnings.append(
+                f"the ledger at {self.path} cannot be locked ({exc.strerror}); a run at the same time on this state "
+                "folder could save over what this one learns."
+            )
+            return
+        self._lock = lock
+        since = datetime.now(tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        command = " ".join([Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]])[:200]
+        info = json.dumps({"pid": os.getpid(), "command": redact(command), "since": since})
+        with contextlib.suppress(OSError):
+            owner_path.write_text(info + "\n", encoding="utf-8")
+
+    def close(self) -> None:
+        """Release the run's lock (nothing else: saving is :meth:`save`)."""
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.release()
 
     def _load(self) -> None:
         try:
@@ -389,8 +465,19 @@ class Ledger:
                 name: _Module(digest=m.digest, size=m.size, binary=m.is_binary) for name, m in branch.modules.items()
             }
         self._data.branches[branch.name] = _Branch(
-            exists=branch.exists, digest=branch.digest, modules=modules, learnt_at=branch.learnt_at, how=branch.how
+            exists=branch.exists,
+            digest=branch.digest,
+            modules=modules,
+            learnt_at=branch.learnt_at,
+            how=branch.how,
+            stamp=branch.stamp,
         )
+
+    def stamp_branch(self, name: str, stamp: str | None) -> None:
+        """Set the server's modification stamp of the branch's record (listed just before it was downloaded)."""
+        record = self._data.branches.get(name)
+        if record is not None:
+            record.stamp = stamp
 
     def forget_branch(self, name: str) -> None:
         """Drop what is known of a branch (its state changed in a way the tool cannot reproduce)."""
@@ -402,9 +489,9 @@ class Ledger:
         if record is None:
             return None
         if not record.exists or record.modules is None:
-            return RemoteBranch.missing(name, record.learnt_at, record.how)
+            return RemoteBranch.missing(name, record.learnt_at, record.how, record.stamp)
         facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in record.modules.items()}
-        return RemoteBranch(name, facts, record.digest, record.learnt_at, record.how)
+        return RemoteBranch(name, facts, record.digest, record.learnt_at, record.how, record.stamp)
 
     def remember_branch_list(self, branches: list[BranchInfo]) -> None:
         """Keep the account's branch list with its active flags, as learnt now."""
@@ -489,6 +576,15 @@ def _record(name: str, stored: _Applied | None) -> AppliedRecord | None:
         return None
     facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in stored.modules.items()}
     return AppliedRecord(name, facts, stored.digest, stored.applied_at, stored.how, stored.commit, stored.source)
+
+
+def _owner(owner_path: Path) -> str:
+    """``(pid 4242, 'gitops apply --yes', since 2026-11-22 21:50:03 UTC)`` from the holder's note, if readable."""
+    try:
+        info = json.loads(owner_path.read_text(encoding="utf-8"))
+        return f"(pid {int(info['pid'])}, '{redact(str(info['command']))[:200]}', since {str(info['since'])[:40]})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "(its process is not recorded)"
 
 
 def _read_pointer(folder: Path) -> str | None:

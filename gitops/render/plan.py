@@ -25,7 +25,7 @@ Style = Callable[..., str]
 _SIGNS = {"added": "+", "changed": "~", "removed": "-", "kept": "="}
 _COLOURS = {"added": "green", "changed": "yellow", "removed": "red", "kept": "cyan"}
 _ACTIONS = {
-    "create": "create (clone-branch, then upload)",
+    "create": "create (clone-branch with the modules)",
     "update": "update (upload)",
     "activate": "activate only",
     "none": "no changes",
@@ -63,17 +63,31 @@ def age(seconds: float) -> str:
     return f"{seconds / 86400:.1f} days ago"
 
 
+NOT_CHECKED = "not checked on the server"
+
+
 def seen_text(branch: BranchPlan, now: float) -> str:
+    """What the plan's statement about the branch rests on, and how old it is: verified now (a download, the
+    server's branch list) or taken from a record this run did not check, which says so."""
     remote = branch.remote
     if remote.how == "unknown" or remote.learnt_at is None:
         return "server state unknown (nothing downloaded, nothing in the ledger)"
     when = age(now - remote.learnt_at)
+    checked = age(now - (remote.checked_at if remote.checked_at is not None else remote.learnt_at))
     if remote.exists is False:
-        return f"the branch does not exist on the server (checked {when})"
+        if remote.verified:
+            return f"the branch does not exist on the server (checked {checked})"
+        return f"the branch did not exist on the server {when} (this tool's record; {NOT_CHECKED})"
+    if remote.basis == "branch-list":
+        return {
+            "download": f"read from the server's branch list {checked}",
+            "own-upload": f"this tool's own upload {when}, confirmed unchanged by the server's branch list {checked}",
+            "ledger": f"from the ledger, learnt {when}, confirmed unchanged by the server's branch list {checked}",
+        }.get(remote.how, f"confirmed by the server's branch list {checked}")
     return {
         "download": f"downloaded {when}",
-        "own-upload": f"from this tool's own upload {when} (ledger; not downloaded again)",
-        "ledger": f"from the ledger, learnt {when} (not downloaded)",
+        "own-upload": f"from this tool's own upload {when} ({NOT_CHECKED})",
+        "ledger": f"from the ledger, learnt {when} ({NOT_CHECKED})",
     }[remote.how]
 
 
@@ -112,6 +126,13 @@ def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
     }
 
 
+def _unverified_basis(branch: BranchPlan, now: float) -> str:
+    when = age(now - (branch.remote.learnt_at or now))
+    if branch.remote.how == "own-upload":
+        return f"this tool's upload {when}"
+    return f"the ledger's record of {when}"
+
+
 def _module_line(entry: ModuleChange) -> str:
     sizes = {
         "added": size(entry.new_size),
@@ -136,6 +157,9 @@ def budget_row_text(row: EndpointBudget) -> str:
         left = f"unlimited until {utc(row.reset or 0)}"
     elif row.remaining is None:
         left = f"remaining unknown (at most {row.limit})"
+    elif row.estimate:
+        # Not from the server's headers of this window: requests made elsewhere with the token are not in it.
+        left = f"~{row.remaining} left, estimated from this tool's own requests"
     elif row.remaining >= row.limit:
         left = f"{row.remaining} left"  # the window has not started: nothing counted yet
     else:
@@ -198,23 +222,37 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
             out.append(line if row.fits else style(line, fg="red", bold=True))
         out.extend(f"  {server}: {NOT_LIMITED}" for server in plan.not_rate_limited)
     out.append("")
-    out.append(summary_line(plan))
+    out.append(summary_line(plan, now=now))
     return printable("\n".join(out) + "\n")
 
 
-def summary_line(plan: Plan) -> str:
+def summary_line(plan: Plan, *, now: float) -> str:
+    """The plan's last line. "No changes: the servers hold what the repository holds" only when every branch was
+    verified on the server in this run; otherwise what the statement rests on."""
     changed = [b for b in plan.branches if b.has_changes]
+    unchecked = [b for b in plan.branches if not b.remote.verified]
+    label = f" ({len(unchecked)} branch(es) {NOT_CHECKED})" if unchecked else ""
     failed = ""
     if plan.failed:
         failed = f" {len(plan.failed)} server(s) failed: {', '.join(f.server for f in plan.failed)}."
     if not changed:
         if failed:
-            return "No changes on the servers that answered." + failed
-        return "No changes: the servers hold what the repository holds."
-    return (
-        f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
-        + failed
-    )
+            return f"No changes on the servers that answered{label}." + failed
+        return no_changes_line(plan, now=now, head="No changes")
+    line = f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed"
+    return line + label + "." + failed
+
+
+def no_changes_line(plan: Plan, *, now: float, head: str) -> str:
+    """``head`` ("No changes", "Nothing to apply") with what it rests on: the servers, when every branch was
+    verified in this run; otherwise the records it was not checked against."""
+    unchecked = [b for b in plan.branches if not b.remote.verified]
+    if not unchecked:
+        return f"{head}: the servers hold what the repository holds." if head == "No changes" else f"{head}."
+    if len(unchecked) == 1 and len(plan.branches) == 1:
+        return f"{head} since {_unverified_basis(unchecked[0], now)} ({NOT_CHECKED})."
+    listed = "; ".join(f"{b.label}: {_unverified_basis(b, now)}" for b in unchecked)
+    return f"{head} since what this tool last knew ({NOT_CHECKED}: {listed})."
 
 
 def applied_line(plan: Plan) -> str:
@@ -230,6 +268,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
     return {
         "format_version": JSON_FORMAT_VERSION,
         "has_changes": plan.has_changes,
+        "verified": all(b.remote.verified for b in plan.branches),
         "uploads_needed": plan.uploads_needed,
         "fits_budget": plan.fits_budget,
         "created_at": plan.created_at,
@@ -252,6 +291,9 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                 "upload_length": b.upload_length,
                 "remote": {
                     "how": b.remote.how,
+                    "verified": b.remote.verified,
+                    "basis": b.remote.basis,
+                    "checked_at": b.remote.checked_at,
                     "exists": b.remote.exists,
                     "learnt_at": b.remote.learnt_at,
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
@@ -341,7 +383,7 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     diffs go first, then whole branch sections, and a note says so.
     """
     head: list[str] = [f"### {title}", ""]
-    head.append(md_text(summary_line(plan)))
+    head.append(md_text(summary_line(plan, now=now)))
     head.append("")
     head.append("| server | branch | action | added | changed | removed | requests | server view |")
     head.append("|---|---|---|---:|---:|---:|---|---|")

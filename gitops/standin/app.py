@@ -155,6 +155,11 @@ class StandInApp:
                 self._received[(key, account.username.lower())] += 1
 
         fault = self.faults.take(key)
+        if fault is not None and fault.kind == "commit-drop":
+            # Handled as usual (an upload takes effect), then the answer is lost: the connection closes instead.
+            await self._serve(method, path, key, query, headers, receive, endpoint, account, token)
+            await _drop(send)
+            return None
         if fault is not None:
             if fault.kind == "delay":
                 await asyncio.sleep(fault.delay_seconds)  # then answered as usual
@@ -165,6 +170,21 @@ class StandInApp:
                 template = _FAULT_ANSWERS[fault.kind]
                 return Response(template.status, template.body, template.content_type)
 
+        return await self._serve(method, path, key, query, headers, receive, endpoint, account, token)
+
+    async def _serve(
+        self,
+        method: str,
+        path: str,
+        key: str,
+        query: dict[str, str],
+        headers: dict[str, str],
+        receive: Receive,
+        endpoint: Endpoint | None,
+        account: Account | None,
+        token: Token | None,
+    ) -> Response:
+        """Answer a request that no fault stopped: the endpoint, its body, credentials, scope, rate limit, route."""
         if endpoint is None:
             return error(f"no such endpoint: {key}", 404)
         body = await self._read_body(headers, receive)

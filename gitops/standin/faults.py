@@ -4,12 +4,14 @@ Kinds:
 
 - ``500``: status 500, plain text ``Internal Server Error``;
 - ``drop``: the connection is closed without any answer;
+- ``commit-drop``: the request is handled as usual (an upload takes effect), then the connection is closed without
+  the answer: a client cannot tell whether its write happened;
 - ``delay``: the answer comes ``delay_seconds`` late (real time), and the request is otherwise handled normally;
 - ``html``: status 502 with an HTML error page, as a proxy in front of the service answers;
 - ``badjson``: status 200, ``Content-Type: application/json``, and a body that is not valid JSON.
 
-Except ``delay``, a faulted request is not handled: nothing changes and nothing counts against rate limits (it
-still counts as received). Faults for one endpoint are used in the order they were injected.
+Except ``delay`` and ``commit-drop``, a faulted request is not handled: nothing changes and nothing counts against
+rate limits (it still counts as received). Faults for one endpoint are used in the order they were injected.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Literal, cast, get_args
 from gitops.core.endpoints import endpoint_key
 from gitops.standin.bounds import MAX_FAULT_COUNT, MAX_FAULT_DELAY
 
-FaultKind = Literal["500", "drop", "delay", "html", "badjson"]
+FaultKind = Literal["500", "drop", "commit-drop", "delay", "html", "badjson"]
 FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
 
 #: Inject for this key to affect every endpoint (faults for the exact endpoint are used first).

@@ -105,6 +105,9 @@ class Handlers:
         self.app = app
         self.store = app.store
         self.page = resources.files("gitops.standin").joinpath("page.html").read_bytes()
+        #: Whether ``GET /api/user/branches`` carries each branch's modules, as the private server's does. Tests set
+        #: it to False to answer as a list without them would (names, flags and ``timestamp`` only).
+        self.list_modules = True
 
     def routes(self) -> dict[str, Handler]:
         return {
@@ -233,7 +236,7 @@ class Handlers:
                     "timestamp": b.timestamp,
                 }
             )
-            entries.append(head[:-1] + b',"modules":' + b.modules_json + b"}")
+            entries.append(head[:-1] + b',"modules":' + b.modules_json + b"}" if self.list_modules else head)
         return b"[" + b",".join(entries) + b"]"
 
     def clone_branch(self, req: Request) -> Response:

@@ -68,7 +68,8 @@ class StandIn:
         self.clock = clock
 
     def inject_fault(self, endpoint: str, kind: str, count: int = 1, delay: float = 0.0) -> None:
-        """The next ``count`` requests to ``endpoint`` fail: ``500``, ``drop``, ``delay``, ``html`` or ``badjson``."""
+        """The next ``count`` requests to ``endpoint`` fail: ``500``, ``drop``, ``commit-drop`` (handled, then the
+        answer lost), ``delay``, ``html`` or ``badjson``."""
         self.app.faults.inject(endpoint, kind, count, delay)
 
     def count(self, endpoint: str, username: str | None = None) -> int:
@@ -100,6 +101,10 @@ class StandIn:
         # Usernames are case-insensitive, as on the server; the store keys them as the accounts file spells them.
         account = self.app.accounts.user(username)
         return account.username if account is not None else username
+
+    def list_without_modules(self) -> None:
+        """From now on ``GET /api/user/branches`` lists names, active flags and ``timestamp``, not the modules."""
+        self.app.handlers.list_modules = False
 
     def grant_unlimited(self, token: str) -> float:
         """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""

@@ -195,7 +195,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     assert run.outputs == {
         "has-changes": "true",
         "exit-code": "0",
-        "uploads-needed": "1",
+        "uploads-needed": "0",  # a new branch is created holding its modules
         "plan-file": run.outputs["plan-file"],
         "comment-url": "",
         "drifted": "",
@@ -210,7 +210,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     assert summary.startswith("### screeps-gitops apply\n")
     assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
-    assert "Applied: 1 branch(es) changed with 1 upload(s)" in summary
+    assert "Applied: 1 branch(es) changed with 0 upload(s)" in summary
     assert world.github.requests == []  # a push has no pull request to comment on
     assert_no_secret(world, run)
 
@@ -264,18 +264,22 @@ def test_pull_request_plan_comments_once_then_edits_it_in_place(world: World) ->
         ("PATCH", f"/api/v3/repos/{REPO}/issues/comments/{world.github.comments[0].id}"),
     ]
     assert "Plan comment updated on pull request #7" in second.stdout
-    assert world.standin.count(UPLOAD) == 1, "planning never uploads"
+    assert world.standin.count(UPLOAD) == 0, (
+        "planning never uploads (and the deploy created the branch with its modules)"
+    )
     assert_no_secret(world, first)
     assert_no_secret(world, second)
 
 
-def test_refresh_auto_on_a_pull_request_downloads_and_shows_diffs(world: World) -> None:
+def test_refresh_auto_on_a_pull_request_reads_the_branch_list_and_shows_diffs(world: World) -> None:
     world.push(DEPLOY)
     world.standin.clock.advance(3600)  # past trust_own_upload_seconds: auto downloads again
     world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+    listings = world.standin.count("GET /api/user/branches")
     run = world.pull_request({**PLAN, "refresh": "auto"})
     assert run.outcome == "success", run.stderr
-    assert world.standin.count(DOWNLOAD) == 1
+    assert world.standin.count(DOWNLOAD) == 0  # the branch list carries the modules: they are the download
+    assert world.standin.count("GET /api/user/branches") == listings + 1
     summary = run.summary
     assert summary.index("| server | branch | action |") < summary.index(
         "<details><summary>diff of <code>role/harvester"
@@ -491,7 +495,7 @@ def test_apply_budgets_the_download_that_kept_modules_need(world: World) -> None
     spend(world.standin, DOWNLOAD, 60 - world.standin.count(DOWNLOAD) - 1)  # one download left: the plan's own
     uploads, before = world.standin.count(UPLOAD), world.standin.branch_modules(ALICE, "main")
 
-    run = world.push(DEPLOY)
+    run = world.push({**DEPLOY, "refresh": "always"})  # the plan's download says none remain
 
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "3"

@@ -65,9 +65,11 @@ class FakeServer:
         self._write("upload", branch)
         self.branches[branch] = CodeSet.from_wire(dict(modules))
 
-    def clone_branch(self, new_name: str, source: str | None = None) -> None:
+    def clone_branch(
+        self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
+    ) -> None:
         self._write("clone", new_name)
-        self.branches[new_name] = CodeSet.of([Module("main", text="")])
+        self.branches[new_name] = CodeSet.from_wire(dict(modules)) if modules else CodeSet.of([Module("main", text="")])
 
     def set_active_branch(self, branch: str, which: ActiveName) -> None:
         self._write("activate", branch, which)
@@ -98,6 +100,8 @@ def branch_plan(
             learnt_at=None if how == "unknown" else 1.0,
             exists=exists,
             digest=seen.digest if seen is not None and exists else None,
+            verified=how == "download",
+            basis="download" if how == "download" else "unknown" if how == "unknown" else "ledger",
         ),
         modules=[],
         unchanged=0,
@@ -389,7 +393,8 @@ def test_a_ledger_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: Pa
         downloads_left(s, 5)  # the ledger learnt something: there is something to save
         report = run_apply(s, make_plan([branch_plan("main")]), saved=False)
         assert report.applied
-        read, written = s.warnings()  # each said once, however many steps tried to save
+        locked, read, written = s.warnings()  # each said once, however many steps tried to save
+        assert "cannot be locked (Not a directory); a run at the same time" in locked
         assert "cannot be read (Not a directory); starting without it" in read
         assert written.endswith("cannot be written (Not a directory); it was not updated.")
     finally:

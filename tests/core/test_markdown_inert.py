@@ -94,7 +94,7 @@ def hostile_plan() -> Plan:
         server="local",
         branch="evil|branch\n# @octocat `x`",
         action="update",
-        remote=RemoteSeen(how="download", learnt_at=0.0, exists=True, digest=None),
+        remote=RemoteSeen(how="download", learnt_at=0.0, exists=True, digest=None, verified=True, basis="download"),
         modules=modules,
         unchanged=0,
         activate=[],

@@ -29,12 +29,14 @@ from tests.core.factories import (
 MAIN = {"main": "module.exports.loop = function () {};\n"}
 
 
-def test_a_branch_missing_on_the_server_is_created_then_uploaded() -> None:
+def test_a_branch_missing_on_the_server_is_created_with_its_modules_and_no_upload() -> None:
     result = plan(manifest(), local(("local", "main", MAIN)), view("local", on_server("main", None)))
     (b,) = result.branches
     assert b.action == "create"
-    assert [s.kind for s in b.steps] == ["clone-branch", "upload"]
-    assert [s.request for s in b.steps] == [CLONE, UPLOAD]
+    assert [s.kind for s in b.steps] == ["clone-branch"]
+    assert [s.request for s in b.steps] == [CLONE]
+    assert b.uploads == 0
+    assert b.writes_code
     assert b.names("added") == ["main"]
     assert (b.remote.how, b.remote.exists, b.remote.learnt_at) == ("download", False, NOW - 60)
     payload = result.payload("local", "main")
@@ -44,7 +46,7 @@ def test_a_branch_missing_on_the_server_is_created_then_uploaded() -> None:
     assert b.upload_length == code_length(MAIN)
     assert b.module_count == 1
     assert result.has_changes
-    assert result.uploads_needed == 1
+    assert result.uploads_needed == 0
     assert result.warnings == []
 
 
@@ -113,7 +115,6 @@ def test_a_created_branch_is_activated_whatever_the_list_says() -> None:
     assert b.action == "create"
     assert [s.describe() for s in b.steps] == [
         f"clone-branch ({CLONE})",
-        f"upload ({UPLOAD})",
         f"activate for world ({ACTIVATE})",
     ]
 
@@ -305,12 +306,11 @@ def test_budget_rows_are_per_server_and_count_every_request() -> None:
     )
     rows = [(r.server, r.endpoint, r.needed, r.remaining, r.source, r.fits) for r in result.budget]
     assert rows == [
-        ("official", UPLOAD, 2, 1, "headers", False),
-        ("official", GLOBAL_KEY, 3, None, "unknown", True),
-        ("private", UPLOAD, 1, None, "unknown", True),
-        ("private", GLOBAL_KEY, 2, None, "unknown", True),
+        ("official", UPLOAD, 1, 1, "headers", True),
+        ("official", GLOBAL_KEY, 2, None, "unknown", True),
+        ("private", GLOBAL_KEY, 1, None, "unknown", True),
     ]
-    assert not result.fits_budget
+    assert result.fits_budget  # a new branch spends no upload: one left is enough for the update
     assert result.servers() == ["official", "private"]
     assert [(p.server, p.branch) for p in result.payloads] == [
         ("official", "main"),
@@ -361,7 +361,7 @@ def test_requests_needed_sums_the_steps_of_every_branch() -> None:
         local(("local", "main", MAIN)),
         view("local", on_server("main", None)),
     )
-    assert requests_needed(result.branches) == {CLONE: 1, UPLOAD: 1, ACTIVATE: 1}
+    assert requests_needed(result.branches) == {CLONE: 1, ACTIVATE: 1}
     assert requests_needed([]) == {}
 
 

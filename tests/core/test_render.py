@@ -10,6 +10,7 @@ changes for every user. Without the variable a missing or different golden fails
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -18,9 +19,11 @@ from pathlib import Path
 import click
 import pytest
 
+from gitops.app.applying import ApplyReport
 from gitops.core.endpoints import GLOBAL_KEY, UPLOAD
 from gitops.core.local import SourceInfo
 from gitops.core.plan import Plan
+from gitops.core.remote import RemoteBranch
 from gitops.render.plan import (
     age,
     applied_line,
@@ -147,15 +150,32 @@ def test_json_holds_no_module_content_and_reads_back() -> None:
     assert "kept kept" not in text
     document = json.loads(text)
     assert document == plan_document(p, now=NOW)
-    assert (document["has_changes"], document["uploads_needed"], document["fits_budget"]) == (True, 3, False)
+    assert (document["has_changes"], document["uploads_needed"], document["fits_budget"]) == (True, 2, False)
+    assert document["verified"] is False
     ptr = document["branches"][2]
-    assert ptr["remote"] == {"how": "ledger", "exists": True, "learnt_at": NOW - 3 * 86400, "age_seconds": 3 * 86400}
+    assert ptr["remote"] == {
+        "how": "ledger",
+        "verified": False,
+        "basis": "ledger",
+        "checked_at": None,
+        "exists": True,
+        "learnt_at": NOW - 3 * 86400,
+        "age_seconds": 3 * 86400,
+    }
 
 
 def test_json_of_an_unknown_server_has_no_age() -> None:
     p = plan(manifest(), local(("local", "main", {"main": "m"})))
     remote = plan_document(p, now=NOW)["branches"][0]["remote"]
-    assert remote == {"how": "unknown", "exists": None, "learnt_at": None, "age_seconds": None}
+    assert remote == {
+        "how": "unknown",
+        "verified": False,
+        "basis": "unknown",
+        "checked_at": None,
+        "exists": None,
+        "learnt_at": None,
+        "age_seconds": None,
+    }
 
 
 # --- colour ----------------------------------------------------------------------------------------------------
@@ -177,7 +197,7 @@ def test_colour_only_when_asked_and_only_as_styling() -> None:
     assert "\n      " + click.style("+line three", fg="green") in coloured
     assert "\n      " + click.style("-line 3", fg="red") in coloured
     shortfall = (
-        "  official: POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved"
+        "  official: POST /api/user/code: needs 2 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved"
     )
     assert "\n" + click.style(shortfall + " -> DOES NOT FIT", fg="red", bold=True) in coloured
     # A branch with nothing to do is bold but not coloured.
@@ -290,8 +310,8 @@ def test_seen_text_of_each_provenance() -> None:
     assert texts == [
         "downloaded 30 s ago",
         "the branch does not exist on the server (checked 67 min ago)",
-        "from the ledger, learnt 3.0 days ago (not downloaded)",
-        "from this tool's own upload 2.0 h ago (ledger; not downloaded again)",
+        "from the ledger, learnt 3.0 days ago (not checked on the server)",
+        "from this tool's own upload 2.0 h ago (not checked on the server)",
     ]
     unknown = plan(manifest(), local(("local", "main", {"main": "m"}))).branches[0]
     assert seen_text(unknown, NOW) == "server state unknown (nothing downloaded, nothing in the ledger)"
@@ -300,10 +320,11 @@ def test_seen_text_of_each_provenance() -> None:
 def test_budget_rows_in_words() -> None:
     rows = mixed_plan().budget
     assert [budget_row_text(r) for r in rows] == [
-        "POST /api/user/code: needs 3 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved -> DOES NOT FIT",
+        "POST /api/user/code: needs 2 of 240 per day; 2 left, resets 2027-01-15 10:00 UTC, 1 reserved -> DOES NOT FIT",
         "POST /api/user/set-active-branch: needs 1 of 240 per day; remaining unknown (at most 240) -> ok",
-        "all requests: needs 5 (paced) of 120 per minute; 120 left -> ok",
+        "all requests: needs 4 (paced) of 120 per minute; ~120 left, estimated from this tool's own requests -> ok",
     ]
+    assert [(r.source, r.estimate) for r in rows] == [("headers", False), ("unknown", False), ("counted", True)]
     assert quiet_plan().budget == []  # nothing needed: no rows at all
     lifted = plan(
         manifest(),
@@ -314,10 +335,53 @@ def test_budget_rows_in_words() -> None:
 
 
 def test_summary_and_applied_lines() -> None:
-    assert summary_line(quiet_plan()) == "No changes: the servers hold what the repository holds."
-    assert summary_line(mixed_plan()) == "Plan: 4 of 4 branch(es) to change, 3 upload(s) needed."
+    assert summary_line(quiet_plan(), now=NOW) == "No changes: the servers hold what the repository holds."
+    assert summary_line(mixed_plan(), now=NOW) == (
+        "Plan: 4 of 4 branch(es) to change, 2 upload(s) needed (2 branch(es) not checked on the server)."
+    )
     assert applied_line(mixed_plan()) == (
-        "Applied: 4 branch(es) changed with 3 upload(s); the servers now hold what the plan holds."
+        "Applied: 4 branch(es) changed with 2 upload(s); the servers now hold what the plan holds."
+    )
+
+
+def _unchanged(*branches: RemoteBranch) -> Plan:
+    names = [b.name for b in branches]
+    return plan(
+        manifest(*(branch(name=n) for n in names)),
+        local(*(("local", n, {"main": "same\n"}) for n in names)),
+        view("local", *branches, listed=listed(*names)),
+    )
+
+
+def test_no_changes_is_said_of_the_servers_only_when_every_branch_was_verified() -> None:
+    same = {"main": "same\n"}
+    own = on_server("main", same, how="own-upload", ago=180)
+    assert summary_line(_unchanged(own), now=NOW) == (
+        "No changes since this tool's upload 3 min ago (not checked on the server)."
+    )
+    ledger = on_server("main", same, how="ledger", ago=7200)
+    assert summary_line(_unchanged(ledger), now=NOW) == (
+        "No changes since the ledger's record of 2.0 h ago (not checked on the server)."
+    )
+    confirmed = dataclasses.replace(own, basis="branch-list", checked_at=NOW - 1)
+    verified = _unchanged(confirmed)
+    assert summary_line(verified, now=NOW) == "No changes: the servers hold what the repository holds."
+    assert seen_text(verified.branches[0], NOW) == (
+        "this tool's own upload 3 min ago, confirmed unchanged by the server's branch list 1 s ago"
+    )
+    listed_now = dataclasses.replace(on_server("main", same, ago=2), basis="branch-list", checked_at=NOW - 2)
+    assert seen_text(_unchanged(listed_now).branches[0], NOW) == "read from the server's branch list 2 s ago"
+    both = _unchanged(own, dataclasses.replace(ledger, name="sim"))
+    assert summary_line(both, now=NOW) == (
+        "No changes since what this tool last knew (not checked on the server: local/main: this tool's upload "
+        "3 min ago; local/sim: the ledger's record of 2.0 h ago)."
+    )
+    report = ApplyReport(_unchanged(own))
+    assert report.lines() == ["Nothing to apply since this tool's upload 3 min ago (not checked on the server)."]
+    assert ApplyReport(verified).lines() == ["Nothing to apply."]
+    gone = dataclasses.replace(RemoteBranch.missing("main", NOW - 60, "own-upload"))
+    assert seen_text(_unchanged(gone).branches[0], NOW) == (
+        "the branch did not exist on the server 60 s ago (this tool's record; not checked on the server)"
     )
 
 

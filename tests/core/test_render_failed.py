@@ -28,7 +28,8 @@ def test_text_marks_the_failed_server() -> None:
 
 def test_summary_without_changes_still_names_the_failed_server() -> None:
     assert (
-        summary_line(failed_plan(changes=False)) == "No changes on the servers that answered. 1 server(s) failed: away."
+        summary_line(failed_plan(changes=False), now=NOW)
+        == "No changes on the servers that answered. 1 server(s) failed: away."
     )
 
 

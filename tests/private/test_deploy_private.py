@@ -82,8 +82,8 @@ class Player:
             assert self.user.password not in text
         return Run(done.returncode, done.stdout, done.stderr)
 
-    def plan_json(self) -> tuple[int, dict[str, Any]]:
-        run = self.gitops("plan", "--json", "--refresh=always")
+    def plan_json(self, refresh: str = "always") -> tuple[int, dict[str, Any]]:
+        run = self.gitops("plan", "--json", f"--refresh={refresh}")
         assert run.code in (0, 2), run.err
         return run.code, json.loads(run.out)
 
@@ -105,6 +105,13 @@ def test_first_deploy_creates_activates_and_uploads(player: Player) -> None:
     assert branch["action"] == "create"
     assert (doc["budget"], doc["not_rate_limited"]) == ([], ["home"])
     assert branch["added"] == ["lib/tiny.wasm", "main", "role/harvester", "util/names"]
+    # Created holding its modules (clone-branch with defaultModules): no code upload at all.
+    assert branch["requests"] == [
+        "POST /api/user/clone-branch",
+        "POST /api/user/set-active-branch",
+        "POST /api/user/set-active-branch",
+    ]
+    assert doc["uploads_needed"] == 0
 
     run = player.gitops("apply", "--yes")
     assert run.code == 0, run.err
@@ -118,6 +125,19 @@ def test_first_deploy_creates_activates_and_uploads(player: Player) -> None:
 
     # The same code again: nothing to do, as the server's own download shows.
     assert player.gitops("plan", "--refresh=always").code == 0
+    # And as its branch list shows, which carries each branch's modules: verified without a download.
+    code, doc = player.plan_json("auto")
+    assert code == 0
+    assert (doc["verified"], doc["branches"][0]["remote"]["basis"]) == (True, "branch-list")
+
+
+def test_an_edit_in_the_game_is_seen_at_once(player: Player) -> None:
+    assert player.gitops("apply", "--yes").code == 0
+    held = player.user.code("deploy")
+    player.user.upload("deploy", {**held, "main": "// edited in the game\n"})
+    code, doc = player.plan_json("auto")  # within the trust window of the tool's own create
+    assert code == 2
+    assert (doc["branches"][0]["action"], doc["branches"][0]["changed"]) == ("update", ["main"])
 
 
 def test_changed_and_removed_modules(player: Player) -> None:

@@ -46,6 +46,16 @@ def test_drop_during_an_upload(standin: StandIn) -> None:
         assert http.post("/api/user/code", json=big).json()["ok"] == 1
 
 
+def test_commit_drop_handles_the_upload_then_loses_its_answer(standin: StandIn) -> None:
+    standin.inject_fault("POST /api/user/code", "commit-drop")
+    with client(standin, FULL_TOKEN) as http:
+        with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
+            http.post("/api/user/code", json=UPLOAD)
+        assert standin.branch_modules(ALICE, "default") == {"main": "new"}  # committed, unlike 'drop'
+        assert http.post("/api/user/code", json=UPLOAD).json()["ok"] == 1
+    assert standin.count("POST /api/user/code", ALICE) == 2
+
+
 def test_delay_answers_late_and_handles_the_request(standin: StandIn) -> None:
     standin.inject_fault("POST /api/user/code", "delay", delay=0.3)
     with client(standin, FULL_TOKEN) as http:
