@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import orjson
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -50,6 +51,7 @@ PIECE = 64 * 1024
 MAX_JSON_DEPTH = 64
 
 _ENCODINGS = ("gzip", "deflate")
+_REFUSED = object()
 
 
 class AnswerTooLarge(Exception):
@@ -115,16 +117,29 @@ def parse_json(body: bytes) -> Any:
     is refused, so that later code walking the value cannot recurse too deeply either.
     """
     try:
-        value = json.loads(body)
+        # orjson first (a 4.5 MB branch list in ~10 ms instead of ~40); it refuses what the standard library
+        # reads (NaN, lone surrogates, integers over 64 bits, UTF-16 text, nesting over 1,024), so the standard
+        # library decides, and words the reason, whenever orjson says no.
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        value = _REFUSED
+    if value is _REFUSED:
+        # Outside the handler: orjson's error holds the whole body as text (``doc``), 60 MB for a 60 MB answer.
+        value = _loads_standard(body)
+    if _depth_over(value, MAX_JSON_DEPTH):
+        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _loads_standard(body: bytes) -> Any:
+    try:
+        return json.loads(body)
     except RecursionError:
         raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except UnicodeDecodeError:
         raise UnreadableJSON("it is not UTF-8 text") from None
     except ValueError as exc:  # json.JSONDecodeError, and integers over the interpreter's digit limit
         raise UnreadableJSON(str(exc).split(":", 1)[0]) from None
-    if _depth_over(value, MAX_JSON_DEPTH):
-        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep")
-    return value
 
 
 # --- reading ------------------------------------------------------------------------------------------------
