@@ -187,7 +187,9 @@ class Sides:
             "BENCH_PASSWORD": self.gitops_user.password,
             "NO_COLOR": "1",
         }
-        return measure([self.gitops_script, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})")
+        return measure(
+            [self.gitops_script, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})"
+        )
 
     def peer(self, what: str) -> Usage:
         env = {
