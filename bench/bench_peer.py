@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             write_manifest(repo, server.url)
             rounds = []
             for n in range(args.warmup + args.rounds):
-                pairs = run_round(server, repo, tmp, n, args.gitops)
+                pairs = run_round(server, repo, tmp, n, os.path.abspath(args.gitops))
                 if n >= args.warmup:
                     rounds.append(pairs)
                 if not args.json:

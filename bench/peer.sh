@@ -27,4 +27,4 @@ fi
   || { cat .bench/gitops-venv/pip.log >&2; exit 1; }
 .bench/gitops-venv/bin/python -m pip install -q --no-deps --force-reinstall . >/dev/null 2>.bench/gitops-venv/pip.log \
   || { cat .bench/gitops-venv/pip.log >&2; exit 1; }
-.venv/bin/python bench/bench_peer.py --gitops .bench/gitops-venv/bin/gitops "$@"
+.venv/bin/python bench/bench_peer.py --gitops "$PWD/.bench/gitops-venv/bin/gitops" "$@"
