@@ -509,6 +509,16 @@ def test_signin_and_token_rotation(make_client: Callable[..., ServiceClient]) ->
     assert redact("sent session0001abcdefabcdef, got session0004abcdefabcdef") == "sent <hidden>, got <hidden>"
 
 
+def test_no_pacing_for_a_private_server(make_client: Callable[..., ServiceClient], clock: ManualClock) -> None:
+    # A private server has no rate limits: 130 requests in a minute are sent without a pause.
+    server = PrivateServer()
+    client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")
+    for _ in range(130):
+        client.list_branches()
+    assert len(server.requests) == 131  # the sign-in and the 130
+    assert clock.slept == []
+
+
 def test_expired_session_signs_in_again_once(make_client: Callable[..., ServiceClient]) -> None:
     server = PrivateServer()
     client = make_client(server, auth=ALICE, url="http://127.0.0.1:21025")

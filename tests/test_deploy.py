@@ -257,6 +257,7 @@ def test_plan_json_document_shape(project: Project) -> None:
         "budget",
         "not_rate_limited",
         "warnings",
+        "failed",
     }
     assert doc["format_version"] == 1
     assert json.dumps(doc).count(FULL_TOKEN) == 0

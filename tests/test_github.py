@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+import json
+import time
+import tracemalloc
+
 import httpx
 import pytest
 
 from gitops.github.api import (
+    ANSWER_CAP,
     COMMENT_LIMIT,
     MAX_PAGES,
+    PAGE_CAP,
+    TIMEOUT,
+    TOTAL,
     GitHubClient,
     GitHubError,
     GitHubPermissionError,
     marker,
 )
 from gitops.secrets import Secret
-from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub
+from tests.action.fake_github import BOT, GITHUB_TOKEN, FakeGitHub
+from tests.hostile import (
+    SLOW_BODY,
+    SLOW_HEADERS,
+    Behaviour,
+    HostileServer,
+    answer,
+    endless_chunked,
+    gzip_bomb,
+    hostile_server,
+    huge,
+    silence,
+)
 
 MARK = marker("gitops.yaml")
 
@@ -59,7 +79,8 @@ def test_ours_is_found_on_a_later_page_and_quotes_of_it_are_not(fake: FakeGitHub
     assert what == "updated"
     assert ours.body == MARK + "\nnew plan"
     assert len(fake.on(7)) == 222
-    assert sum(1 for m, _, _ in fake.requests if m == "GET") == 6  # 3 pages per listing, two listings
+    # The listing reads all 3 pages; the search stops at page 2, where ours is.
+    assert sum(1 for m, _, _ in fake.requests if m == "GET") == 3 + 2
 
 
 def test_pagination_is_bounded(fake: FakeGitHub) -> None:
@@ -198,3 +219,119 @@ def test_an_answer_that_is_not_json_is_a_github_error(fake: FakeGitHub, method: 
         "Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), not the "
         "web site's; a proxy in between may answer with its own page."
     )
+
+
+# --- a hostile or broken GitHub: real sockets on 127.0.0.1 (tests/hostile.py) --------------------------------
+
+
+def hostile_client(server: HostileServer, *, timeout: float = 30.0, total: float = TOTAL) -> GitHubClient:
+    return GitHubClient(Secret(GITHUB_TOKEN), "alice/bot", api_url=server.url, timeout=timeout, total=total)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "cap"),
+    [(endless_chunked, "16 MiB"), (gzip_bomb, "16 MiB"), (huge(100 * 1024 * 1024), "16 MiB")],
+    ids=["endless-chunked", "gzip-bomb", "100-MB"],
+)
+def test_a_page_of_comments_is_read_up_to_its_cap(behaviour: Behaviour, cap: str) -> None:
+    tracemalloc.start()
+    try:
+        with hostile_server(behaviour) as server, hostile_client(server) as gh, pytest.raises(GitHubError) as caught:
+            gh.find_comment(7, MARK)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(caught.value) == (
+        f"GitHub sent more than {cap} in answer to read the comments of pull request #7, the most the tool reads\n"
+        "Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), not the "
+        "web site's; a proxy in between may answer with its own page."
+    )
+    assert PAGE_CAP == 16 * 1024 * 1024
+    assert peak < 3 * PAGE_CAP, f"{peak} bytes at the peak while reading a page"
+    assert server.connections == 1
+
+
+def test_an_answer_to_a_write_has_a_smaller_cap() -> None:
+    # A comment is at most 65,536 characters: its answer, even all escapes, is far under the cap.
+    assert len(json.dumps({"id": 1, "body": "\x01" * COMMENT_LIMIT, "user": BOT})) < ANSWER_CAP
+    with hostile_server(huge(2 * 1024 * 1024)) as server, hostile_client(server) as gh:
+        with pytest.raises(GitHubError) as caught:
+            gh.create_comment(7, MARK + "\nplan")
+        assert str(caught.value).startswith("GitHub sent more than 1 MiB in answer to comment on pull request #7,")
+        with pytest.raises(GitHubError) as caught:
+            gh.update_comment(1000, MARK + "\nplan")
+        assert str(caught.value).startswith("GitHub sent more than 1 MiB in answer to edit comment 1000,")
+
+
+def test_an_error_answer_is_read_up_to_the_cap_too() -> None:
+    page = b"<html>" + b"x" * 2 * 1024 * 1024 + b"</html>"
+    with (
+        hostile_server(answer(page, status=b"502 Bad Gateway")) as server,
+        hostile_client(server) as gh,
+        pytest.raises(GitHubError) as caught,
+    ):
+        gh.create_comment(7, MARK + "\nplan")
+    assert str(caught.value).startswith("GitHub sent more than 1 MiB in answer to comment on pull request #7,")
+
+
+@pytest.mark.parametrize("behaviour", [SLOW_HEADERS, SLOW_BODY, silence], ids=["slow-headers", "slow-body", "silent"])
+def test_a_slow_or_silent_github_ends_by_the_request_deadline(behaviour: Behaviour) -> None:
+    with hostile_server(behaviour) as server, hostile_client(server, timeout=1.0) as gh:
+        started = time.monotonic()
+        with pytest.raises(GitHubError) as caught:
+            gh.upsert_comment(7, MARK, MARK + "\nplan")
+        took = time.monotonic() - started
+    assert str(caught.value) == (
+        "GitHub did not answer (headers and whole body) to read the comments of pull request #7 within 1 s\n"
+        "GitHub, or a proxy in between, is slow or stalled; the plan is in the job summary all the same. Check "
+        "GITHUB_API_URL if this repeats."
+    )
+    # The deadline holds whatever the server does; the margin is for a loaded machine, not for the client.
+    assert 0.9 <= took < 10.0
+    assert server.connections == 1
+
+
+def test_all_requests_together_end_by_the_clients_total_deadline() -> None:
+    with hostile_server(silence) as server, hostile_client(server, timeout=30.0, total=1.0) as gh:
+        started = time.monotonic()
+        with pytest.raises(GitHubError) as caught:
+            gh.find_comment(7, MARK)
+        took = time.monotonic() - started
+    assert str(caught.value).startswith(
+        "GitHub did not answer (headers and whole body) to read the comments of pull request #7 within the 1 s "
+        "allowed for all of this run's requests to GitHub\n"
+    )
+    assert 0.9 <= took < 10.0
+
+
+def test_the_default_deadlines() -> None:
+    assert (TIMEOUT, TOTAL) == (30.0, 120.0)
+    with GitHubClient(Secret(GITHUB_TOKEN), "alice/bot") as gh:
+        assert gh._timeout == TIMEOUT
+
+
+def test_a_page_within_the_cap_is_read_over_a_real_socket() -> None:
+    page = json.dumps([{"id": 5, "body": MARK + "\nours", "html_url": "https://x.test/5"}]).encode()
+    with hostile_server(answer(page)) as server, hostile_client(server) as gh:
+        found = gh.find_comment(7, MARK)
+    assert found is not None
+    assert (found.id, found.url) == (5, "https://x.test/5")
+
+
+def test_a_redirect_is_not_followed_so_the_token_stays_home() -> None:
+    seen: list[str] = []
+
+    def moved(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(301, headers={"Location": "https://elsewhere.example.test/comments"})
+
+    gh = GitHubClient(
+        Secret(GITHUB_TOKEN),
+        "alice/bot",
+        api_url="https://ghe.example.test/api/v3",
+        transport=httpx.MockTransport(moved),
+    )
+    with gh, pytest.raises(GitHubError) as caught:
+        gh.find_comment(7, MARK)
+    assert seen == ["https://ghe.example.test/api/v3/repos/alice/bot/issues/7/comments?per_page=100"]
+    assert str(caught.value).startswith("GitHub refused to read the comments of pull request #7: 301 ")

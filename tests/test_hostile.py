@@ -159,7 +159,9 @@ def test_a_slow_or_silent_server_ends_by_the_deadline_retries_included(
         took = time.monotonic() - started
     assert info.value.exit_code == 1
     assert info.value.message == f"server 'evil' did not answer GET /api/user/code within 1 s ({server.url})."
-    assert 0.9 <= took < 2.0  # about the deadline: not once per attempt, and never for ever
+    # About the deadline, not once per attempt (4 attempts would take 4 s; one connection shows there was no
+    # retry), and never for ever. The margin is for a loaded machine waking the watchdog late, not for the client.
+    assert 0.9 <= took < 3.5
     assert server.connections == 1
 
 

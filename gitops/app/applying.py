@@ -17,6 +17,7 @@ from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan
 from gitops.core.remote import RemoteReader, RemoteWriter
+from gitops.errors import ApplyError, GitopsError
 
 NOTHING_TO_APPLY = "Nothing to apply."
 
@@ -63,10 +64,17 @@ def check_downloads(plan: Plan, *, saved: bool) -> dict[str, dict[str, int]]:
 
 
 def load_saved_plan(path: Path, s: Session) -> Plan:
-    """A plan saved by ``gitops plan --out``, checked against the session's manifest (:class:`PlanFileError`)."""
+    """A plan saved by ``gitops plan --out``, checked against the session's manifest (:class:`PlanFileError`).
+
+    With targets (``--server``/``--branch``), only the targeted part of the plan is returned (and so applied): the
+    session's manifest is already narrowed to them (:func:`gitops.app.targets.narrow_plan`).
+    """
+    from gitops.app.targets import narrow_plan
     from gitops.edges.planfile import load_plan
 
     plan = load_plan(path)
+    if s.options.targets:
+        plan = narrow_plan(plan, s.loaded)
     check_saved_plan(plan, s.loaded)
     return plan
 
@@ -111,3 +119,31 @@ def run_apply(
     apply_plan(plan, writers, uploads, progress=done)
     report.applied = True
     return report
+
+
+def apply_each(
+    s: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    progress: Callable[[Outcome], None] | None = None,
+) -> tuple[list[ApplyReport], dict[str, GitopsError]]:
+    """Apply ``plan`` one server at a time (``apply --keep-going``): a server whose apply fails with one of
+    :data:`gitops.app.planning.SERVER_ERRORS` or an :class:`ApplyError` is recorded and the others still go on.
+
+    Returns the report of each server that was applied and the error of each that failed. No confirmation is asked
+    here: the caller asks once for the whole plan.
+    """
+    from gitops.app.planning import SERVER_ERRORS
+    from gitops.app.targets import plan_for_server
+
+    caught: tuple[type[GitopsError], ...] = (*SERVER_ERRORS, ApplyError)
+    reports: list[ApplyReport] = []
+    failures: dict[str, GitopsError] = {}
+    for server in plan.servers():
+        part = plan_for_server(plan, server)
+        try:
+            reports.append(run_apply(s, part, saved=saved, progress=progress))
+        except caught as exc:
+            failures[server] = exc
+    return reports, failures

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from gitops.app.targets import Targets
 from gitops.edges.clock import Clock, SystemClock
 
 Refresh = Literal["always", "auto", "never"]
@@ -44,3 +45,5 @@ class Options:
     transport: Any = None
     on_wait: Callable[[float, str], None] | None = None
     log: Callable[[str], None] | None = None
+    #: ``--server``/``--branch``: the session sees only these (:func:`gitops.app.targets.select`).
+    targets: Targets = field(default_factory=Targets)

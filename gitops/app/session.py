@@ -176,8 +176,12 @@ class Session:
 
 @contextmanager
 def open_session(options: Options, loaded: LoadedManifest | None = None) -> Iterator[Session]:
-    """A :class:`Session` for the manifest (loaded here unless given), closed (and saved) when the block ends."""
-    s = Session(loaded or load_manifest(options.manifest), options)
+    """A :class:`Session` for the manifest (loaded here unless given), narrowed to ``options.targets``
+    (:func:`gitops.app.targets.select`: the session never sees, reads or contacts anything else), closed (and
+    saved) when the block ends."""
+    from gitops.app.targets import select
+
+    s = Session(select(loaded or load_manifest(options.manifest), options.targets), options)
     try:
         yield s
     finally:

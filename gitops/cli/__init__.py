@@ -22,9 +22,16 @@ from gitops.secrets import redact
 
 #: name -> (module, attribute, one-line help). Import happens only when the command runs or shows its own help.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": ("gitops.cli.init", "init", "Write a commented gitops.yaml for this repository (--pull: and its code)."),
+    "pull": ("gitops.cli.pull", "pull", "Bring the server's code into the repository (files under each root)."),
     "validate": ("gitops.cli.validate", "validate", "Check the manifest and the local code (no network)."),
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
+    "watch": (
+        "gitops.cli.watch",
+        "watch",
+        "Deploy on every change, paced under the day's upload limit (Ctrl-C stops).",
+    ),
     "token": ("gitops.cli.token", "token", "Show a token's scope and its unlimited time left."),
     "unlock": ("gitops.cli.token", "unlock", "Print the no-rate-limit link; --wait until the token is unlimited."),
     "serve": ("gitops.cli.serve", "serve", "Run the local stand-in of the game service."),

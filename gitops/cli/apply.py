@@ -4,16 +4,34 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from gitops.cli.common import is_terminal, options_from, plan_options, print_unlock_links, use_color
-from gitops.errors import BudgetError, ExitCode, UsageError
+from gitops.cli.common import (
+    is_terminal,
+    options_from,
+    plan_options,
+    print_unlock_links,
+    target_options,
+    use_color,
+)
+from gitops.errors import BudgetError, ExitCode, PlanFileError, UsageError
+from gitops.secrets import redact
 
 
 @click.command()
 @click.argument("plan_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
 @plan_options
+@target_options
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    envvar="GITOPS_KEEP_GOING",
+    help="When a server fails (unreachable, credentials refused, an error answer), still apply to the others, "
+    "then report the failed ones (exit code non-zero). Without it nothing is written when planning any server "
+    "fails. [env: GITOPS_KEEP_GOING]",
+)
 @click.option(
     "-y",
     "--yes",
@@ -32,12 +50,16 @@ def apply(
     state_dir: Path | None,
     no_color: bool,
     yes: bool,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    keep_going: bool,
 ) -> int:
     """Make the servers hold what the repository holds.
 
     Without PLAN_FILE: make a fresh plan, show it, and apply it once confirmed (at a terminal, or by --yes).
     With PLAN_FILE (saved by 'gitops plan --out'): apply exactly that plan, after checking that the servers
-    still hold what it was made from and that the manifest is unchanged.
+    still hold what it was made from and that the manifest is unchanged. With --server/--branch, only that part
+    of the saved plan is applied.
     """
     from gitops.app.applying import load_saved_plan, run_apply
     from gitops.app.planning import make_plan
@@ -45,7 +67,16 @@ def apply(
     from gitops.core.apply import Outcome
     from gitops.render.plan import render_text
 
-    options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=ref,
+        refresh=refresh,
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
     saved = plan_file is not None
     if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         # Said before planning, so that no download is spent on a run that cannot go on.
@@ -54,8 +85,15 @@ def apply(
             hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
         )
     with open_session(options) as s:
-        result = load_saved_plan(plan_file, s) if plan_file is not None else make_plan(s)
+        result = load_saved_plan(plan_file, s) if plan_file is not None else make_plan(s, isolate=keep_going)
         click.echo(render_text(result, now=options.clock.now(), color=use_color(no_color)), nl=False)
+        if result.failed and not keep_going:
+            raise PlanFileError(
+                "the saved plan leaves out servers whose planning failed ("
+                + ", ".join(f.server for f in result.failed)
+                + "); nothing was applied",
+                hint="Apply the rest with --keep-going, or plan again once the servers answer.",
+            )
 
         def confirm() -> bool:
             return click.confirm("Apply this plan?", default=False)
@@ -63,8 +101,14 @@ def apply(
         def progress(outcome: Outcome) -> None:
             click.echo(outcome.line())
 
+        ask = None if saved or yes else confirm
+        if keep_going:
+            if ask is not None and result.has_changes and not ask():
+                click.echo("Apply cancelled; nothing was changed.", err=True)
+                return ExitCode.FAILURE
+            return _apply_each(s, result, saved=saved, progress=progress)
         try:
-            report = run_apply(s, result, saved=saved, confirm=None if saved or yes else confirm, progress=progress)
+            report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
@@ -75,3 +119,25 @@ def apply(
         if report.applied_line is not None:
             click.echo(report.applied_line)
     return ExitCode.OK
+
+
+def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
+    """``--keep-going``: apply server by server; a server that fails is reported and the others go on. The exit
+    code is the worst failure's (planning or applying), 0 when none failed."""
+    from gitops.app.applying import apply_each
+
+    reports, failures = apply_each(s, plan, saved=saved, progress=progress)
+    for report in reports:
+        if report.applied_line is not None and report.plan.has_changes:
+            click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
+    codes: list[int] = []
+    for failure in plan.failed:
+        click.echo(redact(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
+        codes.append(failure.exit_code)
+    for server, exc in failures.items():
+        print_unlock_links(exc)
+        click.echo(redact(f"Error: server '{server}' failed: {exc}"), err=True)
+        codes.append(exc.exit_code)
+    if not plan.has_changes and not plan.failed:
+        click.echo("Nothing to apply.")
+    return max(codes, default=ExitCode.OK)

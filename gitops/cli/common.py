@@ -77,6 +77,40 @@ def plan_options(f: F) -> F:
     return f
 
 
+class _Name(click.ParamType):  # type: ignore[type-arg]
+    """A server or branch name; its environment variable is a comma-separated list (click splits on whitespace by
+    default)."""
+
+    name = "NAME"
+    envvar_list_splitter = ","
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        return str(value)
+
+
+def target_options(f: F) -> F:
+    """``--server``/``--branch`` (repeatable, or comma-separated): restrict the run to those
+    (:mod:`gitops.app.targets`). Every command that reads or contacts servers takes them."""
+    f = click.option(
+        "--branch",
+        "branches",
+        multiple=True,
+        type=_Name(),
+        envvar="GITOPS_BRANCHES",
+        help="Only this branch: a name (on every chosen server) or server/branch; repeat it or separate names "
+        "with commas. Other branches' code is neither read nor built. [env: GITOPS_BRANCHES, comma-separated]",
+    )(f)
+    return click.option(
+        "--server",
+        "servers",
+        multiple=True,
+        type=_Name(),
+        envvar="GITOPS_SERVERS",
+        help="Only this server of the manifest (repeat it or separate names with commas); other servers are not "
+        "contacted. [env: GITOPS_SERVERS, comma-separated]",
+    )(f)
+
+
 def is_terminal(stream: Any = None) -> bool:
     stream = stream or sys.stdout
     try:
@@ -130,8 +164,11 @@ def options_from(
     refresh: str,
     max_wait: float,
     state_dir: Path | None,
+    servers: tuple[str, ...] = (),
+    branches: tuple[str, ...] = (),
 ) -> Any:
     from gitops.app.options import Options
+    from gitops.app.targets import Targets
     from gitops.edges.clock import SystemClock
 
     injected = ctx.find_root().obj or {}
@@ -146,6 +183,7 @@ def options_from(
         state_dir=state_dir,
         on_wait=countdown,
         log=debug_log(ctx),
+        targets=Targets.of(servers, branches),
     )
 
 

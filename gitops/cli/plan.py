@@ -7,12 +7,13 @@ from pathlib import Path
 import click
 
 from gitops.app.options import DEFAULT_FORMAT, FORMATS
-from gitops.cli.common import options_from, plan_options, print_unlock_links, use_color
+from gitops.cli.common import options_from, plan_options, print_unlock_links, target_options, use_color
 from gitops.errors import ExitCode
 
 
 @click.command()
 @plan_options
+@target_options
 @click.option(
     "--format",
     "fmt",
@@ -44,23 +45,37 @@ def plan(
     as_json: bool,
     as_markdown: bool,
     out: Path | None,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
 ) -> int:
     """Show what apply would change on the servers.
 
     Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
-    errors (see the README).
+    errors (see the README). A server that fails (unreachable, credentials refused, an error answer) does not stop
+    the others: they are planned and shown, the failed one is marked, and the exit code is the worst failure's (or
+    3 when that is higher and the budget does not fit), never 0 or 2.
     """
     from gitops.app.planning import budget_error, make_plan
     from gitops.app.session import open_session
     from gitops.edges.planfile import save_plan
     from gitops.render.plan import render_json, render_markdown, render_text
+    from gitops.secrets import redact
 
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown exclude each other")
     fmt = "json" if as_json else "markdown" if as_markdown else fmt
-    options = options_from(ctx, manifest=manifest, ref=ref, refresh=refresh, max_wait=max_wait, state_dir=state_dir)
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=ref,
+        refresh=refresh,
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
     with open_session(options) as s:
-        result = make_plan(s)
+        result = make_plan(s, isolate=True)
         now = options.clock.now()
         if fmt == "json":
             click.echo(render_json(result, now=now), nl=False)
@@ -68,11 +83,19 @@ def plan(
             click.echo(render_markdown(result, now=now), nl=False)
         else:
             click.echo(render_text(result, now=now, color=use_color(no_color)), nl=False)
+        for failure in result.failed:
+            click.echo(redact(f"Error: {failure.message}"), err=True)
         refusal = budget_error(result, s)
         if refusal is not None:
             print_unlock_links(refusal)
-            raise refusal
-        if out is not None:
+            if result.failure_code is None:
+                raise refusal
+            click.echo(redact(f"Error: {refusal}"), err=True)
+        if out is not None and refusal is None:
             save_plan(result, out)
             click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
+            if result.failed:
+                click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)
+    if result.failure_code is not None:
+        return max(result.failure_code, ExitCode.BUDGET if refusal is not None else 0)
     return ExitCode.CHANGES if result.has_changes else ExitCode.OK

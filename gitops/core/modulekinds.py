@@ -55,6 +55,21 @@ def wrap_source_map(text: str) -> str:
     return f"module.exports = {text.strip()};\n"
 
 
+def unwrap_source_map(text: str) -> str | None:
+    """The map's JSON inside ``module.exports = <map>;`` (the inverse of :func:`wrap_source_map`, for
+    ``gitops pull``), or ``None`` when ``text`` is not such a wrapper around a JSON object."""
+    prefix = "module.exports = "
+    body = text.strip()
+    if not (body.startswith(prefix) and body.endswith(";")):
+        return None
+    inner = body[len(prefix) : -1].strip()
+    try:
+        value = json.loads(inner)
+    except json.JSONDecodeError:
+        return None
+    return inner if isinstance(value, dict) else None
+
+
 def describe_kinds() -> str:
     """The kinds a matched file may be, for messages."""
     return (

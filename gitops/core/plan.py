@@ -104,6 +104,16 @@ class BranchPlan(_Frozen):
         return f"{self.server}/{self.branch}"
 
 
+class ServerFailure(_Frozen):
+    """A server the plan could not learn (unreachable, credentials refused, an error answer, a download that would
+    not fit the budget): its branches are left out of the plan and it is reported with its error instead."""
+
+    server: str
+    branches: list[str]
+    message: str
+    exit_code: int
+
+
 class Plan(_Frozen):
     """A whole plan. ``payloads`` hold the content to upload; they are written to plan files but never rendered."""
 
@@ -119,6 +129,8 @@ class Plan(_Frozen):
     not_rate_limited: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     payloads: list[Payload] = Field(default_factory=list)
+    #: Servers whose planning failed (``plan`` reports the others; ``apply`` needs ``--keep-going``).
+    failed: list[ServerFailure] = Field(default_factory=list)
 
     @property
     def has_changes(self) -> bool:
@@ -140,6 +152,11 @@ class Plan(_Frozen):
 
     def servers(self) -> list[str]:
         return sorted({b.server for b in self.branches})
+
+    @property
+    def failure_code(self) -> int | None:
+        """The worst (highest) exit code among the failed servers, or ``None`` when none failed."""
+        return max((f.exit_code for f in self.failed), default=None)
 
 
 def build_plan(

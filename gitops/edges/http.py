@@ -187,9 +187,13 @@ def _decoded(response: httpx.Response) -> Iterator[bytes]:
         return
     codings = [c.strip().lower() for c in response.headers.get("Content-Encoding", "").split(",")]
     codings = [c for c in codings if c and c != "identity"]
-    raw: Iterator[bytes] = response.iter_raw(PIECE)
+    # Each piece as it arrives: iter_raw(PIECE) would gather pieces until it has PIECE bytes, and a server that
+    # sends a byte at a time would hold it there, unchecked by the deadline, where no socket carries the answer (a
+    # test's transport) for the watchdog to shut.
+    raw: Iterator[bytes] = response.iter_raw()
     if not codings:
-        yield from raw
+        for data in raw:
+            yield from (data[i : i + PIECE] for i in range(0, len(data), PIECE))
         return
     # Encodings are listed in the order applied: undo the last one first.
     stream = raw

@@ -656,3 +656,30 @@ __all__ = [
     "printable",
     "read_local_code",
 ]
+
+
+# --- for gitops pull: the same boundary, seen from the writing side ----------------------------------------------
+
+
+def worktree_files(base_dir: Path, root: str) -> list[str] | None:
+    """The files under ``root`` (relative to it, ``/`` separators) as the working tree holds them, or ``None`` when
+    the root does not exist yet. :class:`SourceError` when it resolves outside the repository or into ``.git``, or
+    cannot be listed: what :func:`read_local_code` would refuse to read, ``gitops pull`` refuses to write."""
+    prefix = _root_prefix(root)
+    listing = _WorkTree(base_dir).listing(prefix)
+    if isinstance(listing, str):
+        if listing.startswith("does not exist"):
+            return None
+        raise SourceError(f"root {prefix or '.'} {listing}")
+    return listing.paths
+
+
+def outside_reason(base_dir: Path, real: str) -> str | None:
+    """Why the resolved path ``real`` is not a place of the repository holding ``base_dir`` (outside it, or in
+    ``.git``), or ``None`` when it is."""
+    why = _Repository.of(base_dir).why_not(real)
+    if why == "outside":
+        return "leads outside the repository"
+    if why == "git":
+        return "leads into .git, Git's own folder"
+    return None

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
+from gitops.app.targets import Targets
 from gitops.errors import ExitCode, GitopsError, UsageError
 from gitops.secrets import Secret, redact
 
@@ -52,6 +53,8 @@ INPUT_ENV: dict[str, str] = {
     "username-env": "GITOPS_ACTION_USERNAME_ENV",
     "password": "GITOPS_ACTION_PASSWORD",
     "password-env": "GITOPS_ACTION_PASSWORD_ENV",
+    "servers": "GITOPS_SERVERS",
+    "branches": "GITOPS_BRANCHES",
 }
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
@@ -84,6 +87,8 @@ class Inputs:
     max_wait: float
     github_token: Secret | None
     credentials: dict[str, Secret | str] = field(default_factory=dict)
+    #: ``servers``/``branches``: comma- or newline-separated, as ``--server``/``--branch``.
+    targets: Targets = field(default_factory=Targets)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Inputs:
@@ -131,6 +136,7 @@ class Inputs:
             max_wait=max_wait,
             github_token=Secret(github_token) if github_token else None,
             credentials=credentials,
+            targets=Targets.of(get("servers").splitlines(), get("branches").splitlines()),
         )
 
 
@@ -397,6 +403,7 @@ def _plan_and_apply(
         transport=transport,
         on_wait=on_wait,
         log=log,
+        targets=inputs.targets,
     )
     with open_session(options, loaded) as s:
         servers = s.servers()
@@ -415,7 +422,8 @@ def _plan_and_apply(
                 "Planned from the ledger that the last deploy left (refresh: never, the default on pull requests): "
                 "no request was sent to the game server. Set `refresh: auto` to download what the server holds."
             )
-        result = make_plan(s)
+        # A plan reports every server it can, marking the failed ones; an apply stops before writing anything.
+        result = make_plan(s, isolate=inputs.command == "plan")
         report.plan = result
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
@@ -424,6 +432,18 @@ def _plan_and_apply(
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if inputs.command == "plan":
             refusal = budget_error(result, s)
+            if result.failed:
+                for failure in result.failed:
+                    echo(annotation("error", f"server '{failure.server}' failed: {failure.message}"))
+                failed = GitopsError(
+                    "planning failed on server "
+                    + ", ".join(f"'{f.server}'" for f in result.failed)
+                    + "; the other servers are planned"
+                    + ("" if refusal is None else f", and {refusal.message}")
+                )
+                # The worst code: the failures', or the budget's when that is higher.
+                failed.exit_code = max(result.failure_code or 0, ExitCode.BUDGET if refusal is not None else 0)
+                raise failed
             if refusal is not None:
                 raise refusal
             return

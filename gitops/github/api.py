@@ -5,12 +5,19 @@ works), the token (a :class:`~gitops.secrets.Secret`, never printed), pagination
 :class:`GitHubError` messages that say what to change in the workflow. The plan comment is found by a hidden marker
 at the start of its body, so each push edits the same comment instead of adding one.
 
+Every answer is read as the game service's are (:func:`gitops.edges.http.send_bounded`): with a byte cap
+(:data:`PAGE_CAP` for a page of comments, :data:`ANSWER_CAP` for anything else) and a deadline for the whole
+request (``timeout``), within one deadline for all of the client's requests (``total``). A hostile or broken
+GitHub (an endless answer, a gzip bomb, one byte a second, silence) so ends in a :class:`GitHubError` in bounded
+time and memory, which the Action shows as a warning.
+
 Tests hand the client an ``httpx.MockTransport``; :func:`use_transport` does the same for a whole in-process run
-of ``gitops action`` (the game service keeps its own transport).
+of ``gitops action`` (the game service keeps its own transport), and may shorten the deadlines.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,6 +28,7 @@ import httpx
 
 from gitops import __version__
 from gitops.edges.client import transport_detail
+from gitops.edges.http import AnswerTooLarge, DeadlinePassed, UnreadableJSON, parse_json, send_bounded
 from gitops.errors import GitopsError
 from gitops.secrets import Secret, redact
 
@@ -31,18 +39,40 @@ COMMENT_LIMIT = 65_536
 
 #: Pages of 100 comments read at most while looking for ours; a pull request with more gets a new comment.
 MAX_PAGES = 30
+#: Comments asked for per page (GitHub's most).
+PER_PAGE = 100
 
-_transport: ContextVar[httpx.BaseTransport | None] = ContextVar("gitops_github_transport", default=None)
+_MIB = 1024 * 1024
+#: The most bytes read of one page of comments: 100 comments of GitHub's longest body (65,536 characters), each
+#: with a few kB of user, reactions and URLs, fill about 7 MB in ASCII; twice that leaves room for other scripts.
+PAGE_CAP = 16 * _MIB
+#: The most bytes read of any other answer: one comment (at most 65,536 characters, even all of them written as
+#: six-byte ``\uXXXX`` escapes, is under 400 kB) or an error.
+ANSWER_CAP = 1 * _MIB
+#: Seconds one request may take, headers and whole body (a deadline, not a pause between reads).
+TIMEOUT = 30.0
+#: Seconds all of one client's requests may take together (the comment is a courtesy: it must not hold the job).
+TOTAL = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Seam:
+    transport: httpx.BaseTransport | None = None
+    timeout: float | None = None
+
+
+_seam: ContextVar[_Seam | None] = ContextVar("gitops_github_seam", default=None)
 
 
 @contextmanager
-def use_transport(transport: httpx.BaseTransport) -> Iterator[None]:
-    """Within the block, every :class:`GitHubClient` made without a transport uses this one (tests)."""
-    token = _transport.set(transport)
+def use_transport(transport: httpx.BaseTransport, *, timeout: float | None = None) -> Iterator[None]:
+    """Within the block, every :class:`GitHubClient` made without a transport uses this one, and ``timeout``
+    (when given) as its deadline per request instead of :data:`TIMEOUT` (tests)."""
+    token = _seam.set(_Seam(transport, timeout))
     try:
         yield
     finally:
-        _transport.reset(token)
+        _seam.reset(token)
 
 
 class GitHubError(GitopsError):
@@ -90,20 +120,26 @@ class GitHubClient:
         *,
         api_url: str | None = None,
         transport: httpx.BaseTransport | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
+        total: float = TOTAL,
     ) -> None:
+        """``timeout``: seconds each request may take, whole (:data:`TIMEOUT` unless given); ``total``: seconds all
+        requests may take together, from now."""
         if repository.count("/") != 1:
             raise GitHubError(f"GITHUB_REPOSITORY is {repository!r}, not OWNER/NAME")
         self.repository = repository
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self._home = _origin(httpx.URL(self.api_url))
         self._token = token
+        seam = _seam.get() or _Seam()
+        self._timeout = timeout if timeout is not None else seam.timeout if seam.timeout is not None else TIMEOUT
+        self._total = total
+        self._ends = time.monotonic() + total
         #: What went wrong without stopping a request (a ``next`` link elsewhere): the caller shows them.
         self.warnings: list[str] = []
         self._http = httpx.Client(
             base_url=self.api_url,
-            transport=transport or _transport.get(),
-            timeout=timeout,
+            transport=transport or seam.transport,
             headers={
                 "Accept": "application/vnd.github+json",
                 "X-GitHub-Api-Version": "2022-11-28",
@@ -125,36 +161,20 @@ class GitHubClient:
     def list_comments(self, number: int) -> tuple[list[Comment], bool]:
         """The pull request's comments, oldest first, and whether the list is complete (``MAX_PAGES`` bound)."""
         comments: list[Comment] = []
-        url: str | None = f"/repos/{self.repository}/issues/{number}/comments"
-        params: dict[str, Any] | None = {"per_page": 100}
-        for _ in range(MAX_PAGES):
-            assert url is not None
-            what = f"read the comments of pull request #{number}"
-            response = self._request("GET", url, params=params, what=what)
-            data = _json(response, what)
-            if not isinstance(data, list):
-                raise GitHubError(f"GitHub answered the comments of pull request #{number} with something not a list")
-            comments.extend(Comment.from_json(item) for item in data)
-            url = response.links.get("next", {}).get("url")
-            params = None  # the next link carries them
-            if not url:
-                return comments, True
-            if not self._is_home(url):
-                # The token goes with every request: a link to another host would hand it over.
-                self.warnings.append(
-                    f"GitHub's list of the comments of pull request #{number} links its next page to "
-                    f"{_origin_text(url)}, not to the API at {_origin_text(self.api_url)}; the link was not followed "
-                    "(the token is only sent to GITHUB_API_URL), so comments on later pages were not read"
-                )
-                return comments, False
-        return comments, False
+        pages = _Pages(self, number)
+        for page in pages:
+            comments.extend(page)
+        return comments, pages.complete
 
     def find_comment(self, number: int, mark: str) -> Comment | None:
-        """Our comment: the first whose body starts with the marker (a quote of it starts with ``>``)."""
-        comments, _ = self.list_comments(number)
-        for comment in comments:
-            if comment.body.startswith(mark):
-                return comment
+        """Our comment: the first whose body starts with the marker (a quote of it starts with ``>``).
+
+        Pages are read until it is found, and only the page being read is kept: at most one page's cap in memory.
+        """
+        for page in _Pages(self, number):
+            for comment in page:
+                if comment.body.startswith(mark):
+                    return comment
         return None
 
     def create_comment(self, number: int, body: str) -> Comment:
@@ -196,12 +216,30 @@ class GitHubClient:
         except httpx.InvalidURL:
             return False
 
-    def _request(self, method: str, url: str, *, what: str, **kwargs: Any) -> httpx.Response:
+    def _request(self, method: str, url: str, *, what: str, cap: int = ANSWER_CAP, **kwargs: Any) -> httpx.Response:
         if not self._is_home(url):  # pragma: no cover - list_comments checks its links; this is the last guard
             raise GitHubError(f"refused to send the GitHub token to {_origin_text(url)} to {what}")
         headers = {"Authorization": f"Bearer {self._token.reveal()}"}
+        started = time.monotonic()
+        deadline = min(started + self._timeout, self._ends)
         try:
-            response = self._http.request(method, url, headers=headers, **kwargs)
+            request = self._http.build_request(method, url, headers=headers, **kwargs)
+            response = send_bounded(self._http, request, cap=cap, deadline=deadline)
+        except AnswerTooLarge as exc:
+            raise GitHubError(
+                f"GitHub sent more than {_size(exc.cap)} in answer to {what}, the most the tool reads",
+                hint=_NOT_THE_API,
+            ) from None
+        except DeadlinePassed:
+            if deadline < self._ends:
+                within = f"within {self._timeout:g} s"
+            else:
+                within = f"within the {self._total:g} s allowed for all of this run's requests to GitHub"
+            raise GitHubError(
+                f"GitHub did not answer (headers and whole body) to {what} {within}",
+                hint="GitHub, or a proxy in between, is slow or stalled; the plan is in the job summary all the same. "
+                "Check GITHUB_API_URL if this repeats.",
+            ) from None
         except httpx.HTTPError as exc:
             raise GitHubError(
                 f"could not reach GitHub at {self.api_url} to {what}: {transport_detail(exc)}",
@@ -214,10 +252,10 @@ class GitHubClient:
     def _error(self, response: httpx.Response, what: str) -> GitHubError:
         status = response.status_code
         try:
-            data = response.json()
+            data = parse_json(response.content)
             text = str(data.get("message") or "") if isinstance(data, dict) else ""
-        except (ValueError, RecursionError):
-            text = response.text[:200]
+        except UnreadableJSON:
+            text = response.content[:200].decode("utf-8", "replace")
         text = redact(text.strip()) or response.reason_phrase
         message = f"GitHub refused to {what}: {status} {text}"
         if status == 401:
@@ -246,6 +284,42 @@ class GitHubClient:
         return GitHubError(message, status=status)
 
 
+class _Pages:
+    """The pages of a pull request's comments, read one at a time (at most :data:`MAX_PAGES`, only following
+    ``next`` links to the API's origin); :attr:`complete` says, once iterated, whether the list ended."""
+
+    def __init__(self, client: GitHubClient, number: int) -> None:
+        self._client = client
+        self._number = number
+        self.complete = False
+
+    def __iter__(self) -> Iterator[list[Comment]]:
+        gh, number = self._client, self._number
+        url: str | None = f"/repos/{gh.repository}/issues/{number}/comments"
+        params: dict[str, Any] | None = {"per_page": PER_PAGE}
+        what = f"read the comments of pull request #{number}"
+        for _ in range(MAX_PAGES):
+            assert url is not None
+            response = gh._request("GET", url, params=params, what=what, cap=PAGE_CAP)
+            data = _json(response, what)
+            if not isinstance(data, list):
+                raise GitHubError(f"GitHub answered the comments of pull request #{number} with something not a list")
+            yield [Comment.from_json(item) for item in data]
+            url = response.links.get("next", {}).get("url")
+            params = None  # the next link carries them
+            if not url:
+                self.complete = True
+                return
+            if not gh._is_home(url):
+                # The token goes with every request: a link to another host would hand it over.
+                gh.warnings.append(
+                    f"GitHub's list of the comments of pull request #{number} links its next page to "
+                    f"{_origin_text(url)}, not to the API at {_origin_text(gh.api_url)}; the link was not followed "
+                    "(the token is only sent to GITHUB_API_URL), so comments on later pages were not read"
+                )
+                return
+
+
 def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     """Scheme, host and port (the default port made explicit): where a request, and its token, goes."""
     port = url.port or {"https": 443, "http": 80}.get(url.scheme)
@@ -260,20 +334,30 @@ def _origin_text(url: str) -> str:
     return redact(f"{parsed.scheme}://{parsed.netloc.decode('ascii', 'replace')}")
 
 
+#: Why an answer may not be GitHub's API at all.
+_NOT_THE_API = (
+    "Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), "
+    "not the web site's; a proxy in between may answer with its own page."
+)
+
+
 def _json(response: httpx.Response, what: str) -> Any:
     """The answer's JSON; an answer of 200 that is not JSON (an HTML page of a proxy or a login wall, a cut
-    answer) is a :class:`GitHubError` saying so, never a crash."""
+    answer, nesting too deep) is a :class:`GitHubError` saying so, never a crash."""
     try:
-        return response.json()
-    except (ValueError, RecursionError):
+        return parse_json(response.content)
+    except UnreadableJSON:
         kind = response.headers.get("content-type", "").split(";")[0].strip() or "no content type"
         raise GitHubError(
             f"GitHub answered {response.status_code} to {what} with something that is not JSON "
             f"({kind}, {len(response.content)} bytes)",
             status=response.status_code,
-            hint="Check GITHUB_API_URL: it must be the API's address (GitHub Enterprise Server: https://HOST/api/v3), "
-            "not the web site's; a proxy in between may answer with its own page.",
+            hint=_NOT_THE_API,
         ) from None
+
+
+def _size(cap: int) -> str:
+    return f"{cap // _MIB} MiB" if cap % _MIB == 0 else f"{cap} bytes"
 
 
 def _fit(body: str) -> str:

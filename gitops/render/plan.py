@@ -125,6 +125,11 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
     out.append(f"Plan from {where}, manifest {plan.manifest_path}, refresh={plan.refresh}")
     for warning in plan.warnings:
         out.append(style(f"warning: {warning}", fg="yellow"))
+    for failure in plan.failed:
+        out.append("")
+        out.append(style(f"{failure.server}: FAILED (exit {failure.exit_code}), not planned", bold=True, fg="red"))
+        out.append(f"  branches: {', '.join(failure.branches)}")
+        out.extend(f"  {line}" for line in failure.message.splitlines())
     for branch in plan.branches:
         out.append("")
         head = f"{branch.label}: {_ACTIONS[branch.action]}"
@@ -161,9 +166,17 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
 
 def summary_line(plan: Plan) -> str:
     changed = [b for b in plan.branches if b.has_changes]
+    failed = ""
+    if plan.failed:
+        failed = f" {len(plan.failed)} server(s) failed: {', '.join(f.server for f in plan.failed)}."
     if not changed:
+        if failed:
+            return "No changes on the servers that answered." + failed
         return "No changes: the servers hold what the repository holds."
-    return f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
+    return (
+        f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed."
+        + failed
+    )
 
 
 def applied_line(plan: Plan) -> str:
@@ -211,6 +224,10 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
         "budget": [row.model_dump() for row in plan.budget],
         "not_rate_limited": list(plan.not_rate_limited),
         "warnings": list(plan.warnings),
+        "failed": [
+            {"server": f.server, "branches": list(f.branches), "error": f.message, "exit_code": f.exit_code}
+            for f in plan.failed
+        ],
     }
 
 
@@ -300,6 +317,13 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
         head.extend(["", "**Budget**", ""])
         head.extend(f"- {md_code(r.server)}: {md_text(budget_row_text(r))}" for r in plan.budget)
         head.extend(f"- {md_code(server)}: {md_text(NOT_LIMITED)}" for server in plan.not_rate_limited)
+    if plan.failed:
+        head.extend(["", "**Failed servers** (not planned)", ""])
+        head.extend(
+            f"- {md_code(f.server)} (exit {f.exit_code}; branches {', '.join(md_code(b) for b in f.branches)}): "
+            f"{md_text(f.message)}"
+            for f in plan.failed
+        )
     if plan.warnings:
         head.extend(["", "**Warnings**", ""])
         head.extend(f"- {md_text(w)}" for w in plan.warnings)

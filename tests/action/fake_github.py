@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +47,8 @@ class FakeGitHub:
     next_origin: str | None = None
     #: Per method ("GET", "POST", "PATCH"): answer 200 with this body, which is not JSON (a proxy's HTML page...).
     not_json: dict[str, bytes] = field(default_factory=dict)
+    #: Per method: answer 200 (JSON) with the body this makes, sent piece by piece as it is made (endless, slow...).
+    streams: dict[str, Callable[[], Iterator[bytes]]] = field(default_factory=dict)
     _next_id: int = 1000
 
     @property
@@ -76,6 +78,10 @@ class FakeGitHub:
             self.tokens_sent_to.add(origin)
         if request.headers.get("authorization") != f"Bearer {self.token}":
             return _json(401, {"message": "Bad credentials"})
+        if request.method in self.streams:
+            return httpx.Response(
+                200, content=self.streams[request.method](), headers={"content-type": "application/json"}
+            )
         if request.method in self.not_json:
             return httpx.Response(200, content=self.not_json[request.method], headers={"content-type": "text/html"})
         if not url.path.startswith(prefix + "/repos/" + self.repository + "/issues/"):

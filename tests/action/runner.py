@@ -260,6 +260,8 @@ class InProcess:
 
     clock: Any = None
     github_transport: Any = None
+    #: Seconds each request to GitHub may take (the client's own default when None).
+    github_timeout: float | None = None
 
 
 class Runner:
@@ -409,7 +411,7 @@ def _run_in_process(env: Mapping[str, str], how: InProcess, *, cwd: Path) -> tup
     out, err = io.StringIO(), io.StringIO()
     with _environ(env), _cwd(cwd), redirect_stdout(out), redirect_stderr(err):
         if how.github_transport is not None:
-            with use_transport(how.github_transport):
+            with use_transport(how.github_transport, timeout=how.github_timeout):
                 code = run(["action"], clock=how.clock)
         else:
             code = run(["action"], clock=how.clock)

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,8 @@ class World:
     github: FakeGitHub
     runner: Runner
     scratch: Path
+    #: Seconds each request to GitHub may take in in-process runs (the client's default when None).
+    github_timeout: float | None = None
 
     def write(self, files: dict[str, str]) -> None:
         for name, content in files.items():
@@ -126,7 +128,9 @@ class World:
         return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
 
     def _how(self) -> InProcess:
-        return InProcess(clock=self.standin.clock, github_transport=self.github.transport)
+        return InProcess(
+            clock=self.standin.clock, github_transport=self.github.transport, github_timeout=self.github_timeout
+        )
 
     def comments(self, number: int = 7) -> list[str]:
         return [c.body for c in self.github.on(number)]
@@ -541,3 +545,53 @@ def test_a_next_link_to_another_host_is_not_followed_by_the_action(world: World)
     assert "links its next page to https://elsewhere.example.test, not to the API" in warning
     assert "the link was not followed" in warning
     assert len(world.comments()) == 121, "a comment of its own when the list could not be read to its end"
+
+
+def endless() -> Iterator[bytes]:
+    """An answer that never ends (a broken proxy, a hostile server)."""
+    while True:
+        yield b"[" * 65536
+
+
+def dribbling() -> Iterator[bytes]:
+    """One byte at a time, slowly; it gives up after a minute so that a missing deadline fails, not hangs."""
+    yield b"["
+    ends = time.monotonic() + 60
+    while time.monotonic() < ends:
+        time.sleep(0.05)
+        yield b" "
+
+
+@pytest.mark.parametrize(
+    ("method", "stream", "said"),
+    [
+        ("GET", endless, "GitHub sent more than 16 MiB in answer to read the comments of pull request #7"),
+        ("GET", dribbling, "GitHub did not answer (headers and whole body) to read the comments of pull request #7"),
+        ("POST", endless, "GitHub sent more than 1 MiB in answer to comment on pull request #7"),
+        ("POST", dribbling, "GitHub did not answer (headers and whole body) to comment on pull request #7 within 1 s"),
+    ],
+    ids=["endless-list", "slow-list", "endless-comment", "slow-comment"],
+)
+def test_github_answering_without_end_or_byte_by_byte_is_a_warning_and_the_plan_still_shows(
+    world: World, method: str, stream: Callable[[], Iterator[bytes]], said: str
+) -> None:
+    world.push(DEPLOY)
+    world.write({"src/role/harvester.js": "module.exports.run = () => {\n  // harvest faster\n};\n"})
+    world.github.streams[method] = stream
+    world.github_timeout = 1.0
+
+    started = time.monotonic()
+    run = world.pull_request(PLAN)
+    took = time.monotonic() - started
+
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "2", "the plan's exit code"
+    assert run.outputs["has-changes"] == "true"
+    assert run.outputs["comment-url"] == ""
+    assert "| `local` | `main` | update |" in run.summary
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert f"the plan comment was not posted: {said}" in warning
+    assert "Traceback" not in run.stdout + run.stderr
+    assert world.comments() == []
+    assert took < 50, "ended by the deadline, not by the server giving up"
+    assert_no_secret(world, run)

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from gitops.core.codeset import code_length
+from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.private import harness
 from tests.private.harness import ROOT, SCRIPT, PrivateServer, ServerUser, install_problem
 
@@ -638,3 +640,157 @@ def test_unknown_routes_are_html_404(private_server: PrivateServer, private_user
     me = private_server.http.get("/api/auth/me", headers=auth(private_user, token))
     assert me.status_code == 200
     assert me.json()["username"] == private_user.username
+
+
+# --- the stand-in answers as the private server does: the same request to both, compared ---
+#
+# Each test sends the same requests to the private server (a fresh user) and to the stand-in (alice, a fresh
+# database) and compares what clients read: ours (``gitops.edges.client``) and the ones the stand-in's fidelity
+# facts came from (node-screeps-api and its CLI, python screepsapi). The stand-in's own tests of the same facts are
+# in ``tests/server/test_fidelity.py``; the differences that remain are listed in ``docs/serve.md``.
+
+
+class Peers:
+    """One user on each server; :meth:`both` sends a request to the two and returns (private, stand-in)."""
+
+    def __init__(self, private: ServerUser, standin: StandIn) -> None:
+        self.private = private
+        self.standin = standin
+        standin.grant_unlimited(FULL_TOKEN)  # the 8 MiB uploads must not meet the stand-in's rate limits
+        self.http = httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}, timeout=60)
+
+    def both(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+    ) -> tuple[httpx.Response, httpx.Response]:
+        headers = {"Content-Type": "application/json"} if content is not None else {}
+        if content is not None:
+            token = self.private.signin()
+            private = self.private.server.http.request(
+                method, path, params=params, content=content, headers={**auth(self.private, token), **headers}
+            )
+        else:
+            private = self.private.request(method, path, params=params, json=json)
+        standin = self.http.request(method, path, params=params, json=json, content=content, headers=headers)
+        return private, standin
+
+    def both_json(self, method: str, path: str, **kwargs: Any) -> tuple[Any, Any]:
+        private, standin = self.both(method, path, **kwargs)
+        for server, response in (("private server", private), ("stand-in", standin)):
+            assert response.status_code == 200, f"{server}: {response.status_code} {response.text[:200]}"
+            assert response.headers["content-type"] == "application/json; charset=utf-8", server
+        return private.json(), standin.json()
+
+
+@pytest.fixture
+def peers(private_user: ServerUser, standin: StandIn) -> Iterator[Peers]:
+    pair = Peers(private_user, standin)
+    with pair.http:
+        yield pair
+
+
+def test_peer_a_never_written_segment_answers_without_data(peers: Peers) -> None:
+    private, standin = peers.both_json("GET", "/api/user/memory-segment", params={"segment": "3"})
+    # python screepsapi reads answer.get('data'); {"ok":1,"data":null} crashed it on the stand-in only.
+    assert private == standin == {"ok": 1}
+    peers.both_json("POST", "/api/user/memory-segment", json={"segment": 3, "data": "written"})
+    private, standin = peers.both_json("GET", "/api/user/memory-segment", params={"segment": "3"})
+    assert private == standin == {"ok": 1, "data": "written"}
+
+
+@pytest.mark.parametrize(("segment", "read"), [("5,6", "five"), ("6", "six"), ("6abc", "six")])
+def test_peer_a_segment_list_reads_its_first_segment(peers: Peers, segment: str, read: str) -> None:
+    for number, data in ((5, "five"), (6, "six")):
+        private, standin = peers.both_json("POST", "/api/user/memory-segment", json={"segment": number, "data": data})
+        assert private == standin == {"ok": 1}
+    private, standin = peers.both_json("GET", "/api/user/memory-segment", params={"segment": segment})
+    assert private == standin == {"ok": 1, "data": read}
+
+
+@pytest.mark.parametrize("segment", ["100", "-1", "abc", ""])
+def test_peer_a_segment_out_of_range_is_the_same_error(peers: Peers, segment: str) -> None:
+    private, standin = peers.both_json("GET", "/api/user/memory-segment", params={"segment": segment})
+    assert private == standin == {"error": "invalid segment ID"}
+
+
+def test_peer_money_history_is_at_api_user_money_history(peers: Peers) -> None:
+    for params in (None, {"page": "2"}):
+        private, standin = peers.both_json("GET", "/api/user/money-history", params=params)
+        page = int(params["page"]) if params else 0
+        assert private == standin == {"ok": 1, "page": page, "list": [], "hasMore": False}
+    # The interface document's path: the stand-in serves it too (a known difference, docs/serve.md).
+    private_doc, standin_doc = peers.both("GET", "/api/game/user/money-history")
+    assert private_doc.status_code == 404
+    assert standin_doc.json() == {"ok": 1, "page": 0, "list": [], "hasMore": False}
+
+
+def test_peer_branch_list_entries_carry_modules_and_a_timestamp(peers: Peers) -> None:
+    modules = {"main": "m", "role.x": "r", "lib/util": "u"}
+    private_up, standin_up = peers.both_json("POST", "/api/user/code", json={"branch": "default", "modules": modules})
+    assert set(private_up) == set(standin_up) == {"ok", "timestamp"}
+    private, standin = peers.both_json("GET", "/api/user/branches")
+    assert set(private) == set(standin) == {"ok", "list"}
+    (private_entry,) = private["list"]
+    (standin_entry,) = standin["list"]
+    # What clients read of an entry: the same keys with the same values (the private server adds its database's
+    # meta and $loki, which no client reads).
+    shared = {"_id", "user", "branch", "modules", "activeWorld", "activeSim", "timestamp"}
+    assert shared <= set(private_entry)
+    assert set(standin_entry) == shared
+    for entry in (private_entry, standin_entry):
+        assert (entry["branch"], entry["modules"], entry["activeWorld"], entry["activeSim"]) == (
+            "default",
+            modules,
+            True,
+            True,
+        )
+        assert isinstance(entry["_id"], str)
+        assert isinstance(entry["user"], str)
+        # Epoch milliseconds of the upload, within a millisecond of what the upload answered.
+        assert isinstance(entry["timestamp"], int)
+    assert 0 <= private_up["timestamp"] - private_entry["timestamp"] <= 1
+    assert abs(private_entry["timestamp"] / 1000 - time.time()) < 300
+
+
+def test_peer_clone_branch_with_default_modules_creates_the_branch_with_them(peers: Peers) -> None:
+    body = {"newName": "feature", "defaultModules": {"main": "loop()", "lib/a.b": "x", "$dropped": "y"}}
+    private, standin = peers.both_json("POST", "/api/user/clone-branch", json=body)
+    assert set(private) == set(standin) == {"ok", "timestamp"}
+    private, standin = peers.both_json("GET", "/api/user/code", params={"branch": "feature"})
+    # Names starting with '$' are dropped as an upload drops them.
+    assert private == standin == {"ok": 1, "branch": "feature", "modules": {"main": "loop()", "lib/a.b": "x"}}
+    # Without main, main is added; with a source that exists, its modules win over defaultModules.
+    peers.both_json("POST", "/api/user/clone-branch", json={"newName": "lib-only", "defaultModules": {"lib": "l"}})
+    private, standin = peers.both_json("GET", "/api/user/code", params={"branch": "lib-only"})
+    assert private["modules"] == standin["modules"] == {"lib": "l", "main": ""}
+    body = {"branch": "feature", "newName": "copy", "defaultModules": {"main": "ignored"}}
+    peers.both_json("POST", "/api/user/clone-branch", json=body)
+    private, standin = peers.both_json("GET", "/api/user/code", params={"branch": "copy"})
+    assert private["modules"] == standin["modules"] == {"main": "loop()", "lib/a.b": "x"}
+    private, standin = peers.both_json("GET", "/api/user/branches")
+    assert sorted(b["branch"] for b in private["list"]) == sorted(b["branch"] for b in standin["list"])
+
+
+def test_peer_the_body_limit_is_8_mib_and_over_it_is_413(peers: Peers) -> None:
+    body = utf8_json({"branch": "default", "modules": {"main": "fits"}})
+    exactly = body + b" " * (BODY_LIMIT - len(body))
+    private, standin = peers.both("POST", "/api/user/code", content=exactly)
+    assert private.json()["ok"] == standin.json()["ok"] == 1
+    private, standin = peers.both("POST", "/api/user/code", content=exactly + b" ")
+    for response in (private, standin):
+        assert response.status_code == 413
+        assert response.headers["content-type"] == "text/html; charset=utf-8"
+        assert "PayloadTooLargeError: request entity too large" in response.text
+        assert "x-token" not in response.headers  # refused before authentication
+    # The issue's case: under 5 MB of code, 9 MB on the wire as \u00e9 escapes.
+    escaped = json.dumps({"branch": "default", "modules": {"main": "\u00e9" * 1_500_000}}).encode("ascii")
+    assert BODY_LIMIT < len(escaped) < 2 * BODY_LIMIT
+    private, standin = peers.both("POST", "/api/user/code", content=escaped)
+    assert private.status_code == standin.status_code == 413
+    private_code, standin_code = peers.both_json("GET", "/api/user/code", params={"branch": "default"})
+    assert private_code["modules"] == standin_code["modules"] == {"main": "fits"}

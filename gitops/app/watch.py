@@ -1,0 +1,296 @@
+"""The watch use case: deploy on every change, debounced, coalesced and paced under the day's upload limit.
+
+``gitops watch`` (``gitops.cli.watch``) gives it a :class:`ChangeSource` (watchfiles in
+:mod:`gitops.edges.watching`), the run's :class:`~gitops.app.options.Options` (its clock paces the uploads) and a
+``say`` callback for the lines it prints; tests give it a stop event and the stand-in's clock.
+
+What counts as a change (:func:`classify`), relative to the manifest's folder:
+
+* under the root of a branch **without** ``build``: that branch's code (``rollup -cw`` writing ``dist/``);
+* under the root of a branch **with** ``build``: the build's own output, not a change (else every build would
+  trigger the next);
+* anything else that Git does not ignore (and not ``.git``, nor the state folder): a source of the builds, when a
+  chosen branch has one (every build of the selection runs again, then the code is read);
+* the manifest itself: it is loaded again (an invalid manifest stops watch: exit 5).
+
+Each burst of changes is coalesced until nothing changed for ``debounce`` seconds; then one plan and one apply
+through the same use cases as ``gitops apply`` (:func:`gitops.app.planning.make_plan`,
+:func:`gitops.app.applying.run_apply`). Uploads are paced (:class:`gitops.core.pace.Pacer`): when the hour's share
+is spent, what is pending is shown with the time it may go, and it goes then. Errors that need the person
+(credentials, manifest) end the watch; errors of the server or the network, a refused budget and bad local code are
+reported and retried at the next change or after a backoff.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from gitops.app.options import Options
+from gitops.app.targets import select
+from gitops.config.manifest import LoadedManifest, load_manifest
+from gitops.core.endpoints import UPLOAD
+from gitops.core.pace import Pacer, default_uploads_per_hour
+from gitops.core.plan import Plan
+from gitops.edges.ignored import IgnoredFiles
+from gitops.errors import AuthError, ExitCode, GitopsError, ManifestError, SourceError, UsageError
+
+#: Default quiet time (seconds) that ends a burst of changes.
+DEFAULT_DEBOUNCE = 1.0
+#: First wait (seconds) after a failed deploy before it is tried again without a new change; doubles up to the max.
+FIRST_BACKOFF = 15.0
+MAX_BACKOFF = 300.0
+#: How often (seconds) the loop looks at the clock while nothing changes.
+POLL = 0.2
+#: Exit codes that end the watch: the person must fix something before any deploy can work.
+_NEEDS_THE_PERSON = (ExitCode.MANIFEST, ExitCode.CREDENTIALS)
+
+
+class ChangeSource(Protocol):
+    """Where changed files come from (watchfiles in the CLI; a queue in unit tests)."""
+
+    def changes(self, timeout: float) -> set[Path]:
+        """The paths changed since the last call, waiting up to ``timeout`` seconds for one; empty if none."""
+        ...
+
+
+@dataclass(frozen=True)
+class WatchSettings:
+    """``--debounce``, ``--max-uploads-per-hour`` (``None``: from the catalogue and ``budget.reserve``)."""
+
+    debounce: float = DEFAULT_DEBOUNCE
+    max_uploads_per_hour: int | None = None
+    first_backoff: float = FIRST_BACKOFF
+    max_backoff: float = MAX_BACKOFF
+    poll: float = POLL
+
+
+@dataclass
+class WatchState:
+    """What the loop knows between iterations (exposed for tests and for the final line)."""
+
+    pending: set[str] = field(default_factory=set)
+    last_change: float = 0.0
+    retry_at: float | None = None
+    backoff: float = 0.0
+    waiting_shown: tuple[int, float] | None = None
+    #: A deploy that needs more uploads than fit now waits until then (service clock).
+    not_before: float = 0.0
+    deploys: int = 0
+    uploads: int = 0
+    deploying: bool = False
+
+
+def classify(path: Path, loaded: LoadedManifest, ignored: IgnoredFiles, state_dir: Path | None) -> str | None:
+    """What a changed path means: ``"manifest"``, ``"code"`` (deploy), or ``None`` (not a change to deploy)."""
+    base = loaded.base_dir
+    try:
+        rel = path.resolve().relative_to(base).as_posix() if path.is_absolute() else path.as_posix()
+    except ValueError:
+        return None
+    if path.is_absolute() and path.resolve() == loaded.path:
+        return "manifest"
+    if rel == ".git" or rel.startswith(".git/"):
+        return None
+    if state_dir is not None:
+        try:
+            path.resolve().relative_to(state_dir.resolve())
+            return None
+        except ValueError:
+            pass
+    manifest = loaded.manifest
+    built = False
+    for branch in manifest.branches:
+        has_build = (branch.build if branch.build is not None else manifest.build) is not None
+        built = built or has_build
+        root = branch.root.strip("/")
+        inside = root in ("", ".") or rel == root or rel.startswith(root + "/")
+        if not inside or root in ("", "."):
+            continue
+        if has_build:
+            return None  # the build's output
+        if ignored.covers(root) or not ignored.covers(rel):
+            return "code"
+        return None
+    if ignored.covers(rel):
+        return None
+    if built:
+        return "code"  # a source of the builds
+    # No build: only the roots count; a root "." (flat layout) takes every file Git does not ignore.
+    return "code" if any(b.root.strip("/") in ("", ".") for b in manifest.branches) else None
+
+
+def _clock_text(at: float) -> str:
+    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
+
+
+def _files_text(paths: set[str], limit: int = 3) -> str:
+    shown = sorted(paths)[:limit]
+    more = len(paths) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def watch(
+    options: Options,
+    source: ChangeSource,
+    say: Callable[[str], None],
+    *,
+    settings: WatchSettings | None = None,
+    stop: threading.Event | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    state: WatchState | None = None,
+) -> WatchState:
+    """Deploy on every change until ``stop`` is set (or Ctrl-C); returns what it did.
+
+    Raises :class:`ManifestError` (5), :class:`AuthError` (7: credentials missing or refused) and
+    :class:`UsageError` (4: a pace of 0) — the problems the person must fix. A ``KeyboardInterrupt`` while idle
+    ends the watch normally (it returns); during a deploy it is raised again (the deploy may be incomplete).
+    """
+    settings = settings or WatchSettings()
+    state = state or WatchState()
+    loaded = select(load_manifest(options.manifest), options.targets)
+    per_hour = settings.max_uploads_per_hour
+    if per_hour is None:
+        per_hour = default_uploads_per_hour(loaded.manifest.budget.reserve or {})
+    if per_hour < 1:
+        raise UsageError(
+            "watch may make no upload: budget.reserve keeps the whole day's POST /api/user/code limit",
+            hint="Lower budget.reserve in the manifest, or give --max-uploads-per-hour.",
+        )
+    pacer = Pacer(per_hour)
+    ignored = IgnoredFiles.ask_git(loaded.base_dir)
+    say(
+        f"Watching {loaded.base_dir} for {', '.join(f'{b.server}/{b.branch}' for b in loaded.manifest.branches)}: "
+        f"at most {per_hour} upload(s) an hour, {settings.debounce:g} s after the last change. Ctrl-C stops."
+    )
+    state.pending.add("(start)")  # the first round deploys what is not on the server yet
+    state.last_change = monotonic() - settings.debounce
+    try:
+        while stop is None or not stop.is_set():
+            for path in source.changes(settings.poll):
+                kind = classify(path, loaded, ignored, options.state_dir)
+                if kind == "manifest":
+                    loaded = select(load_manifest(options.manifest), options.targets)
+                    say("The manifest changed; it is loaded again.")
+                if path.name == ".gitignore":
+                    ignored = IgnoredFiles.ask_git(loaded.base_dir)
+                if kind is not None:
+                    state.pending.add(_relative(path, loaded))
+                    state.last_change = monotonic()
+                    state.retry_at = None  # a new change retries at once (after the debounce)
+            if not state.pending or monotonic() - state.last_change < settings.debounce:
+                continue
+            if state.retry_at is not None and monotonic() < state.retry_at:
+                continue
+            now = options.clock.now()
+            slot = max(pacer.next_slot(now), state.not_before)
+            if slot > now:
+                shown = (len(state.pending), slot)
+                if state.waiting_shown != shown:
+                    state.waiting_shown = shown
+                    say(
+                        f"pending: {_files_text(state.pending - {'(start)'}) or 'the first deploy'}; "
+                        f"{per_hour} upload(s) this hour are spent, the next may go at {_clock_text(slot)} "
+                        f"(in {max(1, round((slot - now) / 60))} min)"
+                    )
+                continue
+            _deploy_round(options, loaded, pacer, state, settings, say, monotonic)
+    except KeyboardInterrupt:
+        if state.deploying:
+            raise
+    return state
+
+
+def _relative(path: Path, loaded: LoadedManifest) -> str:
+    try:
+        return path.resolve().relative_to(loaded.base_dir).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _deploy_round(
+    options: Options,
+    loaded: LoadedManifest,
+    pacer: Pacer,
+    state: WatchState,
+    settings: WatchSettings,
+    say: Callable[[str], None],
+    monotonic: Callable[[], float],
+) -> None:
+    """One plan and apply of what is pending; its outcome is one line."""
+    from gitops.app.applying import run_apply
+    from gitops.app.planning import budget_error, make_plan
+    from gitops.app.session import open_session
+
+    changed = _files_text(state.pending - {"(start)"}) or "start of watch"
+    state.deploying = True
+    try:
+        with open_session(options, loaded) as s:
+            plan = make_plan(s)
+            if not plan.has_changes:
+                state.pending.clear()
+                say(f"{changed}: nothing to deploy (the servers hold it already)")
+                return
+            now = options.clock.now()
+            slot = pacer.next_slot(now, plan.uploads_needed)
+            if slot > now:
+                state.not_before = slot  # shown by the loop at its next turn, with the time
+                return
+            refusal = budget_error(plan, s)
+            if refusal is not None:
+                raise refusal
+            report = run_apply(s, plan, saved=False)
+            pacer.record(options.clock.now(), plan.uploads_needed)
+            state.deploys += 1
+            state.uploads += plan.uploads_needed
+            labels = ", ".join(b.label for b in plan.branches if b.has_changes)
+            say(
+                f"{_clock_text(options.clock.now())} deployed {labels} ({changed}): "
+                f"{plan.uploads_needed} upload(s); {_left_text(plan)}; {pacer.left(options.clock.now())} more "
+                "this hour" + ("" if report.applied else " (incomplete)")
+            )
+        state.pending.clear()
+        state.retry_at = None
+        state.backoff = 0.0
+        state.waiting_shown = None
+        state.not_before = 0.0
+    except (ManifestError, AuthError):
+        raise
+    except SourceError as exc:
+        # The person is editing: wait for the next change (no backoff retry of the same broken code).
+        state.pending.clear()
+        say(f"not deployed ({changed}): {exc.message}")
+    except GitopsError as exc:
+        if exc.exit_code in _NEEDS_THE_PERSON:  # an apply stopped by refused credentials
+            raise
+        _retry_later(state, settings, monotonic, say, exc)
+    finally:
+        state.deploying = False
+
+
+def _left_text(plan: Plan) -> str:
+    """``local: 229 of 240 uploads left today`` (from the plan's budget rows, less what it spent)."""
+    parts = [
+        f"{r.server}: {max(0, r.remaining - r.needed)} of {r.limit} uploads left today"
+        for r in plan.budget
+        if r.endpoint == UPLOAD and r.remaining is not None
+    ]
+    parts.extend(f"{server}: not rate limited" for server in plan.not_rate_limited)
+    return ", ".join(parts) or "uploads left today unknown"
+
+
+def _retry_later(
+    state: WatchState,
+    settings: WatchSettings,
+    monotonic: Callable[[], float],
+    say: Callable[[str], None],
+    exc: GitopsError,
+) -> None:
+    state.backoff = min(settings.max_backoff, max(settings.first_backoff, state.backoff * 2))
+    state.retry_at = monotonic() + state.backoff
+    say(f"not deployed: {exc.message} (retrying at the next change or in {state.backoff:g} s)")

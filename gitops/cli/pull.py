@@ -1,0 +1,113 @@
+"""``gitops pull``: the server's code as files under each branch's root."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from gitops.app.options import DEFAULT_MAX_WAIT
+from gitops.cli.common import manifest_option, target_options
+
+
+@click.command("pull")
+@manifest_option
+@target_options
+@click.option("--force", is_flag=True, help="Overwrite files that have uncommitted changes.")
+@click.option("--dry-run", is_flag=True, help="List what would be written; write nothing (downloads still count).")
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    envvar="GITOPS_STATE_DIR",
+    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_MAX_WAIT,
+    show_default=True,
+    envvar="GITOPS_MAX_WAIT",
+    help="Longest wait (seconds) after a 429 before retrying. [env: GITOPS_MAX_WAIT]",
+)
+@click.pass_context
+def pull(
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    force: bool,
+    dry_run: bool,
+    state_dir: Path | None,
+    max_wait: float,
+) -> int:
+    """Bring the server's code into the repository: each branch's modules as files under its root.
+
+    One download per branch, checked against the token's budget first (exit 3). Files with uncommitted changes
+    are not overwritten without --force (exit 6); module names that could leave the root are refused (exit 1).
+    Nothing is written when anything is refused.
+    """
+    return run_pull(
+        ctx,
+        manifest=manifest,
+        servers=servers,
+        branches=branches,
+        force=force,
+        dry_run=dry_run,
+        state_dir=state_dir,
+        max_wait=max_wait,
+    )
+
+
+def run_pull(
+    ctx: click.Context,
+    *,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    force: bool,
+    dry_run: bool,
+    state_dir: Path | None,
+    max_wait: float,
+) -> int:
+    """Pull and print what was written (``gitops pull`` and ``gitops init --pull``)."""
+    from gitops.app.pulling import pull as pull_code
+    from gitops.app.session import open_session
+    from gitops.cli.common import options_from
+
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=None,
+        refresh="always",
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
+    # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
+    with open_session(options) as s:
+        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run)
+        warnings = s.warnings()
+    verb = {"create": "would create" if dry_run else "created", "update": "would update" if dry_run else "updated"}
+    for branch in result.branches:
+        root = branch.root.strip("/")
+        prefix = "" if root in ("", ".") else root + "/"
+        counts = {a: sum(1 for w in branch.writes if w.action == a) for a in ("create", "update", "same")}
+        click.echo(
+            f"{branch.label} -> {prefix or './'}: {counts['create']} {verb['create']}, {counts['update']} "
+            f"{verb['update']}, {counts['same']} unchanged"
+        )
+        for write in branch.changes:
+            click.echo(f"  {'+' if write.action == 'create' else '~'} {prefix}{write.path}")
+        for note in branch.notes:
+            click.echo(f"warning: {branch.label}: {note}", err=True)
+    for label in result.missing:
+        click.echo(f"warning: {label}: the server has no such branch; nothing was pulled for it", err=True)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if dry_run:
+        click.echo("Dry run: nothing was written.")
+    elif result.branches:
+        click.echo("Next: gitops plan --refresh=always   # should say: No changes")
+    return 0

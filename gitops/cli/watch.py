@@ -1,0 +1,96 @@
+"""``gitops watch``: deploy on every change (debounced, paced under the day's upload limit) until Ctrl-C."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import click
+
+from gitops.app.watch import DEFAULT_DEBOUNCE
+from gitops.cli.common import manifest_option, options_from, target_options
+from gitops.errors import ExitCode
+
+
+@click.command()
+@manifest_option
+@target_options
+@click.option(
+    "--max-uploads-per-hour",
+    type=click.IntRange(min=1),
+    default=None,
+    envvar="GITOPS_MAX_UPLOADS_PER_HOUR",
+    help="Pace: at most this many POST /api/user/code an hour [default: the day's limit less budget.reserve, "
+    "over 24 hours: 10 with no reserve]. [env: GITOPS_MAX_UPLOADS_PER_HOUR]",
+)
+@click.option(
+    "--debounce",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_DEBOUNCE,
+    show_default=True,
+    envvar="GITOPS_DEBOUNCE",
+    help="Seconds without a change that end a burst of changes (one deploy per burst). [env: GITOPS_DEBOUNCE]",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    envvar="GITOPS_MAX_WAIT",
+    help="Longest wait (seconds) after a 429 before retrying. [env: GITOPS_MAX_WAIT]",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    envvar="GITOPS_STATE_DIR",
+    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
+)
+@click.pass_context
+def watch(
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    max_uploads_per_hour: int | None,
+    debounce: float,
+    max_wait: float,
+    state_dir: Path | None,
+) -> int:
+    """Deploy on every change of the code (and rebuild when a build's sources change), until Ctrl-C.
+
+    Watches the manifest's folder: a change under the root of a branch without a build (rollup -cw writing dist/)
+    deploys it; a change elsewhere that Git does not ignore re-runs the builds, then deploys. Bursts of changes
+    become one deploy once nothing changed for --debounce seconds; uploads are paced (--max-uploads-per-hour) so
+    that the day's limit is never spent, and what waits is shown with the time it may go. One line per deploy.
+
+    Stops with exit code 0 on Ctrl-C (130 when Ctrl-C interrupts a deploy in progress); 5 or 7 when the manifest
+    or the credentials need fixing. Server and network errors are reported and retried.
+    """
+    from gitops.app.watch import WatchSettings
+    from gitops.app.watch import watch as run_watch
+    from gitops.edges.watching import file_changes
+
+    options = options_from(
+        ctx,
+        manifest=manifest,
+        ref=None,
+        refresh="auto",
+        max_wait=max_wait,
+        state_dir=state_dir,
+        servers=servers,
+        branches=branches,
+    )
+    settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
+    folder = (manifest if manifest.is_dir() else manifest.parent).resolve()
+    stop = threading.Event()
+
+    def say(line: str) -> None:
+        click.echo(line)
+
+    with file_changes(folder, settings.poll, stop) as source:
+        state = run_watch(options, source, say, settings=settings, stop=stop)
+    # Ctrl-C while idle is how a watch ends: exit 0. Ctrl-C during a deploy is re-raised by the use case and ends
+    # as every interrupted command does (gitops.cli.run: "interrupted.", exit 130).
+    click.echo(f"Stopped: {state.deploys} deploy(s), {state.uploads} upload(s).")
+    return ExitCode.OK

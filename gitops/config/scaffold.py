@@ -1,0 +1,143 @@
+"""The text of a new, commented manifest (``gitops init``): pure, so every layout's text is tested without files.
+
+:func:`manifest_text` writes YAML by hand rather than dumping a model, because the point of the file is its
+comments: each key says what it does and what else it could say. Every value goes through :func:`_scalar`, so a
+branch or variable name can never break the YAML around it, and the tests load each text with
+:func:`gitops.config.manifest.manifest_from_data`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from gitops.core.layout import Layout
+
+DEFAULT_URL = "https://screeps.com"
+DEFAULT_TOKEN_ENV = "SCREEPS_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+#: The branch every account starts with, and the one the game's editor opens; ``--branch`` picks another.
+DEFAULT_BRANCH = "default"
+
+_PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:-]*")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """The server a new manifest names, and how its credentials are named (exactly one way)."""
+
+    name: str
+    url: str = DEFAULT_URL
+    token_env: str | None = DEFAULT_TOKEN_ENV
+    credentials: str | None = None
+    username_env: str | None = None
+    password_env: str | None = None
+
+
+def server_name_for(url: str) -> str:
+    """A short name for a server URL: ``mmo``, ``ptr`` and ``season`` for the official ones, ``local`` for
+    loopback, else the host's first label (``private`` when that is not a usable name)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    path = parts.path.strip("/").lower()
+    if host in ("screeps.com", "www.screeps.com"):
+        return path if path in ("ptr", "season") else "mmo"
+    if host in ("127.0.0.1", "localhost", "::1"):
+        return "local"
+    label = host.split(".")[0]
+    return label if re.fullmatch(r"[a-z0-9][a-z0-9_-]*", label) and not label.isdigit() else "private"
+
+
+def _scalar(value: str) -> str:
+    """``value`` as a YAML scalar: plain when that reads back as the same string, else double-quoted (JSON's
+    escaping, which YAML reads the same)."""
+    if _PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS and not _looks_numeric(value):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _looks_numeric(value: str) -> bool:
+    try:
+        float(value.replace("_", ""))
+    except ValueError:
+        return value[:1].isdigit() and ":" in value  # YAML 1.1 sexagesimal numbers such as 1:20
+    return True
+
+
+def _flow(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in values) + "]"
+
+
+def _credentials_lines(server: ServerChoice) -> list[str]:
+    if server.credentials is not None:
+        return [
+            f"    credentials: {_scalar(server.credentials)}   # an entry of the screepers credentials file "
+            "(.screeps.yaml; see docs/credentials.md)",
+        ]
+    if server.username_env is not None and server.password_env is not None:
+        return [
+            f"    username_env: {_scalar(server.username_env)}   # the environment variable holding the user name",
+            f"    password_env: {_scalar(server.password_env)}   # ... and the one holding the password "
+            "(screepsmod-auth)",
+        ]
+    token_env = server.token_env or DEFAULT_TOKEN_ENV
+    return [
+        f"    token_env: {_scalar(token_env)}   # the environment variable holding the token; never the token itself",
+        "    # or: credentials: NAME  (an entry of .screeps.yaml), or username_env + password_env (private servers)",
+    ]
+
+
+def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
+    """A commented ``gitops.yaml`` for ``layout``, deploying to ``branch`` on ``server``."""
+    lines = [
+        "# gitops.yaml: which files make up which branch on which server (written by 'gitops init').",
+        "# Reference: docs/manifest.md. For completion in your editor: gitops schema > gitops.schema.json, then make",
+        "# the first line: # yaml-language-server: $schema=gitops.schema.json",
+        "#",
+        f"# Detected layout: {layout.kind}",
+        *[f"#   - {line}" for line in layout.seen],
+        "version: 1",
+        "servers:",
+        f"  {_scalar(server.name)}:",
+        f"    url: {_scalar(server.url)}   # with its path prefix for /ptr or /season",
+        *_credentials_lines(server),
+        "branches:",
+        f"  - server: {_scalar(server.name)}",
+        f"    branch: {_scalar(branch)}   # created by apply when the server does not have it",
+        f"    root: {_scalar(layout.root)}   # module names are paths under this folder",
+    ]
+    if layout.build is not None:
+        lines.append(f"    build: {_scalar(layout.build)}   # run before the code is read (validate, plan, apply)")
+    else:
+        lines.append('    # build: "npm run build"   # a command that writes root, run before the code is read')
+    lines.append(f"    include: {_flow(layout.include)}")
+    if layout.exclude:
+        lines.append(f"    exclude: {_flow(layout.exclude)}")
+    else:
+        lines.append('    # exclude: ["test/**"]')
+    lines.append(f"    binary: {_flow(layout.binary)}   # sent as {{binary: base64}}")
+    naming: list[str] = []
+    if layout.separator == ".":
+        naming.append('separator: "."')
+    if layout.strip_suffixes is not None:
+        naming.append(f"strip_suffixes: {_flow(layout.strip_suffixes)}")
+    if layout.separator == ".":
+        lines.append(f"    naming: {{{', '.join(naming)}}}   # role.harvester.js -> require('role.harvester')")
+    elif naming:
+        lines.append(f"    naming: {{{', '.join(naming)}}}   # compiled.wasm -> require('compiled')")
+    else:
+        lines.append('    # naming: {separator: "."}   # "/" (default): role/harvester.js -> require("role/harvester")')
+    if layout.kind in ("build", "wasm"):
+        lines.append(
+            "    # source_maps: wrap   # main.js.map -> module 'main.js.map' (module.exports = <map>;); or raw, omit"
+        )
+    lines += [
+        "    # activate: [world]   # make this branch the active one (world and/or sim) after each upload",
+        "    # remote_only: remove   # modules only on the server are removed (default) or kept",
+        "budget:",
+        '  reserve: {"POST /api/user/code": 20}   # uploads kept back for you, of the 240 a day',
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,233 @@
+"""What ``gitops pull`` writes for one branch: pure, from the server's code set and a listing of the root.
+
+:func:`plan_branch_pull` decides, module by module, the file it goes to (an existing file that already maps to the
+module, else :func:`gitops.core.naming.module_path`), the bytes it holds (text as UTF-8, binary as the bytes the
+base64 carried), and whether that changes anything; and it says what will not round-trip: modules the manifest's
+globs would not read back as themselves (the next apply would remove them from the server), names no file maps to,
+and local files the server does not have (the next apply uploads them). Hostile names (see
+:func:`gitops.core.naming.unsafe_name_reason`) are ``refused``: the caller writes nothing at all then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gitops.config.manifest import BranchConfig
+from gitops.core.codeset import CodeSet, Module
+from gitops.core.local import GLOB_FLAGS, module_name, never_module
+from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map
+from gitops.core.naming import Unmappable, candidate_paths
+
+Action = Literal["create", "update", "same"]
+
+
+@dataclass(frozen=True)
+class FileWrite:
+    """One file of a pull: ``path`` relative to the root, the module it holds, its bytes, and what changes."""
+
+    path: str
+    module: str
+    data: bytes
+    action: Action
+
+
+@dataclass(frozen=True)
+class BranchPull:
+    """What a pull does to one branch's root. ``refused`` are hostile names (nothing is written when any is);
+    ``notes`` are what will not round-trip, one line each, for the person."""
+
+    server: str
+    branch: str
+    root: str
+    writes: list[FileWrite] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.server}/{self.branch}"
+
+    @property
+    def changes(self) -> list[FileWrite]:
+        return [w for w in self.writes if w.action != "same"]
+
+
+def module_bytes(module: Module) -> bytes:
+    """The bytes of the file that holds ``module``: text as UTF-8, binary as it is. ``UnicodeEncodeError`` for a
+    text with a lone surrogate (JSON can carry one; no UTF-8 file can)."""
+    if module.binary is not None:
+        return module.binary
+    assert module.text is not None
+    return module.text.encode("utf-8")
+
+
+def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
+    from wcmatch import glob as wcglob
+
+    patterns = list(patterns)
+    if not patterns:
+        return lambda _path: False
+    compiled = wcglob.compile(patterns, flags=GLOB_FLAGS)
+    return lambda path: bool(compiled.match(path))
+
+
+class _Reading:
+    """How the manifest reads a file under the root (as :func:`gitops.core.local.build_branch` does, without the
+    file's content): whether it is a module, and of which name and kind."""
+
+    def __init__(self, config: BranchConfig) -> None:
+        self.config = config
+        self.included = _matcher(config.include)
+        self.excluded = _matcher(config.exclude)
+        self.binary = _matcher(config.binary)
+
+    def why_not(self, path: str, binary: bool) -> str | None:
+        """Why the file at ``path`` would not be read as a module of that kind, or ``None`` when it would."""
+        if never_module(path):
+            return "it is in a folder that never holds modules (node_modules)"
+        if not self.included(path):
+            return "include does not match it"
+        if self.excluded(path):
+            return "exclude leaves it out"
+        if self.binary(path) != binary:
+            return f"binary {'does not match' if binary else 'matches'} it"
+        kind = self.kind(path)
+        if kind == "other":
+            return "it is not JavaScript, a source map nor binary by its name"
+        if kind == "source map" and self.config.source_maps == "omit":
+            return "source_maps: omit leaves it out"
+        return None
+
+    def kind(self, path: str) -> Kind:
+        return kind_of(
+            path,
+            binary=bool(self.binary(path)),
+            module_suffixes=tuple(self.config.naming.strip_suffixes),
+        )
+
+    def name(self, path: str) -> str:
+        naming = self.config.naming
+        if self.kind(path) == "source map":  # NAME.js.map, whatever strip_suffixes says
+            naming = naming.model_copy(update={"strip_suffixes": []})
+        return module_name(path, binary=bool(self.binary(path)), naming=naming)
+
+
+def existing_modules(config: BranchConfig, paths: Iterable[str]) -> dict[str, str]:
+    """Module name -> the file under the root that the manifest reads as it today (only names one file gives)."""
+    reading = _Reading(config)
+    found: dict[str, list[str]] = {}
+    for path in sorted(paths):
+        if reading.why_not(path, bool(reading.binary(path))) is None:
+            found.setdefault(reading.name(path), []).append(path)
+    return {name: files[0] for name, files in found.items() if len(files) == 1}
+
+
+def _file_of(module: Module, config: BranchConfig, candidates: list[str]) -> tuple[list[str], bytes]:
+    """The paths (best first) and bytes of the file that holds ``module``: a wrapped source map
+    (``module.exports = <map>;`` in module ``NAME.js.map``) goes back to ``NAME.js.map`` holding the map, when the
+    branch wraps source maps; anything else is its content in the first path the naming rule reads back."""
+    if (
+        module.text is not None
+        and module.name.endswith(SOURCE_MAP_SUFFIX)
+        and config.source_maps == "wrap"
+        and (inner := unwrap_source_map(module.text)) is not None
+        and module.name in candidates_as_map(module.name, config)
+    ):
+        return [module.name], inner.encode("utf-8")
+    return candidates, module_bytes(module)
+
+
+def candidates_as_map(name: str, config: BranchConfig) -> list[str]:
+    """The paths that the source-map rule reads as module ``name`` (``NAME.js.map`` itself, with no suffix
+    stripped); empty when none does."""
+    naming = config.naming.model_copy(update={"strip_suffixes": []})
+    try:
+        return candidate_paths(name, binary=False, naming=naming)
+    except ValueError:
+        return []
+
+
+def plan_branch_pull(
+    config: BranchConfig,
+    code: CodeSet,
+    paths: Iterable[str],
+    current: Callable[[str], bytes | None],
+) -> BranchPull:
+    """The files a pull of ``code`` writes under the root of ``config``.
+
+    ``paths`` lists the files under the root now (relative, ``/`` separators); ``current(path)`` returns a file's
+    bytes, or ``None`` when there is none. No other I/O happens here.
+    """
+    listed = sorted(paths)
+    listed_set = set(listed)
+    reading = _Reading(config)
+    existing = existing_modules(config, listed)
+    result = BranchPull(config.server, config.branch, config.root)
+    targets: dict[str, list[str]] = {}
+    chosen: dict[str, tuple[str, bytes]] = {}
+    for module in code:
+        try:
+            candidates = candidate_paths(module.name, binary=module.is_binary, naming=config.naming)
+        except Unmappable as exc:
+            result.notes.append(f"module {module.name!r} {exc}; not written (the next apply would remove it)")
+            continue
+        except ValueError as exc:
+            result.refused.append(f"module {module.name!r} {exc}")
+            continue
+        try:
+            paths_, data = _file_of(module, config, candidates)
+        except UnicodeEncodeError:
+            result.notes.append(
+                f"module {module.name!r} holds a lone surrogate (\\ud800-\\udfff), which no UTF-8 file can hold; "
+                "not written (the next apply would remove it)"
+            )
+            continue
+        # The file the manifest reads as the module today; else the first path the manifest would read back as
+        # this module; else the naming rule's first choice.
+        path = existing.get(module.name) or next(
+            (p for p in paths_ if reading.why_not(p, module.is_binary) is None and reading.name(p) == module.name),
+            paths_[0],
+        )
+        chosen[module.name] = (path, data)
+        targets.setdefault(path, []).append(module.name)
+
+    planned = set(targets)
+    for module in code:
+        if module.name not in chosen:
+            continue
+        path, data = chosen[module.name]
+        if len(targets[path]) > 1:
+            if targets[path][0] == module.name:
+                result.notes.append(
+                    f"modules {', '.join(repr(n) for n in targets[path])} would all be written to {path}; none is "
+                    "written (the next apply would remove them)"
+                )
+            continue
+        parents = [path[:i] for i in range(len(path)) if path[i] == "/"]
+        blocked = next((p for p in parents if p in listed_set or p in planned), None)
+        if blocked is not None or any(other.startswith(path + "/") for other in listed_set | planned):
+            what = f"{blocked} is a file" if blocked is not None else f"{path} is a folder"
+            result.notes.append(f"module {module.name!r} goes to {path}, but {what}; not written")
+            continue
+        before = current(path)
+        action: Action = "create" if before is None else "same" if before == data else "update"
+        result.writes.append(FileWrite(path, module.name, data, action))
+        why = reading.why_not(path, module.is_binary)
+        if why is None and reading.name(path) != module.name:
+            why = f"it is read back as module {reading.name(path)!r}"
+        if why is not None:
+            result.notes.append(
+                f"module {module.name!r} is written to {path}, but {why}, so the next apply would remove it from "
+                "the server; fix include, exclude or binary"
+            )
+    if config.build is not None and result.changes:
+        result.notes.append(
+            f"the branch has a build, so {config.root}/ holds its output: the pulled files are the server's bundle, "
+            "and the next build replaces them (the sources it was built from are not on the server)"
+        )
+    for name, path in sorted(existing.items()):
+        if name not in code:
+            result.notes.append(f"{path} (module {name!r}) is not on the server; the next apply uploads it")
+    return result

@@ -1,0 +1,176 @@
+"""``gitops init`` end to end: real folders and Git repositories, the real CLI; each layout detected and validated."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gitops.cli import run
+from tests.factories import make_repo
+
+WASM = b"\x00asm\x01\x00\x00\x00"
+
+
+def gitops(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = run(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+LAYOUTS: dict[str, tuple[Mapping[str, str | bytes], str, str]] = {
+    "build": (
+        {
+            # A build that works without node_modules: the point is that init names it and validate runs it.
+            "package.json": json.dumps({"scripts": {"build": "mkdir -p dist && cp src/main.js dist/main.js"}}),
+            "rollup.config.js": "export default {};\n",
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "dist/main.js": "// stale until the build runs\n",
+        },
+        "dist",
+        "/",
+    ),
+    "flat": (
+        {
+            "main.js": "module.exports.loop = () => {};\n",
+            "role.harvester.js": "module.exports.run = () => {};\n",
+            "Gruntfile.js": "module.exports = (grunt) => {};\n",
+            "node_modules/grunt/index.js": "// a dependency\n",
+            "package.json": json.dumps({"devDependencies": {"grunt-screeps": "1"}}),
+        },
+        ".",
+        ".",
+    ),
+    "src": (
+        {"src/main.js": "module.exports.loop = () => {};\n", "src/role/harvester.js": "module.exports.run = 1;\n"},
+        "src",
+        "/",
+    ),
+    "wasm": (
+        {
+            "Cargo.toml": "[package]\nname = 'bot'\n",
+            "package.json": json.dumps({"scripts": {"build": "true"}}),
+            "dist/main.js": "module.exports.loop = () => require('bot_bg');\n",
+            "dist/bot_bg.wasm": WASM,
+        },
+        "dist",
+        "/",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LAYOUTS))
+def test_init_detects_each_layout_and_the_manifest_validates(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files, root, separator = LAYOUTS[kind]
+    repo = make_repo(tmp_path / "bot", files)
+    manifest = repo / "gitops.yaml"
+    code, out, err = gitops(capsys, "init", "-m", str(manifest))
+    assert code == 0, err
+    assert out.startswith(f"Detected layout: {kind} (root {root}, separator {separator!r})\n")
+    assert f"Wrote {manifest}: branch 'default' on server 'mmo' (https://screeps.com)" in out
+    data = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    [branch] = data["branches"]
+    assert (branch["server"], branch["branch"], branch["root"]) == ("mmo", "default", root)
+    assert data["servers"]["mmo"] == {"url": "https://screeps.com", "token_env": "SCREEPS_TOKEN"}
+    code, out, err = gitops(capsys, "validate", "-m", str(manifest))
+    assert code == 0, err
+    assert "is valid" in out
+
+
+def test_the_flat_layout_deploys_the_bot_and_not_the_tools(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, _, _ = LAYOUTS["flat"]
+    repo = make_repo(tmp_path / "bot", files)
+    assert gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))[0] == 0
+    code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "mmo/default: 2 modules" in out  # main and role.harvester; not Gruntfile.js, not node_modules
+
+
+def test_the_wasm_layout_names_the_binary_by_its_stem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, _, _ = LAYOUTS["wasm"]
+    repo = make_repo(tmp_path / "bot", files)
+    code, out, _ = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0
+    assert "Build command: npm run build (run by validate, plan and apply)" in out
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "2 modules (1 binary)" in out
+    assert "bot_bg" in out
+
+
+def test_a_rust_bot_without_npm_is_built_by_cargo_screeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "bot", {"Cargo.toml": "[package]\nname = 'bot'\n", "src/lib.rs": "\n"})
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: wasm (root target, separator '/')\n")
+    data = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    assert data["branches"][0]["build"] == "cargo screeps build"
+    assert data["branches"][0]["naming"] == {"strip_suffixes": [".js", ".wasm"]}
+
+
+def test_init_refuses_to_overwrite_a_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "bot", {"src/main.js": "x\n", "gitops.yaml": "# mine\n"})
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 4
+    assert out == ""
+    assert err.startswith(f"Error: {repo / 'gitops.yaml'} already exists; gitops init writes a new manifest and never")
+    assert (repo / "gitops.yaml").read_text(encoding="utf-8") == "# mine\n"
+
+
+def test_init_options_name_the_server_and_its_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(tmp_path / "bot", {"src/main.js": "x\n"})
+    code, out, err = gitops(
+        capsys,
+        "init",
+        "-m",
+        str(repo / "gitops.yaml"),
+        "--server",
+        "http://127.0.0.1:21025",
+        "--branch",
+        "main",
+        "--username-env",
+        "HOME_USER",
+        "--password-env",
+        "HOME_PASSWORD",
+    )
+    assert code == 0, err
+    data = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    assert data["servers"] == {
+        "local": {"url": "http://127.0.0.1:21025", "username_env": "HOME_USER", "password_env": "HOME_PASSWORD"}
+    }
+    assert data["branches"][0]["branch"] == "main"
+    assert "export HOME_PASSWORD=..." in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--token-env", "T", "--credentials", "x"], "give one of them"),
+        (["--username-env", "U"], "--username-env and --password-env go together"),
+        (["--server", "ftp://example.com"], "servers.example.url: scheme 'ftp://' is not supported"),
+        (["--token-env", "0123456789abcdef0123456789abcdef"], "servers.mmo.token_env: is not an environment variable"),
+    ],
+)
+def test_bad_options_are_usage_errors_and_write_nothing(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(tmp_path / "bot", {"src/main.js": "x\n"})
+    code, _, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"), *args)
+    assert code == 4, err
+    assert message in err
+    assert not (repo / "gitops.yaml").exists()
+    assert [p.name for p in repo.iterdir() if p.name != ".git"] == ["src"]
+
+
+def test_init_in_a_folder_that_does_not_exist_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = gitops(capsys, "init", "-m", str(tmp_path / "nowhere" / "gitops.yaml"))
+    assert code == 4
+    assert err.startswith(f"Error: {tmp_path / 'nowhere'} cannot be listed (No such file or directory)")
