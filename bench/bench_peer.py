@@ -171,6 +171,8 @@ class Sides:
     state: Path
     fresh_states: Iterator[Path]
     base_env: dict[str, str]
+    #: The ``gitops`` script measured (``--gitops``).
+    gitops_script: str = GITOPS
     #: Each account's branch timestamp as last checked (one read of the account per run, not two).
     timestamps: dict[str, Any] = field(default_factory=dict)
 
@@ -185,7 +187,9 @@ class Sides:
             "BENCH_PASSWORD": self.gitops_user.password,
             "NO_COLOR": "1",
         }
-        return measure([GITOPS, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})")
+        return measure(
+            [self.gitops_script, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})"
+        )
 
     def peer(self, what: str) -> Usage:
         env = {
@@ -240,7 +244,9 @@ def write_manifest(repo: Path, url: str) -> None:
     )
 
 
-def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> dict[str, tuple[Usage, Usage]]:
+def run_round(
+    server: PrivateServer, repo: Path, tmp: Path, round_no: int, gitops: str
+) -> dict[str, tuple[Usage, Usage]]:
     sides = Sides(
         repo=repo,
         gitops_user=server.register(),
@@ -248,6 +254,7 @@ def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int) -> di
         state=tmp / f"state-{round_no}",
         fresh_states=(tmp / f"state-{round_no}-fresh-{n}" for n in itertools.count()),
         base_env=clean_env(),
+        gitops_script=gitops,
     )
     gitops_first = round_no % 2 == 0
     pairs: dict[str, tuple[Usage, Usage]] = {}
@@ -302,6 +309,11 @@ def main() -> None:
     parser.add_argument("--modules", type=int, default=2000)
     parser.add_argument("--total-mb", type=float, default=4.5)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--gitops",
+        default=GITOPS,
+        help="the gitops script to measure (default: .venv's; peer.sh passes a regular, non-editable install)",
+    )
     args = parser.parse_args()
     if args.rounds < 1 or args.warmup < 0 or args.modules < CHANGED + 1:
         parser.error(f"--rounds must be at least 1, --warmup at least 0, --modules more than {CHANGED}")
@@ -333,7 +345,7 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             write_manifest(repo, server.url)
             rounds = []
             for n in range(args.warmup + args.rounds):
-                pairs = run_round(server, repo, tmp, n)
+                pairs = run_round(server, repo, tmp, n, os.path.abspath(args.gitops))
                 if n >= args.warmup:
                     rounds.append(pairs)
                 if not args.json:

@@ -178,3 +178,16 @@ SLOW_BODY = dribble(_OK_HEAD + b"Content-Length: 1000000\r\n\r\n" + b'{"ok":1,"x
 def silence(conn: socket.socket, stop: threading.Event) -> None:
     """Reads the request and never answers."""
     stop.wait(30)
+
+
+def kept_alive_then(body: bytes, then: Behaviour) -> Behaviour:
+    """Answers the first request with ``body`` on a connection it keeps open, then reads the next request on that
+    same connection and answers it with ``then``."""
+
+    def behave(conn: socket.socket, stop: threading.Event) -> None:
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        conn.sendall(head + body)
+        _read_request(conn)
+        then(conn, stop)
+
+    return behave

@@ -38,6 +38,7 @@ from tests.hostile import (
     gzip_bomb,
     hostile_server,
     huge,
+    kept_alive_then,
     silence,
     words,
 )
@@ -161,6 +162,25 @@ def test_a_slow_or_silent_server_ends_by_the_deadline_retries_included(
     # About the deadline, not once per attempt (4 attempts would take 4 s; one connection shows there was no
     # retry), and never for ever. The margin is for a loaded machine waking the watchdog late, not for the client.
     assert 0.9 <= took < 3.5
+    assert server.connections == 1
+
+
+@pytest.mark.parametrize("then", [SLOW_HEADERS, SLOW_BODY], ids=["slow-headers", "slow-body"])
+def test_a_request_over_a_kept_alive_connection_ends_by_the_deadline_too(
+    client_for: MakeClient, then: Behaviour
+) -> None:
+    # A byte at a time: no single read waits long, so only the watchdog (which must know the reused connection's
+    # socket, made by the first request) ends the second request at its deadline.
+    with hostile_server(kept_alive_then(b'{"ok":1,"list":[]}', then)) as server:
+        client = client_for(server, timeout=1.0)
+        assert client.list_branches() == []
+        started = time.monotonic()
+        with pytest.raises(NetworkError) as info:
+            client.get_code("main")
+        took = time.monotonic() - started
+    assert info.value.message == f"server 'evil' did not answer GET /api/user/code within 1 s ({server.url})."
+    assert 0.9 <= took < 2.0
+    # The second request went over the first one's connection: the watchdog knew its socket without a new connect.
     assert server.connections == 1
 
 

@@ -175,6 +175,22 @@ def test_requests_are_pruned_when_no_window_needs_them(tmp_path: Path, clock: Ma
 # --- branches ----------------------------------------------------------------------------------------------
 
 
+def test_a_step_save_is_atomic_and_the_last_is_made_durable(tmp_path: Path, clock: ManualClock) -> None:
+    ledger = open_ledger(tmp_path, clock)
+    assert not ledger.changed
+    ledger.record_sent("GET /api/user/code")
+    assert ledger.changed
+    ledger.save(durable=False)  # a step of a run: readers see the whole new file at once
+    assert not ledger.changed
+    assert open_ledger(tmp_path, clock).sent_times("GET /api/user/code", 60) == [START]
+    ledger.sync()  # the end of the run
+    ledger.sync()  # nothing left to do
+    ledger.record_sent("GET /api/user/code")
+    ledger.save()
+    assert open_ledger(tmp_path, clock).sent_times("GET /api/user/code", 60) == [START, START]
+    assert sorted(p.name for p in ledger.path.parent.iterdir()) == sorted(["last-fingerprint", ledger.path.name])
+
+
 def test_branches_are_remembered_without_text(tmp_path: Path, clock: ManualClock) -> None:
     ledger = open_ledger(tmp_path, clock)
     code = CodeSet.of([Module("main", text="module.exports.loop = () => 'TEXT-MARKER'"), Module("w", binary=b"\0asm")])

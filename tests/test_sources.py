@@ -139,6 +139,20 @@ def test_ref_reads_the_committed_blobs_while_the_working_tree_is_dirty(here: Pat
     assert worktree.source.dirty is True
 
 
+def test_worktree_source_before_the_first_commit_and_after_a_change_outside_the_roots(here: Path) -> None:
+    make_repo(here, BOT, commit=False)
+    loaded = load(here)
+    # No commit yet: nothing to name, and everything is uncommitted.
+    assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (None, True)
+    head = commit_all(here, "first")
+    assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, False)
+    # Changes outside the roots and the manifest do not make the deployed code dirty.
+    write_files(here, {"notes.txt": "untracked"})
+    assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, False)
+    write_files(here, {"src/role/harvester.js": "// edited\n"})
+    assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, True)
+
+
 def test_ref_finds_the_repository_above_the_manifest_and_older_commits(here: Path) -> None:
     make_repo(here, {"deploy/src/main.js": "v1"})
     load(here / "deploy")

@@ -157,22 +157,28 @@ class Session:
     def save(self) -> None:
         """Save every ledger that learnt something since its last save: the end of one logical step.
 
-        The ledger is a cache: failing to write it must not fail the deploy, but it becomes a warning.
+        The ledger is a cache: failing to write it must not fail the deploy, but it becomes a warning. Each step's
+        write is atomic (safe when the run is killed); :meth:`close` makes the last one durable (``fsync``), once
+        per run instead of after every step.
         """
+        self._save(durable=False)
+
+    def _save(self, *, durable: bool) -> None:
         for ledger in self._distinct_ledgers():
-            if not ledger.changed:
-                continue
             try:
-                ledger.save()
+                if ledger.changed:
+                    ledger.save(durable=durable)
+                elif durable:
+                    ledger.sync()
             except OSError as exc:
                 warning = f"the ledger at {ledger.path} cannot be written ({exc.strerror}); it was not updated."
                 if warning not in ledger.warnings:
                     ledger.warnings.append(warning)
 
     def close(self) -> None:
-        """Save what was learnt and close the clients."""
+        """Save what was learnt (durably) and close the clients."""
         try:
-            self.save()
+            self._save(durable=True)
         finally:
             for client in self._clients.values():
                 client.close()

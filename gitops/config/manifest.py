@@ -18,7 +18,6 @@ echoed in a message.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import re
@@ -468,7 +467,7 @@ def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
             continue
         limit = known.get(key)
         if limit is None:
-            close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+            close = _close_matches(key, list(known))
             fix = f"did you mean '{close[0]}'?" if close else "use an endpoint of the limits table"
             problems.append(
                 (("reserve", key), f"is not a rate-limited endpoint; {fix} (see the limits in docs/manifest.md)")
@@ -687,6 +686,14 @@ def _invalid(display: str, problems: list[str]) -> ManifestError:
 
 # --- pydantic errors in our words -----------------------------------------------------------------------------
 
+
+def _close_matches(key: str, candidates: list[str]) -> list[str]:
+    # difflib is imported only for a manifest with a mistake: it costs every run that has none ~5 ms.
+    import difflib
+
+    return difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+
+
 _MISSING_HINTS = {
     "version": "add 'version: 1' at the top",
     "servers": "add a 'servers:' mapping, e.g. local: {url: http://127.0.0.1:21025, token_env: SCREEPS_TOKEN}",
@@ -753,7 +760,7 @@ def _unknown_key_text(loc: Loc) -> str:
     if key.lower() in _LITERAL_USER_KEYS:
         return "user names are not written here; put it in an environment variable and name it with username_env"
     allowed = _keys_at(loc[:-1])
-    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    close = _close_matches(key, allowed)
     if close:
         return f"unknown key; did you mean '{close[0]}'?"
     if allowed:

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 #: Characters a module name must not start with: the server silently drops such modules.
 DROPPED_NAME_PREFIXES = ("$", ".", "/", "\\")
 
@@ -139,7 +141,15 @@ class CodeSet:
 
 def code_length(wire_modules: Mapping[str, Any]) -> int:
     """UTF-16 length of the compact JSON of a modules map, matching JavaScript's ``JSON.stringify(x).length``."""
-    text = json.dumps(wire_modules, ensure_ascii=False, separators=(",", ":"))
+    try:
+        # orjson writes the same compact JSON as json.dumps(ensure_ascii=False) (as UTF-8), ~10x faster.
+        encoded = orjson.dumps(wire_modules)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate, which only the standard library writes
+        text = json.dumps(wire_modules, ensure_ascii=False, separators=(",", ":"))
+    else:
+        if encoded.isascii():
+            return len(encoded)
+        text = encoded.decode("utf-8")
     # JavaScript strings are UTF-16: characters outside the BMP count twice.
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 

@@ -5,7 +5,6 @@ A :class:`BranchDiff` is a value; renderers and exit codes read it. Pure: no I/O
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -132,6 +131,8 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
         return None, "large module: sizes and hashes only"
     if _looks_minified(old.text) or _looks_minified(new.text):
         return None, "minified module (very long lines): sizes and hashes only"
+    import difflib  # only for changed text modules: a run without changes does not pay for the import
+
     lines = list(
         difflib.unified_diff(
             old.text.splitlines(), new.text.splitlines(), "server/" + new.name, "repo/" + new.name, lineterm="", n=2

@@ -558,20 +558,26 @@ def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
     commit: str | None = None
     dirty: bool | None = None
+    specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--verify", "-q", "HEAD"], cwd=cwd, env=env, capture_output=True, check=False
-        )
-        if head.returncode == 0:
-            commit = head.stdout.decode().strip() or None
-        specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
+        # One process for both facts: porcelain v2's '--branch' header names HEAD's commit ('(initial)' before the
+        # first commit); every other record is a change. No ahead/behind count: it walks the upstream's history.
         status = subprocess.run(
-            ["git", "status", "--porcelain", "-z", "--", *specs], cwd=cwd, env=env, capture_output=True, check=False
+            ["git", "status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--", *specs],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            check=False,
         )
-        if status.returncode == 0:
-            dirty = bool(status.stdout.strip(b"\0"))
     except OSError:  # git is not installed: the working tree is still readable
         return SourceInfo("worktree", None, None, None)
+    if status.returncode == 0:
+        records = [r for r in status.stdout.split(b"\0") if r]
+        for record in records:
+            if record.startswith(b"# branch.oid "):
+                oid = record[len(b"# branch.oid ") :].decode("ascii", "replace").strip()
+                commit = oid if oid and oid != "(initial)" else None
+        dirty = any(not r.startswith(b"# ") for r in records)
     return SourceInfo("worktree", None, commit, dirty)
 
 
