@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gitops.core.endpoints import ACTIVATE, CLONE, DOWNLOAD, ENDPOINT_LIMITS, LIST, QUERY_TOKEN, UPLOAD
+
 Auth = Literal["none", "token", "token-or-basic"]
 
 
@@ -19,35 +21,27 @@ class Endpoint:
     auth: Auth
 
 
+# The code, branch and token endpoints, and every endpoint with a limit of its own, are the catalogue's keys
+# (``gitops.core.endpoints``): the tool budgets, the stand-in enforces and a restricted token names the same strings.
 _ENDPOINTS = (
     Endpoint("GET /api/version", "none"),
     Endpoint("GET /api/auth/me", "token"),
-    Endpoint("GET /api/auth/query-token", "none"),
+    Endpoint(QUERY_TOKEN, "none"),
     # Stand-in only: what the "Proceed" button of the no-rate-limit page calls.
     Endpoint("POST /api/auth/noratelimit", "none"),
     Endpoint("GET /a", "none"),
     Endpoint("GET /a/index.html", "none"),
-    Endpoint("GET /api/user/code", "token-or-basic"),
-    Endpoint("POST /api/user/code", "token-or-basic"),
-    Endpoint("GET /api/user/branches", "token"),
-    Endpoint("POST /api/user/clone-branch", "token"),
-    Endpoint("POST /api/user/set-active-branch", "token"),
+    Endpoint(DOWNLOAD, "token-or-basic"),
+    Endpoint(UPLOAD, "token-or-basic"),
+    Endpoint(LIST, "token"),
+    Endpoint(CLONE, "token"),
+    Endpoint(ACTIVATE, "token"),
     Endpoint("POST /api/user/delete-branch", "token"),
-    Endpoint("GET /api/user/memory", "token"),
-    Endpoint("POST /api/user/memory", "token"),
-    Endpoint("GET /api/user/memory-segment", "token"),
-    Endpoint("POST /api/user/memory-segment", "token"),
-    Endpoint("POST /api/user/console", "token"),
-    Endpoint("GET /api/game/room-terrain", "token"),
-    Endpoint("POST /api/game/map-stats", "token"),
-    Endpoint("GET /api/game/market/orders-index", "token"),
-    Endpoint("GET /api/game/market/orders", "token"),
-    Endpoint("GET /api/game/market/my-orders", "token"),
-    Endpoint("GET /api/game/market/stats", "token"),
-    Endpoint("GET /api/game/user/money-history", "token"),
 )
 
-ENDPOINTS: dict[str, Endpoint] = {e.key: e for e in _ENDPOINTS}
+ENDPOINTS: dict[str, Endpoint] = {e.key: e for e in _ENDPOINTS} | {
+    key: Endpoint(key, "token") for key in ENDPOINT_LIMITS if key not in {e.key for e in _ENDPOINTS}
+}
 
 #: Other paths of an endpoint: the private server (and so node-screeps-api and python screepsapi) has money history
 #: at ``/api/user/money-history``, the interface document at ``/api/game/user/money-history``. Both are one endpoint:
