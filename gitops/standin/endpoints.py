@@ -55,7 +55,7 @@ def canonical_key(key: str) -> str:
 
 
 #: Endpoints that a token's ``endpoints`` list may name (those that need authentication at all).
-TOKEN_ENDPOINTS: frozenset[str] = frozenset(e.key for e in _ENDPOINTS if e.auth != "none")
+TOKEN_ENDPOINTS: frozenset[str] = frozenset(e.key for e in ENDPOINTS.values() if e.auth != "none")
 
 #: The memory-segment endpoints: a restricted token reaches them for the segments in its ``memory_segments``.
 SEGMENT_ENDPOINTS: frozenset[str] = frozenset({"GET /api/user/memory-segment", "POST /api/user/memory-segment"})
