@@ -7,6 +7,7 @@ the tests do not depend on the machine's Git configuration.
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,19 @@ def write_manifest(
         text = yaml.safe_dump(dict(data) if data is not None else manifest_data(**kwargs), sort_keys=False)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+#: Runs ``python ARGS...`` with SIGINT at its default disposition, as a program started at a terminal has it.
+#: A process started as a background job of a non-interactive shell (a CI script's ``cmd &``) inherits SIGINT as
+#: *ignored*, and Python then installs no KeyboardInterrupt handler: a test that presses Ctrl-C must not depend on
+#: how the suite itself was started. (A shim that resets and execs, not ``preexec_fn``: that is unsafe with the
+#: stand-in's threads running in the test process.)
+_FOREGROUND_SHIM = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
+def interruptible_python(*args: str) -> list[str]:
+    """The argv of ``python ARGS...`` that Ctrl-C (SIGINT) reaches, whatever the test process inherited."""
+    return [sys.executable, "-c", _FOREGROUND_SHIM, *args]

@@ -14,7 +14,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.factories import git
+from tests.factories import git, interruptible_python
 from tests.project import Project, Result
 
 REPO = Path(__file__).resolve().parent.parent
@@ -223,7 +222,7 @@ def test_an_interrupted_build_leaves_no_checkout_and_no_process(tmp_path: Path, 
     temp.mkdir()
     env = {**os.environ, "TMPDIR": str(temp), "NO_COLOR": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gitops", "validate", "--ref", "HEAD", "-m", str(repo / "gitops.yaml")],
+        interruptible_python("-m", "gitops", "validate", "--ref", "HEAD", "-m", str(repo / "gitops.yaml")),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ from gitops.app.options import Options
 from gitops.app.watch import WatchSettings, WatchState, watch
 from gitops.edges.watching import file_changes
 from gitops.standin.testing import ALICE, StandIn
+from tests.factories import interruptible_python
 from tests.project import Project
 
 UPLOAD = "POST /api/user/code"
@@ -168,7 +168,7 @@ def test_ctrl_c_stops_the_cli_cleanly(project: Project, standin: StandIn, tmp_pa
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     manifest = str(project.root / "gitops.yaml")
     child = subprocess.Popen(
-        [sys.executable, "-m", "gitops", "watch", "-m", manifest, "--state-dir", str(project.state_dir)],
+        interruptible_python("-m", "gitops", "watch", "-m", manifest, "--state-dir", str(project.state_dir)),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
