@@ -10,7 +10,14 @@ from typing import Any, TypeVar
 
 import click
 
-from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES
+from gitops.app.options import (
+    DEFAULT_FORMAT,
+    DEFAULT_MANIFEST,
+    DEFAULT_MAX_WAIT,
+    DEFAULT_REFRESH,
+    FORMATS,
+    REFRESH_CHOICES,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +32,57 @@ def manifest_option(f: F) -> F:
         envvar="GITOPS_MANIFEST",
         help="The manifest file. [env: GITOPS_MANIFEST]",
     )(f)
+
+
+def max_wait_option(f: F) -> F:
+    """``--max-wait``: the longest 429 wait before retrying (every command that talks to a server)."""
+    return click.option(
+        "--max-wait",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_MAX_WAIT,
+        show_default=True,
+        envvar="GITOPS_MAX_WAIT",
+        help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. "
+        "[env: GITOPS_MAX_WAIT]",
+    )(f)
+
+
+def state_dir_option(f: F) -> F:
+    """``--state-dir``: where the ledger lives (every command that keeps one)."""
+    return click.option(
+        "--state-dir",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=None,
+        envvar="GITOPS_STATE_DIR",
+        help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
+    )(f)
+
+
+def format_options(what: str) -> Callable[[F], F]:
+    """``--format`` (text, json, markdown; from ``gitops.app.options``) with its ``--json``/``--markdown`` short
+    forms, for a command that prints ``what``; :func:`chosen_format` reads them."""
+
+    def decorate(f: F) -> F:
+        f = click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")(f)
+        f = click.option("--json", "as_json", is_flag=True, help="Same as --format json.")(f)
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(FORMATS),
+            default=DEFAULT_FORMAT,
+            show_default=True,
+            envvar="GITOPS_FORMAT",
+            help=f"How to print {what}. [env: GITOPS_FORMAT]",
+        )(f)
+
+    return decorate
+
+
+def chosen_format(fmt: str, as_json: bool, as_markdown: bool) -> str:
+    """The format :func:`format_options` asked for; a usage error when both short forms are given."""
+    if as_json and as_markdown:
+        raise click.UsageError("--json and --markdown exclude each other")
+    return "json" if as_json else "markdown" if as_markdown else fmt
 
 
 def plan_options(f: F) -> F:
@@ -48,22 +106,8 @@ def plan_options(f: F) -> F:
                 help="always: download every branch; auto: skip branches this tool uploaded recently; "
                 "never: plan from the ledger alone (no request at all). [env: GITOPS_REFRESH]",
             ),
-            click.option(
-                "--max-wait",
-                type=click.FloatRange(min=0),
-                default=DEFAULT_MAX_WAIT,
-                show_default=True,
-                envvar="GITOPS_MAX_WAIT",
-                help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. "
-                "[env: GITOPS_MAX_WAIT]",
-            ),
-            click.option(
-                "--state-dir",
-                type=click.Path(path_type=Path, file_okay=False),
-                default=None,
-                envvar="GITOPS_STATE_DIR",
-                help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
-            ),
+            max_wait_option,
+            state_dir_option,
             # NO_COLOR is read by use_color(), not by click: click would parse it as a boolean and refuse
             # NO_COLOR=x, while no-color.org says any non-empty value means no colour.
             click.option(

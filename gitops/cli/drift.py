@@ -6,40 +6,25 @@ from pathlib import Path
 
 import click
 
-from gitops.app.options import DEFAULT_FORMAT, DEFAULT_MAX_WAIT, FORMATS
-from gitops.cli.common import manifest_option, options_from, print_unlock_links, target_options
+from gitops.cli.common import (
+    chosen_format,
+    format_options,
+    manifest_option,
+    max_wait_option,
+    options_from,
+    print_unlock_links,
+    state_dir_option,
+    target_options,
+)
 from gitops.errors import BudgetError, ExitCode
 
 
 @click.command()
 @manifest_option
 @target_options
-@click.option(
-    "--max-wait",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_MAX_WAIT,
-    show_default=True,
-    envvar="GITOPS_MAX_WAIT",
-    help="Longest wait (seconds) after a 429 before retrying; longer waits stop with an error. [env: GITOPS_MAX_WAIT]",
-)
-@click.option(
-    "--state-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    envvar="GITOPS_STATE_DIR",
-    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default=DEFAULT_FORMAT,
-    show_default=True,
-    envvar="GITOPS_FORMAT",
-    help="How to print the report. [env: GITOPS_FORMAT]",
-)
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
+@max_wait_option
+@state_dir_option
+@format_options("the report")
 @click.pass_context
 def drift(
     ctx: click.Context,
@@ -62,9 +47,7 @@ def drift(
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
 
-    if as_json and as_markdown:
-        raise click.UsageError("--json and --markdown exclude each other")
-    fmt = "json" if as_json else "markdown" if as_markdown else fmt
+    fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(
         ctx,
         manifest=manifest,

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from gitops.app.options import DEFAULT_MAX_WAIT
-from gitops.cli.common import manifest_option
+from gitops.cli.common import manifest_option, max_wait_option, state_dir_option
 from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
 
 
@@ -35,20 +34,8 @@ from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
 @click.option("--username-env", default=None, metavar="VAR", help="Private servers: variable holding the user name.")
 @click.option("--password-env", default=None, metavar="VAR", help="Private servers: variable holding the password.")
 @click.option("--pull", "then_pull", is_flag=True, help="Then bring the server's code into the repository (pull).")
-@click.option(
-    "--state-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    envvar="GITOPS_STATE_DIR",
-    help="With --pull: where the ledger lives. [env: GITOPS_STATE_DIR]",
-)
-@click.option(
-    "--max-wait",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_MAX_WAIT,
-    envvar="GITOPS_MAX_WAIT",
-    help="With --pull: longest wait (seconds) after a 429. [env: GITOPS_MAX_WAIT]",
-)
+@state_dir_option
+@max_wait_option
 @click.pass_context
 def init(
     ctx: click.Context,

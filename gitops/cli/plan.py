@@ -6,25 +6,22 @@ from pathlib import Path
 
 import click
 
-from gitops.app.options import DEFAULT_FORMAT, FORMATS
-from gitops.cli.common import options_from, plan_options, print_unlock_links, target_options, use_color
+from gitops.cli.common import (
+    chosen_format,
+    format_options,
+    options_from,
+    plan_options,
+    print_unlock_links,
+    target_options,
+    use_color,
+)
 from gitops.errors import ExitCode
 
 
 @click.command()
 @plan_options
 @target_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default=DEFAULT_FORMAT,
-    show_default=True,
-    envvar="GITOPS_FORMAT",
-    help="How to print the plan. [env: GITOPS_FORMAT]",
-)
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
-@click.option("--markdown", "as_markdown", is_flag=True, help="Same as --format markdown.")
+@format_options("the plan")
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -61,9 +58,7 @@ def plan(
     from gitops.render.plan import render_json, render_markdown, render_text
     from gitops.secrets import redact
 
-    if as_json and as_markdown:
-        raise click.UsageError("--json and --markdown exclude each other")
-    fmt = "json" if as_json else "markdown" if as_markdown else fmt
+    fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(
         ctx,
         manifest=manifest,

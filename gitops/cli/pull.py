@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from gitops.app.options import DEFAULT_MAX_WAIT
-from gitops.cli.common import manifest_option, target_options
+from gitops.cli.common import manifest_option, max_wait_option, state_dir_option, target_options
 
 
 @click.command("pull")
@@ -15,21 +14,8 @@ from gitops.cli.common import manifest_option, target_options
 @target_options
 @click.option("--force", is_flag=True, help="Overwrite files that have uncommitted changes.")
 @click.option("--dry-run", is_flag=True, help="List what would be written; write nothing (downloads still count).")
-@click.option(
-    "--state-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    envvar="GITOPS_STATE_DIR",
-    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
-)
-@click.option(
-    "--max-wait",
-    type=click.FloatRange(min=0),
-    default=DEFAULT_MAX_WAIT,
-    show_default=True,
-    envvar="GITOPS_MAX_WAIT",
-    help="Longest wait (seconds) after a 429 before retrying. [env: GITOPS_MAX_WAIT]",
-)
+@state_dir_option
+@max_wait_option
 @click.pass_context
 def pull(
     ctx: click.Context,

@@ -14,9 +14,7 @@ from typing import Any
 import click
 
 from gitops.app.options import DEFAULT_MAX_WAIT, DEFAULT_REFRESH
-from gitops.cli.common import is_terminal, manifest_option, options_from
-
-STATE_DIR_HELP = "Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]"
+from gitops.cli.common import is_terminal, manifest_option, options_from, state_dir_option
 
 
 def _server_option(f: Any) -> Any:
@@ -26,16 +24,6 @@ def _server_option(f: Any) -> Any:
         envvar="GITOPS_SERVER",
         default=None,
         help="The manifest's server (key under 'servers'); needed when it has more than one. [env: GITOPS_SERVER]",
-    )(f)
-
-
-def _state_dir_option(f: Any) -> Any:
-    return click.option(
-        "--state-dir",
-        type=click.Path(path_type=Path, file_okay=False),
-        default=None,
-        envvar="GITOPS_STATE_DIR",
-        help=STATE_DIR_HELP,
     )(f)
 
 
@@ -75,7 +63,7 @@ def _left(seconds: float) -> str:
 @click.command()
 @manifest_option
 @_server_option
-@_state_dir_option
+@state_dir_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (format_version 1) instead of text.")
 @click.pass_context
 def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None, as_json: bool) -> None:
@@ -143,7 +131,7 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
 @click.command()
 @manifest_option
 @_server_option
-@_state_dir_option
+@state_dir_option
 @click.option("--wait", is_flag=True, help="After printing the link, wait until the token is unlimited.")
 @click.option(
     "--poll-seconds",

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from gitops.app.watch import DEFAULT_DEBOUNCE
-from gitops.cli.common import manifest_option, options_from, target_options
+from gitops.cli.common import manifest_option, max_wait_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
 
 
@@ -31,21 +31,8 @@ from gitops.errors import ExitCode
     envvar="GITOPS_DEBOUNCE",
     help="Seconds without a change that end a burst of changes (one deploy per burst). [env: GITOPS_DEBOUNCE]",
 )
-@click.option(
-    "--max-wait",
-    type=click.FloatRange(min=0),
-    default=60.0,
-    show_default=True,
-    envvar="GITOPS_MAX_WAIT",
-    help="Longest wait (seconds) after a 429 before retrying. [env: GITOPS_MAX_WAIT]",
-)
-@click.option(
-    "--state-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    envvar="GITOPS_STATE_DIR",
-    help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
-)
+@state_dir_option
+@max_wait_option
 @click.pass_context
 def watch(
     ctx: click.Context,
