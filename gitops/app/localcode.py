@@ -9,12 +9,19 @@ from where it ran. See :mod:`gitops.edges.build` for how a command runs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import importlib
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
 from gitops.edges.build import build_commands, build_environment, interrupts_as_keyboard, run_build, temporary_checkout
-from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 from gitops.errors import SourceError
+
+if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
+    from gitops.edges.sources import LocalCode
 
 
 def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -> LocalCode:
@@ -24,6 +31,8 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
+    from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
+
     commands = build_commands(loaded.manifest)
     if not commands:
         return read_local_code(loaded, ref)
@@ -56,3 +65,80 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
                     "the manifest is always read from disk, the code from the commit",
                 )
     return LocalCode(local.branches, SourceInfo("ref", ref, commit, None), warnings)
+
+
+class LocalRead:
+    """The local code, read in a second thread while this one waits for the servers.
+
+    A plan mostly waits for the servers (the sign-in, the branch list). Reading and hashing the files, and importing
+    the modules that do it, can fill that wait instead of coming before it. The caller calls :meth:`start` just
+    before its first request. The worker then reads the code and imports ``then_import``: the modules the caller
+    needs once the servers have answered. The worker only reads files (and runs ``git`` to ask about them). It
+    touches no ledger, no client and no terminal, so nothing is shared but the result. It is a daemon thread: a
+    Ctrl-C in the main thread ends the run without waiting for it.
+
+    With a ``build`` command the code is read at once, in this thread, before any server is asked. The build may
+    take minutes, it must run in the main thread (only that thread receives Ctrl-C), and the servers are then
+    checked after it, as close to the upload as before. When :meth:`start` was never called, :meth:`result` reads
+    the code in this thread.
+
+    Used as a context manager: when the caller's block fails (a server's error), the local code's own error is
+    raised instead, if it has one: a run without servers would have said that first.
+    """
+
+    #: The interpreter's thread switch interval while the worker runs (the default is 5 ms). The main thread reads
+    #: an answer in 64 KiB pieces, and after each one it waits for the worker to let go of the interpreter: 70
+    #: pieces for 4.5 MB.
+    SWITCH_INTERVAL = 0.0005
+
+    def __init__(
+        self, loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], then_import: tuple[str, ...] = ()
+    ) -> None:
+        self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
+        self._then_import = then_import
+        self._result: LocalCode | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._switch = sys.getswitchinterval()
+        if build_commands(loaded.manifest):
+            self._result = self._read()
+
+    def start(self) -> None:
+        """Start the worker (once; nothing when the code is read already)."""
+        if self._result is not None or self._error is not None or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
+        sys.setswitchinterval(self.SWITCH_INTERVAL)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._result = self._read()
+            for name in self._then_import:
+                importlib.import_module(name)
+        except BaseException as exc:  # handed to the main thread by result()
+            self._error = exc
+
+    def result(self) -> LocalCode:
+        """The local code; the read's own error (e.g. :class:`SourceError`) if it failed."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            sys.setswitchinterval(self._switch)
+        elif self._result is None and self._error is None:
+            self._result = self._read()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def __enter__(self) -> LocalRead:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if kind is None:
+            return
+        if issubclass(kind, KeyboardInterrupt):
+            sys.setswitchinterval(self._switch)
+        else:
+            self.result()

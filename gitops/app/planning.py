@@ -8,9 +8,10 @@ I/O. It never prints.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 
-from gitops.app.localcode import read_code
+from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
 from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest
@@ -29,6 +30,15 @@ from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan, ServerFailure, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
+
+#: The modules that talk to a server. This thread imports them before :class:`LocalRead` starts its worker: two
+#: threads importing modules that import each other can each see the other's module half made, so the worker's
+#: imports meet only modules that are complete.
+BEFORE_THE_WORKER = ("gitops.config.credentials", "gitops.edges.client", "gitops.edges.ledger")
+
+#: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
+#: the servers.
+AFTER_THE_SERVERS = ("gitops.render.plan", "gitops.app.applying")
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
 Needs = Mapping[str, Mapping[str, int]]
@@ -49,9 +59,13 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     anything is written.
     """
     options = s.options
-    local = read_code(s.loaded, options.ref, options.env)
     failed: dict[str, GitopsError] | None = {} if isolate else None
-    views = gather_remote(s, options.refresh, failed)
+    for name in BEFORE_THE_WORKER:
+        importlib.import_module(name)
+    # The local code is read while the servers are asked (LocalRead); when both fail, the local error is raised.
+    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS) as reading:
+        views = gather_remote(s, options.refresh, failed, before_requests=reading.start)
+        local = reading.result()
     failures = failed or {}
     if failures and len(failures) == len(s.servers()):
         # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
@@ -123,7 +137,13 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     return branch
 
 
-def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] | None = None) -> dict[str, RemoteView]:
+def gather_remote(
+    s: Session,
+    refresh: Refresh,
+    failed: dict[str, GitopsError] | None = None,
+    *,
+    before_requests: Callable[[], None] | None = None,
+) -> dict[str, RemoteView]:
     """Learn what each server holds, spending as few downloads as the refresh policy allows, and say for each
     branch whether this run verified it.
 
@@ -136,7 +156,11 @@ def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] |
 
     With ``failed`` (a dict to fill), a server whose list, budget check or reads raise one of
     :data:`SERVER_ERRORS` is recorded there and left out of the views, and the other servers are still read.
+
+    ``before_requests`` is called just before the first request is sent (``make_plan`` starts reading the local
+    code then, see :class:`LocalRead`).
     """
+    started = before_requests or (lambda: None)
     trust = float(s.loaded.manifest.budget.trust_own_upload_seconds)
     configs = s.loaded.manifest.branches
     listings: dict[str, list[BranchInfo] | None] = {}
@@ -158,7 +182,9 @@ def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] |
         if refresh == "never":
             return
         try:
-            listings[server] = s.reader(server).list_branches()
+            reader = s.reader(server)
+            started()
+            listings[server] = reader.list_branches()
         except ScopeError:
             # A token restricted to the code endpoints: existence comes from the download, activation is unknown
             # (and so re-sent by apply).
@@ -187,6 +213,7 @@ def gather_remote(s: Session, refresh: Refresh, failed: dict[str, GitopsError] |
     views: dict[str, RemoteView] = {}
 
     def learn(server: str) -> None:
+        started()
         views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
 
     for step in (list_server, judge_server, learn):

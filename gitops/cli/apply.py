@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -61,11 +61,11 @@ def apply(
     still hold what it was made from and that the manifest is unchanged. With --server/--branch, only that part
     of the saved plan is applied.
     """
-    from gitops.app.applying import load_saved_plan, run_apply
     from gitops.app.planning import make_plan
     from gitops.app.session import open_session
-    from gitops.core.apply import Outcome
-    from gitops.render.plan import render_text
+
+    if TYPE_CHECKING:
+        from gitops.core.apply import Outcome
 
     options = options_from(
         ctx,
@@ -85,7 +85,16 @@ def apply(
             hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
         )
     with open_session(options) as s:
-        result = load_saved_plan(plan_file, s) if plan_file is not None else make_plan(s, isolate=keep_going)
+        if plan_file is None:
+            result = make_plan(s, isolate=keep_going)
+        else:
+            from gitops.app.applying import load_saved_plan
+
+            result = load_saved_plan(plan_file, s)
+        # Imported once the plan is made: make_plan imports them while it waits for the servers.
+        from gitops.app.applying import run_apply
+        from gitops.render.plan import render_text
+
         click.echo(render_text(result, now=options.clock.now(), color=use_color(no_color)), nl=False)
         if result.failed and not keep_going:
             raise PlanFileError(

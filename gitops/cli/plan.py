@@ -54,8 +54,6 @@ def plan(
     """
     from gitops.app.planning import budget_error, make_plan
     from gitops.app.session import open_session
-    from gitops.edges.planfile import save_plan
-    from gitops.render.plan import render_json, render_markdown, render_text
     from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
@@ -71,6 +69,10 @@ def plan(
     )
     with open_session(options) as s:
         result = make_plan(s, isolate=True)
+        # Imported once the plan is made (make_plan has them imported while it waits for the servers).
+        from gitops.edges.planfile import save_plan
+        from gitops.render.plan import render_json, render_markdown, render_text
+
         now = options.clock.now()
         if fmt == "json":
             click.echo(render_json(result, now=now), nl=False)

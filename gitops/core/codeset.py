@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -119,9 +120,9 @@ class CodeSet:
         """The ``modules`` map to upload (sorted by name, so the JSON is stable)."""
         return {m.name: m.wire() for m in self}
 
-    @property
+    @cached_property
     def digest(self) -> str:
-        """A hash of the whole set (names and contents); equal sets have equal digests."""
+        """A hash of the whole set (names and contents); equal sets have equal digests (computed once per set)."""
         h = hashlib.sha256()
         for m in self:
             h.update(m.name.encode("utf-8", "surrogatepass"))

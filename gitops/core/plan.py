@@ -9,7 +9,7 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,9 +19,11 @@ from gitops.core.codeset import CodeSet, Module, WireModule, code_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
-from gitops.core.local import LocalCode
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
+
+if TYPE_CHECKING:
+    from gitops.core.local import LocalCode
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
 
@@ -297,13 +299,25 @@ def _plan_branch(
         activate=activate,
         module_count=len(upload_modules) + len(missing_kept),
         upload_length=length,
-        upload_digest=CodeSet.from_wire(upload_modules).digest if not missing_kept else None,
+        upload_digest=_upload_digest(code, upload_modules, diff, missing_kept),
         steps=steps,
     )
     payload = None
     if writes:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
+
+
+def _upload_digest(
+    code: CodeSet, upload_modules: dict[str, WireModule], diff: BranchDiff, missing_kept: list[str]
+) -> str | None:
+    """The digest of what the upload holds: the local set's own when no server module is kept (the upload is then
+    exactly ``code``, whose modules are hashed already), ``None`` when kept modules are not known."""
+    if missing_kept:
+        return None
+    if not diff.kept:
+        return code.digest
+    return CodeSet.from_wire(upload_modules).digest
 
 
 def as_server_stores(code: CodeSet) -> CodeSet:

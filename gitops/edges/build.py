@@ -28,7 +28,6 @@ from pathlib import Path
 from types import FrameType
 
 from gitops.config.manifest import Manifest
-from gitops.edges.sources import _resolve_commit
 from gitops.errors import SourceError
 
 BuildCommand = str | list[str]
@@ -202,6 +201,9 @@ def temporary_checkout(base_dir: Path, ref: str) -> Iterator[tuple[Path, str]]:
         )
     top = Path(os.fsdecode(top_run.stdout.strip())).resolve()
     # The same resolution, and the same messages, as a --ref read without a build (shallow clones, trees, typos).
+    # Imported here: the sources (and their glob library) are the local read's, which a plan runs in a second thread.
+    from gitops.edges.sources import _resolve_commit
+
     sha = _resolve_commit(top, ref)
     relative = base_dir.resolve().relative_to(top)
     holder = Path(tempfile.mkdtemp(prefix="gitops-build-"))
