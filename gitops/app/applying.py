@@ -8,7 +8,7 @@ pick exit codes. It never prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gitops.app.planning import check_saved_plan, recheck_budget
@@ -110,12 +110,13 @@ def run_apply(
     writers: dict[str, RemoteWriter] = {server: s.writer(server) for server in servers}
     try:
         uploads = verify_plan(plan, readers, saved=saved)
-        _record_pending(s, plan, uploads)
+        records = _records(s, plan, uploads)
+        _record_pending(s, records)
     finally:
         s.save()
 
     def done(outcome: Outcome) -> None:
-        _record_applied(s, plan, uploads, outcome)
+        _record_applied(s, plan, records, outcome)
         s.save()
         report.outcomes.append(outcome)
         if progress is not None:
@@ -173,18 +174,30 @@ def _record(s: Session, plan: Plan, branch: str, modules: Mapping[str, WireModul
         return None
 
 
-def _record_pending(s: Session, plan: Plan, uploads: Uploads) -> None:
-    """Before anything is sent, each set about to be uploaded: an upload whose answer is lost may have landed, and
-    finding its set on the server later is no drift (saved with the verification step)."""
+Records = Mapping[tuple[str, str], AppliedRecord]
+
+
+def _records(s: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, str], AppliedRecord]:
+    """The record of each set about to be uploaded (made once: the pending record and, when its step is done, the
+    applied one)."""
+    records: dict[tuple[str, str], AppliedRecord] = {}
     for (server, branch), modules in uploads.items():
         record = _record(s, plan, branch, modules)
         if record is not None:
-            s.ledger(server).record_pending(record)
+            records[(server, branch)] = record
+    return records
 
 
-def _record_applied(s: Session, plan: Plan, uploads: Uploads, outcome: Outcome) -> None:
-    """A step that wrote a branch's modules is done: they are its last applied record. That is the upload, or the
-    clone of a branch created with its modules (no upload step)."""
+def _record_pending(s: Session, records: Records) -> None:
+    """Before anything is sent, each set about to be uploaded: an upload whose answer is lost may have landed, and
+    finding its set on the server later is no drift (saved with the verification step)."""
+    for (server, _branch), record in records.items():
+        s.ledger(server).record_pending(record)
+
+
+def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:
+    """A step that wrote a branch's modules is done: they are its last applied record (stamped now). That is the
+    upload, or the clone of a branch created with its modules (no upload step)."""
     if outcome.status != "done":
         return
     for branch in plan.branches:
@@ -193,8 +206,6 @@ def _record_applied(s: Session, plan: Plan, uploads: Uploads, outcome: Outcome) 
         writes = outcome.step.kind == "upload" or (
             outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps)
         )
-        modules = uploads.get((branch.server, branch.branch))
-        if writes and modules is not None:
-            record = _record(s, plan, branch.branch, modules)
-            if record is not None:
-                s.ledger(branch.server).record_applied(record)
+        record = records.get((branch.server, branch.branch))
+        if writes and record is not None:
+            s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))

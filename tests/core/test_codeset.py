@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pytest
@@ -9,7 +10,9 @@ import pytest
 from gitops.core.codeset import (
     CodeSet,
     Module,
+    _DigestMemo,
     code_length,
+    content_digest,
     dropped_name_reason,
     module_from_wire,
     refused_name_reason,
@@ -160,3 +163,31 @@ def test_server_length_and_the_5_mb_line() -> None:
     astral = {"main": "𝄞" * ((MAX_CODE_LENGTH - 10) // 2)}
     assert code_length(astral) > MAX_CODE_LENGTH
     assert CodeSet.of([Module("main", text="𝄞")]).server_length() == 13
+
+
+def test_a_digest_is_sha256_of_the_kind_and_the_bytes_whether_memoised_or_not() -> None:
+    text = "module.exports.loop = function () {}; // é"
+    expected_text = hashlib.sha256(b"t\0" + text.encode("utf-8")).hexdigest()
+    expected_binary = hashlib.sha256(b"b\0" + b"\0asm").hexdigest()
+    assert content_digest(text) == expected_text
+    assert content_digest(b"\0asm") == expected_binary
+    # An equal text that is another object (as the server's answer holds it) gets the same digest, from the memo.
+    again = "".join(["module.exports.loop = function () {}; ", "// é"])
+    assert again is not text
+    assert Module("a", text=text).digest == Module("b", text=again).digest == expected_text
+    assert Module("c", binary=b"\0asm").digest == expected_binary
+    # A text and the bytes of it never share a digest, even though both kinds share the memo.
+    assert Module("d", text="abc").digest != Module("e", binary=b"abc").digest
+
+
+def test_the_digest_memo_keeps_a_bounded_amount_of_content() -> None:
+    memo = _DigestMemo()
+    memo.LIMIT = 100
+    for n in range(50):
+        content = f"{n:02d}" * 10  # 20 characters each
+        assert memo.digest(content) == content_digest(content)
+    assert sum(len(c) for c in memo._memo) <= 100
+    assert list(memo._memo)[-1] == "49" * 10  # the newest stay, the oldest went first
+    big = "x" * 101  # over the whole limit: hashed, never kept
+    assert memo.digest(big) == content_digest(big)
+    assert big not in memo._memo

@@ -1,0 +1,85 @@
+"""The local code is read while the servers are asked (``gitops.app.localcode.LocalRead``, issue 12), without
+changing what a run says or the order that matters: a build still runs before any request, and when the local code
+and a server both fail, the local code's error is the one reported (as when it was read first)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from gitops.app.localcode import LocalRead
+from gitops.config.manifest import load_manifest
+from gitops.standin.testing import StandIn
+from tests.project import Project
+
+LIST = "GET /api/user/branches"
+
+
+def test_a_build_runs_and_fails_before_any_request_is_sent(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The build takes a while before it fails: were the servers asked meanwhile, the branch list would have gone.
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src", "build": "sleep 0.5; echo 'TS2304: cannot find name' >&2; exit 2"}])
+    p.commit()
+    for command in ("plan", "apply"):
+        result = p.gitops(command, *(("--yes",) if command == "apply" else ()))
+        assert result.code == 6, result.err
+        assert "TS2304: cannot find name" in result.err
+        assert standin.count(LIST) == 0
+
+
+@pytest.mark.parametrize("fault", ["500", "html"])
+def test_when_the_local_code_and_the_server_both_fail_the_local_error_is_reported(
+    tmp_path: Path,
+    standin: StandIn,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/notes.txt": "not a module\n"})
+    p.manifest([{"branch": "main", "root": "src", "include": ["**/*"]}])
+    p.commit()
+    standin.inject_fault(LIST, fault, count=20)
+    for command in ("plan", "apply"):
+        result = p.gitops(command, *(("--yes",) if command == "apply" else ()))
+        assert result.code == 6, result.err
+        assert "notes.txt" in result.err
+        assert "Traceback" not in result.err
+    assert standin.count("POST /api/user/code") == 0
+
+
+def test_a_server_error_with_sound_local_code_is_the_servers(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    standin.inject_fault(LIST, "html", count=20)
+    result = p.apply("--yes")
+    assert result.code == 1, result.err
+    assert "GET /api/user/branches" in result.err
+
+
+def test_the_worker_reads_the_same_code_as_a_read_in_this_thread(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/lib/a.js": "module.exports = 1;\n"})
+    loaded = load_manifest(p.manifest([{"branch": "main", "root": "src"}]))
+    p.commit()
+    here = LocalRead(loaded, None, {}).result()  # never started: read in this thread
+    threads_before = threading.active_count()
+    reading = LocalRead(loaded, "HEAD", {}, then_import=("gitops.render.plan",))
+    reading.start()
+    there = reading.result()
+    assert threading.active_count() == threads_before  # joined
+    for local in (here, there):
+        assert [b.branch for b in local.branches] == ["main"]
+    assert {m.name: m.digest for m in here.branches[0].code} == {m.name: m.digest for m in there.branches[0].code}
+    assert there.source.kind == "ref"
