@@ -158,16 +158,20 @@ def check_server(user: ServerUser, expected: dict[str, str], before: Any, *, upl
     return after
 
 
-# --- the two sides ---
+# --- the sides ---
+
+#: The floor sides (``floor.py``): only the work a deploy with gitops' guarantees must do, with the standard library
+#: alone, or after importing the libraries every gitops run loads before its first request (click, PyYAML, httpx).
+FLOORS = ("floor-stdlib", "floor-card")
+FLOOR_SCRIPT = Path(__file__).resolve().with_name("floor.py")
 
 
 @dataclass
 class Sides:
-    """One round's accounts, state dirs and environments for both sides."""
+    """One round's accounts, state dirs and environments for every side."""
 
     repo: Path
-    gitops_user: ServerUser
-    peer_user: ServerUser
+    users: dict[str, ServerUser]
     state: Path
     fresh_states: Iterator[Path]
     base_env: dict[str, str]
@@ -177,56 +181,49 @@ class Sides:
     timestamps: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for user in (self.gitops_user, self.peer_user):
+        for user in self.users.values():
             self.timestamps[user.username] = held_branch(user)[1]
 
-    def gitops(self, state: Path, what: str) -> Usage:
-        env = {
-            **self.base_env,
-            "BENCH_USER": self.gitops_user.username,
-            "BENCH_PASSWORD": self.gitops_user.password,
-            "NO_COLOR": "1",
-        }
-        return measure(
-            [self.gitops_script, "apply", "--yes", "--state-dir", str(state)], env, self.repo, f"gitops ({what})"
-        )
+    def names(self) -> list[str]:
+        return list(self.users)
 
-    def peer(self, what: str) -> Usage:
-        env = {
-            **self.base_env,
-            "NODE_PATH": str(PEER_PREFIX / "node_modules"),
-            "SCREEPS_URL": self.peer_user.url,
-            "SCREEPS_USER": self.peer_user.username,
-            "SCREEPS_PASSWORD": self.peer_user.password,
-        }
-        argv = ["node", str(PEER_SCRIPT), str(self.repo / "src"), BRANCH]
-        return measure(argv, env, self.repo, f"the peer ({what})")
+    def run(self, side: str, state: Path, what: str) -> Usage:
+        user = self.users[side]
+        if side == "peer":
+            env = {
+                **self.base_env,
+                "NODE_PATH": str(PEER_PREFIX / "node_modules"),
+                "SCREEPS_URL": user.url,
+                "SCREEPS_USER": user.username,
+                "SCREEPS_PASSWORD": user.password,
+            }
+            argv = ["node", str(PEER_SCRIPT), str(self.repo / "src"), BRANCH]
+            return measure(argv, env, self.repo, f"the peer ({what})")
+        env = {**self.base_env, "BENCH_USER": user.username, "BENCH_PASSWORD": user.password, "NO_COLOR": "1"}
+        if side == "gitops":
+            argv = [self.gitops_script, "apply", "--yes", "--state-dir", str(state)]
+        else:
+            # The interpreter of the measured gitops install: the same Python, the same libraries.
+            python = str(Path(self.gitops_script).with_name("python"))
+            libs = side.removeprefix("floor-")
+            argv = [python, str(FLOOR_SCRIPT), "--libs", libs, "gitops.yaml", "src", BRANCH]
+        return measure(argv, env, self.repo, f"{side} ({what})")
 
 
-def run_pair(sides: Sides, scenario: str, gitops_first: bool) -> tuple[Usage, Usage]:
-    """One A/B pair of a scenario, both checked against the server; (gitops, peer)."""
+def run_scenario(sides: Sides, scenario: str, order: list[str]) -> dict[str, Usage]:
+    """One run of each side for a scenario, in ``order``, each checked against the server; usage by side."""
     expected = expected_modules(sides.repo / "src")
-    gitops_uploads = scenario in ("first deploy", "20 changed")
     state = next(sides.fresh_states) if scenario == "no-op, fresh ledger" else sides.state
     results: dict[str, Usage] = {}
-
-    def gitops_side() -> None:
-        user = sides.gitops_user
-        results["gitops"] = sides.gitops(state, scenario)
+    for side in order:
+        user = sides.users[side]
+        # The peer always uploads (blindly); gitops and the floors only when something changed.
+        uploaded = side == "peer" or scenario in ("first deploy", "20 changed")
+        results[side] = sides.run(side, state, scenario)
         sides.timestamps[user.username] = check_server(
-            user, expected, sides.timestamps[user.username], uploaded=gitops_uploads, what=f"gitops ({scenario})"
+            user, expected, sides.timestamps[user.username], uploaded=uploaded, what=f"{side} ({scenario})"
         )
-
-    def peer_side() -> None:
-        user = sides.peer_user
-        results["peer"] = sides.peer(scenario)
-        sides.timestamps[user.username] = check_server(
-            user, expected, sides.timestamps[user.username], uploaded=True, what=f"the peer ({scenario})"
-        )
-
-    for side in (gitops_side, peer_side) if gitops_first else (peer_side, gitops_side):
-        side()
-    return results["gitops"], results["peer"]
+    return results
 
 
 def change_modules(src: Path, round_no: int) -> None:
@@ -244,45 +241,53 @@ def write_manifest(repo: Path, url: str) -> None:
     )
 
 
-def run_round(
-    server: PrivateServer, repo: Path, tmp: Path, round_no: int, gitops: str
-) -> dict[str, tuple[Usage, Usage]]:
+Round = dict[str, dict[str, Usage]]
+
+
+def run_round(server: PrivateServer, repo: Path, tmp: Path, round_no: int, gitops: str, floors: bool) -> Round:
+    names = ["gitops", "peer", *(FLOORS if floors else ())]
     sides = Sides(
         repo=repo,
-        gitops_user=server.register(),
-        peer_user=server.register(),
+        users={name: server.register() for name in names},
         state=tmp / f"state-{round_no}",
         fresh_states=(tmp / f"state-{round_no}-fresh-{n}" for n in itertools.count()),
         base_env=clean_env(),
         gitops_script=gitops,
     )
-    gitops_first = round_no % 2 == 0
-    pairs: dict[str, tuple[Usage, Usage]] = {}
+    # The order rotates from round to round, so that no side always goes first (A/B, B/A, ...).
+    shift = round_no % len(names)
+    order = names[shift:] + names[:shift]
+    runs: Round = {}
     for scenario in SCENARIOS:
         if scenario == "20 changed":
             change_modules(repo / "src", round_no)
-        pairs[scenario] = run_pair(sides, scenario, gitops_first)
-    # Empty both accounts again: the server's storage saves its whole database every 10 s when it changed, so the
+        runs[scenario] = run_scenario(sides, scenario, order)
+    # Empty every account again: the server's storage saves its whole database every 10 s when it changed, so the
     # code of earlier rounds would make every later save (which competes with the measured processes) slower.
-    for user in (sides.gitops_user, sides.peer_user):
+    for user in sides.users.values():
         user.upload(BRANCH, {"main": ""})
-    return pairs
+    return runs
 
 
 # --- the report ---
 
 
-def summarise(rounds: list[dict[str, tuple[Usage, Usage]]]) -> dict[str, dict[str, float]]:
+def summarise(rounds: list[Round]) -> dict[str, dict[str, float]]:
+    """Per scenario: for each side but the peer, the median over rounds of its ratio to the peer of the same round
+    (``ratio_*`` for gitops, ``<side>_ratio_*`` for the others), and each side's median figures."""
     rows: dict[str, dict[str, float]] = {}
     for scenario in SCENARIOS:
-        pairs = [r[scenario] for r in rounds]
+        runs = [r[scenario] for r in rounds]
         row: dict[str, float] = {}
-        for figure in ("wall", "cpu", "rss_mb"):
-            mine = [getattr(g, figure) for g, _ in pairs]
-            theirs = [getattr(p, figure) for _, p in pairs]
-            row[f"ratio_{figure}"] = round(statistics.median(m / t for m, t in zip(mine, theirs, strict=True)), 3)
-            row[f"gitops_{figure}"] = round(statistics.median(mine), 3)
-            row[f"peer_{figure}"] = round(statistics.median(theirs), 3)
+        for side in runs[0]:
+            for figure in ("wall", "cpu", "rss_mb"):
+                mine = [getattr(run[side], figure) for run in runs]
+                row[f"{side}_{figure}"] = round(statistics.median(mine), 3)
+                if side == "peer":
+                    continue
+                theirs = [getattr(run["peer"], figure) for run in runs]
+                ratio = round(statistics.median(m / t for m, t in zip(mine, theirs, strict=True)), 3)
+                row[f"ratio_{figure}" if side == "gitops" else f"{side}_ratio_{figure}"] = ratio
         rows[scenario] = row
     return rows
 
@@ -300,6 +305,14 @@ def print_table(rows: dict[str, dict[str, float]], args: argparse.Namespace, loa
         cpus = f"{r['gitops_cpu']:10.3f} {r['peer_cpu']:8.3f}"
         mems = f"{r['gitops_rss_mb']:9.1f} {r['peer_rss_mb']:7.1f}"
         print(f"{name:22} {ratios} | {walls} {cpus} {mems}")
+    if any("floor-card_ratio_wall" in r for r in rows.values()):
+        print()
+        print("the floors (bench/floor.py: only the requests and work gitops must do), wall and CPU against the peer")
+        print(f"{'scenario':22} {'stdlib wall x':>13} {'CPU x':>6} | {'click+yaml+httpx wall x':>23} {'CPU x':>6}")
+        for name, r in rows.items():
+            stdlib = f"{r['floor-stdlib_ratio_wall']:13.2f} {r['floor-stdlib_ratio_cpu']:6.2f}"
+            libs = f"{r['floor-card_ratio_wall']:23.2f} {r['floor-card_ratio_cpu']:6.2f}"
+            print(f"{name:22} {stdlib} | {libs}")
 
 
 def main() -> None:
@@ -313,6 +326,9 @@ def main() -> None:
         "--gitops",
         default=GITOPS,
         help="the gitops script to measure (default: .venv's; peer.sh passes a regular, non-editable install)",
+    )
+    parser.add_argument(
+        "--no-floor", action="store_true", help="leave out the two floor sides (bench/floor.py), about a third faster"
     )
     args = parser.parse_args()
     if args.rounds < 1 or args.warmup < 0 or args.modules < CHANGED + 1:
@@ -345,9 +361,9 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             write_manifest(repo, server.url)
             rounds = []
             for n in range(args.warmup + args.rounds):
-                pairs = run_round(server, repo, tmp, n, os.path.abspath(args.gitops))
+                runs = run_round(server, repo, tmp, n, os.path.abspath(args.gitops), not args.no_floor)
                 if n >= args.warmup:
-                    rounds.append(pairs)
+                    rounds.append(runs)
                 if not args.json:
                     print(f"round {n + 1}/{args.warmup + args.rounds}{' (warm-up)' if n < args.warmup else ''} done")
         finally:
