@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -84,12 +85,32 @@ def _print_error(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``gitops`` script: runs a command and exits with its documented code."""
-    if _short_lived(sys.argv[1:] if argv is None else argv):
+    short = _short_lived(sys.argv[1:] if argv is None else argv)
+    if short:
         # A plan or apply allocates hundreds of thousands of objects (the modules, their JSON) and frees them by
         # reference counting; the cycle collector found nothing worth its ~60 ms of CPU over ~130 passes. The
         # process ends within seconds, so the few cycles it leaves are returned to the system at exit.
         gc.disable()
-    sys.exit(run(argv))
+    code = run(argv)
+    if short:
+        _end_now(code)
+    sys.exit(code)
+
+
+def _end_now(code: int) -> None:
+    """End the process at once, without the interpreter's teardown: freeing every object and module one by one
+    costs 20 to 40 ms after a deploy, and the system takes the memory back anyway.
+
+    Nothing is left to do at that point: the session has saved and closed the ledgers (and released their locks),
+    every file was written in a ``with`` block, child processes were waited for, and the local read's thread was
+    joined. Output is flushed first; when that fails (a closed pipe), the normal exit runs and reports it as before.
+    """
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 def _short_lived(args: list[str]) -> bool:
