@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
@@ -27,9 +28,11 @@ from gitops.core.drift import (
     with_drift,
 )
 from gitops.core.endpoints import DOWNLOAD
-from gitops.core.plan import Plan, ServerFailure, build_plan, requests_needed
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
+
+if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
+    from gitops.core.plan import Plan
 
 #: The modules that talk to a server. This thread imports them before :class:`LocalRead` starts its worker: two
 #: threads importing modules that import each other can each see the other's module half made, so the worker's
@@ -38,7 +41,7 @@ BEFORE_THE_WORKER = ("gitops.config.credentials", "gitops.edges.client", "gitops
 
 #: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
 #: the servers.
-AFTER_THE_SERVERS = ("gitops.render.plan", "gitops.app.applying")
+AFTER_THE_SERVERS = ("gitops.core.plan", "gitops.render.plan", "gitops.app.applying")
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
 Needs = Mapping[str, Mapping[str, int]]
@@ -58,6 +61,8 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
     anything is written.
     """
+    from gitops.core.plan import ServerFailure, build_plan
+
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
     for name in BEFORE_THE_WORKER:
@@ -354,6 +359,8 @@ def _budget_refusal(rows: list[EndpointBudget], s: Session) -> BudgetError:
 
 
 def _failing_rows(plan: Plan, s: Session, extra_needs: Needs | None) -> list[EndpointBudget]:
+    from gitops.core.plan import requests_needed
+
     failing: list[EndpointBudget] = []
     for server in plan.servers():
         needs = requests_needed([b for b in plan.branches if b.server == server])
