@@ -13,12 +13,19 @@ into the command's peak memory figure. Scenarios, each run as an A/B pair whose 
 - ``no-op, fresh ledger``: ``gitops apply`` with a new, empty state dir (it downloads and diffs); the peer uploads.
 - ``20 changed``: 20 of the 2,000 modules change; ``gitops apply`` (ledger kept) against the peer's upload of all.
 
+Two more sides run beside them unless ``--no-floor`` is given: ``floor.py`` does only the requests and the work a
+deploy with gitops' guarantees must do (read the files, sign in, the branch list as the check, an upload only when
+the branch differs), once with the standard library alone and once after importing the libraries every gitops run
+loads before its first request (click, PyYAML, httpx, orjson). They say how close to the peer gitops could get at
+all. Each side has its own fresh account; the order of the sides rotates from round to round.
+
 After each run the branch is read back from the server: it must hold exactly the repository's modules, an upload
-must have moved the branch's ``timestamp``, and a gitops no-op must have left it untouched (nothing uploaded).
-Reported per scenario: the median over rounds of the per-pair ratio gitops/peer (wall time, CPU, peak memory) and
-the median absolute figures of each side.
+must have moved the branch's ``timestamp``, and a no-op (gitops, a floor) must have left it untouched (nothing
+uploaded). Reported per scenario: the median over rounds of each side's ratio to the peer of the same round (wall
+time, CPU, peak memory) and the median absolute figures of gitops and the peer.
 
 Usage: .venv/bin/python bench/bench_peer.py [--rounds 6] [--warmup 1] [--modules 2000] [--total-mb 4.5] [--json]
+[--no-floor]
 (``bash bench/peer.sh`` installs the peer first; ``PRIVATE_SERVER_DIR`` says where the server is installed.)
 """
 

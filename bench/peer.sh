@@ -5,7 +5,7 @@
 # PRIVATE_SERVER_DIR points at an install made elsewhere, and the pinned peer (bench/peer/package*.json) into .bench/.
 # gitops is measured as users get it: a regular (non-editable) install of this tree into .bench/gitops-venv,
 # refreshed on every run (an editable install adds ~20 ms of import hook to every start).
-# Usage: bash bench/peer.sh [--rounds 6] [--warmup 1] [--modules 2000] [--total-mb 4.5] [--json]
+# Usage: bash bench/peer.sh [--rounds 6] [--warmup 1] [--modules 2000] [--total-mb 4.5] [--json] [--no-floor]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -198,3 +198,27 @@ def test_a_password_login_without_a_sign_in_is_exit_7(
             "a persistent token (token_env) instead.\n"
         )
     assert standin.count("GET /api/user/code") == standin.count("POST /api/user/code") == 0
+
+
+def test_a_command_in_its_own_process_ends_with_all_its_output_and_its_exit_code(project: Project) -> None:
+    """Short commands end with ``os._exit`` once their output is flushed (``gitops.cli._end_now``): what they
+    printed reaches the pipe whole, on both streams, and the exit code is the command's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_")}
+
+    def gitops(*args: str) -> subprocess.CompletedProcess[bytes]:
+        argv = [sys.executable, "-m", "gitops", *args]
+        return subprocess.run(argv, check=False, capture_output=True, env={**env, "NO_COLOR": "1"}, timeout=60)
+
+    schema = gitops("schema")
+    assert schema.returncode == 0, schema.stderr
+    assert schema.stdout == (Path(__file__).resolve().parents[1] / "schemas/gitops.schema.json").read_bytes()
+    manifest = str(project.root / "gitops.yaml")
+    plan = gitops("plan", "--refresh=never", "-m", manifest, "--state-dir", str(project.state_dir))
+    assert plan.returncode == 2, plan.stderr
+    assert plan.stdout.decode().startswith("Plan from working tree, manifest ")
+    assert plan.stdout.decode().endswith("(1 branch(es) not checked on the server).\n")
+    (project.root / "gitops.yaml").write_text("version: 1\nservers: {}\nbranches: []\nsurprise: 1\n")
+    bad = gitops("validate", "-m", manifest)
+    assert bad.returncode == 5
+    assert bad.stderr.decode().startswith("Error: ")
+    assert "surprise" in bad.stderr.decode()
