@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 
@@ -31,6 +32,25 @@ def read_modules(root: str) -> dict[str, str]:
     return modules
 
 
+Call = Callable[..., Any]  # call(method, path, body=None, token=None) -> the answer's JSON
+
+
+def deploy(call: Call, user: str, password: str, branch: str, modules: dict[str, str]) -> bool:
+    """Sign in, check the branch through the branch list, upload only when it differs; whether it uploaded."""
+    token = call("POST", "/api/auth/signin", {"email": user, "password": password})["token"]
+    listed = call("GET", "/api/user/branches", token=token)["list"]
+    held = next((b.get("modules") for b in listed if b.get("branch") == branch), None)
+    if held == modules:
+        return False
+    call("POST", "/api/user/code", {"branch": branch, "modules": modules}, token)
+    return True
+
+
+def headers(token: str | None) -> dict[str, str]:
+    auth = {} if token is None else {"X-Token": token, "X-Username": token}
+    return {"Content-Type": "application/json", **auth}
+
+
 def stdlib(url: str, user: str, password: str, branch: str, modules: dict[str, str]) -> bool:
     import http.client
     import json
@@ -40,23 +60,14 @@ def stdlib(url: str, user: str, password: str, branch: str, modules: dict[str, s
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=30)
 
     def call(method: str, path: str, body: Any = None, token: str | None = None) -> Any:
-        headers = {"Content-Type": "application/json"}
-        if token is not None:
-            headers.update({"X-Token": token, "X-Username": token})
-        conn.request(method, path, None if body is None else json.dumps(body).encode(), headers)
+        conn.request(method, path, None if body is None else json.dumps(body).encode(), headers(token))
         answer = conn.getresponse()
         data = answer.read()
         if answer.status != 200:
             raise SystemExit(f"{method} {path}: HTTP {answer.status}")
         return json.loads(data)
 
-    token = call("POST", "/api/auth/signin", {"email": user, "password": password})["token"]
-    listed = call("GET", "/api/user/branches", token=token)["list"]
-    held = next((b.get("modules") for b in listed if b.get("branch") == branch), None)
-    if held == modules:
-        return False
-    call("POST", "/api/user/code", {"branch": branch, "modules": modules}, token)
-    return True
+    return deploy(call, user, password, branch, modules)
 
 
 def card(manifest: str, user: str, password: str, branch: str, modules: dict[str, str]) -> bool:
@@ -70,22 +81,13 @@ def card(manifest: str, user: str, password: str, branch: str, modules: dict[str
     with httpx.Client(base_url=url, timeout=30) as http:
 
         def call(method: str, path: str, body: Any = None, token: str | None = None) -> Any:
-            headers = {"Content-Type": "application/json"}
-            if token is not None:
-                headers.update({"X-Token": token, "X-Username": token})
             content = None if body is None else orjson.dumps(body)
-            answer = http.request(method, path, content=content, headers=headers)
+            answer = http.request(method, path, content=content, headers=headers(token))
             if answer.status_code != 200:
                 raise SystemExit(f"{method} {path}: HTTP {answer.status_code}")
             return orjson.loads(answer.content)
 
-        token = call("POST", "/api/auth/signin", {"email": user, "password": password})["token"]
-        listed = call("GET", "/api/user/branches", token=token)["list"]
-        held = next((b.get("modules") for b in listed if b.get("branch") == branch), None)
-        if held == modules:
-            return False
-        call("POST", "/api/user/code", {"branch": branch, "modules": modules}, token)
-        return True
+        return deploy(call, user, password, branch, modules)
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ import pytest
 from gitops.app.localcode import LocalRead
 from gitops.config.manifest import load_manifest
 from gitops.standin.testing import StandIn
-from tests.project import Project
+from tests.project import Project, one_branch_project
 
 LIST = "GET /api/user/branches"
 
@@ -56,10 +56,7 @@ def test_when_the_local_code_and_the_server_both_fail_the_local_error_is_reporte
 def test_a_server_error_with_sound_local_code_is_the_servers(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "main", "root": "src"}])
-    p.commit()
+    p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
     standin.inject_fault(LIST, "html", count=20)
     result = p.apply("--yes")
     assert result.code == 1, result.err
