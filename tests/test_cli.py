@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.cli import run
+from gitops.cli import _short_lived, run
 from gitops.edges.clock import ManualClock
 from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD, StandIn
 from tests.factories import make_repo, write_manifest
@@ -222,3 +222,19 @@ def test_a_command_in_its_own_process_ends_with_all_its_output_and_its_exit_code
     assert bad.returncode == 5
     assert bad.stderr.decode().startswith("Error: ")
     assert "surprise" in bad.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("argv", "short"),
+    [
+        (["apply", "--yes"], True),
+        (["--debug", "plan", "--json"], True),
+        (["serve", "--port", "0"], False),
+        (["watch", "--server", "home"], False),
+        (["--debug", "watch"], False),
+    ],
+)
+def test_only_commands_that_end_on_their_own_run_without_the_cycle_collector(argv: list[str], short: bool) -> None:
+    """``gitops.cli.main`` turns the cycle collector off and ends with ``os._exit`` for short commands only: a
+    watch runs for hours, and the garbage cycles of its retried errors must be collected."""
+    assert _short_lived(argv) is short

@@ -116,10 +116,15 @@ def _end_now(code: int) -> None:
     os._exit(code)
 
 
+#: Commands that run until they are stopped: the stand-in, and the watch mode (hours of plans, where the cyclic
+#: garbage of retried errors, their tracebacks and frames, must be collected).
+LONG_RUNNING = frozenset({"serve", "watch"})
+
+
 def _short_lived(args: list[str]) -> bool:
-    """Whether the command ends on its own (everything but ``serve``, the long-running stand-in)."""
+    """Whether the command ends on its own (everything but :data:`LONG_RUNNING`)."""
     command = next((a for a in args if not a.startswith("-")), None)
-    return command != "serve"
+    return command not in LONG_RUNNING
 
 
 def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = None) -> int:
