@@ -4,7 +4,11 @@ and a server both fail, the local code's error is the one reported (as when it w
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,7 @@ import pytest
 from gitops.app.localcode import LocalRead
 from gitops.config.manifest import load_manifest
 from gitops.standin.testing import StandIn
+from tests.factories import interruptible_python
 from tests.project import Project, one_branch_project
 
 LIST = "GET /api/user/branches"
@@ -80,3 +85,39 @@ def test_the_worker_reads_the_same_code_as_a_read_in_this_thread(
         assert [b.branch for b in local.branches] == ["main"]
     assert {m.name: m.digest for m in here.branches[0].code} == {m.name: m.digest for m in there.branches[0].code}
     assert there.source.kind == "ref"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_ctrl_c_while_the_server_is_awaited_ends_the_run_at_once(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C during the wait for the branch list (the local read's thread started) ends the run with 130 and one
+    error line, no traceback, without waiting for the worker or the answer."""
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({f"src/lib/m{n:03d}.js": f"module.exports = {n};\n" for n in range(300)})
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    standin.inject_fault(LIST, "delay", delay=20)
+    argv = ["-m", "gitops", "plan", "-m", str(p.root / "gitops.yaml"), "--state-dir", str(p.state_dir)]
+    proc = subprocess.Popen(
+        interruptible_python(*argv), env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while standin.count(LIST) == 0 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert standin.count(LIST) == 1, "the branch list was not asked"
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=15)
+        waited = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err.decode()
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1, err.decode()
+    assert lines[0].startswith("Error: ")
+    assert waited < 10  # not the 20 s the answer would take: nothing waited for it
