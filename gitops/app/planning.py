@@ -61,8 +61,6 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
     anything is written.
     """
-    from gitops.core.plan import ServerFailure, build_plan
-
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
     for name in BEFORE_THE_WORKER:
@@ -71,6 +69,8 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS) as reading:
         views = gather_remote(s, options.refresh, failed, before_requests=reading.start)
         local = reading.result()
+    from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)
+
     failures = failed or {}
     if failures and len(failures) == len(s.servers()):
         # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
