@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
 from gitops.edges.build import build_commands, build_environment, interrupts_as_keyboard, run_build, temporary_checkout
+from gitops.edges.threads import start_quiet
 from gitops.errors import SourceError
 
 if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
@@ -109,7 +110,7 @@ class LocalRead:
             return
         self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
         sys.setswitchinterval(self.SWITCH_INTERVAL)
-        self._thread.start()
+        start_quiet(self._thread)  # a Ctrl-C must reach the main thread, waiting in a socket read
 
     def _work(self) -> None:
         try:

@@ -36,6 +36,8 @@ from typing import Any
 import httpx
 import orjson
 
+from gitops.edges.threads import start_quiet
+
 __all__ = [
     "MAX_JSON_DEPTH",
     "PIECE",
@@ -270,7 +272,7 @@ class _Watchdog:
         self._timer.daemon = True
 
     def start(self) -> None:
-        self._timer.start()
+        start_quiet(self._timer)  # a Ctrl-C must reach the main thread, waiting in the read this timer guards
 
     def stop(self) -> None:
         self._timer.cancel()
