@@ -3,7 +3,8 @@
 The one call the commands make to read local code (:func:`read_code`): without a build it is
 :func:`gitops.edges.sources.read_local_code`; with one, the build runs in the working tree (no ``--ref``) or in a
 temporary checkout of the commit (``--ref``, :func:`gitops.edges.build.temporary_checkout`), and the code is read
-from where it ran. See :mod:`gitops.edges.build` for how a command runs.
+from where it ran. See :mod:`gitops.edges.build` for how a command runs. A plan reads it through :class:`LocalRead`,
+in a second thread while it waits for the servers.
 """
 
 from __future__ import annotations
