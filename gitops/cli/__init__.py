@@ -104,7 +104,8 @@ def _end_now(code: int) -> None:
     Nothing is left to do at that point: the session has saved and closed the ledgers (and released their locks),
     every file was written in a ``with`` block, child processes were waited for, and the local read's thread was
     joined. Output is flushed first; when that fails (a closed pipe), the normal exit runs and reports it as before.
-    It runs too under a profiler or a tracer (``python -m cProfile``, coverage), which write their results at exit.
+    The normal exit runs too under a profiler or a tracer (``python -m cProfile``, coverage): they write their
+    results at exit.
     """
     if sys.getprofile() is not None or sys.gettrace() is not None:
         return
