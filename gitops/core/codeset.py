@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
@@ -116,22 +117,44 @@ class _DigestMemo:
 _DIGESTS = _DigestMemo()
 
 
-def module_from_wire(name: str, value: Any) -> Module:
-    """A module from the server's JSON. Raises ``ValueError`` with a short reason for anything else."""
+def module_from_wire(name: str, value: Any, *, strict: bool = False) -> Module:
+    """A module from the server's JSON. Raises ``ValueError`` with a short reason for anything else.
+
+    A binary module's base64 is read as the server and the game read it (:func:`node_base64`); ``strict`` (for
+    what this tool wrote itself, such as a saved plan's upload) accepts only the standard alphabet, padded or not.
+    """
     if isinstance(value, str):
         return Module(name, text=value)
     if isinstance(value, dict) and set(value) == {"binary"} and isinstance(value["binary"], str):
+        if not strict:
+            return Module(name, binary=node_base64(value["binary"]))
+        encoded = value["binary"]
         try:
-            raw = base64.b64decode(_pad(value["binary"]), validate=True)
+            return Module(name, binary=base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True))
         except (binascii.Error, ValueError) as exc:
             raise ValueError(f"module {name!r} has invalid base64 in 'binary'") from exc
-        return Module(name, binary=raw)
     raise ValueError(f"module {name!r} is neither a string nor {{'binary': base64}}")
 
 
-def _pad(text: str) -> str:
-    # cargo-screeps sends unpadded base64; accept it.
-    return text + "=" * (-len(text) % 4)
+#: What Node's base64 decoder skips: every character outside both alphabets (white space, line breaks, '!', ...).
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/\-_]")
+
+
+def node_base64(text: str) -> bytes:
+    """The bytes Node's ``Buffer.from(text, 'base64')`` reads, which is how the server and the game read a binary
+    module: the standard and the URL-safe alphabet alike, white space and line breaks (and any other character
+    outside both alphabets) skipped, padding optional, decoding stopped at the first ``=``, and a last lone
+    character (which holds no whole byte) dropped. The private server stores any such text as it was sent (it
+    checks nothing), so the tool and the stand-in read it the same way instead of refusing it."""
+    data = _NOT_BASE64.sub("", text.split("=", 1)[0]).translate(_URL_SAFE)
+    data = data[: len(data) - (len(data) % 4 == 1)]
+    try:
+        return base64.b64decode(data + "=" * (-len(data) % 4), validate=True)
+    except (binascii.Error, ValueError):  # pragma: no cover - only alphabet characters, never 4n+1 of them, are left
+        return b""
+
+
+_URL_SAFE = str.maketrans("-_", "+/")
 
 
 @dataclass(frozen=True)
@@ -145,11 +168,12 @@ class CodeSet:
         return cls({m.name: m for m in modules})
 
     @classmethod
-    def from_wire(cls, modules: Any) -> CodeSet:
-        """Parse a ``modules`` map from the server; ``ValueError`` if it is not one."""
+    def from_wire(cls, modules: Any, *, strict: bool = False) -> CodeSet:
+        """Parse a ``modules`` map from the server; ``ValueError`` if it is not one (``strict``: see
+        :func:`module_from_wire`)."""
         if not isinstance(modules, dict):
             raise ValueError("'modules' is not an object")
-        return cls({str(name): module_from_wire(str(name), value) for name, value in modules.items()})
+        return cls({str(name): module_from_wire(str(name), value, strict=strict) for name, value in modules.items()})
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self.modules[name] for name in sorted(self.modules))
@@ -198,14 +222,22 @@ def code_length(wire_modules: Mapping[str, Any]) -> int:
         if encoded.isascii():
             return len(encoded)
         text = encoded.decode("utf-8")
-    # JavaScript strings are UTF-16: characters outside the BMP count twice.
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+    # JavaScript strings are UTF-16: characters outside the BMP count twice. JSON.stringify writes a lone surrogate
+    # as a six-character escape (\udXXX, well-formed JSON.stringify since Node 12), where the text holds one unit.
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    return units + 5 * len(_LONE_SURROGATE.findall(text))
+
+
+#: A surrogate that is not half of a pair, as JavaScript would see it once the text is UTF-16.
+_LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
 def dropped_name_reason(name: str) -> str | None:
-    """Why the server would drop a module of this name, or ``None`` if it keeps it (the stand-in drops the same)."""
-    if not name:
-        return "the name is empty"
+    """Why the server would drop a module of this name, or ``None`` if it keeps it (the stand-in drops the same).
+
+    The empty name is kept: the private server drops a name whose first character is one of
+    :data:`DROPPED_NAME_PREFIXES` (``@screeps/backend`` ``utils.translateModulesToDb``), and ``""`` has none.
+    """
     if name.startswith(DROPPED_NAME_PREFIXES):
         return f"the name starts with {name[0]!r}, and the server silently drops such modules"
     return None
@@ -217,6 +249,8 @@ def refused_name_reason(name: str) -> str | None:
     The server drops the name (:func:`dropped_name_reason`), or stores it with a marker of its own escaping in it
     and reads it back as another name (``a$DOT$b`` comes back as ``a.b``), so a plan would never find it there.
     """
+    if not name:
+        return "the name is empty, and no file or require can name such a module"
     reason = dropped_name_reason(name)
     if reason is not None:
         return reason

@@ -407,7 +407,7 @@ def seal_problems(plan: Plan) -> list[str]:
 
 def _payload_problems(branch: BranchPlan, payload: Payload) -> list[str]:
     try:
-        held = CodeSet.from_wire(payload.modules)
+        held = CodeSet.from_wire(payload.modules, strict=True)
     except ValueError as exc:
         return [str(exc)]
     problems: list[str] = []
@@ -459,7 +459,7 @@ def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> li
     """
     rows = {row.name: row for row in branch.modules}
     try:
-        held = CodeSet.from_wire(payload.modules)
+        held = CodeSet.from_wire(payload.modules, strict=True)
     except ValueError:  # pragma: no cover - seal_problems refused it when the plan file was loaded
         return [f"{branch.label}: the modules to upload are not modules"]
     problems: list[str] = []

@@ -21,11 +21,11 @@ from urllib.parse import parse_qsl
 
 from starlette.types import Message, Receive, Scope, Send
 
-from gitops.core.endpoints import endpoint_key
+from gitops.core.endpoints import UPLOAD, endpoint_key
 from gitops.edges.clock import Clock
 from gitops.standin.accounts import Account, Accounts, Token
 from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds
-from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint, canonical_key
+from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint, canonical_key, strip_world_prefix
 from gitops.standin.faults import Faults
 from gitops.standin.handlers import Handlers, parse_segment
 from gitops.standin.ratelimit import RateLimiter
@@ -127,7 +127,7 @@ class StandInApp:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, user: list[str]) -> Response | None:
         method: str = scope["method"]
-        path: str = scope["path"]
+        path: str = strip_world_prefix(scope["path"])
         key = canonical_key(endpoint_key(method, path))
         try:
             query = _query(scope.get("query_string", b""))
@@ -200,7 +200,7 @@ class StandInApp:
                     return error("unauthorized", 401)
                 if token is not None and self.limiter.unlimited_until(token.fingerprint) is None:
                     limited_token = token.fingerprint
-                if token is not None:
+                if token is not None and endpoint.auth != "any-token":
                     denied = _scope_problem(req, token)
                     if denied is not None:
                         return self._with_window(denied, limited_token, key)
@@ -229,10 +229,14 @@ class StandInApp:
     ) -> tuple[Token | None, Account | None]:
         """Who the request is from; ``(None, None)`` when it has no valid credentials for the endpoint.
 
-        A token (header or query) wins over HTTP Basic; HTTP Basic counts only where the endpoint accepts it.
+        A token (header or query) wins over HTTP Basic; HTTP Basic counts only where the endpoint accepts it. On
+        ``POST /api/user/code`` Basic wins when both are sent, as on the private server (screepsmod-auth signs the
+        Basic user in there and puts that user's token in place of the one sent); a wrong password is then a 401.
         """
         if endpoint is not None and endpoint.auth == "none":
             return None, None
+        if authorization and endpoint is not None and endpoint.key == UPLOAD and _is_basic(authorization):
+            return None, self._basic(authorization)
         if token_value is not None:
             token = self.accounts.token(token_value)
             if token is None:
@@ -345,6 +349,10 @@ def _scope_problem(req: Request, token: Token) -> Response | None:
         if segment is not None and not token.allows_segment(req.key, segment):
             return error(f"token is not allowed to use memory segment {segment}", 403, segment=segment)
     return None
+
+
+def _is_basic(authorization: str) -> bool:
+    return authorization.strip().partition(" ")[0].lower() == "basic"
 
 
 def _query(raw: bytes) -> dict[str, str]:

@@ -10,7 +10,8 @@ from typing import Literal
 
 from gitops.core.endpoints import ACTIVATE, CLONE, DOWNLOAD, ENDPOINT_LIMITS, LIST, QUERY_TOKEN, UPLOAD
 
-Auth = Literal["none", "token", "token-or-basic"]
+#: ``any-token``: any valid token (or sign-in) reaches it, whatever the token's restrictions.
+Auth = Literal["none", "token", "any-token", "token-or-basic"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,9 @@ _ENDPOINTS = (
     Endpoint(CLONE, "token"),
     Endpoint(ACTIVATE, "token"),
     Endpoint("POST /api/user/delete-branch", "token"),
+    # The official server's; node-screeps-api's me() asks them when its token is restricted.
+    Endpoint("GET /api/user/name", "any-token"),
+    Endpoint("GET /api/user/find", "any-token"),
 )
 
 ENDPOINTS: dict[str, Endpoint] = {e.key: e for e in _ENDPOINTS} | {
@@ -55,7 +59,20 @@ def canonical_key(key: str) -> str:
 
 
 #: Endpoints that a token's ``endpoints`` list may name (those that need authentication at all).
-TOKEN_ENDPOINTS: frozenset[str] = frozenset(e.key for e in ENDPOINTS.values() if e.auth != "none")
+TOKEN_ENDPOINTS: frozenset[str] = frozenset(e.key for e in ENDPOINTS.values() if e.auth in ("token", "token-or-basic"))
+
+#: The official server's prefixes of its other worlds (``https://screeps.com/ptr``, ``/season``). The stand-in
+#: answers the whole API under each of them, from the one world it keeps (docs/serve.md, "Differences").
+WORLD_PREFIXES = ("/ptr", "/season")
+
+
+def strip_world_prefix(path: str) -> str:
+    """``/api/user/code`` for ``/season/api/user/code``; any other path as it is."""
+    for prefix in WORLD_PREFIXES:
+        if path.startswith(prefix + "/"):
+            return path[len(prefix) :]
+    return path
+
 
 #: The memory-segment endpoints: a restricted token reaches them for the segments in its ``memory_segments``.
 SEGMENT_ENDPOINTS: frozenset[str] = frozenset({"GET /api/user/memory-segment", "POST /api/user/memory-segment"})

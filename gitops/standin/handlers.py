@@ -38,8 +38,24 @@ _ROOM = re.compile(r"[WE](\d{1,3})[NS](\d{1,3})")
 _SHARD = re.compile(r"[A-Za-z0-9_-]{1,30}")
 # What JavaScript's parseInt(text) reads: leading white space, a sign, then hexadecimal digits after 0x or decimal ones.
 _JS_INT = re.compile(r"[\s\ufeff]*([+-]?)(?:0[xX]([0-9a-fA-F]+)|([0-9]+))")
-_TUTORIAL = re.compile(r"tutorial-\d")
+# JavaScript's \d is ASCII only (Python's also matches other scripts' digits, such as the Arabic-Indic ٣).
+_TUTORIAL = re.compile(r"tutorial-[0-9]")
 _ACTIVE_NAMES: tuple[ActiveName, ...] = ("activeWorld", "activeSim")
+
+
+def check_selector(branch: str) -> str:
+    """A branch name or an active-branch selector; the selector ``$`` alone is refused.
+
+    The real server reads ``$X`` as "the branch whose flag X is true" (``$activeWorld``, ``$activeSim``; any other
+    flag matches no branch), so ``$``, an empty flag name, matches every branch of the account: an upload to ``$``
+    overwrites all of them. The stand-in refuses it rather than copy that.
+    """
+    if branch == "$":
+        raise Reject(
+            "invalid params: branch '$' is neither a branch name nor a selector such as $activeWorld (the real"
+            " server would write every branch of the account)"
+        )
+    return branch
 
 
 def js_length(text: str) -> int:
@@ -87,7 +103,10 @@ def check_modules(raw: Any, field: str) -> dict[str, Any]:
         raise Reject(f"invalid params: '{field}' must be an object that maps module names to source text")
     kept: dict[str, Any] = {}
     for name, value in raw.items():
-        if not isinstance(value, str):  # text needs no check; binary modules must hold valid base64
+        # Text needs no check; a binary module must be {"binary": <text>}, whose text is read as Node reads base64
+        # (white space, line breaks and the URL-safe alphabet included) and kept as it was sent, as the real server
+        # keeps it.
+        if not isinstance(value, str):
             try:
                 module_from_wire(name, value)
             except ValueError as exc:
@@ -113,6 +132,8 @@ class Handlers:
         return {
             "GET /api/version": self.version,
             "GET /api/auth/me": self.me,
+            "GET /api/user/name": self.name,
+            "GET /api/user/find": self.find_user,
             "GET /api/auth/query-token": self.query_token,
             "POST /api/auth/noratelimit": self.noratelimit,
             "GET /a": self.page_html,
@@ -156,6 +177,20 @@ class Handlers:
         user = req.user
         return ok(_id=user.user_id, username=user.username, email=user.email, cpu=100, gcl=0, badge=None)
 
+    def name(self, req: Request) -> Response:
+        # What node-screeps-api's me() asks first when its token is restricted (the official server's endpoint).
+        return ok(username=req.user.username)
+
+    def find_user(self, req: Request) -> Response:
+        # node-screeps-api's me() asks this second, with the name from /api/user/name; public fields only.
+        wanted = req.query.get("username")
+        found = self.app.accounts.user(wanted) if wanted else None
+        if found is None and req.query.get("id"):
+            found = next((a for a in self.app.accounts.users if a.user_id == req.query.get("id")), None)
+        if found is None:
+            raise Reject("user not found")
+        return ok(user={"_id": found.user_id, "username": found.username, "badge": None, "gcl": 0})
+
     def _token_state(self, value: Any) -> tuple[Any, float | None]:
         if not isinstance(value, str) or not value:
             raise Reject("invalid params: give the token as 'token'")
@@ -189,7 +224,7 @@ class Handlers:
     # -- code and branches ----------------------------------------------------------------------------------
 
     def get_code(self, req: Request) -> Response:
-        selector = req.query.get("branch") or "$activeWorld"
+        selector = check_selector(req.query.get("branch") or "$activeWorld")
         branch = self.store.branch(req.user.username, selector)
         if branch is None:
             raise Reject("no code")
@@ -208,6 +243,7 @@ class Handlers:
         branch = data.get("branch") or "$activeWorld"
         if not isinstance(branch, str):
             raise Reject("invalid params: 'branch' must be a string")
+        check_selector(branch)
         modules = check_modules(raw, "modules")
         stamp = self.store.put_code(req.user.username, branch, dump_modules(modules), self._now_ms())
         if stamp is None:
@@ -268,6 +304,8 @@ class Handlers:
         if which not in _ACTIVE_NAMES:
             raise Reject("invalid params")
         branch = data.get("branch")
+        if branch == "$":
+            check_selector(branch)
         if not isinstance(branch, str) or not self.store.set_active(req.user.username, branch, which):
             raise Reject("no branch")
         return ok()

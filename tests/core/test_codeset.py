@@ -15,6 +15,7 @@ from gitops.core.codeset import (
     content_digest,
     dropped_name_reason,
     module_from_wire,
+    node_base64,
     refused_name_reason,
 )
 from gitops.core.endpoints import MAX_CODE_LENGTH
@@ -28,7 +29,6 @@ def test_names_the_server_keeps_as_they_are(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("", "the name is empty"),
         ("$tmp", "the name starts with '$', and the server silently drops such modules"),
         (".hidden", "the name starts with '.', and the server silently drops such modules"),
     ],
@@ -36,6 +36,12 @@ def test_names_the_server_keeps_as_they_are(name: str) -> None:
 def test_names_the_server_drops(name: str, reason: str) -> None:
     assert dropped_name_reason(name) == reason
     assert refused_name_reason(name) == reason
+
+
+def test_the_empty_name_is_kept_by_the_server_but_refused_from_files() -> None:
+    # The private server drops names whose first character is $ . / or \; the empty name has none, and it keeps it.
+    assert dropped_name_reason("") is None
+    assert refused_name_reason("") == "the name is empty, and no file or require can name such a module"
 
 
 @pytest.mark.parametrize(
@@ -104,10 +110,34 @@ def test_binary_from_the_wire_with_or_without_padding(encoded: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("encoded", "raw"),
+    [
+        ("AGFz\nbQ==", b"\0asm"),  # line breaks (a MIME encoder's 76-character lines)
+        (" AG Fz bQ ", b"\0asm"),  # spaces
+        ("-_8", b"\xfb\xff"),  # the URL-safe alphabet
+        ("+/8=", b"\xfb\xff"),
+        ("QQ==QUJD", b"A"),  # Node stops at the first '='
+        ("QUJDR", b"ABC"),  # a last lone character holds no whole byte and is dropped
+        ("not base64!", bytes.fromhex("9e8b5b6ac7ba")),  # characters outside both alphabets are skipped
+    ],
+)
+def test_binary_from_the_wire_is_read_as_node_reads_base64(encoded: str, raw: bytes) -> None:
+    # The private server stores any text under "binary" as sent, and the game decodes it with Buffer.from(...,
+    # 'base64'): the plan must see the bytes the game will load, not refuse the branch.
+    assert module_from_wire("m", {"binary": encoded}) == Module("m", binary=raw)
+    assert node_base64(encoded) == raw
+
+
+@pytest.mark.parametrize("encoded", ["not base64!", "A", "-_8", "AGFz\nbQ=="])
+def test_strict_reading_accepts_only_the_standard_alphabet(encoded: str) -> None:
+    with pytest.raises(ValueError, match="module 'm' has invalid base64 in 'binary'"):
+        module_from_wire("m", {"binary": encoded}, strict=True)
+    assert module_from_wire("m", {"binary": "AGFzbQ"}, strict=True) == Module("m", binary=b"\0asm")
+
+
+@pytest.mark.parametrize(
     ("value", "reason"),
     [
-        ({"binary": "not base64!"}, "module 'm' has invalid base64 in 'binary'"),
-        ({"binary": "A"}, "module 'm' has invalid base64 in 'binary'"),
         ({"binary": 5}, "module 'm' is neither a string nor {'binary': base64}"),
         ({"binary": "AA==", "extra": "x"}, "module 'm' is neither a string nor {'binary': base64}"),
         (None, "module 'm' is neither a string nor {'binary': base64}"),

@@ -794,3 +794,57 @@ def test_peer_the_body_limit_is_8_mib_and_over_it_is_413(peers: Peers) -> None:
     assert private.status_code == standin.status_code == 413
     private_code, standin_code = peers.both_json("GET", "/api/user/code", params={"branch": "default"})
     assert private_code["modules"] == standin_code["modules"] == {"main": "fits"}
+
+
+def test_peer_the_empty_module_name_is_kept_and_base64_is_stored_as_sent(peers: Peers) -> None:
+    modules = {
+        "": "empty",
+        "main": "m",
+        "w1": {"binary": "AGFz\nbQ=="},
+        "w2": {"binary": "-_8"},
+        "w3": {"binary": "AG Fz"},
+    }
+    private, standin = peers.both_json("POST", "/api/user/code", json={"branch": "default", "modules": modules})
+    assert private["ok"] == standin["ok"] == 1
+    private, standin = peers.both_json("GET", "/api/user/code", params={"branch": "default"})
+    assert private["modules"] == standin["modules"] == modules
+
+
+def test_peer_a_lone_surrogate_counts_six_units_of_the_five_megabytes(peers: Peers) -> None:
+    overhead = code_length({"main": ""})
+    assert code_length({"main": "\udc00"}) == overhead + 6
+    for extra, fits in ((6, True), (5, False)):
+        modules = {"main": "x" * (FIVE_MB - overhead - extra) + "\udc00"}
+        body = json.dumps({"branch": "default", "modules": modules}).encode("ascii")
+        private, standin = peers.both("POST", "/api/user/code", content=body)
+        for response in (private, standin):
+            answer = response.json()
+            assert (answer.get("ok") == 1) is fits, answer
+            assert fits or answer == {"error": "code length exceeds 5 MB limit"}
+
+
+def test_peer_body_parser_charsets_and_a_byte_order_mark(peers: Peers) -> None:
+    body = utf8_json({"branch": "default", "modules": {"main": "bom"}})
+    token = peers.private.signin()
+    for content, content_type, accepted in (
+        (b"\xef\xbb\xbf" + body, "application/json", True),
+        (body, "application/json; charset=iso-8859-1", False),
+        (body, "application/vnd.api+json", False),
+    ):
+        private = peers.private.server.http.post(
+            "/api/user/code", content=content, headers={**auth(peers.private, token), "Content-Type": content_type}
+        )
+        standin = peers.http.post("/api/user/code", content=content, headers={"Content-Type": content_type})
+        for response in (private, standin):
+            ok = response.status_code == 200 and response.json().get("ok") == 1
+            assert ok is accepted, (content_type, response.status_code, response.text[:200])
+        token = peers.private.signin()
+
+
+def test_peer_the_tutorial_exemption_takes_ascii_digits_only(peers: Peers) -> None:
+    for i in range(29):
+        peers.both_json("POST", "/api/user/clone-branch", json={"newName": f"b{i}"})
+    private, standin = peers.both_json("POST", "/api/user/clone-branch", json={"newName": "tutorial-\u0663"})
+    assert private == standin == {"error": "too many branches"}
+    private, standin = peers.both_json("POST", "/api/user/clone-branch", json={"newName": "tutorial-3"})
+    assert private["ok"] == standin["ok"] == 1

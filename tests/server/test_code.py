@@ -100,12 +100,14 @@ def test_module_name_rules_of_the_private_server(http: httpx.Client) -> None:
         "": "x",
     }
     assert http.post("/api/user/code", json={"branch": "default", "modules": modules}).json()["ok"] == 1
-    # Names starting with $ . / \ (and the empty name) are dropped silently; main is added when missing.
+    # Names starting with $ . / \ are dropped silently (the empty name is kept, as the private server keeps it);
+    # main is added when missing.
     assert http.get("/api/user/code").json()["modules"] == {
         "lib": "1",
         "role.harvester": "2",
         "role/builder": "3",
         "a\\b": "4",
+        "": "x",
         "main": "",
     }
 

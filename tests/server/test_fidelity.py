@@ -10,7 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_LIMIT
+from gitops.core.codeset import code_length
+from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_LIMIT, MAX_CODE_LENGTH
 from gitops.edges.clock import ManualClock
 from gitops.standin.bounds import MAX_BODY
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
@@ -266,3 +267,167 @@ def test_post_code_answers_ok_and_a_timestamp(http: httpx.Client, standin: Stand
     assert answer.json() == {"ok": 1, "timestamp": entry["timestamp"]}
     assert standin.count("POST /api/user/code", ALICE) == 1
     assert standin.count("POST /api/user/clone-branch", ALICE) == 0
+
+
+# -- issue 18's differential: what the real private server does, the stand-in now does (or refuses on purpose) ------
+
+
+def test_a_module_named_empty_is_kept_as_the_private_server_keeps_it(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        assert http.post("/api/user/code", json={"branch": "default", "modules": {"": "x", "main": "m"}}).json()["ok"]
+        assert http.get("/api/user/code").json()["modules"] == {"": "x", "main": "m"}
+    assert standin.branch_modules(ALICE, "default") == {"": "x", "main": "m"}
+
+
+@pytest.mark.parametrize("encoded", ["AGFz\nbQ==", "AG Fz bQ", "-_8", "QUJD\r\nREVG"])
+def test_binary_modules_in_any_base64_node_reads_are_stored_as_sent(http: httpx.Client, encoded: str) -> None:
+    # The private server checks nothing under "binary" and the game decodes it with Buffer.from(text, 'base64').
+    modules = {"main": "", "w": {"binary": encoded}}
+    with http:
+        assert http.post("/api/user/code", json={"branch": "default", "modules": modules}).json()["ok"] == 1
+        assert http.get("/api/user/code").json()["modules"] == modules
+
+
+@pytest.mark.parametrize("prefix", ["/ptr", "/season"])
+def test_the_official_servers_world_prefixes_are_answered(standin: StandIn, prefix: str) -> None:
+    with client(standin, FULL_TOKEN) as http:
+        sent = http.post(prefix + "/api/user/code", json={"branch": "default", "modules": {"main": "p"}})
+        assert sent.json()["ok"] == 1
+        assert http.get(prefix + "/api/user/code", params={"branch": "default"}).json()["modules"] == {"main": "p"}
+        assert [b["branch"] for b in http.get(prefix + "/api/user/branches").json()["list"]] == ["default"]
+        assert http.get(prefix + "/api/version").json()["ok"] == 1
+        # Counted and limited as the same endpoint.
+        assert standin.count("POST /api/user/code", ALICE) == 1
+        assert http.get("/elsewhere/api/user/code").status_code == 404
+
+
+def test_the_branch_dollar_is_refused_where_the_real_server_would_write_every_branch(
+    http: httpx.Client, standin: StandIn
+) -> None:
+    with http:
+        assert http.post("/api/user/clone-branch", json={"newName": "other"}).json()["ok"] == 1
+        for answer in (
+            http.post("/api/user/code", json={"branch": "$", "modules": {"main": "overwrite"}}),
+            http.get("/api/user/code", params={"branch": "$"}),
+            http.post("/api/user/set-active-branch", json={"branch": "$", "activeName": "activeWorld"}),
+        ):
+            assert answer.status_code == 200
+            assert answer.json()["error"].startswith("invalid params: branch '$' is neither a branch name")
+        # The selectors the real server reads keep working.
+        assert http.post("/api/user/code", json={"branch": "$activeWorld", "modules": {"main": "a"}}).json()["ok"]
+        assert http.get("/api/user/code", params={"branch": "$nope"}).json() == {"error": "no code"}
+    assert standin.branch_modules(ALICE, "default") == {"main": "a"}
+    assert standin.branch_modules(ALICE, "other") == {"main": ""}
+
+
+def test_a_tutorial_name_with_a_non_ascii_digit_counts_against_the_branch_limit(
+    http: httpx.Client, standin: StandIn
+) -> None:
+    # JavaScript's /^tutorial-\d$/ matches ASCII digits only.
+    with http:
+        for i in range(29):
+            assert http.post("/api/user/clone-branch", json={"newName": f"b{i}"}).json()["ok"] == 1
+        assert http.post("/api/user/clone-branch", json={"newName": "tutorial-\u0663"}).json() == {
+            "error": "too many branches"
+        }
+    assert len(standin.branches(ALICE)) == 30
+
+
+def test_basic_wins_over_a_token_on_post_code_as_on_the_private_server(standin: StandIn) -> None:
+    from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD, BOB, BOB_TOKEN
+
+    body = {"branch": "default", "modules": {"main": "from basic"}}
+    with httpx.Client(base_url=standin.url, auth=(ALICE_EMAIL, ALICE_PASSWORD), headers={"X-Token": BOB_TOKEN}) as http:
+        assert http.post("/api/user/code", json=body).json()["ok"] == 1
+        # GET keeps the token (screepsmod-auth signs Basic in on POST /api/user/code only).
+        assert http.get("/api/user/code").json()["modules"] == {"main": ""}
+    assert standin.branch_modules(ALICE, "default") == {"main": "from basic"}
+    assert standin.branch_modules(BOB, "default") == {"main": ""}
+    with httpx.Client(base_url=standin.url, auth=(ALICE_EMAIL, "wrong"), headers={"X-Token": BOB_TOKEN}) as http:
+        assert http.post("/api/user/code", json=body).status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        ("application/vnd.api+json", 415),
+        ("application/json; charset=iso-8859-1", 415),
+        ("application/json; charset=latin1", 415),
+        ("text/plain", 415),
+        ("application/json; charset=utf-8", 200),
+        ("application/json; charset=UTF-8", 200),
+        ("application/json", 200),
+        ('Application/JSON; charset="utf-8"', 200),
+    ],
+)
+def test_content_types_as_the_private_servers_body_parser_reads_them(
+    http: httpx.Client, content_type: str, status: int
+) -> None:
+    body = json.dumps({"branch": "default", "modules": {"main": "t"}}).encode()
+    with http:
+        answer = http.post("/api/user/code", content=body, headers={"Content-Type": content_type})
+    assert answer.status_code == status
+    assert (answer.json().get("ok") == 1) == (status == 200)
+
+
+def test_a_byte_order_mark_and_utf16_bodies_are_read(http: httpx.Client, standin: StandIn) -> None:
+    body = json.dumps({"branch": "default", "modules": {"main": "bom ✓"}}, ensure_ascii=False)
+    with http:
+        bom = http.post("/api/user/code", content=b"\xef\xbb\xbf" + body.encode(), headers=JSON_HEADERS)
+        assert bom.json()["ok"] == 1
+        assert standin.branch_modules(ALICE, "default") == {"main": "bom ✓"}
+        utf16 = body.replace("bom", "utf16").encode("utf-16")
+        answer = http.post(
+            "/api/user/code", content=utf16, headers={"Content-Type": "application/json; charset=utf-16"}
+        )
+        assert answer.json()["ok"] == 1
+    assert standin.branch_modules(ALICE, "default") == {"main": "utf16 ✓"}
+
+
+def test_a_lone_surrogate_counts_six_units_towards_the_five_megabytes(http: httpx.Client) -> None:
+    # Node's JSON.stringify writes a lone surrogate as a six-character escape: 5 MiB of them are far over the limit.
+    overhead = code_length({"main": ""})
+    fits = {"main": "x" * (MAX_CODE_LENGTH - overhead - 6) + "\udc00"}
+    assert code_length(fits) == MAX_CODE_LENGTH
+    over = {"main": "x" * (MAX_CODE_LENGTH - overhead - 5) + "\udc00"}
+    with http:
+        body = json.dumps({"branch": "default", "modules": fits})
+        assert http.post("/api/user/code", content=body, headers=JSON_HEADERS).json()["ok"] == 1
+        body = json.dumps({"branch": "default", "modules": over})
+        answer = http.post("/api/user/code", content=body, headers=JSON_HEADERS)
+    assert answer.json() == {"error": "code length exceeds 5 MB limit"}
+
+
+def test_node_screeps_apis_me_works_with_a_restricted_token(standin: StandIn) -> None:
+    from gitops.standin.testing import RESTRICTED_TOKEN
+
+    # me() asks /api/user/name, then /api/user/find, when its token is not full; /api/auth/me is out of its scope.
+    with client(standin, RESTRICTED_TOKEN) as http:
+        assert http.get("/api/auth/me").status_code == 403
+        assert http.get("/api/user/name").json() == {"ok": 1, "username": ALICE}
+        found = http.get("/api/user/find", params={"username": ALICE}).json()
+        assert found["ok"] == 1
+        assert found["user"]["username"] == ALICE
+        assert http.get("/api/user/find", params={"username": "nobody"}).json() == {"error": "user not found"}
+    with httpx.Client(base_url=standin.url) as anonymous:
+        assert anonymous.get("/api/user/name").status_code == 401
+
+
+def test_binary_base64_is_read_exactly_as_node_reads_it() -> None:
+    # A differential against Node itself (the README's machine has node): the bytes the game would load.
+    import random
+    import subprocess
+
+    from gitops.core.codeset import node_base64
+
+    rng = random.Random(18)
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= \n\r\t!.\u00e9"
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40))) for _ in range(300)]
+    script = (
+        "let d='';process.stdin.on('data',c=>d+=c).on('end',()=>{"
+        "console.log(JSON.stringify(JSON.parse(d).map(s=>Buffer.from(s,'base64').toString('hex'))))})"
+    )
+    done = subprocess.run(
+        ["node", "-e", script], input=json.dumps(samples), capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(done.stdout) == [node_base64(s).hex() for s in samples]
