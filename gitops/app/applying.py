@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.planning import check_saved_plan, recheck_budget
+from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget
 from gitops.app.session import Session
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
@@ -101,7 +101,10 @@ def run_apply(
     report = ApplyReport(plan)
     if not plan.has_changes:
         return report
-    recheck_budget(plan, s, check_downloads(plan, saved=saved))
+    extra = check_downloads(plan, saved=saved)
+    for server, needs in probe_needs(plan, s).items():
+        extra.setdefault(server, {}).update(needs)
+    recheck_budget(plan, s, extra)
     if confirm is not None and not confirm():
         report.cancelled = True
         return report
@@ -114,6 +117,8 @@ def run_apply(
         _record_pending(s, records)
     finally:
         s.save()
+    for server in sorted({b.server for b in plan.branches if b.writes_code}):
+        s.prepare_compression(server)
 
     def done(outcome: Outcome) -> None:
         _record_applied(s, plan, records, outcome)

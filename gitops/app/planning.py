@@ -27,7 +27,7 @@ from gitops.core.drift import (
     source_text,
     with_drift,
 )
-from gitops.core.endpoints import DOWNLOAD
+from gitops.core.endpoints import ACTIVATE, DOWNLOAD
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
@@ -81,17 +81,40 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers}
     result = build_plan(loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now)
+    probes = probe_needs(result, s)
+    if probes:
+        result = build_plan(
+            loaded=s.loaded,
+            local=local,
+            remote=views,
+            budgets=budgets,
+            refresh=options.refresh,
+            now=now,
+            extra_needs=probes,
+        )
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
     learnt = [s.learn_unlimited(server) for server in sorted(short)]
     if any(learnt):
         budgets = {server: s.budget_facts(server) for server in servers}
         result = build_plan(
-            loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now
+            loaded=s.loaded,
+            local=local,
+            remote=views,
+            budgets=budgets,
+            refresh=options.refresh,
+            now=now,
+            extra_needs=probes,
         )
     result = mark_drift(s, result, views)
     update: dict[str, object] = {}
-    extra = s.warnings()
+    extra = [
+        f"server '{server}': apply first asks, with one POST /api/user/set-active-branch of a branch that does not "
+        "exist (nothing changes), whether the server reads compressed uploads; the answer is kept in the ledger "
+        "(compress: auto; 'always' or 'never' in the manifest skips it)"
+        for server in sorted(probes)
+    ]
+    extra += s.warnings()
     if extra:
         update["warnings"] = [*result.warnings, *extra]
     if failures:
@@ -105,6 +128,13 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             for server, exc in sorted(failures.items())
         ]
     return result.model_copy(update=update) if update else result
+
+
+def probe_needs(plan: Plan, s: Session) -> dict[str, dict[str, int]]:
+    """The compression probe's request (:meth:`Session.compression`) per server whose code the plan writes and
+    where the probe is due: one ``POST /api/user/set-active-branch``, budgeted like the plan's own requests."""
+    writing = sorted({b.server for b in plan.branches if b.writes_code})
+    return {server: {ACTIVATE: 1} for server in writing if s.compression(server) == "probe"}
 
 
 def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from gitops.app.options import Options
 from gitops.config.manifest import LoadedManifest, load_manifest
@@ -107,6 +107,40 @@ class Session:
     def writer(self, server: str) -> RemoteWriter:
         """Read and write access to the server, for applying."""
         return self.client(server)
+
+    def compression(self, server: str) -> Literal["on", "off", "probe"]:
+        """Whether uploads to ``server`` go compressed: the manifest's ``compress``, and for ``auto`` what is known
+        of the server: the ledger's record (of the probe, or of an answer that said ``Accept-Encoding: deflate``),
+        or a password sign-in (the npm private server with screepsmod-auth, whose body parser inflates ``deflate``
+        and ``gzip`` bodies); ``probe`` when nothing is known and the ledger's branch list shows that the probe's
+        branch name is free (else ``off``)."""
+        from gitops.config.credentials import PasswordAuth
+        from gitops.edges.client import PROBE_BRANCH
+
+        mode = self.loaded.manifest.servers[server].compress
+        if mode != "auto":
+            return "on" if mode == "always" else "off"
+        known = self.ledger(server).compression()
+        if known is not None:
+            return "on" if known else "off"
+        if self.has_credentials(server) and isinstance(self.auth(server), PasswordAuth):
+            return "on"
+        listed = self.ledger(server).remembered_branch_list()
+        if listed is None or any(b.name == PROBE_BRANCH for b in listed[0]):
+            return "off"
+        return "probe"
+
+    def prepare_compression(self, server: str) -> bool:
+        """Set the server's client to compress or not (:meth:`compression`), sending the probe first when it is
+        needed; whether uploads will be compressed. The probe's answer is kept in the ledger (saved)."""
+        state = self.compression(server)
+        if state == "probe":
+            learnt = self.client(server).probe_compression()
+            self.ledger(server).record_compression(learnt)
+            self.save()
+            state = "on" if learnt else "off"
+        self.client(server).compress = state == "on"
+        return state == "on"
 
     def learn_unlimited(self, server: str) -> bool:
         """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on

@@ -240,6 +240,12 @@ class ServerConfig(_Model):
     credentials: CredentialsEntry | None = Field(
         None, description="Name of a server entry in the screepers unified credentials file (.screeps.yaml)."
     )
+    compress: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="Send uploads compressed (Content-Encoding: deflate; Screeps code shrinks 4 to 7 times): 'auto' "
+        "where the server is known to take it (a private server signed in with a password, or learnt once with a "
+        "harmless probe and kept in the ledger), 'always' (no probe), 'never'.",
+    )
 
     @field_validator("url", mode="after")
     @classmethod

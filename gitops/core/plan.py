@@ -185,8 +185,12 @@ def build_plan(
     budgets: Mapping[str, BudgetFacts],
     refresh: str,
     now: float,
+    extra_needs: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Plan:
-    """Decide, per branch of the manifest, what apply must do to make the server hold the local code."""
+    """Decide, per branch of the manifest, what apply must do to make the server hold the local code.
+
+    ``extra_needs`` (per server, per endpoint) are requests apply sends besides the branches' steps, counted in the
+    budget too (the compression probe, say)."""
     configs = {(b.server, b.branch): b for b in loaded.manifest.branches}
     branches: list[BranchPlan] = []
     payloads: list[Payload] = []
@@ -212,6 +216,8 @@ def build_plan(
             not_limited.append(server)
             continue
         needs = requests_needed([b for b in branches if b.server == server])
+        for endpoint, count in (extra_needs or {}).get(server, {}).items():
+            needs[endpoint] = needs.get(endpoint, 0) + count
         reserve = dict(facts.reserve or {})
         budget.extend(
             assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)

@@ -176,6 +176,9 @@ class _File(_Model):
     applied: dict[str, _Applied] = Field(default_factory=dict)
     #: Per branch: the set of an upload about to be sent, until it is known to have landed (a lost answer).
     pending: dict[str, _Applied] = Field(default_factory=dict)
+    #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.client``), and when.
+    compression: Literal["accepted", "refused"] | None = None
+    compression_at: float | None = None
 
 
 def _normal_url(url: str) -> str:
@@ -196,6 +199,11 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
         if key.lower() == lower:
             return value
     return None
+
+
+def _advertises_deflate(value: str | None) -> bool:
+    codings = [part.split(";", 1)[0].strip().lower() for part in (value or "").split(",")]
+    return "deflate" in codings
 
 
 def _int(value: str | None) -> int | None:
@@ -423,7 +431,12 @@ class Ledger:
 
         ``X-RateLimit-Reset`` is read by :func:`reset_time` (epoch seconds or milliseconds, or seconds from now,
         at most a day ahead); a value that is not a finite number makes the three headers be ignored.
+
+        A response's ``Accept-Encoding`` naming ``deflate`` (RFC 7694: the content codings the server reads in
+        requests, which the stand-in sends) is remembered as the compression probe's answer would be.
         """
+        if self._data.compression != "accepted" and _advertises_deflate(_header(headers, "Accept-Encoding")):
+            self.record_compression(True)
         limit = _int(_header(headers, "X-RateLimit-Limit"))
         remaining = _int(_header(headers, "X-RateLimit-Remaining"))
         reset = header_number(_header(headers, "X-RateLimit-Reset"))
@@ -483,6 +496,24 @@ class Ledger:
     def set_unlimited_until(self, until: float | None) -> None:
         """Record the end of the token's unlimited period (from the token query), or ``None`` for none."""
         self._data.unlimited_until = until
+
+    #: How long a refusal of compressed bodies is believed before the server is asked again (it may be upgraded).
+    COMPRESSION_REFUSAL_DAYS = 30
+
+    def compression(self) -> bool | None:
+        """Whether the server is known to read compressed bodies; ``None`` when it has not been asked (or a refusal
+        is older than :attr:`COMPRESSION_REFUSAL_DAYS`)."""
+        state, at = self._data.compression, self._data.compression_at
+        if state == "accepted":
+            return True
+        if state == "refused" and at is not None and self._clock.now() - at < self.COMPRESSION_REFUSAL_DAYS * 86400:
+            return False
+        return None
+
+    def record_compression(self, accepted: bool | None) -> None:
+        """Remember the probe's answer (``None`` forgets it: the next run that uploads asks again)."""
+        self._data.compression = None if accepted is None else ("accepted" if accepted else "refused")
+        self._data.compression_at = None if accepted is None else self._clock.now()
 
     # --- branches --------------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds
 from gitops.standin.endpoints import ENDPOINTS, SEGMENT_ENDPOINTS, Endpoint, canonical_key, strip_world_prefix
 from gitops.standin.faults import Faults
 from gitops.standin.handlers import Handlers, parse_segment
+from gitops.standin.inflate import TooLarge, inflate
 from gitops.standin.ratelimit import RateLimiter
 from gitops.standin.store import Store
 from gitops.standin.wire import HTML_TYPE, JSON_TYPE, TEXT_TYPE, Reject, Request, Response, error, ok
@@ -79,6 +80,14 @@ class StandInApp:
         self.limiter = RateLimiter(store, clock)
         self.faults = Faults()
         self._received: Counter[tuple[str, str | None]] = Counter()
+        #: Request bodies by endpoint and ``Content-Encoding`` (``identity`` when none), for tests.
+        self.encodings: Counter[tuple[str, str]] = Counter()
+        #: Whether compressed bodies are read, as the private server's body parser reads them; tests set it to False
+        #: to answer as a server that does not (415, nothing read).
+        self.inflate = True
+        #: Whether answers say so (``Accept-Encoding: deflate, gzip``, RFC 7694); off, a client must probe, as with
+        #: the official server.
+        self.advertise_encodings = True
         self._received_lock = threading.Lock()
         now_ms = int(clock.now() * 1000)
         for account in accounts.users:
@@ -122,7 +131,7 @@ class StandInApp:
         if response is None:
             log.info("%s %s (%s) -> connection dropped (injected fault)", method, path, _who(user))
             return
-        await _respond(send, response)
+        await _respond(send, response, advertise=self.inflate and self.advertise_encodings)
         log.info("%s %s (%s) -> %d", method, path, _who(user), response.status)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, user: list[str]) -> Response | None:
@@ -190,6 +199,18 @@ class StandInApp:
         body = await self._read_body(headers, receive)
         if isinstance(body, Response):
             return body
+        encoding = (headers.get("content-encoding") or "identity").strip().lower()
+        if body:
+            with self._received_lock:
+                self.encodings[(key, encoding)] += 1
+        if encoding != "identity" and not self.inflate:
+            return error(f'unsupported content encoding "{encoding}"', 415)
+        try:
+            body = inflate(encoding, body, self.max_body)
+        except TooLarge:
+            return Response(413, _TOO_LARGE_PAGE, HTML_TYPE, [(b"connection", b"close")])
+        except Reject as exc:
+            return error(exc.message, exc.status)
         req = Request(method, path, key, query, headers, body, account, token)
 
         limited_token: str | None = None
@@ -366,12 +387,16 @@ def _who(user: list[str]) -> str:
     return user[0] if user else "-"
 
 
-async def _respond(send: Send, response: Response) -> None:
+async def _respond(send: Send, response: Response, *, advertise: bool = False) -> None:
     headers = [
         (b"content-type", response.content_type),
         (b"content-length", str(len(response.body)).encode("ascii")),
         *response.headers,
     ]
+    if advertise:
+        # RFC 7694: the content codings this server reads in request bodies (the private server reads the same but
+        # does not say so; the official server is not known to read them).
+        headers.append((b"accept-encoding", b"deflate, gzip"))
     await send({"type": "http.response.start", "status": response.status, "headers": headers})
     await send({"type": "http.response.body", "body": response.body})
 

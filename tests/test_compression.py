@@ -1,0 +1,194 @@
+"""Compressed uploads (issue 23): the stand-in reads them as the private server does, and the tool sends them only
+where the server is known to read them (the manifest's ``compress``; ``auto`` learns it once, without changing
+anything, and keeps the answer in the ledger)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gitops.edges.client import COMPRESS_MIN_BYTES, PROBE_BRANCH
+from gitops.standin.bounds import MAX_BODY
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
+from tests.project import Project
+
+UPLOAD = "POST /api/user/code"
+ACTIVATE = "POST /api/user/set-active-branch"
+JSON = {"Content-Type": "application/json; charset=utf-8"}
+
+
+def _bot(size: int, seed: int = 1) -> dict[str, str]:
+    """A bot of varied JavaScript, about ``size`` bytes (compresses a few times, as real code does)."""
+    rng = random.Random(seed)
+    words = ["creep", "room", "spawn", "energy", "target", "harvest", "upgrade", "build", "repair", "memory"]
+    files: dict[str, str] = {"src/main.js": "module.exports.loop = () => require('role0').run();\n"}
+    per = 8000
+    for i in range(max(1, size // per)):
+        lines = [
+            f"const {rng.choice(words)}{rng.randrange(10**6)} = {rng.randrange(10**9)}; // {rng.choice(words)}"
+            for _ in range(per // 50)
+        ]
+        files[f"src/role{i}.js"] = "module.exports.run = () => 0;\n" + "\n".join(lines) + "\n"
+    return files
+
+
+def _modules(files: dict[str, str]) -> dict[str, str]:
+    return {name.removeprefix("src/").removesuffix(".js"): text for name, text in files.items()}
+
+
+@pytest.fixture
+def project(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Project:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write(_bot(200_000))
+    p.manifest([{"branch": "default", "root": "src"}])
+    p.commit("bot")
+    return p
+
+
+# -- the stand-in reads compressed bodies as body-parser does --------------------------------------------------
+
+
+def _post(standin: StandIn, body: bytes, encoding: str) -> httpx.Response:
+    with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
+        return http.post("/api/user/code", content=body, headers={**JSON, "Content-Encoding": encoding})
+
+
+@pytest.mark.parametrize(("encoding", "pack"), [("deflate", zlib.compress), ("gzip", gzip.compress)])
+def test_the_standin_reads_deflate_and_gzip_bodies(standin: StandIn, encoding: str, pack: object) -> None:
+    modules = {"main": "loop();\n" * 1000}
+    body = json.dumps({"branch": "default", "modules": modules}).encode()
+    assert callable(pack)
+    answer = _post(standin, pack(body), encoding)
+    assert answer.json()["ok"] == 1
+    assert standin.branch_modules(ALICE, "default") == modules
+    assert standin.app.encodings[(UPLOAD, encoding)] == 1
+
+
+def test_the_body_limit_applies_to_the_inflated_size(standin: StandIn) -> None:
+    # 9 MB of JSON that deflates to a few kilobytes: refused with the 413 of an uncompressed 9 MB body.
+    body = b'{"branch":"default","modules":{"main":"' + b" " * (9 * 1024 * 1024) + b'"}}'
+    packed = zlib.compress(body)
+    assert len(packed) < MAX_BODY // 100
+    answer = _post(standin, packed, "deflate")
+    assert answer.status_code == 413
+    assert "PayloadTooLargeError" in answer.text
+    assert standin.branch_modules(ALICE, "default") == {"main": ""}
+
+
+def test_the_five_megabyte_rule_applies_to_the_inflated_modules(standin: StandIn) -> None:
+    body = json.dumps({"branch": "default", "modules": {"main": "x" * (5 * 1024 * 1024)}}).encode()
+    assert _post(standin, zlib.compress(body), "deflate").json() == {"error": "code length exceeds 5 MB limit"}
+
+
+@pytest.mark.parametrize(
+    ("body", "encoding", "status"),
+    [(b"{}", "br", 415), (b"not deflate at all", "deflate", 400), (zlib.compress(b'{"a":1}')[:-4], "deflate", 400)],
+)
+def test_bodies_that_do_not_inflate_are_refused(standin: StandIn, body: bytes, encoding: str, status: int) -> None:
+    answer = _post(standin, body, encoding)
+    assert answer.status_code == status
+    assert standin.branch_modules(ALICE, "default") == {"main": ""}
+
+
+# -- the tool ---------------------------------------------------------------------------------------------------
+
+
+def test_a_server_that_says_it_reads_deflate_gets_compressed_uploads(project: Project, standin: StandIn) -> None:
+    # The stand-in's answers carry Accept-Encoding: deflate, gzip (RFC 7694): no probe is needed.
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert standin.branch_modules(ALICE, "default") == _modules(_bot(200_000))
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 1
+    assert standin.app.encodings[(UPLOAD, "identity")] == 0
+    assert standin.count(ACTIVATE) == 0
+    assert "set-active-branch of a branch that does not exist" not in result.out
+
+
+def test_auto_probes_once_without_changing_anything_then_remembers(project: Project, standin: StandIn) -> None:
+    standin.app.advertise_encodings = False  # as the official server: nothing says whether it reads them
+    code, doc = project.plan_json()
+    assert code == 2
+    budget = {row["endpoint"]: row["needed"] for row in doc["budget"]}
+    assert budget[ACTIVATE] == 1  # the probe is planned and budgeted
+    assert budget[UPLOAD] == 1
+    assert any("whether the server reads compressed uploads" in w for w in doc["warnings"])
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert standin.count(ACTIVATE) == 1
+    assert standin.app.encodings[(ACTIVATE, "deflate")] == 1
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 1
+    assert [b["branch"] for b in standin.branches(ALICE)] == ["default"]  # no branch made by the probe
+    assert PROBE_BRANCH not in json.dumps(standin.branches(ALICE))
+    # Remembered: the next change is uploaded compressed without asking again.
+    project.write({"src/role0.js": "module.exports.run = () => 1;\n" + "// more\n" * 20_000})
+    project.commit("more")
+    assert project.apply("--yes").code == 0
+    assert standin.count(ACTIVATE) == 1
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 2
+
+
+def test_a_server_that_does_not_read_them_gets_plain_uploads(project: Project, standin: StandIn) -> None:
+    standin.app.advertise_encodings = False
+    standin.app.inflate = False  # answers 415 to a compressed body, as a server without an inflating parser
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert standin.count(ACTIVATE) == 1
+    assert standin.app.encodings[(UPLOAD, "identity")] == 1
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 0
+    assert standin.branch_modules(ALICE, "default") == _modules(_bot(200_000))
+    ledger = next(project.state_dir.rglob("*.json")).read_text(encoding="utf-8")
+    assert '"compression":"refused"' in ledger.replace(" ", "")
+    code, doc = project.plan_json()
+    assert code == 0
+    assert not any("compressed uploads" in w for w in doc["warnings"])
+
+
+def test_never_sends_plain_uploads_and_no_probe(project: Project, standin: StandIn) -> None:
+    standin.app.advertise_encodings = False
+    project.manifest([{"branch": "default", "root": "src"}])
+    path = project.root / "gitops.yaml"
+    path.write_text(
+        path.read_text().replace("token_env: SCREEPS_TOKEN", "token_env: SCREEPS_TOKEN\n    compress: never")
+    )
+    assert project.apply("--yes").code == 0
+    assert standin.count(ACTIVATE) == 0
+    assert standin.app.encodings[(UPLOAD, "identity")] == 1
+
+
+def test_always_on_a_server_that_does_not_read_them_stops_with_nothing_changed(
+    project: Project, standin: StandIn
+) -> None:
+    standin.app.advertise_encodings = False
+    standin.app.inflate = False
+    path = project.root / "gitops.yaml"
+    path.write_text(
+        path.read_text().replace("token_env: SCREEPS_TOKEN", "token_env: SCREEPS_TOKEN\n    compress: always")
+    )
+    result = project.apply("--yes")
+    assert result.code != 0
+    assert "415" in result.err
+    assert "did not read the compressed request body, so nothing was changed" in result.err
+    assert "compress to 'never'" in result.err
+    assert "Traceback" not in result.err
+    assert standin.count(ACTIVATE) == 0  # always: no probe
+    assert standin.branch_modules(ALICE, "default") == {"main": ""}
+
+
+def test_small_uploads_are_not_compressed(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "small", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "default", "root": "src"}])
+    p.commit()
+    assert p.apply("--yes").code == 0
+    assert standin.app.encodings[(UPLOAD, "identity")] == 1
+    assert COMPRESS_MIN_BYTES > len(json.dumps({"branch": "default", "modules": {"main": "x" * 100}}))
