@@ -848,3 +848,31 @@ def test_peer_the_tutorial_exemption_takes_ascii_digits_only(peers: Peers) -> No
     assert private == standin == {"error": "too many branches"}
     private, standin = peers.both_json("POST", "/api/user/clone-branch", json={"newName": "tutorial-3"})
     assert private["ok"] == standin["ok"] == 1
+
+
+@pytest.mark.parametrize("encoding", ["deflate", "gzip"])
+def test_peer_compressed_bodies_are_inflated_and_the_limit_is_on_the_inflated_size(peers: Peers, encoding: str) -> None:
+    import gzip
+    import zlib
+
+    pack = zlib.compress if encoding == "deflate" else gzip.compress
+    modules = {"main": "module.exports.loop = () => {};\n" * 3000}
+    body = pack(utf8_json({"branch": "default", "modules": modules}))
+    token = peers.private.signin()
+    headers = {"Content-Type": "application/json", "Content-Encoding": encoding}
+    private = peers.private.server.http.post(
+        "/api/user/code", content=body, headers={**auth(peers.private, token), **headers}
+    )
+    standin = peers.http.post("/api/user/code", content=body, headers=headers)
+    assert private.json()["ok"] == standin.json()["ok"] == 1
+    private_code, standin_code = peers.both_json("GET", "/api/user/code", params={"branch": "default"})
+    assert private_code["modules"] == standin_code["modules"] == modules
+    # Small on the wire, over 8 MiB inflated: the same 413 from both.
+    bomb = pack(b'{"branch":"default","modules":{"main":"' + b" " * (BODY_LIMIT + 10) + b'"}}')
+    assert len(bomb) < 100_000
+    token = peers.private.signin()
+    private = peers.private.server.http.post(
+        "/api/user/code", content=bomb, headers={**auth(peers.private, token), **headers}
+    )
+    standin = peers.http.post("/api/user/code", content=bomb, headers=headers)
+    assert private.status_code == standin.status_code == 413
