@@ -10,30 +10,8 @@
 // screeps-api is resolved through NODE_PATH (bench/bench_peer.py points it at .bench/peer/node_modules).
 'use strict';
 
-const fs = require('fs');
-const path = require('path');
 const { ScreepsAPI } = require('screeps-api');
-
-function readModules(root) {
-  const modules = {};
-  const walk = (dir) => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) {
-        walk(full);
-        continue;
-      }
-      const relative = path.relative(root, full).split(path.sep).join('/');
-      if (relative.endsWith('.js')) {
-        modules[relative.slice(0, -3)] = fs.readFileSync(full, 'utf8');
-      } else if (relative.endsWith('.wasm')) {
-        modules[relative] = { binary: fs.readFileSync(full).toString('base64') };
-      }
-    }
-  };
-  walk(root);
-  return modules;
-}
+const { readModules } = require('./modules');
 
 async function main() {
   const [root, branch] = process.argv.slice(2);
