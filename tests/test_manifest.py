@@ -110,6 +110,7 @@ def test_each_way_of_credentials_alone_is_accepted(here: Path, credentials: dict
     write_manifest(here, servers={"local": {"url": "http://127.0.0.1:21025", **credentials}})
     assert load_manifest(Path("gitops.yaml")).manifest.servers["local"].model_dump(exclude_none=True) == {
         "url": "http://127.0.0.1:21025",
+        "compress": "auto",
         **credentials,
     }
 

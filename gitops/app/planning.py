@@ -8,6 +8,7 @@ I/O. It never prints.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -202,23 +203,22 @@ def gather_remote(
     listed_at: dict[str, float] = {}
     judged: dict[str, dict[str, Judgement]] = {}
 
+    errors: dict[str, GitopsError] = {}
+
     def isolated(server: str, step: Callable[[], None]) -> None:
-        if failed is not None and server in failed:
+        if server in errors or (failed is not None and server in failed):
             return
         try:
             step()
         except SERVER_ERRORS as exc:
-            if failed is None:
-                raise
-            failed[server] = exc
-            s.save()  # what the failed server's reads taught (a 429's headers, say) is kept
+            errors[server] = exc
+            s.save(server)  # what the failed server's reads taught (a 429's headers, say) is kept
 
     def list_server(server: str) -> None:
         if refresh == "never":
             return
         try:
             reader = s.reader(server)
-            started()
             listings[server] = reader.list_branches()
         except ScopeError:
             # A token restricted to the code endpoints: existence comes from the download, activation is unknown
@@ -248,13 +248,70 @@ def gather_remote(
     views: dict[str, RemoteView] = {}
 
     def learn(server: str) -> None:
-        started()
         views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
 
-    for step in (list_server, judge_server, learn):
-        for server in s.servers():
-            isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
+    def one_ledger(servers: list[str]) -> None:
+        for step in (list_server, judge_server, learn):
+            for server in servers:
+                isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
+
+    # Each server's credentials, ledger (whose lock is taken here, in the servers' order) and client are opened in
+    # this thread; then the servers are asked at the same time, one thread per ledger (two server names of one
+    # account share a ledger, and so a thread): a player with three servers waits for the slowest, not the sum.
+    def open_server(server: str) -> None:
+        s.ledger(server)
+        if refresh != "never":  # planned from the ledger alone: no client, and no credentials needed
+            s.reader(server)
+
+    for server in s.servers():
+        isolated(server, lambda: open_server(server))  # noqa: B023 (called at once, in this iteration)
+    groups: dict[int, list[str]] = {}
+    for server in s.servers():
+        if server not in errors:
+            groups.setdefault(id(s.ledger(server)), []).append(server)
+    started()
+    jobs: list[Callable[[], None]] = [functools.partial(one_ledger, group) for group in groups.values()]
+    run_concurrently(jobs)
+    for server in s.servers():  # in the servers' order, whichever finished first
+        if server in errors:
+            if failed is None:
+                raise errors[server]
+            failed[server] = errors[server]
     return views
+
+
+def run_concurrently(jobs: list[Callable[[], None]]) -> None:
+    """Run ``jobs`` at the same time, each in a thread of its own (one job: in this thread), and wait for all.
+
+    The threads leave Ctrl-C to this one (:func:`gitops.edges.threads.start_quiet`), which waits interruptibly; a
+    job's unexpected exception is raised here once every job has ended (the first in ``jobs``' order)."""
+    if len(jobs) <= 1:
+        for job in jobs:
+            job()
+        return
+    import threading
+
+    from gitops.edges.threads import start_quiet
+
+    raised: list[tuple[int, BaseException]] = []
+
+    def run(index: int, job: Callable[[], None]) -> None:
+        try:
+            job()
+        except BaseException as exc:  # handed to the waiting thread
+            raised.append((index, exc))
+
+    threads = [
+        threading.Thread(target=run, args=(i, job), name=f"gitops-server-{i}", daemon=True)
+        for i, job in enumerate(jobs)
+    ]
+    for thread in threads:
+        start_quiet(thread)
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.5)
+    if raised:
+        raise min(raised, key=lambda pair: pair[0])[1]
 
 
 def _learn_server(
@@ -296,7 +353,7 @@ def _learn_server(
             # stamp and downloads again (never the other way round).
             ledger.stamp_branch(name, stamp)
         branches[name] = branch
-    s.save()
+    s.save(server)
     if refresh == "never" or listing is None:
         # Without the branch list, which branches are active is what this tool last set (from the ledger).
         remembered_list = ledger.remembered_branch_list()

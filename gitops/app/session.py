@@ -158,7 +158,7 @@ class Session:
         except GitopsError as exc:  # an old server without the token query: the ledger's view stands
             if self.options.log is not None:
                 self.options.log(f"token query on server '{server}' failed: {exc.message}")
-        self.save()
+        self.save(server)
         return self._unlimited_now(server)
 
     def _unlimited_now(self, server: str) -> bool:
@@ -188,17 +188,19 @@ class Session:
     def _distinct_ledgers(self) -> list[Ledger]:
         return list({id(ledger): ledger for ledger in self._ledgers.values()}.values())
 
-    def save(self) -> None:
-        """Save every ledger that learnt something since its last save: the end of one logical step.
+    def save(self, server: str | None = None) -> None:
+        """Save every ledger that learnt something since its last save (or only ``server``'s): the end of one
+        logical step.
 
         The ledger is a cache: failing to write it must not fail the deploy, but it becomes a warning. Each step's
         write is atomic (safe when the run is killed); :meth:`close` makes the last one durable (``fsync``), once
-        per run instead of after every step.
+        per run instead of after every step. While servers are asked at the same time (one thread per ledger), each
+        thread saves only its own server's ledger.
         """
-        self._save(durable=False)
+        self._save(durable=False, only=None if server is None else self._ledgers.get(server))
 
-    def _save(self, *, durable: bool) -> None:
-        for ledger in self._distinct_ledgers():
+    def _save(self, *, durable: bool, only: Ledger | None = None) -> None:
+        for ledger in [only] if only is not None else self._distinct_ledgers():
             try:
                 if ledger.changed:
                     ledger.save(durable=durable)

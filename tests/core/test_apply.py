@@ -292,7 +292,7 @@ class FakeSession(Session):
     def writer(self, server: str) -> RemoteWriter:
         return self.server
 
-    def save(self) -> None:
+    def save(self, server: str | None = None) -> None:
         self.saves += 1
         super().save()
 
