@@ -244,13 +244,23 @@ def test_a_bundled_bot_round_trips_its_source_map_and_its_wasm_named_by_stem(
     assert plan.code == 0, plan.out + plan.err
 
 
-def test_a_path_the_system_will_not_take_is_refused_before_any_write(project: Project, standin: StandIn) -> None:
-    deep = "/".join(["d" * 200] * 25) + "/x"  # each part fits a file name; the whole path is over PATH_MAX
+@pytest.mark.parametrize(
+    ("deep", "why"),
+    [
+        ("/".join(["d" * 200] * 25) + "/x", "that path is longer than 1024 bytes"),  # over PATH_MAX in all
+        ("/".join(["d"] * 1500), "that is 1500 folders deep (at most 32)"),  # 1,500 levels: once exit 70
+    ],
+)
+def test_a_path_the_system_will_not_take_is_refused_before_any_write(
+    project: Project, standin: StandIn, deep: str, why: str
+) -> None:
     with httpx.Client(base_url=standin.url, headers={"X-Token": FULL_TOKEN}) as http:
         http.post("/api/user/code", json={"branch": "main", "modules": {"main": "// m\n", f"zz/{deep}": "// deep\n"}})
     result = project.gitops("pull", "--branch", "main")
-    assert result.code == 6
-    assert f"  - src/zz/{deep}.js cannot be written there (File name too long)\n" in result.err
+    assert result.code == 1
+    assert "Traceback" not in result.err
+    assert f"  - local/main: module 'zz/{deep}' would be written to zz/{deep}.js, but {why}\n" in result.err
+    assert "nothing was written" in result.err
     assert not (project.root / "src").exists()
 
 
@@ -262,7 +272,7 @@ def test_a_write_that_fails_part_way_says_what_was_written(tmp_path: Path) -> No
 
     loaded = load_manifest(write_manifest(tmp_path / "bot"))
     config = loaded.manifest.branches[0]
-    deep = "/".join(["d" * 200] * 25) + ".js"
+    deep = "d" * 300 + ".js"  # longer than a file name may be
     writes = [
         FileWrite("main.js", "main", b"// m\n", "create"),
         FileWrite(deep, "deep", b"// deep\n", "create"),

@@ -2,16 +2,17 @@
 
 The order, so that a refusal writes nothing: pick the branches (``--server``/``--branch``); check every root lies in
 the repository; check the downloads fit the budget (the planning layer's own gate); download; decide every file
-of every branch; refuse hostile module names, files with uncommitted changes (``git status``; ``--force``
-overrides) and paths that a symbolic link would carry out of the root; only then write, each file atomically. A
-write that fails part-way stops with the list of what was written and what was not. It never prints.
+of every branch; refuse hostile module names and the paths a pull must never write (:mod:`gitops.core.protected`:
+the manifest, a build's configuration, dot-files, names Git refuses, names that collide on a case-insensitive file
+system), files with uncommitted changes (``git status``; ``--force`` overrides) and paths that a symbolic link
+would carry out of the root; only then write, each file atomically and relative to folders opened without
+following links (:mod:`gitops.edges.safewrite`), so that a link swapped in meanwhile cannot redirect it. A write
+that fails part-way stops with the list of what was written and what was not. It never prints.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,8 @@ from pathlib import Path
 from gitops.app.planning import check_download_budget
 from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
-from gitops.core.pull import BranchPull, FileWrite, plan_branch_pull
+from gitops.core.pull import BranchPull, plan_branch_pull
+from gitops.edges.safewrite import write_under
 from gitops.edges.sources import outside_reason, worktree_files
 from gitops.errors import ServiceError, SourceError
 
@@ -80,7 +82,9 @@ def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_ru
                 except OSError:
                     return None  # unreadable: it counts as different, and the write says why it fails
 
-            result.branches.append(plan_branch_pull(config, code, listing, current))
+            result.branches.append(
+                plan_branch_pull(config, code, listing, current, manifest_names=_manifest_names(loaded))
+            )
         s.save()
 
     refused = [f"{b.label}: {line}" for b in result.branches for line in b.refused]
@@ -103,6 +107,11 @@ def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_ru
     if not dry_run:
         write_files(loaded, configs_by_label, result.branches)
     return result
+
+
+def _manifest_names(loaded: LoadedManifest) -> frozenset[str]:
+    """The manifest's own file name (whatever it is called), which no module may overwrite."""
+    return frozenset({loaded.path.name.casefold()})
 
 
 def _escapes(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> list[str]:
@@ -204,7 +213,7 @@ def write_files(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls:
     pending = [(configs[b.label], w) for b in pulls for w in b.changes]
     for k, (config, write) in enumerate(pending):
         try:
-            _write_file(_root_dir(loaded, config) / write.path, write)
+            write_under(_root_dir(loaded, config), write.path, write.data)
         except OSError as exc:
             rest = [_shown(c, w.path) for c, w in pending[k + 1 :]]
             raise SourceError(
@@ -214,22 +223,3 @@ def write_files(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls:
                 hint="Fix the cause (space, permissions), then pull again: it writes only what still differs.",
             ) from None
         written.append(_shown(config, write.path))
-
-
-def _write_file(target: Path, write: FileWrite) -> None:
-    """Write one file whole or not at all: a temporary file beside it, ``fsync``, then ``os.replace``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temp = target.parent / f".{target.name[:100]}.gitops-pull-{secrets.token_hex(4)}"
-    mode = 0o666
-    with contextlib.suppress(OSError):
-        mode = target.stat().st_mode & 0o7777  # keep an existing file's mode (an executable stays executable)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(write.data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)

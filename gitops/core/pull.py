@@ -19,6 +19,7 @@ from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import GLOB_FLAGS, module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
+from gitops.core.protected import collisions, refusal
 
 Action = Literal["create", "update", "same"]
 
@@ -154,11 +155,18 @@ def plan_branch_pull(
     code: CodeSet,
     paths: Iterable[str],
     current: Callable[[str], bytes | None],
+    *,
+    manifest_names: frozenset[str] = frozenset(),
 ) -> BranchPull:
     """The files a pull of ``code`` writes under the root of ``config``.
 
     ``paths`` lists the files under the root now (relative, ``/`` separators); ``current(path)`` returns a file's
     bytes, or ``None`` when there is none. No other I/O happens here.
+
+    A module is written only to a path that the manifest reads back as that very module; a module whose path
+    :func:`gitops.core.protected.refusal` refuses (the manifest, a build's configuration, a dot-file, a name Git
+    would refuse), or that two names would share on a case-insensitive or normalising file system, is ``refused``
+    (and then nothing at all is written). ``manifest_names`` are the manifest's own file names, protected too.
     """
     listed = sorted(paths)
     listed_set = set(listed)
@@ -190,8 +198,19 @@ def plan_branch_pull(
             (p for p in paths_ if reading.why_not(p, module.is_binary) is None and reading.name(p) == module.name),
             paths_[0],
         )
+        why_refused = refusal(path, binary=module.is_binary, manifest_names=manifest_names)
+        if why_refused is not None:
+            result.refused.append(f"module {module.name!r} would be written to {path}, but {why_refused}")
+            continue
         chosen[module.name] = (path, data)
         targets.setdefault(path, []).append(module.name)
+    for first, second in collisions(targets, [p for p in listed if p not in targets]):
+        names = [n for p in (first, second) for n in targets.get(p, [])]
+        result.refused.append(
+            f"{first} and {second} are one file on a case-insensitive or Unicode-normalising file system (macOS, "
+            f"Windows){' (modules ' + ', '.join(repr(n) for n in names) + ')' if names else ''}; the two would "
+            "overwrite each other"
+        )
 
     planned = set(targets)
     for module in code:
@@ -211,17 +230,19 @@ def plan_branch_pull(
             what = f"{blocked} is a file" if blocked is not None else f"{path} is a folder"
             result.notes.append(f"module {module.name!r} goes to {path}, but {what}; not written")
             continue
+        why = reading.why_not(path, module.is_binary)
+        if why is None and reading.name(path) != module.name:
+            why = f"it would be read back as module {reading.name(path)!r}"
+        if why is not None:
+            # Never a file the manifest does not read as this module: it could be anything (a config, a script).
+            result.notes.append(
+                f"module {module.name!r} is not written to {path}: {why}, so the next apply would remove it from "
+                "the server; fix include, exclude or binary in the manifest, then pull again"
+            )
+            continue
         before = current(path)
         action: Action = "create" if before is None else "same" if before == data else "update"
         result.writes.append(FileWrite(path, module.name, data, action))
-        why = reading.why_not(path, module.is_binary)
-        if why is None and reading.name(path) != module.name:
-            why = f"it is read back as module {reading.name(path)!r}"
-        if why is not None:
-            result.notes.append(
-                f"module {module.name!r} is written to {path}, but {why}, so the next apply would remove it from "
-                "the server; fix include, exclude or binary"
-            )
     if config.build is not None and result.changes:
         result.notes.append(
             f"the branch has a build, so {config.root}/ holds its output: the pulled files are the server's bundle, "

@@ -121,14 +121,16 @@ def test_what_does_not_round_trip_is_said() -> None:
     )
     files = {"local-only.js": b"// mine\n"}
     result = plan_branch_pull(config(include=["**/*.js", "*.bin"], exclude=["role/**"]), code, files, files.get)
-    assert [w.path for w in result.writes] == ["data.bin", "lib/add.wasm", "main.js", "role/a.js"]
+    # Only main is written: a file the manifest would not read back as the module is never written (it could be
+    # anything the project runs), and the person is told what the next apply would do.
+    assert [w.path for w in result.writes] == ["main.js"]
     assert result.notes == [
-        "module 'data.bin' is written to data.bin, but binary does not match it, so the next apply would remove it "
-        "from the server; fix include, exclude or binary",
-        "module 'lib/add.wasm' is written to lib/add.wasm, but include does not match it, so the next apply would "
-        "remove it from the server; fix include, exclude or binary",
-        "module 'role/a' is written to role/a.js, but exclude leaves it out, so the next apply would remove it from "
-        "the server; fix include, exclude or binary",
+        "module 'data.bin' is not written to data.bin: binary does not match it, so the next apply would remove it "
+        "from the server; fix include, exclude or binary in the manifest, then pull again",
+        "module 'lib/add.wasm' is not written to lib/add.wasm: include does not match it, so the next apply would "
+        "remove it from the server; fix include, exclude or binary in the manifest, then pull again",
+        "module 'role/a' is not written to role/a.js: exclude leaves it out, so the next apply would remove it from "
+        "the server; fix include, exclude or binary in the manifest, then pull again",
         "local-only.js (module 'local-only') is not on the server; the next apply uploads it",
     ]
 
