@@ -35,6 +35,8 @@ class _Registry:
         self.known: set[str] = set()
         #: Longest first; ``None`` after a registration, until the next redact() compiles it again.
         self.pattern: re.Pattern[str] | None = None
+        #: The same without the 8-character token prefixes (:func:`leaked_in`).
+        self.whole_pattern: re.Pattern[str] | None = None
 
 
 _registry = _Registry()
@@ -84,6 +86,7 @@ def register(value: str) -> None:
         with _registry.lock:
             _registry.known.add(value)
             _registry.pattern = None
+            _registry.whole_pattern = None
 
 
 def redact(text: str) -> str:
@@ -95,14 +98,20 @@ def redact(text: str) -> str:
     return _TOKEN_PARAM.sub(lambda m: m.group(1) + HIDDEN, text)
 
 
-def _compiled() -> re.Pattern[str]:
+def _compiled(*, whole: bool = False) -> re.Pattern[str]:
+    """The expression of every registered secret's forms (``whole``: without the 8-character token prefixes)."""
     with _registry.lock:
-        if _registry.pattern is None:
+        if _registry.pattern is None or _registry.whole_pattern is None:
             needles: set[str] = set()
+            prefixes: set[str] = set()
             for value in _registry.known:
                 needles.update(_forms(value))
+                if len(value) >= 2 * _MIN_PREFIX and _TOKEN_LIKE.match(value):
+                    prefixes.add(value[:_MIN_PREFIX])
             _registry.pattern = re.compile(_trie_pattern(needles)) if needles else _NOTHING
-        return _registry.pattern
+            wholes = needles - prefixes
+            _registry.whole_pattern = re.compile(_trie_pattern(wholes)) if wholes else _NOTHING
+        return _registry.whole_pattern if whole else _registry.pattern
 
 
 def _trie_pattern(needles: set[str]) -> str:
@@ -111,7 +120,9 @@ def _trie_pattern(needles: set[str]) -> str:
     The needles share a trie, so at each position of the text the regex follows one path by the characters there
     instead of trying every needle in turn: redaction stays one fast pass however many secrets (times their
     encoded forms) are registered. At each node the longer continuations come before ending there, so a whole
-    token wins over its prefix and a secret over a shorter one inside it.
+    token wins over its prefix and a secret over a shorter one inside it. A run of nodes with one child each is
+    written as one literal, so the expression nests only where needles part: a secret of any length (10,000
+    characters) neither recurses here nor nests the expression past what the regex compiler takes.
     """
     trie: dict[str, Any] = {}
     for needle in needles:
@@ -121,7 +132,15 @@ def _trie_pattern(needles: set[str]) -> str:
         node[""] = {}
 
     def pattern(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        branches = []
+        for char, first in sorted(node.items()):
+            if not char:
+                continue
+            literal, child = [char], first
+            while len(child) == 1 and "" not in child:
+                ((next_char, child),) = child.items()
+                literal.append(next_char)
+            branches.append(re.escape("".join(literal)) + pattern(child))
         if "" in node:
             branches.append("")
         if len(branches) == 1:
@@ -129,6 +148,14 @@ def _trie_pattern(needles: set[str]) -> str:
         return "(?:" + "|".join(branches) + ")"
 
     return pattern(trie)
+
+
+def leaked_in(content: str | bytes) -> bool:
+    """Whether ``content`` (a module's text or bytes) holds a whole registered secret: as it is, or in a form
+    :func:`redact` hides (JSON- or URL-encoded, base64), but not the 8-character prefix :func:`redact` also hides
+    (8 characters of code can match a prefix by chance; a whole token cannot). One pass of one expression."""
+    text = content.decode("latin-1") if isinstance(content, bytes) else content
+    return _compiled(whole=True).search(text) is not None
 
 
 def _base64_cores(data: bytes) -> set[str]:

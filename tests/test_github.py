@@ -19,6 +19,7 @@ from gitops.github.api import (
     GitHubClient,
     GitHubError,
     GitHubPermissionError,
+    drift_marker,
     marker,
 )
 from gitops.secrets import Secret
@@ -79,8 +80,9 @@ def test_ours_is_found_on_a_later_page_and_quotes_of_it_are_not(fake: FakeGitHub
     assert what == "updated"
     assert ours.body == MARK + "\nnew plan"
     assert len(fake.on(7)) == 222
-    # The listing reads all 3 pages; the search stops at page 2, where ours is.
-    assert sum(1 for m, _, _ in fake.requests if m == "GET") == 3 + 2
+    # The listing reads all 3 pages; the search stops at page 2, where ours is, after asking who the token is (once a
+    # comment with the marker turned up: the reviewer's quote does not start with it).
+    assert sum(1 for m, _, _ in fake.requests if m == "GET") == 3 + 2 + 1
 
 
 def test_pagination_is_bounded(fake: FakeGitHub) -> None:
@@ -311,7 +313,8 @@ def test_the_default_deadlines() -> None:
 
 
 def test_a_page_within_the_cap_is_read_over_a_real_socket() -> None:
-    page = json.dumps([{"id": 5, "body": MARK + "\nours", "html_url": "https://x.test/5"}]).encode()
+    entry = {"id": 5, "body": MARK + "\nours", "html_url": "https://x.test/5", "user": {"login": "github-actions[bot]"}}
+    page = json.dumps([entry]).encode()
     with hostile_server(answer(page)) as server, hostile_client(server) as gh:
         found = gh.find_comment(7, MARK)
     assert found is not None
@@ -335,3 +338,42 @@ def test_a_redirect_is_not_followed_so_the_token_stays_home() -> None:
         gh.find_comment(7, MARK)
     assert seen == ["https://ghe.example.test/api/v3/repos/alice/bot/issues/7/comments?per_page=100"]
     assert str(caught.value).startswith("GitHub refused to read the comments of pull request #7: 301 ")
+
+
+def test_a_marker_comment_someone_else_wrote_is_never_taken_for_ours(fake: FakeGitHub) -> None:
+    # Anyone may pre-post the hidden marker; writing the plan into their comment would let them edit what reviewers
+    # read. Only a comment by the token's own identity (the Actions bot for GITHUB_TOKEN) is ours.
+    planted = fake.add(7, MARK + "\nplanted by a stranger", {"login": "mallory", "type": "User"})
+    with client(fake) as gh:
+        comment, what = gh.upsert_comment(7, MARK, MARK + "\nthe plan")
+    assert what == "created"
+    assert planted.body == MARK + "\nplanted by a stranger"
+    assert [c.body for c in fake.on(7)] == [MARK + "\nplanted by a stranger", MARK + "\nthe plan"]
+    assert fake.on(7)[1].user["login"] == "github-actions[bot]"
+    assert comment.author == "github-actions[bot]"
+    # The next push edits ours, still not theirs.
+    with client(fake) as gh:
+        _, what = gh.upsert_comment(7, MARK, MARK + "\nthe new plan")
+    assert what == "updated"
+    assert [c.body for c in fake.on(7)] == [MARK + "\nplanted by a stranger", MARK + "\nthe new plan"]
+
+
+def test_a_persons_token_takes_the_comments_that_person_wrote(fake: FakeGitHub) -> None:
+    fake.user_login = "alice"
+    bot = fake.add(7, MARK + "\nby the bot", {"login": "github-actions[bot]", "type": "Bot"})
+    mine = fake.add(7, MARK + "\nby alice", {"login": "alice", "type": "User"})
+    with client(fake) as gh:
+        _, what = gh.upsert_comment(7, MARK, MARK + "\nplan")
+    assert what == "updated"
+    assert (bot.body, mine.body) == (MARK + "\nby the bot", MARK + "\nplan")
+
+
+def test_a_drift_issue_someone_else_opened_with_the_marker_is_left_alone(fake: FakeGitHub) -> None:
+    mark = drift_marker("gitops.yaml")
+    planted = fake.add_issue("Drift", mark + "\nplanted", user={"login": "mallory", "type": "User"})
+    with client(fake) as gh:
+        issue, what = gh.upsert_issue(mark, "Drift", mark + "\nreport")
+        assert gh.close_issue(mark, mark + "\nall clear") is not None
+    assert what == "created"
+    assert issue.number != planted.number
+    assert (planted.body, planted.state) == (mark + "\nplanted", "open")

@@ -18,9 +18,20 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
-from gitops.edges.build import build_commands, build_environment, interrupts_as_keyboard, run_build, temporary_checkout
+from gitops.edges.build import (
+    build_commands,
+    build_environment,
+    interrupts_as_keyboard,
+    run_build,
+    secret_names,
+    secret_values,
+    skip_build,
+    temporary_checkout,
+)
+from gitops.edges.environ import seal_process
 from gitops.edges.threads import start_quiet
 from gitops.errors import SourceError
+from gitops.secrets import leaked_in, register
 
 if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
     from gitops.edges.sources import LocalCode
@@ -33,16 +44,43 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
+    secret = secret_names(env, loaded.every_server)
+    # Known before any code is read or built: a build's output, and code that carries a credential, are judged
+    # against them (the credentials themselves are read later, by the session).
+    for value in secret_values(env, loaded.every_server):
+        register(value)
+    local = _read_code(loaded, ref, env, secret)
+    if not build_commands(loaded.manifest):
+        return local  # the repository's own files: a build is what could write a credential into the code
+    for branch in local.branches:
+        for module in branch.code:
+            if leaked_in(module.text if module.text is not None else module.binary or b""):
+                raise SourceError(
+                    f"{branch.server}/{branch.branch}: module {module.name!r} holds a credential (the value of one of "
+                    "the run's secret variables, or an encoded form of it); nothing was sent",
+                    hint="Keep tokens and passwords out of the code: a build must not write them into its output "
+                    "(it runs without them; see 'build' in the manifest documentation).",
+                )
+    return local
+
+
+def _read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], secret: frozenset[str]) -> LocalCode:
     from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 
     commands = build_commands(loaded.manifest)
-    if not commands:
+    if commands and skip_build(env) and ref is not None:
+        raise SourceError(
+            f"the code at ref {ref} needs its build, but this run skips builds (GITOPS_SKIP_BUILD: the GitHub Action "
+            "builds the checked-out working tree in a step of its own, without credentials)",
+            hint="Check the ref out with actions/checkout (its ref: input) instead of giving the action's ref input.",
+        )
+    if not commands or skip_build(env):
         return read_local_code(loaded, ref)
-    build_env = build_environment(env, loaded.manifest)
+    build_env = build_environment(env, secret)
+    seal_process(secret)
     with interrupts_as_keyboard():
         if ref is None:
-            for command in commands:
-                run_build(command, loaded.base_dir, env=build_env)
+            run_builds(loaded, env)
             return read_local_code(loaded)
         with temporary_checkout(loaded.base_dir, ref) as (base_dir, commit):
             where = f" (in a temporary checkout of {ref}, commit {commit[:12]})"
@@ -67,6 +105,27 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
                     "the manifest is always read from disk, the code from the commit",
                 )
     return LocalCode(local.branches, SourceInfo("ref", ref, commit, None), warnings)
+
+
+def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
+    """Run the build commands of the manifest's branches in the working tree, without any credential in reach
+    (:func:`gitops.edges.build.secret_names`, :func:`gitops.edges.environ.seal_process`); how many ran.
+
+    ``gitops build`` calls it alone: the GitHub Action builds in a step of its own whose environment holds no
+    secret, and the step that plans or applies then reads what it left (``GITOPS_SKIP_BUILD``).
+    """
+    commands = build_commands(loaded.manifest)
+    if not commands:
+        return 0
+    secret = secret_names(env, loaded.every_server)
+    for value in secret_values(env, loaded.every_server):
+        register(value)
+    build_env = build_environment(env, secret)
+    seal_process(secret)
+    with interrupts_as_keyboard():
+        for command in commands:
+            run_build(command, loaded.base_dir, env=build_env)
+    return len(commands)
 
 
 class LocalRead:

@@ -7,6 +7,7 @@ I/O. It never prints.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib
@@ -66,6 +67,11 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     failed: dict[str, GitopsError] | None = {} if isolate else None
     for name in BEFORE_THE_WORKER:
         importlib.import_module(name)
+    # Every ledger is read before any build runs: a build may write where the ledgers live, and the plan must not
+    # rest on what it wrote (the ledger notices a file changed under it, and says so).
+    for server in s.servers():
+        with contextlib.suppress(*SERVER_ERRORS):
+            s.ledger(server)
     # The local code is read while the servers are asked (LocalRead); when both fail, the local error is raised.
     with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS) as reading:
         views = gather_remote(s, options.refresh, failed, before_requests=reading.start)

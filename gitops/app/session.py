@@ -182,7 +182,9 @@ class Session:
             return None
 
     def warnings(self) -> list[str]:
-        """What the ledgers found wrong with their files (corrupt, unreadable, unwritable)."""
+        """What the ledgers found wrong with their files (corrupt, unreadable, unwritable, rewritten meanwhile)."""
+        for ledger in self._distinct_ledgers():
+            ledger.notice_rewrite()
         return [w for ledger in self._distinct_ledgers() for w in ledger.warnings]
 
     def _distinct_ledgers(self) -> list[Ledger]:

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("gitops.cli.init", "init", "Write a commented gitops.yaml for this repository (--pull: and its code)."),
     "pull": ("gitops.cli.pull", "pull", "Bring the server's code into the repository (files under each root)."),
     "validate": ("gitops.cli.validate", "validate", "Check the manifest and the local code (no network)."),
+    "build": ("gitops.cli.build", "build", "Run the manifest's build commands, with no credential in reach."),
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
     "drift": ("gitops.cli.drift", "drift", "Show branches changed on the servers outside Git since they were applied."),

@@ -95,7 +95,7 @@ def apply(
         from gitops.app.applying import run_apply
         from gitops.render.plan import render_text
 
-        click.echo(render_text(result, now=options.clock.now(), color=use_color(no_color)), nl=False)
+        click.echo(redact(render_text(result, now=options.clock.now(), color=use_color(no_color))), nl=False)
         if result.failed and not keep_going:
             raise PlanFileError(
                 "the saved plan leaves out servers whose planning failed ("

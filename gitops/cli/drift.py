@@ -46,6 +46,7 @@ def drift(
     from gitops.app.drift import check_drift
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
+    from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(
@@ -66,9 +67,9 @@ def drift(
             print_unlock_links(exc)
             raise
     if fmt == "json":
-        click.echo(render_json(report), nl=False)
+        click.echo(redact(render_json(report)), nl=False)
     elif fmt == "markdown":
-        click.echo(render_markdown(report), nl=False)
+        click.echo(redact(render_markdown(report)), nl=False)
     else:
-        click.echo(render_text(report), nl=False)
+        click.echo(redact(render_text(report)), nl=False)
     return ExitCode.CHANGES if report.has_drift else ExitCode.OK

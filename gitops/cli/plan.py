@@ -75,11 +75,11 @@ def plan(
 
         now = options.clock.now()
         if fmt == "json":
-            click.echo(render_json(result, now=now), nl=False)
+            click.echo(redact(render_json(result, now=now)), nl=False)
         elif fmt == "markdown":
-            click.echo(render_markdown(result, now=now), nl=False)
+            click.echo(redact(render_markdown(result, now=now)), nl=False)
         else:
-            click.echo(render_text(result, now=now, color=use_color(no_color)), nl=False)
+            click.echo(redact(render_text(result, now=now, color=use_color(no_color))), nl=False)
         for failure in result.failed:
             click.echo(redact(f"Error: {failure.message}"), err=True)
         refusal = budget_error(result, s)

@@ -601,6 +601,14 @@ class LoadedManifest:
     digest: str
     display: str = DEFAULT_MANIFEST
     locations: Mapping[Loc, int] = field(default_factory=dict, repr=False, compare=False)
+    #: Every server of the file, also when a run is narrowed to some (``--server``): a build must see none of their
+    #: credentials, whichever servers the run talks to.
+    all_servers: Mapping[str, ServerConfig] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def every_server(self) -> Mapping[str, ServerConfig]:
+        """The servers of the whole file (:attr:`all_servers`), or of the manifest when it was made in memory."""
+        return self.all_servers or self.manifest.servers
 
     def where(self, loc: Loc) -> str:
         """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""
@@ -651,6 +659,7 @@ def load_manifest(path: Path) -> LoadedManifest:
         digest=manifest_digest(manifest),
         display=display,
         locations=document.locations,
+        all_servers=dict(manifest.servers),
     )
 
 

@@ -27,8 +27,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
-from gitops.config.manifest import Manifest
+from gitops.config.manifest import Manifest, ServerConfig
 from gitops.errors import SourceError
+from gitops.secrets import redact
 
 BuildCommand = str | list[str]
 
@@ -78,27 +79,73 @@ SECRET_VARIABLES = frozenset(
         "GITOPS_ACTION_PASSWORD",
         "GITOPS_GITHUB_TOKEN",
         "GITHUB_TOKEN",
+        "GH_TOKEN",
         "ACTIONS_RUNTIME_TOKEN",
         "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
     }
 )
+#: Prefixes of variables a build never sees: a GitHub Action's inputs (``INPUT_*``, whatever they are called) and
+#: this Action's own (``GITOPS_ACTION_*``).
+SECRET_PREFIXES = ("INPUT_", "GITOPS_ACTION_")
+#: The Action's variables that name where it hands a credential over (``token-env`` and friends): the variable they
+#: name is a secret too, even when the manifest names another.
+_HANDOVER_NAMES = ("GITOPS_ACTION_TOKEN_ENV", "GITOPS_ACTION_USERNAME_ENV", "GITOPS_ACTION_PASSWORD_ENV")
 
 
-def build_environment(env: Mapping[str, str], manifest: Manifest) -> dict[str, str]:
-    """The environment a build runs with: ``env`` without any credential.
-
-    A build command is code from the repository, and on a pull request from anyone who can open one: it must not
-    read the token or password that the deploy uses. Left out: every variable a server of the manifest names
-    (``token_env``, ``username_env``, ``password_env``) and :data:`SECRET_VARIABLES`. A build that needs a secret
-    of its own (a private npm registry) gets it from its own step, before gitops runs.
-    """
+def secret_names(env: Mapping[str, str], servers: Mapping[str, ServerConfig]) -> frozenset[str]:
+    """The variables of ``env`` that a build must not see: every variable any of ``servers`` names (pass the whole
+    manifest's, not only the servers a ``--server`` run talks to), :data:`SECRET_VARIABLES`, every variable with a
+    :data:`SECRET_PREFIXES` prefix, and the variables the Action hands credentials over in."""
     named = {
         name
-        for server in manifest.servers.values()
+        for server in servers.values()
         for name in (server.token_env, server.username_env, server.password_env)
         if name
     }
-    return {k: v for k, v in env.items() if k not in named and k not in SECRET_VARIABLES}
+    named |= {env[key] for key in _HANDOVER_NAMES if env.get(key)}
+    prefixed = {key for key in env if key.startswith(SECRET_PREFIXES)}
+    return frozenset(named | SECRET_VARIABLES | prefixed)
+
+
+#: Set (to 1) by the GitHub Action's step that plans or applies: the Action built the code in a step of its own,
+#: which had no secret in its environment (``gitops build``); this step reads what it left.
+SKIP_BUILD_VARIABLE = "GITOPS_SKIP_BUILD"
+
+
+def skip_build(env: Mapping[str, str]) -> bool:
+    """Whether the run reads the code as an earlier ``gitops build`` left it, without building (see
+    :data:`SKIP_BUILD_VARIABLE`)."""
+    return env.get(SKIP_BUILD_VARIABLE, "").strip().lower() in ("1", "true", "yes")
+
+
+_SECRET_WORDS = ("TOKEN", "PASSWORD", "SECRET", "KEY")
+
+
+def secret_values(env: Mapping[str, str], servers: Mapping[str, ServerConfig]) -> list[str]:
+    """The values in ``env`` that are credentials, for the redactor: the tokens and passwords the servers name,
+    :data:`SECRET_VARIABLES`, what the Action hands over, and any removed variable whose name says it holds one
+    (``INPUT_TOKEN``). Not the other removed variables (a user name, an input such as ``gitops.yaml``), which are
+    not secret and would make every message unreadable."""
+    names = {name for server in servers.values() for name in (server.token_env, server.password_env) if name}
+    names |= SECRET_VARIABLES
+    names |= {env[key] for key in ("GITOPS_ACTION_TOKEN_ENV", "GITOPS_ACTION_PASSWORD_ENV") if env.get(key)}
+    names |= {
+        key
+        for key in env
+        if key.startswith(SECRET_PREFIXES) and not key.endswith("_ENV") and any(w in key for w in _SECRET_WORDS)
+    }
+    return [env[name] for name in sorted(names) if env.get(name)]
+
+
+def build_environment(env: Mapping[str, str], secret: frozenset[str]) -> dict[str, str]:
+    """The environment a build runs with: ``env`` without the variables in ``secret`` (:func:`secret_names`).
+
+    A build command is code from the repository, and on a pull request from anyone who can open one: it must not
+    read the token or password that the deploy uses. A build that needs a secret of its own (a private npm registry)
+    gets it from its own step, before gitops runs.
+    """
+    return {k: v for k, v in env.items() if k not in secret}
 
 
 def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where: str = "") -> None:
@@ -131,7 +178,9 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
         assert proc.stdout is not None
         with proc.stdout:
             for raw in proc.stdout:
-                line = raw.decode("utf-8", "replace")
+                # A build that prints a credential (echo $TOKEN, a dump of its environment) never gets it shown:
+                # the run's secrets are registered before any build starts (gitops.app.localcode).
+                line = redact(raw.decode("utf-8", "replace"))
                 sys.stderr.write(line)
                 sys.stderr.flush()
                 tail.append(line.rstrip("\r\n"))

@@ -234,6 +234,9 @@ class Ledger:
         #: The data as last loaded or saved (its JSON), to tell whether there is anything to save. A JSON snapshot,
         #: not a deep copy of the model: with 2,000 remembered modules a deep copy costs ~40 ms, the dump ~1 ms.
         self._saved: str | None = None
+        #: The file as this run last read or wrote it (its size and modification time), to notice another program
+        #: (a ``build:`` command, say) rewriting it meanwhile.
+        self._seen: tuple[int, int] | None = None
 
     # --- opening and saving ----------------------------------------------------------------------------------
 
@@ -310,7 +313,26 @@ class Ledger:
         if lock is not None:
             lock.release()
 
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            info = self.path.stat()
+        except OSError:
+            return None
+        return info.st_size, info.st_mtime_ns
+
+    def notice_rewrite(self) -> None:
+        """Add a warning when another program rewrote the file since this run read or wrote it (a build command
+        can write where the ledgers live); the run goes on with the copy it read first."""
+        if self._stat() != self._seen:
+            warning = (
+                f"the ledger at {self.path} was changed by another program during this run (a build command can "
+                "write there); this run planned from the copy it read first, and writes that copy back."
+            )
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+
     def _load(self) -> None:
+        self._seen = self._stat()
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -373,10 +395,12 @@ class Ledger:
         process is killed (``kill -9``: the kernel keeps the written pages); :meth:`sync` makes it durable later.
         """
         self._prune()
+        self.notice_rewrite()
         self._data.saved_at = self._clock.now()
         text = self._data.model_dump_json()
         _atomic_write(self.path, text.encode("utf-8") + b"\n", durable=durable)
         self._saved = text
+        self._seen = self._stat()
         self._unsynced = not durable
         if self.fingerprint is not None and not self._pointer_written:
             pointer = self.path.parent / _LAST_FINGERPRINT

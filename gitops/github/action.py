@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
 from gitops.app.targets import Targets
-from gitops.errors import ExitCode, GitopsError, UsageError
+from gitops.errors import ExitCode, GitopsError, SourceError, UsageError
 from gitops.secrets import Secret, redact
 
 Command = Literal["plan", "apply", "drift"]
@@ -408,6 +408,7 @@ def _plan_and_apply(
     tool_env = dict(env)
     tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
     loaded = load_manifest(inputs.manifest)
+    _check_build_step(env)
     pr = runner.pull_request
     options = Options(
         manifest=inputs.manifest,
@@ -447,7 +448,7 @@ def _plan_and_apply(
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
         now = options.clock.now()
-        echo(render_text(result, now=now).rstrip("\n"))
+        echo(redact(render_text(result, now=now).rstrip("\n")))
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if inputs.command == "plan":
             refusal = budget_error(result, s)
@@ -469,6 +470,31 @@ def _plan_and_apply(
         _apply(result, s, report, echo=echo)
 
 
+#: Set by action.yml from the build step (``gitops build``, run without secrets) for the step that plans or applies.
+BUILD_EXIT_ENV = "GITOPS_ACTION_BUILD_EXIT"
+
+
+def _check_build_step(env: Mapping[str, str]) -> None:
+    """Stop when the build step failed: the code it should have left is not there (a manifest or usage error is
+    left to this step, which reports it with its own message and code)."""
+    raw = env.get(BUILD_EXIT_ENV, "").strip()
+    if not raw or raw == "0":
+        return
+    code = int(raw) if raw.isdigit() else int(ExitCode.LOCAL_CODE)
+    if code in (ExitCode.USAGE, ExitCode.MANIFEST):
+        return
+    error = SourceError(
+        f"the build failed in the action's build step (exit code {code}); nothing was planned or sent",
+        hint="Its output is in the step's log above. Fix the build, then push again.",
+    )
+    if code != ExitCode.LOCAL_CODE:
+        try:
+            error.exit_code = ExitCode(code)
+        except ValueError:
+            error.exit_code = ExitCode.FAILURE
+    raise error
+
+
 def _drift(s: Any, report: Report, *, echo: Echo) -> None:
     """``command: drift``: the drift use case, as ``gitops drift`` runs it (credentials required: it downloads)."""
     from gitops.app.drift import check_drift
@@ -478,7 +504,7 @@ def _drift(s: Any, report: Report, *, echo: Echo) -> None:
         s.auth(server)  # raises AuthError: what is missing and how to provide it
     found = check_drift(s)
     report.drift = found
-    echo(render_text(found).rstrip("\n"))
+    echo(redact(render_text(found).rstrip("\n")))
     report.exit_code = ExitCode.CHANGES if found.has_drift else ExitCode.OK
 
 
@@ -624,7 +650,12 @@ def _drift_issue(runner: Runner, report: Report, *, echo: Echo, github_token: st
 
 def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
     """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
-    within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note)."""
+    within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note). Redacted: a diff may
+    show a server's module that holds a credential, and a comment body is not masked by GitHub as logs are."""
+    return redact(_document(report, runner, limit=limit, unit=unit))
+
+
+def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
     from gitops.render.plan import md_code, md_fence, render_markdown
 
     def measure(text: str) -> int:

@@ -97,12 +97,16 @@ class Comment:
     id: int
     body: str
     url: str
+    #: The login of who wrote it (``github-actions[bot]`` for the Actions token).
+    author: str = ""
 
     @classmethod
     def from_json(cls, data: Any) -> Comment:
         if not isinstance(data, dict) or not isinstance(data.get("id"), int):
             raise GitHubError("GitHub answered with something that is not a comment")
-        return cls(id=data["id"], body=str(data.get("body") or ""), url=str(data.get("html_url") or ""))
+        return cls(
+            id=data["id"], body=str(data.get("body") or ""), url=str(data.get("html_url") or ""), author=_login(data)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +118,8 @@ class Issue:
     body: str
     url: str
     state: str
+    #: The login of who opened it.
+    author: str = ""
 
     @classmethod
     def from_json(cls, data: Any) -> Issue:
@@ -125,7 +131,18 @@ class Issue:
             body=str(data.get("body") or ""),
             url=str(data.get("html_url") or ""),
             state=str(data.get("state") or ""),
+            author=_login(data),
         )
+
+
+def _login(data: dict[str, Any]) -> str:
+    user = data.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    return login if isinstance(login, str) else ""
+
+
+#: Who a GitHub Actions ``GITHUB_TOKEN`` (an app installation token) writes as; ``GET /user`` does not answer it.
+ACTIONS_BOT = "github-actions[bot]"
 
 
 def drift_marker(manifest: str) -> str:
@@ -167,6 +184,7 @@ class GitHubClient:
         self._ends = time.monotonic() + total
         #: What went wrong without stopping a request (a ``next`` link elsewhere): the caller shows them.
         self.warnings: list[str] = []
+        self._identity: str | None = None
         self._http = httpx.Client(
             base_url=self.api_url,
             transport=transport or seam.transport,
@@ -196,14 +214,33 @@ class GitHubClient:
             comments.extend(page)
         return comments, pages.complete
 
+    def identity(self) -> str:
+        """The login this client's token writes as: ``GET /user`` for a person's token; for the Actions
+        ``GITHUB_TOKEN`` (which that endpoint refuses, "Resource not accessible by integration") the Actions bot,
+        :data:`ACTIONS_BOT`. Asked once."""
+        if self._identity is None:
+            try:
+                response = self._request("GET", "/user", what="learn who the token is", permission="")
+                data = _json(response, "learn who the token is")
+                login = data.get("login") if isinstance(data, dict) else None
+                self._identity = login if isinstance(login, str) and login else ACTIONS_BOT
+            except GitHubError as exc:
+                if exc.status not in (401, 403, 404):
+                    raise
+                self._identity = ACTIONS_BOT
+        return self._identity
+
     def find_comment(self, number: int, mark: str) -> Comment | None:
-        """Our comment: the first whose body starts with the marker (a quote of it starts with ``>``).
+        """Our comment: the first whose body starts with the marker (a quote of it starts with ``>``) and that this
+        client's token wrote (:meth:`identity`): anyone can post a comment that starts with the marker, and it must
+        never be taken for ours (we would then write the plan into their comment, which they can edit).
 
         Pages are read until it is found, and only the page being read is kept: at most one page's cap in memory.
         """
         for page in _Pages(self, number):
             for comment in page:
-                if comment.body.startswith(mark):
+                # Who the token is, asked only once a comment with the marker turns up.
+                if comment.body.startswith(mark) and comment.author == self.identity():
                     return comment
         return None
 
@@ -257,7 +294,7 @@ class GitHubClient:
             for item in data:
                 if isinstance(item, dict) and "pull_request" not in item:
                     issue = Issue.from_json(item)
-                    if issue.body.startswith(mark):
+                    if issue.body.startswith(mark) and issue.author == self.identity():
                         return issue
             url = response.links.get("next", {}).get("url")
             params = None

@@ -39,6 +39,7 @@ class FakeIssue:
     state_reason: str | None = None
     #: GitHub lists pull requests among issues (with a ``pull_request`` key).
     pull_request: bool = False
+    user: dict[str, str] = field(default_factory=lambda: dict(BOT))
 
 
 @dataclass
@@ -62,6 +63,9 @@ class FakeGitHub:
     #: Per method: answer 200 (JSON) with the body this makes, sent piece by piece as it is made (endless, slow...).
     streams: dict[str, Callable[[], Iterator[bytes]]] = field(default_factory=dict)
     _next_id: int = 1000
+    #: ``GET /user`` answers this login (a person's token); ``None``: 403 "Resource not accessible by integration",
+    #: as it answers the Actions ``GITHUB_TOKEN``, whose comments are written by ``github-actions[bot]``.
+    user_login: str | None = None
 
     @property
     def transport(self) -> httpx.MockTransport:
@@ -96,6 +100,10 @@ class FakeGitHub:
             )
         if request.method in self.not_json:
             return httpx.Response(200, content=self.not_json[request.method], headers={"content-type": "text/html"})
+        if url.path == prefix + "/user" and request.method == "GET":
+            if self.user_login is None:
+                return _json(403, {"message": "Resource not accessible by integration"})
+            return _json(200, {"login": self.user_login, "type": "User"})
         if url.path == prefix + "/repos/" + self.repository + "/issues":
             return self._issues(request, parse_qs(url.query), body)
         if not url.path.startswith(prefix + "/repos/" + self.repository + "/issues/"):
@@ -106,7 +114,7 @@ class FakeGitHub:
         if request.method == "POST" and len(rest) == 2 and rest[1] == "comments":
             if self.read_only:
                 return _json(403, {"message": "Resource not accessible by integration"})
-            comment = self.add(int(rest[0]), json.loads(body)["body"], BOT)
+            comment = self.add(int(rest[0]), json.loads(body)["body"], self._me())
             return _json(201, self._view(comment))
         if request.method == "PATCH" and len(rest) == 1 and rest[0].isdigit():
             return self._edit_issue(int(rest[0]), json.loads(body))
@@ -120,9 +128,20 @@ class FakeGitHub:
             return _json(404, {"message": "Not Found"})
         return _json(404, {"message": "Not Found"})
 
-    def add_issue(self, title: str, body: str, *, pull_request: bool = False, state: str = "open") -> FakeIssue:
+    def _me(self) -> dict[str, str]:
+        return dict(BOT) if self.user_login is None else {"login": self.user_login, "type": "User"}
+
+    def add_issue(
+        self,
+        title: str,
+        body: str,
+        *,
+        pull_request: bool = False,
+        state: str = "open",
+        user: dict[str, str] | None = None,
+    ) -> FakeIssue:
         number = max([i.number for i in self.issues] + [c.issue for c in self.comments] + [0]) + 1
-        issue = FakeIssue(number, title, body, state=state, pull_request=pull_request)
+        issue = FakeIssue(number, title, body, state=state, pull_request=pull_request, user=user or dict(BOT))
         self.issues.append(issue)
         return issue
 
@@ -131,7 +150,7 @@ class FakeGitHub:
             if self.read_only:
                 return _json(403, {"message": "Resource not accessible by integration"})
             data = json.loads(body)
-            return _json(201, self._issue_view(self.add_issue(data["title"], data["body"])))
+            return _json(201, self._issue_view(self.add_issue(data["title"], data["body"], user=self._me())))
         if request.method != "GET":
             return _json(404, {"message": "Not Found"})
         state = query.get("state", ["open"])[0]
@@ -168,7 +187,7 @@ class FakeGitHub:
             "state": issue.state,
             "state_reason": issue.state_reason,
             "html_url": f"https://github.example.test/{self.repository}/{kind}/{issue.number}",
-            "user": BOT,
+            "user": issue.user,
         }
         if issue.pull_request:
             view["pull_request"] = {"url": f"{self.base_url}/repos/{self.repository}/pulls/{issue.number}"}

@@ -116,9 +116,11 @@ def test_examples_are_the_four_workflows() -> None:
     [step] = [s for s in drift["jobs"]["drift"]["steps"] if s.get("id") == "gitops"]
     assert step["with"]["command"] == "drift"
     assert step["with"]["drift-issue"] == "true"
+    [plan_step] = [s for s in plan["jobs"]["plan"]["steps"] if s.get("id") == "gitops"]
+    assert "token" not in plan_step["with"], "a pull request's plan (and its build) gets no Screeps token"
     for path in EXAMPLES:
         text = path.read_text(encoding="utf-8")
-        assert "SCREEPS_TOKEN }}" in text
+        assert ("SCREEPS_TOKEN }}" in text) is (path.name != "plan.yml")
         assert "noratelimit" not in text
 
 
