@@ -984,3 +984,29 @@ def test_the_read_only_view_reads_and_cannot_write(make_client: Callable[..., Se
     remembered = ledger.remembered_branch("main")
     assert remembered is not None
     assert remembered.digest == code.digest  # what it read went to the observer
+
+
+def test_a_request_that_never_connected_is_not_counted_but_one_that_did_is(
+    make_client: Callable[..., ServiceClient], clock: ManualClock, tmp_path: Path
+) -> None:
+    # A day of refused connections must not spend the day's 240 uploads on the tool's own count (issue 18, item 4).
+    ledger = Ledger.open(tmp_path, "https://screeps.example/ptr", "fp", clock=clock, lock_wait=0)
+    try:
+
+        def refused(request: httpx.Request) -> httpx.Response:
+            raise httpx.ConnectError("connection refused", request=request)
+
+        client = make_client(refused, observer=ledger)
+        with pytest.raises(NetworkError):
+            client.upload_code("main", {"main": "x"})
+        assert ledger.sent_after("POST /api/user/code", 0) == 0
+
+        def broken(request: httpx.Request) -> httpx.Response:
+            return httpx.Response(500, text="Internal Server Error")
+
+        client = make_client(broken, observer=ledger)
+        with pytest.raises(NetworkError):
+            client.upload_code("main", {"main": "x"})
+        assert ledger.sent_after("POST /api/user/code", 0) == 2  # both attempts reached the server
+    finally:
+        ledger.close()

@@ -25,7 +25,7 @@ from gitops.standin.accounts import AccountsError, load_accounts
 from tests.factories import write_files
 
 SEED = 20261122
-COUNT = 2000
+COUNT = 6000
 
 #: Plain words a mutation may write where a name, a root or a glob goes; each is a folder with a file of each name,
 #: so that a manifest valid as a manifest is valid as code too (exit 0, not 6).
@@ -224,11 +224,31 @@ def block(node: Any, indent: int) -> str:
     return f"{pad}{flow(node)}\n"
 
 
+#: Characters a file may hold that YAML does not allow (C0 controls, DEL, C1, NUL), and odd ones it does (a BOM,
+#: NEL, a line or paragraph separator), and a lone surrogate (written as the bytes Python's surrogatepass gives).
+CONTROL = [*(chr(c) for c in range(0x20) if c not in (0x09, 0x0A, 0x0D)), "\x7f", "\x80", "\x9f", "\ufeff", "\x85"]
+CONTROL += ["\u2028", "\u2029", "\ud800", "\udfff"]
+
+
+def with_control_characters(rng: random.Random, text: str) -> str:
+    """Sometimes a control character somewhere: in a key, a value, a comment or between lines."""
+    roll = rng.random()
+    if roll < 0.15:
+        at = rng.randrange(len(text) + 1)
+        return text[:at] + rng.choice(CONTROL) + text[at:]
+    if roll < 0.25:
+        lines = text.split("\n")
+        at = rng.randrange(len(lines))
+        lines.insert(at, f"# comment {rng.choice(CONTROL)} here")
+        return "\n".join(lines)
+    return text
+
+
 def manifest_text(rng: random.Random) -> str:
     doc = base()
     for _ in range(rng.choice([0, 1, 1, 2, 3, 5])):
         mutate(rng, doc)
-    return block(doc, 0) if rng.random() < 0.6 else flow(doc) + "\n"
+    return with_control_characters(rng, block(doc, 0) if rng.random() < 0.6 else flow(doc) + "\n")
 
 
 @pytest.fixture
@@ -249,7 +269,7 @@ def test_generated_manifests_end_in_exit_0_or_5(code: Path, capsys: pytest.Captu
     seen: dict[int, int] = {}
     for n in range(COUNT):
         text = manifest_text(rng)
-        (code / "gitops.yaml").write_text(text, encoding="utf-8")
+        (code / "gitops.yaml").write_bytes(text.encode("utf-8", "surrogatepass"))
         exit_code = run(["validate"])
         out, err = capsys.readouterr()
         assert exit_code in (0, 5, 6), f"manifest {n} of seed {SEED} ended in exit {exit_code}:\n{text}\n{err}"
@@ -273,15 +293,19 @@ def test_the_same_odd_yaml_in_the_accounts_and_credentials_files_is_reported_not
     server = ServerConfig(url="http://127.0.0.1:21025", credentials="local")
     for n in range(COUNT // 4):
         text = manifest_text(rng)
-        accounts.write_text(text.replace("branches", "users"), encoding="utf-8")
+        accounts.write_bytes(text.replace("branches", "users").encode("utf-8", "surrogatepass"))
         error = refusal(lambda: load_accounts(accounts))
         if error is not None:
             assert isinstance(error, AccountsError), f"{n}: {error!r}"
             assert error.exit_code == 4
             assert all(p.startswith(str(accounts)) for p in error.problems), f"{n}: {error}"
-        credentials.write_text(text.replace("servers", "servers" if n % 2 else "nope"), encoding="utf-8")
+        credentials.write_bytes(
+            text.replace("servers", "servers" if n % 2 else "nope").encode("utf-8", "surrogatepass")
+        )
         error = refusal(lambda: resolve_auth("local", server, env, cwd=tmp_path))
-        assert isinstance(error, AuthError), f"{n}: {error!r}"  # no usable token in there
+        if error is None:  # a mutation may make a usable entry (token: '*.js' under servers.local)
+            continue
+        assert isinstance(error, AuthError), f"{n}: {error!r}"
         assert error.exit_code == 7
         if isinstance(error, CredentialsFileError):
             assert all(p.startswith(str(credentials)) for p in error.problems), f"{n}: {error}"

@@ -154,6 +154,35 @@ def test_a_server_error_is_reported_and_retried_at_the_next_change(project: Proj
         assert wait_for(lambda: main_module(standin) == "// fixed\n"), w.lines
 
 
+def test_failed_uploads_count_against_the_pace(project: Project, standin: StandIn) -> None:
+    # A server that fails every upload: each request sent (the client's own retry included) may have been counted
+    # by the server, so each one is spent from the hour's share, and watch stops sending once it is spent.
+    with watching(project, max_uploads_per_hour=3) as w:
+        assert wait_for(lambda: w.state.deploys == 1), w.lines
+        standin.inject_fault(UPLOAD, "500", count=1000)
+        for n in range(6):
+            failures = sum("not deployed:" in line for line in w.lines)
+            project.write({MAIN: f"// attempt {n}\n"})
+            assert wait_for(
+                lambda: (
+                    sum("not deployed:" in line for line in w.lines) > failures  # noqa: B023
+                    or w.said("upload(s) this hour are spent")
+                )
+            ), w.lines
+            if w.said("upload(s) this hour are spent"):
+                break
+        assert w.said("3 upload(s) this hour are spent"), w.lines
+        time.sleep(1.0)
+        sent = standin.count(UPLOAD)
+        # At most the pace, plus the one retry the client makes of an upload it began within the pace.
+        assert 3 <= sent <= 3 + 1, w.lines
+        assert w.state.uploads == w.state.failed_uploads == sent
+        standin.app.faults.clear()
+        standin.clock.advance(3600)
+        assert wait_for(lambda: main_module(standin) == f"// attempt {n}\n", 10), w.lines
+    assert standin.count(UPLOAD) == sent + 1
+
+
 def test_bad_local_code_waits_for_the_next_change(project: Project, standin: StandIn) -> None:
     with watching(project) as w:
         assert wait_for(lambda: w.state.deploys == 1), w.lines
@@ -187,7 +216,7 @@ def test_ctrl_c_stops_the_cli_cleanly(project: Project, standin: StandIn, tmp_pa
     assert child.returncode == 0, err
     assert "Traceback" not in err
     assert "deployed local/main" in out
-    assert "Stopped: 1 deploy(s), 0 upload(s)." in out  # the first deploy created the branch with its modules
+    assert "Stopped: 1 deploy(s), 0 upload attempt(s)." in out  # the first deploy created the branch with its modules
 
 
 def test_what_counts_as_a_change(tmp_path: Path) -> None:

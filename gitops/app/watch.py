@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gitops.app.options import Options
 from gitops.app.targets import select
@@ -39,6 +39,9 @@ from gitops.core.pace import Pacer, default_uploads_per_hour
 from gitops.core.plan import Plan
 from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import AuthError, ExitCode, GitopsError, ManifestError, SourceError, UsageError
+
+if TYPE_CHECKING:
+    from gitops.edges.ledger import Ledger
 
 #: Default quiet time (seconds) that ends a burst of changes.
 DEFAULT_DEBOUNCE = 1.0
@@ -82,7 +85,10 @@ class WatchState:
     #: A deploy that needs more uploads than fit now waits until then (service clock).
     not_before: float = 0.0
     deploys: int = 0
+    #: Upload requests sent (``POST /api/user/code``, retries included), whatever came of them; and of those, the
+    #: ones whose deploy failed. Both count against the pace: the server may have counted every one.
     uploads: int = 0
+    failed_uploads: int = 0
     deploying: bool = False
 
 
@@ -244,14 +250,23 @@ def _deploy_round(
             refusal = budget_error(plan, s)
             if refusal is not None:
                 raise refusal
-            report = run_apply(s, plan, saved=False)
-            pacer.record(options.clock.now(), plan.uploads_needed)
+            before = {id(s.ledger(server)): (s.ledger(server), s.ledger(server).sequence) for server in s.servers()}
+            try:
+                report = run_apply(s, plan, saved=False)
+            except BaseException:
+                sent = _uploads_sent(before)
+                pacer.record(options.clock.now(), sent)
+                state.uploads += sent
+                state.failed_uploads += sent
+                raise
+            sent = _uploads_sent(before)
+            pacer.record(options.clock.now(), sent)
             state.deploys += 1
-            state.uploads += plan.uploads_needed
+            state.uploads += sent
             labels = ", ".join(b.label for b in plan.branches if b.has_changes)
             say(
                 f"{_clock_text(options.clock.now())} deployed {labels} ({changed}): "
-                f"{plan.uploads_needed} upload(s); {_left_text(plan)}; {pacer.left(options.clock.now())} more "
+                f"{sent} upload(s); {_left_text(plan)}; {pacer.left(options.clock.now())} more "
                 "this hour" + ("" if report.applied else " (incomplete)")
             )
         state.pending.clear()
@@ -271,6 +286,11 @@ def _deploy_round(
         _retry_later(state, settings, monotonic, say, exc)
     finally:
         state.deploying = False
+
+
+def _uploads_sent(before: dict[int, tuple[Ledger, int]]) -> int:
+    """The upload requests the ledgers recorded since ``before`` (ledger -> its request number then)."""
+    return sum(ledger.sent_after(UPLOAD, sequence) for ledger, sequence in before.values())
 
 
 def _left_text(plan: Plan) -> str:

@@ -79,5 +79,6 @@ def watch(
         state = run_watch(options, source, say, settings=settings, stop=stop)
     # Ctrl-C while idle is how a watch ends: exit 0. Ctrl-C during a deploy is re-raised by the use case and ends
     # as every interrupted command does (gitops.cli.run: "interrupted.", exit 130).
-    click.echo(f"Stopped: {state.deploys} deploy(s), {state.uploads} upload(s).")
+    failed = f" ({state.failed_uploads} in deploys that failed)" if state.failed_uploads else ""
+    click.echo(f"Stopped: {state.deploys} deploy(s), {state.uploads} upload attempt(s){failed}.")
     return ExitCode.OK

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -248,9 +249,21 @@ def size_text(size: int) -> str:
 
 
 def read_capped(path: Path, display: str, *, limit: int = MAX_FILE_BYTES, what: str = "this file") -> bytes:
-    """The bytes of ``path``, refusing a file over ``limit`` bytes before reading it (``OSError`` passes through)."""
-    with path.open("rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
+    """The bytes of ``path``, refusing a file over ``limit`` bytes before reading it (``OSError`` passes through).
+
+    Only a regular file is read: a FIFO, a device or a socket is refused at once (its ``open`` or ``read`` could
+    wait forever for a writer). It is opened with ``O_NONBLOCK``, so that not even the ``open`` of a FIFO swapped in
+    after the check waits, and checked again on the open file."""
+    kind = _not_regular(os.stat(path).st_mode)
+    if kind is not None:
+        raise Unreadable([f"{display}:1: {display} is {kind}, not a regular file; {what} must be a file"])
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        kind = _not_regular(info.st_mode)
+        if kind is not None:
+            raise Unreadable([f"{display}:1: {display} is {kind}, not a regular file; {what} must be a file"])
+        size = info.st_size
         raw = b"" if size > limit else stream.read(limit + 1)  # a pipe or a growing file has no reliable size
     if size > limit or len(raw) > limit:
         shown = size_text(size) if size > limit else f"more than {limit:,} bytes"
@@ -261,6 +274,39 @@ def read_capped(path: Path, display: str, *, limit: int = MAX_FILE_BYTES, what: 
             ]
         )
     return raw
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file of ``mode`` is when it is not a regular file ("a FIFO (named pipe)"), else ``None``."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
+
+
+#: What YAML allows in a stream (YAML 1.1's printable set, as pyyaml's reader checks it): anything else, even in a
+#: comment, makes pyyaml refuse the whole file.
+_NOT_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010FFFF]")
+
+
+def _unprintable(text: str, display: str) -> list[str]:
+    """A problem for the first character YAML does not allow, at its line and column."""
+    hit = _NOT_PRINTABLE.search(text)
+    if hit is None:
+        return []
+    line = text.count("\n", 0, hit.start()) + 1
+    column = hit.start() - (text.rfind("\n", 0, hit.start()) + 1) + 1
+    return [
+        f"{display}:{line}:{column}: the control character U+{ord(hit.group()):04X} is not allowed in YAML (not even "
+        "in a comment); remove it, or write it as an escape such as \"\\u0001\" inside double quotes"
+    ]
 
 
 def decode(raw: bytes, display: str) -> str:
@@ -286,7 +332,13 @@ def read_yaml(path: Path, display: str, *, what: str, limit: int = MAX_FILE_BYTE
 
 def parse(text: str, display: str, *, what: str) -> Document:
     """The data of a YAML document with the line of every key path; :class:`Unreadable` for what stops reading."""
-    loader = UntrustedLoader(text)
+    problems = _unprintable(text, display)
+    if problems:
+        raise Unreadable(problems)
+    try:
+        loader = UntrustedLoader(text)
+    except yaml.YAMLError as exc:  # pragma: no cover - the printable check above runs first; kept as a guard
+        raise Unreadable([f"{display}:1: not valid YAML ({type(exc).__name__})"]) from None
     try:
         try:
             node = loader.get_single_node()

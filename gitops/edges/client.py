@@ -159,6 +159,10 @@ class Observer(Protocol):
         """One request to ``endpoint`` is about to be sent, now."""
         ...
 
+    def record_unsent(self, endpoint: str) -> None:
+        """The request to ``endpoint`` just recorded never reached the server (no connection was made)."""
+        ...
+
     def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
         """An answer to ``endpoint`` arrived with these headers (``X-RateLimit-*`` among them, or not)."""
         ...
@@ -208,6 +212,10 @@ class _Unobserved:
         now = self._clock.now()
         self._sent = [t for t in self._sent if t > now - MINUTE]
         self._sent.append(now)
+
+    def record_unsent(self, endpoint: str) -> None:
+        if self._sent:
+            self._sent.pop()
 
     def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
         pass
@@ -603,6 +611,10 @@ class ServiceClient:
             self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> {type(exc).__name__}")
             raise self._unsendable(endpoint, exc) from None
         except httpx.TransportError as exc:
+            if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                # No connection, so no request: the server counted nothing, and neither does the ledger (a day of
+                # refused connections must not spend the day's uploads on the tool's own count).
+                self._observer.record_unsent(endpoint)
             elapsed = (time.perf_counter() - started) * 1000
             shown = sanitize_url(str(httpx.URL(url, params=params)))
             self._debug(f"{method} {shown} -> {type(exc).__name__} ({elapsed:.0f} ms)")

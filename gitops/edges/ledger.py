@@ -450,6 +450,23 @@ class Ledger:
         self._data.seq += 1
         self._data.sent.setdefault(endpoint, []).append((self._clock.now(), self._data.seq))
 
+    def record_unsent(self, endpoint: str) -> None:
+        """The last request recorded to ``endpoint`` never left (no connection): it is not counted."""
+        sent = self._data.sent.get(endpoint)
+        if sent:
+            sent.pop()
+            if not sent:
+                del self._data.sent[endpoint]
+
+    @property
+    def sequence(self) -> int:
+        """The number of the last request recorded (each :meth:`record_sent` counts one up)."""
+        return self._data.seq
+
+    def sent_after(self, endpoint: str, sequence: int) -> int:
+        """How many requests to ``endpoint`` were recorded after request number ``sequence``."""
+        return sum(1 for _, seq in self._data.sent.get(endpoint, ()) if seq > sequence)
+
     def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
         """Keep the ``X-RateLimit-*`` headers of a response, if it carried all three as sane numbers.
 
