@@ -1010,3 +1010,32 @@ def test_a_request_that_never_connected_is_not_counted_but_one_that_did_is(
         assert ledger.sent_after("POST /api/user/code", 0) == 2  # both attempts reached the server
     finally:
         ledger.close()
+
+
+def test_a_pacing_wait_longer_than_the_request_deadline_is_not_a_silent_server(
+    standin: StandIn, tmp_path: Path
+) -> None:
+    # 120 requests in the last minute: the next one waits (here 2 s of real time) for the global window; the
+    # request's own deadline (1 s here, 30 s by default) is for the server's answer and starts after that wait.
+    import time as real_time
+
+    from gitops.core.endpoints import GLOBAL_KEY
+    from gitops.edges.clock import SystemClock
+
+    clock = SystemClock()
+    ledger = Ledger.open(tmp_path, standin.url, "fp", clock=clock, lock_wait=0)
+    try:
+        now = clock.now()
+        for _ in range(120):
+            ledger._data.sent.setdefault(GLOBAL_KEY, []).append((now - 58.0, 0))
+        client = ServiceClient(
+            server_name="local", url=standin.url, auth=TOKEN, observer=ledger, clock=clock, timeout=1.0
+        )
+        with client:
+            started = real_time.monotonic()
+            branches = client.list_branches()
+            waited = real_time.monotonic() - started
+        assert [b.name for b in branches] == ["default"]
+        assert waited >= 1.5
+    finally:
+        ledger.close()

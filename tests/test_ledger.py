@@ -397,3 +397,70 @@ def test_the_lock_is_taken_and_released(tmp_path: Path, clock: ManualClock) -> N
         first.close()  # twice is harmless
     second = Ledger.open(tmp_path, URL, FP, clock=clock, lock_wait=1)  # released: no wait
     second.close()
+
+
+def test_the_owner_file_and_the_lock_are_never_written_through_a_link(tmp_path: Path, clock: ManualClock) -> None:
+    from gitops.errors import LedgerBusyError
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n", encoding="utf-8")
+    path, _ = Ledger.path_for(tmp_path / "state", "https://screeps.com", FP)
+    path.parent.mkdir(parents=True)
+    for suffix in (".owner", ".lock"):
+        link = path.with_name(path.name + suffix)
+        link.symlink_to(victim)
+        with pytest.raises(LedgerBusyError) as caught:
+            Ledger.open(tmp_path / "state", "https://screeps.com", FP, clock=clock, lock_wait=1)
+        assert "is a symbolic link" in str(caught.value)
+        assert victim.read_text(encoding="utf-8") == "keep me\n"
+        link.unlink()
+
+
+def test_two_manifests_with_the_servers_in_opposite_order_take_the_locks_in_one_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Manifest A names U1 'alpha' and U2 'beta'; manifest B the other way round. Each run locks its servers' ledgers;
+    # taken in the order of the names, A would hold U1 and wait for U2 while B holds U2 and waits for U1.
+    import threading
+
+    from gitops.app.options import Options
+    from gitops.app.session import Session
+    from gitops.config.manifest import load_manifest
+    from tests.factories import write_manifest
+
+    monkeypatch.setenv("SCREEPS_TOKEN", "0123456789abcdef0123456789abcdef")
+    urls = ("http://127.0.0.1:1", "http://127.0.0.1:2")
+    sessions = []
+    for name, (first, second) in (("a", urls), ("b", urls[::-1])):
+        servers = {
+            "alpha": {"url": first, "token_env": "SCREEPS_TOKEN"},
+            "beta": {"url": second, "token_env": "SCREEPS_TOKEN"},
+        }
+        branches = [{"server": "alpha", "branch": "main"}, {"server": "beta", "branch": "main"}]
+        path = write_manifest(tmp_path / name, servers=servers, branches=branches)
+        options = Options(manifest=path, env={**os.environ, "GITOPS_LOCK_WAIT": "20"}, state_dir=tmp_path / "state")
+        sessions.append(Session(load_manifest(path), options))
+    a, b = sessions
+    a.ledger("alpha")  # A's first ledger (and, in the one order, its other one too)
+    got: list[str] = []
+    failed: list[BaseException] = []
+
+    def second_run() -> None:
+        try:
+            b.ledger("alpha")
+            b.ledger("beta")
+            got.append("b")
+        except BaseException as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=second_run)
+    thread.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    a.ledger("beta")  # never waits for B: A already holds both, in the order B also takes them
+    assert time.monotonic() - started < 1.0
+    a.close()
+    thread.join(30)
+    b.close()
+    assert not failed
+    assert got == ["b"]

@@ -14,6 +14,7 @@ from gitops.core.codeset import Module
 from gitops.core.endpoints import MAX_CODE_LENGTH
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
+from gitops.standin.testing import StandIn
 from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest
 
 WASM = b"\0asm\x01\0\0\0"
@@ -243,11 +244,12 @@ def test_module_names_the_server_would_read_back_as_other_names(here: Path) -> N
 
 
 def test_branch_over_5mb_as_the_server_counts(here: Path) -> None:
-    # 'é' is one UTF-16 unit, '🙂' two: the server counts JSON.stringify(modules).length, not bytes.
-    text = "🙂" * (MAX_CODE_LENGTH // 2 - 8)
+    # 'é' is one UTF-16 unit, '🙂' two: the server counts JSON.stringify(modules).length, not bytes. (Mostly ASCII:
+    # 5 MB of emoji would be 10 MB of UTF-8, over the server's 8 MiB body limit, which is refused on its own.)
+    text = "x" * (MAX_CODE_LENGTH - 2011) + "🙂" * 1000
     write_files(here, {"src/main.js": text})
-    length = len('{"main":""}') + 2 * len(text)
-    assert length == MAX_CODE_LENGTH - 5
+    length = len('{"main":""}') + len(text) + 1000
+    assert length == MAX_CODE_LENGTH  # exactly the limit fits
     assert read_local_code(load(here)).branches[0].server_length == length
     write_files(here, {"src/main.js": text + "🙂🙂🙂"})
     assert refusal(load(here)) == (
@@ -600,3 +602,19 @@ def test_an_empty_or_option_like_ref_is_refused(here: Path, ref: str) -> None:
         assert message == (
             "--ref is empty\nName a commit (a branch, a tag or a commit id), or drop --ref to read the working tree."
         )
+
+
+def test_code_under_5_mb_but_over_the_8_mib_body_limit_in_utf8_is_refused_before_any_request(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 3 M CJK characters: 3 M UTF-16 units (under the 5 MB rule), 9 M bytes of UTF-8 (over the 8 MiB body limit).
+    from tests.project import Project
+
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/text.js": "// " + "\u4e2d" * 3_000_000 + "\n"})
+    p.manifest([{"branch": "default", "root": "src"}])
+    p.commit()
+    result = p.plan()
+    assert result.code == 6, result.err
+    assert "over the server's request body limit of 8,388,608 (8 MiB)" in result.err
+    assert standin.count("POST /api/user/code") == 0

@@ -9,6 +9,7 @@ killed with ``kill -9`` so loses at most what it learnt in the step in progress;
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
@@ -39,6 +40,7 @@ class Session:
         self._ledgers: dict[str, Ledger] = {}
         self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
+        self._all_opened = False
 
     def servers(self) -> list[str]:
         """The servers the manifest's branches are on."""
@@ -61,22 +63,47 @@ class Session:
         return self._auth[server]
 
     def ledger(self, server: str) -> Ledger:
-        """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token."""
+        """The server's ledger: keyed by the token's fingerprint, or the last one used when there is no token.
+
+        The first call opens (and locks) the ledgers of every server of the session, in the order of their files'
+        paths: two runs whose manifests name the same servers in another order (or under other names) take the
+        locks in the same order, so that neither waits for a lock the other holds while holding one it wants."""
+        if not self._all_opened:
+            self._all_opened = True
+            for name in sorted(self.servers(), key=self._ledger_path):
+                if name != server:
+                    with contextlib.suppress(GitopsError):  # its own error comes when it is asked for
+                        self._open_ledger(name)
+                else:
+                    self._open_ledger(name)
+        return self._open_ledger(server)
+
+    def _open_ledger(self, server: str) -> Ledger:
         from gitops.edges.ledger import Ledger, lock_wait
 
         if server not in self._ledgers:
             config = self.loaded.manifest.servers[server]
             fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
-            for other in self._ledgers.values():
+            for known in self._ledgers.values():
                 # Two server names for one URL and one account share one ledger file: one object, one lock.
-                if other.fingerprint == fingerprint and other.server_url == Ledger.normal_url(config.url):
-                    self._ledgers[server] = other
-                    return other
+                if known.fingerprint == fingerprint and known.server_url == Ledger.normal_url(config.url):
+                    self._ledgers[server] = known
+                    return known
             # Locked for the whole run: two runs on one state folder take turns instead of saving over each other.
             self._ledgers[server] = Ledger.open(
                 self.state_dir, config.url, fingerprint, clock=self.options.clock, lock_wait=lock_wait(self.options.env)
             )
         return self._ledgers[server]
+
+    def _ledger_path(self, server: str) -> str:
+        from gitops.edges.ledger import Ledger
+
+        config = self.loaded.manifest.servers[server]
+        try:
+            fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
+        except GitopsError:
+            fingerprint = None
+        return str(Ledger.path_for(self.state_dir, config.url, fingerprint)[0])
 
     def client(self, server: str) -> ServiceClient:
         """The :class:`gitops.edges.client.ServiceClient` of the server (credentials required); its observer is the

@@ -293,7 +293,7 @@ def _not_regular(mode: int) -> str | None:
 
 #: What YAML allows in a stream (YAML 1.1's printable set, as pyyaml's reader checks it): anything else, even in a
 #: comment, makes pyyaml refuse the whole file.
-_NOT_PRINTABLE = re.compile("[^\x09\x0A\x0D\x20-\x7E\x85\xA0-\uD7FF\uE000-\uFFFD\U00010000-\U0010FFFF]")
+_NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _unprintable(text: str, display: str) -> list[str]:
@@ -305,7 +305,7 @@ def _unprintable(text: str, display: str) -> list[str]:
     column = hit.start() - (text.rfind("\n", 0, hit.start()) + 1) + 1
     return [
         f"{display}:{line}:{column}: the control character U+{ord(hit.group()):04X} is not allowed in YAML (not even "
-        "in a comment); remove it, or write it as an escape such as \"\\u0001\" inside double quotes"
+        'in a comment); remove it, or write it as an escape such as "\\u0001" inside double quotes'
     ]
 
 

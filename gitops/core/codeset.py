@@ -232,6 +232,22 @@ def code_length(wire_modules: Mapping[str, Any]) -> int:
 _LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
 
 
+def request_body(body: Any) -> bytes:
+    """A request's JSON body as the tool sends it: compact UTF-8 (orjson, a 4.5 MB upload in ~5 ms). A module holding
+    a lone surrogate, which UTF-8 cannot carry, is written with the standard library and the surrogate as its
+    ``\\uXXXX`` escape (as JavaScript's ``JSON.stringify`` writes it), so that the server reads it back the same."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError: a lone surrogate
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def upload_body_length(branch: str, wire_modules: Mapping[str, Any]) -> int:
+    """Bytes of the body of ``POST /api/user/code`` that uploads ``wire_modules`` to ``branch`` (the 8 MiB limit)."""
+    return len(request_body({"branch": branch, "modules": dict(wire_modules)}))
+
+
 def dropped_name_reason(name: str) -> str | None:
     """Why the server would drop a module of this name, or ``None`` if it keeps it (the stand-in drops the same).
 

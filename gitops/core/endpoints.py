@@ -25,6 +25,11 @@ UNLIMITED_PERIOD = 2 * HOUR
 #: The private server rejects ``JSON.stringify(modules).length`` above this many UTF-16 code units.
 MAX_CODE_LENGTH = 5 * 1024 * 1024
 
+#: The private server's limit on a request body (body-parser's ``limit: '8mb'``: 8 MiB of UTF-8 JSON, after inflating
+#: a compressed body); larger bodies are refused with 413 before the route runs. The official server's is not
+#: documented and is assumed the same.
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
 #: A user has at most this many branches.
 MAX_BRANCHES = 30
 

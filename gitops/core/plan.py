@@ -15,10 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
-from gitops.core.codeset import CodeSet, Module, WireModule, code_length
+from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.drift import Drift
-from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
+from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
@@ -284,6 +284,12 @@ def _plan_branch(
             f"{config.server}/{config.branch}: the upload would be {length:,} characters as the server counts "
             f"them, over its limit of {MAX_CODE_LENGTH:,} (5 MB), with {len(diff.kept)} module(s) kept from the "
             "server (remote_only: keep)",
+            hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
+        )
+    if writes and (body := upload_body_length(config.branch, upload_modules)) > MAX_BODY_BYTES:
+        raise SourceError(
+            f"{config.server}/{config.branch}: the upload would be {body:,} bytes of JSON (UTF-8), over the server's "
+            f"request body limit of {MAX_BODY_BYTES:,} (8 MiB), though under 5 MB as the server counts characters",
             hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
         )
     entries = [*diff.added, *diff.changed, *diff.removed, *diff.kept]

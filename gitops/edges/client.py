@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
 
 import httpx
-import orjson
 from tenacity import (
     RetryCallState,
     Retrying,
@@ -51,7 +50,7 @@ from tenacity.stop import stop_base
 from gitops import __version__
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.config.manifest import ActiveName
-from gitops.core.codeset import CodeSet, WireModule
+from gitops.core.codeset import CodeSet, WireModule, request_body
 from gitops.core.endpoints import (
     ACTIVATE,
     APPLY_ENDPOINTS,
@@ -557,7 +556,7 @@ class ServiceClient:
             stop=stop_any(
                 stop_after_attempt(READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS),
                 _StopAfterWaiting(),
-                _StopAtDeadline(self._deadline),
+                _StopAtDeadline(lambda: self._deadline),
             ),
             wait=wait_exponential(multiplier=BACKOFF_FIRST, min=BACKOFF_FIRST, max=BACKOFF_MAX),
             retry=retry_if_exception_type(_Transient),
@@ -590,7 +589,11 @@ class ServiceClient:
                 # The server applies its limits (5 MB of code, 8 MiB of body) to the inflated body, as before.
                 content = zlib.compress(content, COMPRESS_LEVEL)
                 headers["Content-Encoding"] = "deflate"
+        paced = time.monotonic()
         self._pace()
+        # Pacing under the global limit waits for the server's window, not for its answer: the wait (up to a minute)
+        # does not count against the request's deadline, which is for the server to answer in.
+        self._deadline += time.monotonic() - paced
         self._record_sent(endpoint)
         url = self.base_url + path
         started = time.perf_counter()
@@ -942,11 +945,11 @@ class _StopAtDeadline(stop_base):
     """No retry after the request's deadline (a :func:`time.monotonic` instant), nor one its backoff would start
     after it: a silent server is reported after the timeout, not after each attempt's."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: Callable[[], float]) -> None:
         self._deadline = deadline
 
     def __call__(self, retry_state: RetryCallState) -> bool:
-        return time.monotonic() + retry_state.upcoming_sleep >= self._deadline
+        return time.monotonic() + retry_state.upcoming_sleep >= self._deadline()
 
 
 class _StopAfterWaiting(stop_base):
@@ -988,12 +991,8 @@ def transport_detail(exc: BaseException) -> str:
 
 
 def _json_body(body: Any) -> bytes:
-    """Compact UTF-8 JSON of a request body: orjson (a 4.5 MB upload in ~5 ms), the standard library for what
-    orjson refuses (a module holding a lone surrogate; the same bytes otherwise)."""
-    try:
-        return orjson.dumps(body)
-    except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """Compact UTF-8 JSON of a request body (:func:`gitops.core.codeset.request_body`)."""
+    return request_body(body)
 
 
 def _json_or_none(response: httpx.Response) -> Any:

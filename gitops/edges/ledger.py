@@ -245,6 +245,16 @@ class Ledger:
         """The server URL as ledgers are keyed by it (scheme and host lower-cased, no trailing ``/``)."""
         return _normal_url(url)
 
+    @staticmethod
+    def path_for(state_dir: Path, server_url: str, fingerprint: str | None) -> tuple[Path, str | None]:
+        """The file of the ledger :meth:`open` opens, and the fingerprint it is kept under (``None``: the last
+        one written for the server, from its pointer file, or none)."""
+        folder = state_dir / "ledger" / _server_slug(server_url)
+        if fingerprint is None:
+            fingerprint = _read_pointer(folder)
+        name = fingerprint if fingerprint is not None else _NO_FINGERPRINT
+        return folder / f"{name}.json", fingerprint
+
     @classmethod
     def open(
         cls,
@@ -265,11 +275,8 @@ class Ledger:
         :meth:`close`: a second run on the same state folder waits up to ``lock_wait`` seconds, then stops with
         :class:`LedgerBusyError` naming the run that holds it. So no run saves over what another learnt meanwhile.
         """
-        folder = state_dir / "ledger" / _server_slug(server_url)
-        if fingerprint is None:
-            fingerprint = _read_pointer(folder)
-        name = fingerprint if fingerprint is not None else _NO_FINGERPRINT
-        ledger = cls(folder / f"{name}.json", server_url, fingerprint, clock=clock)
+        path, fingerprint = cls.path_for(state_dir, server_url, fingerprint)
+        ledger = cls(path, server_url, fingerprint, clock=clock)
         if lock_wait is not None:
             ledger._acquire(lock_wait)
         ledger._load()
@@ -284,6 +291,14 @@ class Ledger:
 
         lock_path = self.path.with_name(self.path.name + ".lock")
         owner_path = self.path.with_name(self.path.name + ".owner")
+        for path in (lock_path, owner_path, self.path):
+            if path.is_symlink():
+                # The lock is opened for writing (and truncated), the owner file written: never through a link,
+                # which could point at any file of the user's.
+                raise LedgerBusyError(
+                    f"{path} is a symbolic link; the state folder's files are never written through links",
+                    hint="Remove the link (the tool makes the file again), or give another --state-dir.",
+                )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = FileLock(lock_path)
@@ -305,7 +320,9 @@ class Ledger:
         command = " ".join([Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]])[:200]
         info = json.dumps({"pid": os.getpid(), "command": redact(command), "since": since})
         with contextlib.suppress(OSError):
-            owner_path.write_text(info + "\n", encoding="utf-8")
+            fd = os.open(owner_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(info + "\n")
 
     def close(self) -> None:
         """Release the run's lock (nothing else: saving is :meth:`save`)."""

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitops.core.endpoints import MAX_BODY_BYTES
+
 #: The private server's body limit: body-parser with ``limit: '8mb'`` (8 MiB) in ``@screeps/backend``'s
 #: ``lib/game/server.js``. A larger body is answered 413 before authentication, as there.
-MAX_BODY = 8 * 1024 * 1024
+MAX_BODY = MAX_BODY_BYTES
 
 #: Seconds a client has to send a request's whole header block (from the connection, or the end of the last answer).
 HEADER_TIMEOUT = 5.0
