@@ -30,6 +30,7 @@ it against the README's table).
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -87,9 +88,11 @@ class LedgerBusyError(GitopsError):
 
 
 class ApplyError(GitopsError):
-    """``apply`` stopped part-way; the message lists what was done and what was not."""
+    """``apply`` stopped part-way; the message lists what was done and what was not (``outcomes``: each step's, as
+    ``gitops.core.apply.Outcome`` values, when the steps were walked)."""
 
     exit_code = ExitCode.FAILURE
+    outcomes: list[Any] = []  # noqa: RUF012 (set per instance; the class default is never changed)
 
 
 class BudgetError(GitopsError):

@@ -7,19 +7,22 @@ pick exit codes. It never prints.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget
+from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently
 from gitops.app.session import Session
+from gitops.app.targets import plan_for_server
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import Plan
 from gitops.core.remote import RemoteReader, RemoteWriter
-from gitops.errors import ApplyError, GitopsError
+from gitops.errors import ApplyError, ExitCode, GitopsError
 
 NOTHING_TO_APPLY = "Nothing to apply."
 
@@ -117,19 +120,107 @@ def run_apply(
         _record_pending(s, records)
     finally:
         s.save()
-    for server in sorted({b.server for b in plan.branches if b.writes_code}):
-        s.prepare_compression(server)
+    order = OrderedOutcomes(servers, progress)
 
-    def done(outcome: Outcome) -> None:
-        _record_applied(s, plan, records, outcome)
-        s.save()
-        report.outcomes.append(outcome)
-        if progress is not None:
-            progress(outcome)
+    def apply_server(server: str) -> None:
+        part = plan_for_server(plan, server)
+        try:
+            if any(b.writes_code for b in part.branches):
+                s.prepare_compression(server)
 
-    apply_plan(plan, writers, uploads, progress=done)
+            def done(outcome: Outcome) -> None:
+                _record_applied(s, part, records, outcome)
+                s.save(server)
+                report.outcomes.append(outcome)
+                order.add(server, outcome)
+
+            apply_plan(part, {server: writers[server]}, uploads, progress=done)
+        finally:
+            order.finish(server)
+
+    # The servers are written at the same time (one thread each; a player with three servers waits for the slowest
+    # upload, not the sum): each server's steps in order, its outcomes shown in the servers' order whatever finishes
+    # first. A failure stops that server's remaining steps; the others carry on (each branch is one whole upload,
+    # never half-written), and the error lists each server that failed.
+    failures = run_each(servers, apply_server)
+    if failures:
+        raise combined_failure(plan, report.outcomes, failures)
     report.applied = True
     return report
+
+
+class OrderedOutcomes:
+    """Hands each server's outcomes to ``progress`` in the servers' order: the first server's as they come, the
+    next one's (held until then) once the first has finished, and so on; thread-safe."""
+
+    def __init__(self, servers: list[str], progress: Callable[[Outcome], None] | None) -> None:
+        self._servers = servers
+        self._progress = progress
+        self._held: dict[str, list[Outcome]] = {server: [] for server in servers}
+        self._finished: set[str] = set()
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def add(self, server: str, outcome: Outcome) -> None:
+        with self._lock:
+            self._held[server].append(outcome)
+            self._flush()
+
+    def finish(self, server: str) -> None:
+        with self._lock:
+            self._finished.add(server)
+            self._flush()
+
+    def _flush(self) -> None:
+        while self._next < len(self._servers):
+            current = self._servers[self._next]
+            for outcome in self._held[current]:
+                if self._progress is not None:
+                    self._progress(outcome)
+            self._held[current] = []
+            if current not in self._finished:
+                return
+            self._next += 1
+
+
+def run_each(servers: list[str], job: Callable[[str], None]) -> dict[str, GitopsError]:
+    """``job(server)`` for every server at the same time (:func:`gitops.app.planning.run_concurrently`); the
+    :class:`GitopsError` each failed server raised (any other exception is raised once all have ended)."""
+    failures: dict[str, GitopsError] = {}
+
+    def guarded(server: str) -> None:
+        try:
+            job(server)
+        except GitopsError as exc:
+            failures[server] = exc
+
+    run_concurrently([functools.partial(guarded, server) for server in servers])
+    return {server: failures[server] for server in servers if server in failures}
+
+
+def combined_failure(plan: Plan, done: list[Outcome], failures: Mapping[str, GitopsError]) -> GitopsError:
+    """One error for the servers that failed, with every step of the plan in its order: done, failed, or not run
+    (the other servers went on; each branch is one whole upload). The worst exit code; the first failure's hint."""
+    known = {(o.branch, o.step): o for o in done}
+    for exc in failures.values():
+        known.update({(o.branch, o.step): o for o in getattr(exc, "outcomes", []) if o.status != "done"})
+    steps = [
+        known.get((b.label, step)) or Outcome(b.label, step, "not-run") for b in plan.branches for step in b.steps
+    ]
+    head = [
+        f"apply failed on server '{server}': {exc.message.splitlines()[0] if exc.message else exc}"
+        if isinstance(exc, ApplyError)
+        else f"apply failed on server '{server}' before its first step: {exc.message}"
+        for server, exc in failures.items()
+    ]
+    worst = max(failures.values(), key=lambda exc: exc.exit_code)
+    error = ApplyError(
+        "\n".join([*head, "What was done and what was not:", *("  " + o.line() for o in steps)]),
+        hint=next(iter(failures.values())).hint,
+    )
+    error.exit_code = ExitCode(worst.exit_code)
+    error.outcomes = steps
+    return error
 
 
 def apply_each(
@@ -146,7 +237,6 @@ def apply_each(
     here: the caller asks once for the whole plan.
     """
     from gitops.app.planning import SERVER_ERRORS
-    from gitops.app.targets import plan_for_server
 
     caught: tuple[type[GitopsError], ...] = (*SERVER_ERRORS, ApplyError)
     reports: list[ApplyReport] = []

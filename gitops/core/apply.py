@@ -131,6 +131,7 @@ def apply_plan(
             outcomes.append(Outcome(branch.label, step, "failed", exc.message))
             outcomes.extend(Outcome(b.label, s, "not-run") for b, s in todo[index + 1 :])
             error = ApplyError(_failure_report(outcomes, index, len(todo)), hint=_retry_hint(exc))
+            error.outcomes = list(outcomes)
             if isinstance(exc, BudgetError | AuthError):
                 error.exit_code = exc.exit_code  # 3 or 7: the CI's unlock or credentials path applies
             raise error from exc
