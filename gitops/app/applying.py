@@ -204,9 +204,7 @@ def combined_failure(plan: Plan, done: list[Outcome], failures: Mapping[str, Git
     known = {(o.branch, o.step): o for o in done}
     for exc in failures.values():
         known.update({(o.branch, o.step): o for o in getattr(exc, "outcomes", []) if o.status != "done"})
-    steps = [
-        known.get((b.label, step)) or Outcome(b.label, step, "not-run") for b in plan.branches for step in b.steps
-    ]
+    steps = [known.get((b.label, step)) or Outcome(b.label, step, "not-run") for b in plan.branches for step in b.steps]
     head = [
         f"apply failed on server '{server}': {exc.message.splitlines()[0] if exc.message else exc}"
         if isinstance(exc, ApplyError)

@@ -214,3 +214,45 @@ def test_text_and_binary_modules_round_trip_with_both_separators(separator: str)
         ]
     )
     round_trip(config(include=["**/*.js", "**/*.wasm"], naming={"separator": separator}), code)
+
+
+def test_a_module_whose_file_would_configure_or_run_the_build_is_refused() -> None:
+    code = CodeSet.of(
+        [
+            Module("main", text="x"),
+            Module("package.json", binary=b"{}"),
+            Module("rollup.config", text="export default {}"),
+            Module("GIT~1/config", text="[core]"),
+        ]
+    )
+    result = plan_branch_pull(config(include=["**"], binary=["*.json"]), code, [], lambda _p: None)
+    assert result.refused == [
+        "module 'GIT~1/config' would be written to GIT~1/config.js, but 'GIT~1' is the short (8.3) name Windows "
+        "gives to .git",
+        "module 'package.json' would be written to package.json, but 'package.json' configures or runs the "
+        "project's build, which pull never writes",
+        "module 'rollup.config' would be written to rollup.config.js, but 'rollup.config.js' configures or runs the "
+        "project's build, which pull never writes",
+    ]
+    protected = plan_branch_pull(
+        config(), CodeSet.of([Module("deploy", text="x")]), [], lambda _p: None, manifest_names=frozenset({"deploy.js"})
+    )
+    assert protected.refused == [
+        "module 'deploy' would be written to deploy.js, but 'deploy.js' configures or runs the project's build, "
+        "which pull never writes"
+    ]
+
+
+def test_names_that_are_one_file_on_a_case_insensitive_file_system_are_refused() -> None:
+    code = CodeSet.of([Module("Role", text="1"), Module("role", text="2"), Module("main", text="m")])
+    result = plan_branch_pull(config(), code, [], lambda _p: None)
+    assert result.refused == [
+        "Role.js and role.js are one file on a case-insensitive or Unicode-normalising file system (macOS, Windows) "
+        "(modules 'Role', 'role'); the two would overwrite each other"
+    ]
+    files = {"Lib.js": b"mine"}
+    clash = plan_branch_pull(config(), CodeSet.of([Module("lib", text="x")]), files, files.get)
+    assert clash.refused == [
+        "Lib.js and lib.js are one file on a case-insensitive or Unicode-normalising file system (macOS, Windows) "
+        "(modules 'lib'); the two would overwrite each other"
+    ]
