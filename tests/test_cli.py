@@ -238,3 +238,32 @@ def test_only_commands_that_end_on_their_own_run_without_the_cycle_collector(arg
     """``gitops.cli.main`` turns the cycle collector off and ends with ``os._exit`` for short commands only: a
     watch runs for hours, and the garbage cycles of its retried errors must be collected."""
     assert _short_lived(argv) is short
+
+
+def test_bare_gitops_prints_the_help_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("Usage: gitops [OPTIONS] COMMAND [ARGS]...")
+    assert "plan" in out
+    assert err == ""
+
+
+def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["plna"]) == 4
+    assert "No such command 'plna'. Did you mean 'plan'?" in capsys.readouterr().err
+    assert run(["zzzzzz"]) == 4
+    assert "Did you mean" not in capsys.readouterr().err
+
+
+def test_debug_is_taken_after_the_command_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["validate", "--debug", "-m", str(tmp_path / "none.yaml")]) == 5
+    err = capsys.readouterr().err
+    assert "No such option" not in err
+    assert "not found" in err
+
+
+def test_the_tool_is_also_installed_as_screeps_gitops() -> None:
+    from importlib.metadata import entry_points
+
+    scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
+    assert scripts["screeps-gitops"] == scripts["gitops"] == "gitops.cli:main"

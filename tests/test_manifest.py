@@ -486,7 +486,8 @@ def test_not_found(here: Path) -> None:
         load_manifest(Path("gitops.yaml"))
     assert str(caught.value) == (
         "manifest gitops.yaml not found\n"
-        "Create it (see docs/manifest.md), or name another file with -m/--manifest or GITOPS_MANIFEST."
+        "Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
+        "file with -m/--manifest or GITOPS_MANIFEST."
     )
 
 

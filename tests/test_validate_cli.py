@@ -90,7 +90,8 @@ def test_missing_manifest_exits_5(here: Path, capsys: pytest.CaptureFixture[str]
     assert run(["validate", "--manifest", "deploy.yaml"]) == 5
     assert capsys.readouterr().err == (
         "Error: manifest deploy.yaml not found\n"
-        "Create it (see docs/manifest.md), or name another file with -m/--manifest or GITOPS_MANIFEST.\n"
+        "Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
+        "file with -m/--manifest or GITOPS_MANIFEST.\n"
     )
 
 

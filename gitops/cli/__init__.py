@@ -6,6 +6,7 @@ Subcommands live in their own modules and are imported only when used, so ``gito
 
 from __future__ import annotations
 
+import difflib
 import gc
 import importlib
 import os
@@ -58,6 +59,16 @@ class LazyGroup(click.Group):
         command = getattr(module, entry[1])
         assert isinstance(command, click.Command)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in COMMANDS:
+            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise click.UsageError(f"No such command '{name}'.{hint}", ctx)
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_) for name, (_, _, help_) in COMMANDS.items()]
@@ -135,7 +146,17 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
     ``clock`` (a ``gitops.edges.clock.Clock``) and ``transport`` (an ``httpx.BaseTransport`` for the game service) are
     the two injectable edges: tests pass the stand-in's clock, or a transport that produces faults.
     """
-    debug = debug_from_env() or "--debug" in (sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = debug_from_env() or "--debug" in args
+    if not args:
+        # Bare 'gitops': the help, as 'gitops --help' prints it (not a usage error).
+        with click.Context(cli, info_name="gitops") as ctx:
+            click.echo(ctx.get_help())
+        return ExitCode.OK
+    if "--debug" in args[1:] and args[0] != "--debug":
+        # '--debug' is the group's option; 'gitops plan --debug' means the same as 'gitops --debug plan'.
+        args = ["--debug", *(a for a in args if a != "--debug")]
+    argv = args
     try:
         result: Any = cli.main(
             args=argv, prog_name="gitops", standalone_mode=False, obj={"clock": clock, "transport": transport}

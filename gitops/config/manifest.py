@@ -636,7 +636,8 @@ def load_manifest(path: Path) -> LoadedManifest:
     except FileNotFoundError:
         raise ManifestError(
             f"manifest {display} not found",
-            hint="Create it (see docs/manifest.md), or name another file with -m/--manifest or GITOPS_MANIFEST.",
+            hint="Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
+            "file with -m/--manifest or GITOPS_MANIFEST.",
         ) from None
     except OSError as exc:
         raise ManifestError(f"manifest {display} cannot be read: {exc.strerror or exc}") from None
