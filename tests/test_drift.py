@@ -213,3 +213,28 @@ def test_server_and_branch_select_what_is_checked(project: Project, standin: Sta
     wrong = project.gitops("drift", "--branch", "nope")
     assert wrong.code == 4
     assert "--branch nope: the manifest" in wrong.err
+
+
+def test_another_machines_deploy_of_the_same_commit_is_not_drift(project: Project, standin: StandIn) -> None:
+    # Machine B (this state folder) deployed v1; machine A (CI, another state folder) deployed v2 = HEAD since.
+    # B's ledger still records v1, but the server holds what the repository holds: no drift, whichever order the
+    # commands run in (issue 20, item 2).
+    assert project.apply("--yes").code == 0  # B deploys v1
+    project.write({"src/util.js": "module.exports.x = 2;\n"})
+    project.commit("v2")
+    machine_b = project.state_dir
+    project.state_dir = machine_b.parent / "machine-a-state"
+    assert project.apply("--yes").code == 0  # A deploys v2
+    project.state_dir = machine_b
+    result = project.gitops("drift")
+    assert result.code == 0, result.out + result.err
+    assert "local/main: no drift: the server holds the repository's code (working tree (commit " in result.out
+    # An in-game edit is drift on both machines, and the report says what it was compared with.
+    edit_on_server(standin, "main", {"hack": "1;\n"})
+    for state in (machine_b, machine_b.parent / "machine-a-state"):
+        project.state_dir = state
+        again = project.gitops("drift")
+        assert again.code == 2, again.out
+        assert "and not the repository's code either (working tree (commit" in again.out
+        assert "+ hack" in again.out
+    project.state_dir = machine_b

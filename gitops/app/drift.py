@@ -1,9 +1,12 @@
 """The drift use case: learn what each server's branches hold now and compare it with what this tool last applied.
 
 ``gitops drift`` and the GitHub Action's ``command: drift`` both call :func:`check_drift`; the decision is
-``gitops.core.drift.compare``. It reads no local code (no build): drift is the server against the ledger's last
-applied record. Only branches with a record are looked at on the server: a branch this tool never applied is
-reported as ``no-record`` without a request. It never prints.
+``gitops.core.drift.compare``. Drift is code on the server that equals none of what Git says it should be: the
+ledger's last applied record (what this machine last deployed), a pending upload's set, or the repository's code as
+the command reads it (the working tree or ``--ref``; with a ``build:``, the build's output, built as plan builds
+it). So a branch another machine (CI, a laptop) deployed from the same commit is no drift, whichever ledger ran it,
+and the verdict does not depend on whether a plan ran first. Only branches with a record are looked at on the
+server: a branch this tool never applied is reported as ``no-record`` without a request. It never prints.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ import dataclasses
 
 from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
-from gitops.core.drift import BranchDrift, Drift, DriftReport, compare
+from gitops.core.drift import BranchDrift, Drift, DriftReport, RepositoryCode, compare, record_from_branch
 from gitops.core.remote import BranchInfo, RemoteBranch
-from gitops.errors import ScopeError
+from gitops.errors import ScopeError, SourceError
 
 
 def check_drift(s: Session) -> DriftReport:
@@ -29,6 +32,7 @@ def check_drift(s: Session) -> DriftReport:
     """
     configs = s.loaded.manifest.branches
     found: list[BranchDrift] = []
+    repository, warnings = _repository(s)
     for server in s.servers():
         ledger = s.ledger(server)
         names = [c.branch for c in configs if c.server == server]
@@ -40,12 +44,38 @@ def check_drift(s: Session) -> DriftReport:
                 found.append(BranchDrift(server, name, Drift(status="no-record")))
                 continue
             pending = ledger.pending(name)
-            drift = compare(states.get(name), applied, pending)
+            current = states.get(name)
+            drift = compare(current, applied, pending, repository.get((server, name)))
             if drift.pending_landed and pending is not None:
                 ledger.record_applied(pending)
+            if drift.equals_repository and current is not None and current.exists:
+                # The server holds what Git holds: that is the last applied state now, on this machine too.
+                ledger.record_applied(record_from_branch(current, how="verified", source=drift.repository))
             found.append(BranchDrift(server, name, drift))
         s.save()
-    return DriftReport(tuple(found), s.options.clock.now(), tuple(s.warnings()))
+    return DriftReport(tuple(found), s.options.clock.now(), (*s.warnings(), *warnings))
+
+
+def _repository(s: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list[str]]:
+    """The repository's code of each branch, as plan reads it (builds included); empty, with a warning, when it
+    cannot be read (drift is then measured against the ledger's records alone)."""
+    from gitops.app.localcode import read_code
+
+    try:
+        local = read_code(s.loaded, s.options.ref, s.options.env)
+    except SourceError as exc:
+        return {}, [
+            f"the repository's code could not be read ({exc.message.splitlines()[0]}); drift was measured against "
+            "the last applied records only"
+        ]
+    source = local.source.describe()
+    configs = {(c.server, c.branch): c for c in s.loaded.manifest.branches}
+    return {
+        (b.server, b.branch): RepositoryCode(
+            b.code, source, keeps_server_only=configs[(b.server, b.branch)].remote_only == "keep"
+        )
+        for b in local.branches
+    }, []
 
 
 def _server_states(s: Session, server: str, names: list[str]) -> dict[str, RemoteBranch]:

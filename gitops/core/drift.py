@@ -105,6 +105,11 @@ class Drift(BaseModel):
     commit: str | None = None
     #: The server holds the set of an upload whose outcome this tool did not learn (its answer was lost).
     pending_landed: bool = False
+    #: What the server's code was compared with besides the last applied record: the repository's code, read from
+    #: this source (``worktree``, ``ref main``); ``None`` when the repository was not read.
+    repository: str | None = None
+    #: The server holds exactly the repository's code (another machine, or CI, deployed it): no drift.
+    equals_repository: bool = False
 
     @property
     def drifted(self) -> bool:
@@ -121,11 +126,41 @@ class Drift(BaseModel):
         return ", ".join(parts)
 
 
-def compare(current: RemoteBranch | None, applied: AppliedRecord | None, pending: AppliedRecord | None = None) -> Drift:
-    """Compare what the server holds now with the last applied record (and a pending upload's set)."""
+@dataclass(frozen=True, slots=True)
+class RepositoryCode:
+    """What the repository says a branch should hold: its modules, where they were read (``worktree``, ``ref
+    main``), and whether the server may hold more (``remote_only: keep``)."""
+
+    code: CodeSet
+    source: str
+    keeps_server_only: bool = False
+
+    def held_by(self, current: RemoteBranch) -> bool:
+        """Whether the server's branch holds exactly this code (and, with ``keeps_server_only``, maybe more)."""
+        if current.modules is None:
+            return False
+        if not self.keeps_server_only:
+            return current.digest == self.code.digest
+        held = current.modules
+        return all(name in held and held[name].digest == m.digest for name, m in self.code.modules.items())
+
+
+def compare(
+    current: RemoteBranch | None,
+    applied: AppliedRecord | None,
+    pending: AppliedRecord | None = None,
+    repository: RepositoryCode | None = None,
+) -> Drift:
+    """Compare what the server holds now with the last applied record, a pending upload's set, and the
+    repository's code: equal to any of them is no drift (whichever machine applied it); equal to none is."""
     if applied is None:
         return Drift(status="no-record")
-    stamp = {"applied_at": applied.applied_at, "applied_how": applied.how, "commit": applied.commit}
+    stamp = {
+        "applied_at": applied.applied_at,
+        "applied_how": applied.how,
+        "commit": applied.commit,
+        "repository": repository.source if repository is not None else None,
+    }
     # Only a state this run checked on the server (a download, or the branch list's modules or unchanged stamp)
     # can show drift; a record from the ledger says nothing of edits made since.
     if current is None or not current.verified:
@@ -141,7 +176,10 @@ def compare(current: RemoteBranch | None, applied: AppliedRecord | None, pending
             applied_how=pending.how,
             commit=pending.commit,
             pending_landed=True,
+            repository=stamp["repository"],
         )
+    if repository is not None and repository.held_by(current):
+        return Drift(status="none", equals_repository=True, **stamp)
     now, then = current.modules, applied.modules
     return Drift(
         status="drifted",

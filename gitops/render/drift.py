@@ -20,6 +20,8 @@ def branch_line(entry: BranchDrift, now: float, *, limit: int | None = None) -> 
     if drift.status == "drifted":
         return f"DRIFTED: {drift_text(drift, now, limit=limit)}"
     if drift.status == "none":
+        if drift.equals_repository:
+            return f"no drift: the server holds the repository's code ({drift.repository})"
         landed = " (an upload whose answer was lost had landed)" if drift.pending_landed else ""
         return f"no drift: the server holds what this tool applied{when}{landed}"
     if drift.status == "unknown":

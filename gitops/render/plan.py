@@ -99,7 +99,8 @@ def drift_text(drift: Drift, now: float, *, limit: int | None = None) -> str:
     """``changed outside Git since this tool applied it 3 h ago (commit 1a2b3c4d5e6f): ~ main, + hack``."""
     when = "" if drift.applied_at is None else f" {age(now - drift.applied_at)}"
     commit = f" (commit {drift.commit[:12]})" if drift.commit else ""
-    return f"changed outside Git since this tool applied it{when}{commit}: {drift.modules_text(limit)}"
+    also = f", and not the repository's code either ({drift.repository})" if drift.repository else ""
+    return f"changed outside Git since this tool applied it{when}{commit}{also}: {drift.modules_text(limit)}"
 
 
 def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
@@ -123,6 +124,8 @@ def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
             "how": drift.applied_how,
             "commit": drift.commit,
         },
+        "compared_with_repository": drift.repository,
+        "equals_repository": drift.equals_repository,
     }
 
 
