@@ -393,3 +393,28 @@ def test_a_broken_credentials_file_is_reported_not_taken_for_no_credentials(tmp_
     # No credentials file anywhere, by contrast, is simply "no credentials" (a fork's pull request plans without).
     path.unlink()
     assert auth_available(server(credentials="main"), env_for(tmp_path), cwd=tmp_path) is False
+
+
+def test_a_credentials_file_git_would_commit_is_refused_with_the_fix(tmp_path: Path) -> None:
+    from gitops.config.credentials import CredentialsFileError, resolve_auth
+    from gitops.config.manifest import ServerConfig
+    from tests.factories import git
+
+    repo = tmp_path / "bot"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".screeps.yaml").write_text(
+        "servers:\n  main:\n    host: screeps.com\n    secure: true\n    token: 0123456789abcdef0123456789abcdef\n",
+        encoding="utf-8",
+    )
+    env = {"HOME": str(tmp_path / "home")}
+    server = ServerConfig(url="https://screeps.com", credentials="main")
+    with pytest.raises(CredentialsFileError) as caught:
+        resolve_auth("main", server, env, cwd=repo)
+    text = str(caught.value)
+    assert "Git does not ignore it: 'git add -A' would commit the token in it; it was not read." in text
+    assert f"echo .screeps.yaml >> {repo.resolve() / '.gitignore'}" in text
+    assert "0123456789abcdef" not in text
+    (repo / ".gitignore").write_text(".screeps.yaml\n", encoding="utf-8")
+    auth = resolve_auth("main", server, env, cwd=repo)
+    assert auth.fingerprint()

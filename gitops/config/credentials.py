@@ -15,6 +15,7 @@ A server names exactly one way (the manifest checks it; see ``docs/credentials.m
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -233,6 +234,27 @@ def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
     return None
 
 
+def _exposed_to_git(path: Path) -> str | None:
+    """The top of the Git work tree that holds ``path`` when Git does not ignore it (a ``git add -A`` would stage
+    it), else ``None`` (ignored, outside any work tree, or no git to ask)."""
+    import subprocess
+
+    folder = path.resolve().parent
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel"], cwd=folder, env=env, capture_output=True, text=True, check=False
+        )
+        if top.returncode != 0:
+            return None
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--", path.name], cwd=folder, env=env, capture_output=True, check=False
+        )
+    except OSError:
+        return None
+    return top.stdout.strip() if ignored.returncode == 1 else None
+
+
 def _invalid(header: str, problems: list[str], hint: str = _FILE_HINT) -> CredentialsFileError:
     count = counted(problems)
     return CredentialsFileError(f"{header} ({count}):", problems, hint=hint)
@@ -248,6 +270,14 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
             hint="Create .screeps.yaml with `servers: {"
             + entry_name
             + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
+        )
+    exposed = _exposed_to_git(path)
+    if exposed is not None:
+        raise CredentialsFileError(
+            f"the credentials file {path} is in the Git work tree {exposed} and Git does not ignore it: "
+            "'git add -A' would commit the token in it; it was not read.",
+            hint=f"Ignore it (echo {path.name} >> {Path(exposed) / '.gitignore'}), or move it out of the repository "
+            "(~/.config/screeps/config.yaml is read too).",
         )
     file_header = f"the credentials file {path} is invalid"
     try:
