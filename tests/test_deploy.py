@@ -287,24 +287,28 @@ def test_markdown_plan_has_a_table_then_details(project: Project) -> None:
     assert result.out.index("| server |") < result.out.index("<details>")
 
 
-def test_a_token_restricted_to_the_code_endpoints_can_plan_and_update_but_not_create(
+def test_a_token_restricted_to_the_code_endpoints_is_refused_before_anything_is_sent(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The plan knows the token's scope (the token query, free of the code limits): a plan whose apply would stop
+    # part-way (the update done, the create refused) is refused up front, naming the step and the endpoint.
     restricted = Project(tmp_path / "bot", standin, capsys, monkeypatch, token=RESTRICTED_TOKEN)
     restricted.write(BOT)
     restricted.manifest([{"branch": "default", "root": "src"}, {"branch": "fresh", "root": "src"}])
-    code, doc = restricted.plan_json()
-    assert code == 2
-    assert [(b["branch"], b["action"]) for b in doc["branches"]] == [("default", "update"), ("fresh", "create")]
-    result = restricted.apply("--yes")
-    assert result.code == 7  # stopped by the token's scope: the credentials' exit code, not a generic 1
-    assert "  done    local/default: upload (POST /api/user/code)\n" in result.err
+    plan = restricted.plan()
+    assert plan.code == 7, plan.err
     assert (
-        "  FAILED  local/fresh: clone-branch (POST /api/user/clone-branch): the token for server 'local' may not use "
-        "POST /api/user/clone-branch; plan needs GET /api/user/code (and GET /api/user/branches to see which "
-        "branches are active); apply also needs POST /api/user/code, POST /api/user/clone-branch, "
-        "POST /api/user/set-active-branch — create a token with those endpoints or a full-access token.\n"
-    ) in result.err
+        "server 'local': the token may not use POST /api/user/clone-branch, which applying this plan needs "
+        "(local/fresh: POST /api/user/clone-branch); nothing was sent"
+    ) in plan.err
+    result = restricted.apply("--yes")
+    assert result.code == 7
+    assert standin.count(UPLOAD) == 0
+    assert standin.count("POST /api/user/clone-branch") == 0
+    assert (standin.branch_modules(ALICE, "default") or {})["main"] == ""
+    # Within its scope (the update alone) the same token deploys.
+    restricted.manifest([{"branch": "default", "root": "src"}])
+    assert restricted.apply("--yes").code == 0
     assert (standin.branch_modules(ALICE, "default") or {})["main"] == BOT["src/main.js"]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently
+from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
 from gitops.core.apply import Outcome, apply_plan, verify_plan
@@ -108,6 +108,9 @@ def run_apply(
     for server, needs in probe_needs(plan, s).items():
         extra.setdefault(server, {}).update(needs)
     recheck_budget(plan, s, extra)
+    refused = scope_error(plan, s, probe_needs(plan, s))
+    if refused is not None:
+        raise refused
     if confirm is not None and not confirm():
         report.cancelled = True
         return report

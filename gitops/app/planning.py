@@ -114,6 +114,9 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             extra_needs=probes,
         )
     result = mark_drift(s, result, views)
+    refused = scope_error(result, s, probes)
+    if refused is not None:
+        raise refused
     update: dict[str, object] = {}
     extra = [
         f"server '{server}': apply first asks, with one POST /api/user/set-active-branch of a branch that does not "
@@ -135,6 +138,34 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             for server, exc in sorted(failures.items())
         ]
     return result.model_copy(update=update) if update else result
+
+
+def scope_error(plan: Plan, s: Session, extra_needs: Needs | None = None) -> ScopeError | None:
+    """A :class:`ScopeError` (exit 7) when a restricted token may not use an endpoint that applying ``plan`` needs
+    (its steps, and ``extra_needs``), naming the step and the endpoint; ``None`` when every step is in scope or the
+    scope is unknown (a password login, a server without the token query). Asked before anything is written, so
+    that apply never stops part-way (a branch uploaded but not activated) for a scope it could have known."""
+    for server in plan.servers():
+        steps = [(b.label, step) for b in plan.branches if b.server == server for step in b.steps]
+        extra = sorted((extra_needs or {}).get(server, {}))
+        if not steps and not extra:
+            continue
+        scope = s.scope(server)
+        if scope is None or scope[0]:
+            continue
+        allowed = scope[1]
+        missing = [(label, step.request) for label, step in steps if step.request not in allowed]
+        missing += [(f"server '{server}'", endpoint) for endpoint in extra if endpoint not in allowed]
+        if missing:
+            endpoints = sorted({endpoint for _, endpoint in missing})
+            where = "; ".join(f"{label}: {endpoint}" for label, endpoint in missing)
+            return ScopeError(
+                f"server '{server}': the token may not use {', '.join(endpoints)}, which applying this plan needs "
+                f"({where}); nothing was sent",
+                hint="Allow those endpoints for the token in the account settings (Auth tokens), or use a token with "
+                "full access; then plan again.",
+            )
+    return None
 
 
 def probe_needs(plan: Plan, s: Session) -> dict[str, dict[str, int]]:

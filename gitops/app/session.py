@@ -188,6 +188,26 @@ class Session:
         self.save(server)
         return self._unlimited_now(server)
 
+    def scope(self, server: str) -> tuple[bool, frozenset[str]] | None:
+        """What the server's token may use: full access, or these endpoint keys; ``None`` when there is nothing to
+        know (a password login: private servers have no scopes) or it could not be learnt. From the ledger when it
+        learnt it within a day, else from the token query (no rate limit)."""
+        from gitops.config.credentials import TokenAuth
+
+        if not self.has_credentials(server) or not isinstance(self.auth(server), TokenAuth):
+            return None
+        known = self.ledger(server).scope()
+        if known is not None or self.options.refresh == "never":
+            return known
+        try:
+            self.client(server).query_token()
+        except GitopsError as exc:  # a server without the token query: scopes are not known, nor checked
+            if self.options.log is not None:
+                self.options.log(f"token query on server '{server}' failed: {exc.message}")
+            return None
+        self.save(server)
+        return self.ledger(server).scope()
+
     def _unlimited_now(self, server: str) -> bool:
         until = self.ledger(server).unlimited_until
         return until is not None and until > self.options.clock.now()

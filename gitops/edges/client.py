@@ -474,6 +474,9 @@ class ServiceClient:
         data = self._call("GET", QUERY_TOKEN.split(" ", 1)[1], params={"token": token.reveal()})
         info = _token_info(data, self._clock.now())
         self._observer.set_unlimited_until(info.unlimited_until)
+        remember = getattr(self._observer, "remember_scope", None)
+        if remember is not None:
+            remember(info.full, info.endpoints)
         return info
 
     def no_rate_limit_url(self) -> Secret:

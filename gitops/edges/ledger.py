@@ -179,6 +179,10 @@ class _File(_Model):
     #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.client``), and when.
     compression: Literal["accepted", "refused"] | None = None
     compression_at: float | None = None
+    #: What the token may use, from the token query: ``None`` unknown, else full access or these endpoint keys.
+    scope_full: bool | None = None
+    scope_endpoints: list[str] = Field(default_factory=list)
+    scope_at: float | None = None
 
 
 def _normal_url(url: str) -> str:
@@ -554,6 +558,22 @@ class Ledger:
     def set_unlimited_until(self, until: float | None) -> None:
         """Record the end of the token's unlimited period (from the token query), or ``None`` for none."""
         self._data.unlimited_until = until
+
+    #: How long the token query's scope is believed before it is asked again (a token's scope rarely changes).
+    SCOPE_SECONDS = 86400.0
+
+    def remember_scope(self, full: bool, endpoints: tuple[str, ...]) -> None:
+        """Record what the token may use (the token query's answer)."""
+        self._data.scope_full = full
+        self._data.scope_endpoints = sorted(endpoints)
+        self._data.scope_at = self._clock.now()
+
+    def scope(self) -> tuple[bool, frozenset[str]] | None:
+        """Full access, or the endpoints the token may use, as learnt less than :attr:`SCOPE_SECONDS` ago."""
+        at = self._data.scope_at
+        if self._data.scope_full is None or at is None or self._clock.now() - at > self.SCOPE_SECONDS:
+            return None
+        return self._data.scope_full, frozenset(self._data.scope_endpoints)
 
     #: How long a refusal of compressed bodies is believed before the server is asked again (it may be upgraded).
     COMPRESSION_REFUSAL_DAYS = 30
