@@ -414,3 +414,14 @@ def test_kept_modules_count_towards_the_5_mb_limit(project: Project, standin: St
     assert result.code == 6
     assert "Error: local/main: the upload would be " in result.err
     assert "over its limit of 5,242,880 (5 MB), with 1 module(s) kept from the server (remote_only: keep)" in result.err
+
+
+def test_a_typo_in_a_branch_name_is_a_create_with_a_note(project: Project) -> None:
+    project.manifest([{"branch": "defualt", "root": "src"}])
+    code, doc = project.plan_json()
+    assert code == 2
+    assert doc["branches"][0]["action"] == "create"
+    assert (
+        "local/defualt: no branch of that name on the server, so it is created; the server has 'default': if that is "
+        "the one meant, fix branch: in the manifest"
+    ) in doc["warnings"]

@@ -8,6 +8,7 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Literal
 
@@ -207,6 +208,13 @@ def build_plan(
                 f"{branch_plan.label}: nothing is known of this branch on the server (no download, empty ledger); "
                 "the plan assumes it does not exist"
             )
+        if branch_plan.action == "create" and view.branch_list is not None:
+            similar = similar_branch(entry.branch, [b.name for b in view.branch_list])
+            if similar is not None:
+                warnings.append(
+                    f"{branch_plan.label}: no branch of that name on the server, so it is created; the server has "
+                    f"'{similar}': if that is the one meant, fix branch: in the manifest"
+                )
     _check_branch_count(branches, remote)
     budget: list[EndpointBudget] = []
     not_limited: list[str] = []
@@ -239,6 +247,18 @@ def build_plan(
         warnings=warnings,
         payloads=payloads,
     )
+
+
+def similar_branch(name: str, existing: list[str]) -> str | None:
+    """A branch of ``existing`` whose name is close to ``name`` (a typo: ``defualt`` for ``default``, another case),
+    or ``None``."""
+    if name in existing:
+        return None
+    folded = {n.casefold(): n for n in existing}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _plan_branch(

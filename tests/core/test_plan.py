@@ -377,3 +377,12 @@ def test_the_plan_records_its_inputs() -> None:
     assert result.source == {"kind": "ref", "ref": "main", "commit": "1a2b3c4d5e6f7a8b9c0d", "dirty": None}
     assert result.branches[0].label == "local/main"
     assert result.format_version == 1
+
+
+def test_a_branch_name_close_to_one_on_the_server_is_noted() -> None:
+    from gitops.core.plan import similar_branch
+
+    assert similar_branch("defualt", ["default", "sim"]) == "default"
+    assert similar_branch("Default", ["default"]) == "default"
+    assert similar_branch("main", ["default", "sim"]) is None
+    assert similar_branch("default", ["default"]) is None
