@@ -146,3 +146,33 @@ def test_a_helper_thread_leaves_ctrl_c_and_sigterm_to_the_main_thread() -> None:
     assert {signal.SIGINT, signal.SIGTERM} <= seen[0]
     assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before  # this thread's mask is as it was
     assert signal.SIGINT not in before
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_ctrl_c_during_an_upload_says_it_may_have_landed(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "default", "root": "src"}])
+    p.commit()
+    standin.inject_fault("POST /api/user/code", "delay", delay=60)  # received, then answered a minute later
+    argv = ["-m", "gitops", "apply", "--yes", "-m", str(p.root / "gitops.yaml"), "--state-dir", str(p.state_dir)]
+    proc = subprocess.Popen(
+        interruptible_python(*argv), env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while standin.count("POST /api/user/code") == 0 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert standin.count("POST /api/user/code") == 1, "the upload was not sent"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=25)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err.decode()
+    text = err.decode()
+    assert "interrupted while the upload to local/default was in flight: the server may have received it" in text
+    assert "The next 'gitops plan' checks the server" in text

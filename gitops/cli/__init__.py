@@ -165,7 +165,9 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         _print_error(str(exc))
         return exc.exit_code
     except click.exceptions.Abort:
-        _print_error("aborted; nothing was changed after this point.")
+        # click turns a Ctrl-C into Abort too: say so when a write was in flight (it may have landed).
+        message = _interrupted()
+        _print_error("aborted; nothing was changed after this point." if message == "interrupted." else message)
         return EXIT_INTERRUPTED
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
@@ -174,7 +176,7 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         _print_error(exc.format_message() + "\nSee 'gitops --help' or 'gitops COMMAND --help'.")
         return UsageError.exit_code
     except KeyboardInterrupt:
-        _print_error("interrupted.")
+        _print_error(_interrupted())
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug: say so briefly, traceback only in debug mode (redacted)
         if debug:
@@ -187,6 +189,21 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         )
         return ExitCode.BUG
     return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+def _interrupted() -> str:
+    """What a Ctrl-C cut: when a write was in flight, that it may have landed and that the next plan checks it."""
+    if "gitops.edges.client" not in sys.modules:
+        return "interrupted."
+    from gitops.edges.client import writes_in_flight
+
+    cut = writes_in_flight()
+    if not cut:
+        return "interrupted."
+    return (
+        f"interrupted while {' and '.join(cut)} was in flight: the server may have received it, or not. The next "
+        "'gitops plan' checks the server (this tool forgot what it knew of that branch), so nothing is assumed."
+    )
 
 
 def _where(exc: BaseException) -> str:

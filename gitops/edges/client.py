@@ -24,14 +24,16 @@ Errors are :mod:`gitops.errors` exceptions whose messages say what to do next; n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import re
 import ssl
+import threading
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
@@ -408,7 +410,10 @@ class ServiceClient:
         so the next plan learns it from the server instead of from a record the upload may have made false.
         """
         try:
-            data = self._call("POST", _CODE, body={"branch": branch, "modules": dict(modules)}, compress=self.compress)
+            with _in_flight(f"the upload to {self.server_name}/{branch}"):
+                data = self._call(
+                    "POST", _CODE, body={"branch": branch, "modules": dict(modules)}, compress=self.compress
+                )
         except BaseException:
             self._observer.forget_branch(branch)
             raise
@@ -424,7 +429,8 @@ class ServiceClient:
         if modules is not None and source is None:
             body["defaultModules"] = dict(modules)
         try:
-            data = self._call("POST", CLONE.split(" ", 1)[1], body=body, compress=self.compress)
+            with _in_flight(f"the creation of {self.server_name}/{new_name}"):
+                data = self._call("POST", CLONE.split(" ", 1)[1], body=body, compress=self.compress)
         except BaseException:
             self._observer.forget_branch(new_name)
             raise
@@ -446,7 +452,8 @@ class ServiceClient:
         """Make ``branch`` the active branch for the world or the simulation (``POST
         /api/user/set-active-branch``)."""
         active_name = "activeWorld" if which == "world" else "activeSim"
-        self._call("POST", ACTIVATE.split(" ", 1)[1], body={"branch": branch, "activeName": active_name})
+        with _in_flight(f"the activation of {self.server_name}/{branch}"):
+            self._call("POST", ACTIVATE.split(" ", 1)[1], body={"branch": branch, "activeName": active_name})
         self._observer.remember_activation(branch, which)
 
     def probe_compression(self) -> bool | None:
@@ -972,6 +979,39 @@ def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit
     else:
         key = endpoint if own is not None and wait > MINUTE else GLOBAL_KEY
     return own if key == endpoint and own is not None else GLOBAL_LIMIT
+
+
+#: The writes sent and not answered yet, in words ("the upload to local/main"): what a Ctrl-C may have cut.
+_WRITES_IN_FLIGHT: list[str] = []
+_WRITES_LOCK = threading.Lock()
+
+
+#: The writes a Ctrl-C (KeyboardInterrupt) cut while they were in flight.
+_WRITES_CUT: list[str] = []
+
+
+@contextlib.contextmanager
+def _in_flight(what: str) -> Iterator[None]:
+    with _WRITES_LOCK:
+        _WRITES_IN_FLIGHT.append(what)
+    try:
+        yield
+    except KeyboardInterrupt:
+        with _WRITES_LOCK:
+            _WRITES_CUT.append(what)
+        raise
+    finally:
+        with _WRITES_LOCK:
+            _WRITES_IN_FLIGHT.remove(what)
+
+
+def writes_in_flight() -> list[str]:
+    """The writes sent to a server whose answer has not come (yet, or ever: a Ctrl-C cut them); the CLI names them
+    when it is interrupted."""
+    with _WRITES_LOCK:
+        found = [*_WRITES_CUT, *_WRITES_IN_FLIGHT]
+        _WRITES_CUT.clear()  # told once
+        return found
 
 
 def transport_detail(exc: BaseException) -> str:
