@@ -49,6 +49,7 @@ def apply(
     max_wait: float,
     state_dir: Path | None,
     no_color: bool,
+    full: bool,
     yes: bool,
     servers: tuple[str, ...],
     branches: tuple[str, ...],
@@ -95,7 +96,7 @@ def apply(
         from gitops.app.applying import run_apply
         from gitops.render.plan import render_text
 
-        click.echo(redact(render_text(result, now=options.clock.now(), color=use_color(no_color))), nl=False)
+        click.echo(redact(render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)), nl=False)
         if result.failed and not keep_going:
             raise PlanFileError(
                 "the saved plan leaves out servers whose planning failed ("

@@ -115,6 +115,13 @@ def plan_options(f: F) -> F:
                 is_flag=True,
                 help="No colour even on a terminal. [env: NO_COLOR, any non-empty value]",
             ),
+            click.option(
+                "--full",
+                is_flag=True,
+                envvar="GITOPS_FULL",
+                help="Show every module and every diff line of the plan (the terminal shows a summary, at most 20 "
+                "module lines and 40 diff lines per branch; --json has everything). [env: GITOPS_FULL]",
+            ),
         ]
     ):
         f = option(f)

@@ -38,6 +38,7 @@ def plan(
     max_wait: float,
     state_dir: Path | None,
     no_color: bool,
+    full: bool,
     fmt: str,
     as_json: bool,
     as_markdown: bool,
@@ -79,7 +80,7 @@ def plan(
         elif fmt == "markdown":
             click.echo(redact(render_markdown(result, now=now)), nl=False)
         else:
-            click.echo(redact(render_text(result, now=now, color=use_color(no_color))), nl=False)
+            click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
         for failure in result.failed:
             click.echo(redact(f"Error: {failure.message}"), err=True)
         refusal = budget_error(result, s)

@@ -173,8 +173,16 @@ def budget_row_text(row: EndpointBudget) -> str:
     return f"{name}: needs {row.needed}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
 
 
-def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
-    """The plan for a person at a terminal (``color`` only when stdout is one)."""
+#: At a terminal, at most this many module lines per branch, and this many diff lines per branch, unless ``--full``:
+#: a plan of 2,000 new modules is a summary and a sample, not 2,000 lines before apply's question.
+TEXT_MODULE_LINES = 20
+TEXT_DIFF_LINES = 40
+
+
+def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = False) -> str:
+    """The plan for a person at a terminal (``color`` only when stdout is one); per branch its counts and sizes,
+    then at most :data:`TEXT_MODULE_LINES` module lines and :data:`TEXT_DIFF_LINES` diff lines, the rest counted
+    (``full``: all of them; the JSON always has all)."""
     import click
 
     def style(text: str, **kw: Any) -> str:
@@ -201,18 +209,32 @@ def render_text(plan: Plan, *, now: float, color: bool = False) -> str:
         if branch.drift is not None and branch.drift.drifted:
             out.append(style(f"  drift: {drift_text(branch.drift, now)}", fg="red", bold=True))
         counts = {c: len(branch.names(c)) for c in ("added", "changed", "removed", "kept")}
+        sent = f"; {branch.upload_length:,} characters to send" if branch.writes_code else ""
         out.append(
             f"  modules: {counts['added']} added, {counts['changed']} changed, {counts['removed']} removed, "
-            f"{branch.unchanged} unchanged" + (f", {counts['kept']} kept" if counts["kept"] else "")
+            f"{branch.unchanged} unchanged" + (f", {counts['kept']} kept" if counts["kept"] else "") + sent
         )
+        shown_modules = shown_diff = hidden_diff = 0
         for entry in branch.modules:
+            if not full and shown_modules >= TEXT_MODULE_LINES:
+                break
+            shown_modules += 1
             out.append("  " + style(_module_line(entry), fg=_COLOURS[entry.change]))
             if entry.note:
                 out.append(f"      ({entry.note})")
             if entry.diff:
                 for line in entry.diff.splitlines():
+                    if not full and shown_diff >= TEXT_DIFF_LINES:
+                        hidden_diff += 1
+                        continue
+                    shown_diff += 1
                     fg = "green" if line.startswith("+") else "red" if line.startswith("-") else None
                     out.append("      " + style(line, fg=fg))
+        rest = len(branch.modules) - shown_modules
+        if hidden_diff:
+            out.append(f"      ... and {hidden_diff} more diff line(s): --full shows all")
+        if rest > 0:
+            out.append(f"  ... and {rest} more module(s): --full shows all")
         for which in branch.activate:
             out.append(f"  activate for {which}")
         if branch.steps:

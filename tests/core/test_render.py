@@ -397,3 +397,27 @@ def test_lone_surrogates_from_the_server_are_shown_escaped() -> None:
         assert "b\\ud800ad" in text
         assert "-x\\udc80y" in text
     assert json.loads(render_json(lonely, now=NOW))["branches"][0]["removed"] == ["b\ud800ad"]
+
+
+def test_a_big_plan_is_a_summary_and_a_sample_at_the_terminal_and_whole_with_full() -> None:
+    from gitops.render.plan import TEXT_DIFF_LINES, TEXT_MODULE_LINES
+
+    new = {f"m{n:04d}": f"module.exports = {n};\n" for n in range(2001)}
+    changed = {name: "\n".join(f"line {i}" for i in range(30)) + "\n" for name in ("a", "b", "c")}
+    before = {name: "\n".join(f"old {i}" for i in range(30)) + "\n" for name in changed}
+    big = plan(
+        manifest(branch(), branch(name="edit")),
+        local(("local", "main", new), ("local", "edit", changed)),
+        view("local", on_server("main", {"main": ""}), on_server("edit", before)),
+        budgets={"local": facts(unlimited_until=NOW + 3600)},
+    )
+    text = render_text(big, now=NOW)
+    assert len(text.splitlines()) < 2 * (TEXT_MODULE_LINES + TEXT_DIFF_LINES) + 30
+    assert "  modules: 2001 added, 0 changed, 0 removed, 1 unchanged; 68,936 characters to send" in text
+    assert f"  ... and {2001 - TEXT_MODULE_LINES} more module(s): --full shows all" in text
+    assert "more diff line(s): --full shows all" in text
+    whole = render_text(big, now=NOW, full=True)
+    assert len(whole.splitlines()) > 2001
+    assert "--full shows all" not in whole
+    # The JSON keeps everything, whatever the terminal shows.
+    assert len(json.loads(render_json(big, now=NOW))["branches"][0]["added"]) == 2001
