@@ -7,6 +7,7 @@ choices and defaults from here, so that they cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -45,5 +46,8 @@ class Options:
     transport: Any = None
     on_wait: Callable[[float, str], None] | None = None
     log: Callable[[str], None] | None = None
+    #: Around every wait that may last (a server's answer, a retry's pause, another run's lock): shows signs of life
+    #: (``gitops.render.progress.Progress.waiting``); ``None`` shows nothing.
+    waiting: Callable[[str], AbstractContextManager[None]] | None = None
     #: ``--server``/``--branch``: the session sees only these (:func:`gitops.app.targets.select`).
     targets: Targets = field(default_factory=Targets)

@@ -91,7 +91,12 @@ class Session:
                     return known
             # Locked for the whole run: two runs on one state folder take turns instead of saving over each other.
             self._ledgers[server] = Ledger.open(
-                self.state_dir, config.url, fingerprint, clock=self.options.clock, lock_wait=lock_wait(self.options.env)
+                self.state_dir,
+                config.url,
+                fingerprint,
+                clock=self.options.clock,
+                lock_wait=lock_wait(self.options.env),
+                waiting=self.options.waiting,
             )
         return self._ledgers[server]
 
@@ -122,6 +127,7 @@ class Session:
                 max_wait=self.options.max_wait,
                 on_wait=self.options.on_wait,
                 log=self.options.log,
+                waiting=self.options.waiting,
             )
         return self._clients[server]
 

@@ -221,6 +221,7 @@ def options_from(
     from gitops.app.options import Options
     from gitops.app.targets import Targets
     from gitops.edges.clock import SystemClock
+    from gitops.render.progress import Progress
 
     injected = ctx.find_root().obj or {}
     return Options(
@@ -234,6 +235,7 @@ def options_from(
         state_dir=state_dir,
         on_wait=countdown,
         log=debug_log(ctx),
+        waiting=Progress().waiting,
         targets=Targets.of(servers, branches),
     )
 

@@ -34,6 +34,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
@@ -300,6 +301,7 @@ class ServiceClient:
         on_wait: Callable[[float, str], None] | None = None,
         log: Callable[[str], None] | None = None,
         timeout: float = 30.0,
+        waiting: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> None:
         self.server_name = server_name
         self.base_url = url.strip().rstrip("/")
@@ -317,6 +319,7 @@ class ServiceClient:
         self._max_wait = max_wait
         self._on_wait = on_wait
         self._log = log
+        self._waiting = waiting or (lambda _what: contextlib.nullcontext())
         self._timeout = timeout
         self._deadline = 0.0  # of the request being sent (time.monotonic()); set by _send
         self._session: Secret | None = None  # the rotating token of a private server's sign-in
@@ -570,7 +573,7 @@ class ServiceClient:
             ),
             wait=wait_exponential(multiplier=BACKOFF_FIRST, min=BACKOFF_FIRST, max=BACKOFF_MAX),
             retry=retry_if_exception_type(_Transient),
-            sleep=self._clock.sleep,
+            sleep=self._retry_sleep,
             before_sleep=self._log_retry,
             reraise=True,
         )
@@ -607,11 +610,17 @@ class ServiceClient:
         self._record_sent(endpoint)
         url = self.base_url + path
         started = time.perf_counter()
+        sending = f", sending {_size_text(len(content))}" if content is not None and len(content) >= 256 * 1024 else ""
         try:
             request = self._http.build_request(method, url, params=params, content=content, headers=headers)
-            response = send_bounded(
-                self._http, request, cap=answer_cap(endpoint), deadline=self._deadline, connections=self._connections
-            )
+            with self._waiting(f"server '{self.server_name}' to answer {endpoint}{sending}"):
+                response = send_bounded(
+                    self._http,
+                    request,
+                    cap=answer_cap(endpoint),
+                    deadline=self._deadline,
+                    connections=self._connections,
+                )
         except AnswerTooLarge as exc:
             self._debug(f"{method} {sanitize_url(str(httpx.URL(url, params=params)))} -> over {exc.cap} bytes")
             raise self._too_large(endpoint, exc.cap) from None
@@ -737,6 +746,10 @@ class ServiceClient:
     def _unlimited(self) -> bool:
         until = self._observer.unlimited_until
         return until is not None and until > self._clock.now()
+
+    def _retry_sleep(self, seconds: float) -> None:
+        with self._waiting(f"a retry of a request to server '{self.server_name}' (in {seconds:.1f} s)"):
+            self._clock.sleep(seconds)
 
     def _wait(self, seconds: float, endpoint: str) -> None:
         if self._on_wait is not None:
@@ -1012,6 +1025,10 @@ def writes_in_flight() -> list[str]:
         found = [*_WRITES_CUT, *_WRITES_IN_FLIGHT]
         _WRITES_CUT.clear()  # told once
         return found
+
+
+def _size_text(count: int) -> str:
+    return f"{count / 1_000_000:.1f} MB" if count >= 1_000_000 else f"{count / 1000:.0f} kB"
 
 
 def transport_detail(exc: BaseException) -> str:

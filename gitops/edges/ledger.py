@@ -30,7 +30,8 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -268,6 +269,7 @@ class Ledger:
         *,
         clock: Clock,
         lock_wait: float | None = None,
+        waiting: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> Ledger:
         """The ledger of ``server_url`` for the credentials with ``fingerprint``.
 
@@ -282,13 +284,13 @@ class Ledger:
         path, fingerprint = cls.path_for(state_dir, server_url, fingerprint)
         ledger = cls(path, server_url, fingerprint, clock=clock)
         if lock_wait is not None:
-            ledger._acquire(lock_wait)
+            ledger._acquire(lock_wait, waiting)
         ledger._load()
         ledger._remove_stale_temps()
         ledger._saved = ledger._data.model_dump_json()
         return ledger
 
-    def _acquire(self, wait: float) -> None:
+    def _acquire(self, wait: float, waiting: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
         """Lock the ledger file for this run (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows; released by the
         operating system when the process dies, so a killed run never leaves a stale lock)."""
         from filelock import FileLock, Timeout
@@ -306,7 +308,13 @@ class Ledger:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             lock = FileLock(lock_path)
-            lock.acquire(timeout=wait, poll_interval=0.05)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                # Held by another run: say whose, and wait (as Terraform's "Acquiring state lock").
+                what = f"the ledger {self.path}, locked by another gitops run {_owner(owner_path)} (up to {wait:g} s)"
+                with waiting(what) if waiting is not None else contextlib.nullcontext():
+                    lock.acquire(timeout=wait, poll_interval=0.05)
         except Timeout:
             raise LedgerBusyError(
                 f"another gitops run {_owner(owner_path)} is using the ledger {self.path}; waited {wait:g} s for it",

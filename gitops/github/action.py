@@ -404,6 +404,7 @@ def _plan_and_apply(
     from gitops.edges.clock import SystemClock
     from gitops.edges.planfile import save_plan
     from gitops.render.plan import render_text
+    from gitops.render.progress import Progress
 
     tool_env = dict(env)
     tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
@@ -420,6 +421,7 @@ def _plan_and_apply(
         transport=transport,
         on_wait=on_wait,
         log=log,
+        waiting=Progress(live=False).waiting,  # a job log: plain lines
         targets=inputs.targets,
     )
     with open_session(options, loaded) as s:
