@@ -267,3 +267,59 @@ def test_the_tool_is_also_installed_as_screeps_gitops() -> None:
 
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
     assert scripts["screeps-gitops"] == scripts["gitops"] == "gitops.cli:main"
+
+
+def test_apply_json_is_one_document_on_stdout(project: Project) -> None:
+    import json
+
+    result = project.apply("--yes", "--json")
+    assert result.code == 0, result.err
+    document = json.loads(result.out)
+    assert document["format_version"] == 1
+    assert document["applied"] is True
+    assert [o["status"] for o in document["outcomes"]] == ["done"] * len(document["outcomes"])
+    assert document["outcomes"]
+    assert document["plan"]["has_changes"] is True
+    assert "Applied:" in result.err  # the person's lines go to stderr
+
+
+def test_with_json_an_error_is_a_json_object_on_stdout_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    assert run(["plan", "--json", "-m", str(tmp_path / "missing.yaml")]) == 5
+    out, err = capsys.readouterr()
+    assert err.startswith("Error: manifest ")
+    document = json.loads(out)
+    assert document["format_version"] == 1
+    assert document["error"]["exit_code"] == 5
+    assert "not found" in document["error"]["message"]
+    assert run(["plan", "-m", str(tmp_path / "missing.yaml")]) == 5
+    assert capsys.readouterr().out == ""  # without --json, stdout stays empty
+
+
+def test_shell_completion_offers_the_manifests_servers_and_branches(tmp_path: Path) -> None:
+    (tmp_path / "gitops.yaml").write_text(
+        "version: 1\nservers:\n  alpha: {url: 'http://127.0.0.1:1', token_env: T}\n"
+        "  beta: {url: 'http://127.0.0.1:2', token_env: T}\n"
+        "branches:\n  - {server: alpha, branch: main, root: src}\n  - {server: beta, branch: sim, root: src}\n",
+        encoding="utf-8",
+    )
+
+    def complete(words: str) -> list[str]:
+        env = {**os.environ, "COMP_WORDS": words, "COMP_CWORD": str(len(words.split(" ")) - 1)}
+        env["_GITOPS_COMPLETE"] = "bash_complete"
+        done = subprocess.run(
+            [sys.executable, "-m", "gitops"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        return [line.split(",", 1)[1] for line in done.stdout.splitlines() if "," in line]
+
+    assert complete("gitops plan --server ") == ["alpha", "beta"]
+    assert complete("gitops apply --branch s") == ["sim"]
+    assert complete("gitops apply --branch b") == ["beta/sim"]
+    assert complete("gitops pl") == ["plan"]

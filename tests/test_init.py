@@ -174,3 +174,18 @@ def test_init_in_a_folder_that_does_not_exist_is_a_usage_error(
     code, _, err = gitops(capsys, "init", "-m", str(tmp_path / "nowhere" / "gitops.yaml"))
     assert code == 4
     assert err.startswith(f"Error: {tmp_path / 'nowhere'} cannot be listed (No such file or directory)")
+
+
+def test_init_naming_a_credentials_entry_makes_git_ignore_the_credentials_file(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.factories import git
+
+    repo = tmp_path / "bot"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "main.js").write_text("module.exports.loop = () => {};\n", encoding="utf-8")
+    assert run(["init", "-m", str(repo / "gitops.yaml"), "--credentials", "main"]) == 0
+    assert ".screeps.yaml" in (repo / ".gitignore").read_text(encoding="utf-8").splitlines()
+    check = subprocess.run(["git", "check-ignore", "-q", ".screeps.yaml"], cwd=repo, check=False)
+    assert check.returncode == 0

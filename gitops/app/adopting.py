@@ -119,3 +119,32 @@ def _exists(path: Path) -> UsageError:
         hint="Check it with 'gitops validate', bring the server's code in with 'gitops pull', or move the file "
         "away and run gitops init again.",
     )
+
+
+def ignore_credentials_file(folder: Path) -> Path | None:
+    """When the manifest names a credentials-file entry and ``folder`` (in a Git work tree) would hold that file
+    as ``.screeps.yaml`` without Git ignoring it, add it to the folder's ``.gitignore`` (created when missing);
+    the ``.gitignore`` changed, or ``None`` (already ignored, or not in a Git work tree)."""
+    import subprocess
+
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        inside = subprocess.run(
+            ["git", "rev-parse", "--is-inside-work-tree"], cwd=folder, env=env, capture_output=True, check=False
+        )
+        if inside.returncode != 0:
+            return None
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--", ".screeps.yaml"], cwd=folder, env=env, capture_output=True, check=False
+        )
+    except OSError:
+        return None
+    if ignored.returncode == 0:
+        return None
+    gitignore = folder / ".gitignore"
+    before = gitignore.read_text(encoding="utf-8") if gitignore.is_file() else ""
+    gap = "" if not before or before.endswith("\n") else "\n"
+    gitignore.write_text(
+        f"{before}{gap}# the screepers credentials file holds tokens\n.screeps.yaml\n", encoding="utf-8"
+    )
+    return gitignore

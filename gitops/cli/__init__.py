@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import gc
 import importlib
+import json
 import os
 import sys
 import traceback
@@ -91,8 +92,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug or debug_from_env()
 
 
-def _print_error(message: str) -> None:
+#: Set per run when the command line asks for JSON: an error is then also a JSON object on stdout.
+_ERRORS_AS_JSON = {"on": False}
+
+
+def _print_error(message: str, *, exit_code: int | None = None) -> None:
     click.echo(redact(f"Error: {message}"), err=True)
+    from gitops.cli.common import json_printed
+
+    if _ERRORS_AS_JSON["on"] and not json_printed():
+        # Scripts that asked for JSON read stdout: the error is there too, as one documented object.
+        document = {"format_version": 1, "error": {"message": message, "exit_code": exit_code}}
+        click.echo(redact(json.dumps(document, indent=2)))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -148,8 +159,9 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
     """
     args = list(sys.argv[1:] if argv is None else argv)
     debug = debug_from_env() or "--debug" in args
-    if not args:
-        # Bare 'gitops': the help, as 'gitops --help' prints it (not a usage error).
+    if not args and "_GITOPS_COMPLETE" not in os.environ:
+        # Bare 'gitops': the help, as 'gitops --help' prints it (not a usage error). (Shell completion also runs
+        # without arguments, with _GITOPS_COMPLETE set: click answers it.)
         with click.Context(cli, info_name="gitops") as ctx:
             click.echo(ctx.get_help())
         return ExitCode.OK
@@ -157,12 +169,16 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         # '--debug' is the group's option; 'gitops plan --debug' means the same as 'gitops --debug plan'.
         args = ["--debug", *(a for a in args if a != "--debug")]
     argv = args
+    from gitops.cli.common import forget_json, wants_json
+
+    _ERRORS_AS_JSON["on"] = wants_json(args)
+    forget_json()
     try:
         result: Any = cli.main(
             args=argv, prog_name="gitops", standalone_mode=False, obj={"clock": clock, "transport": transport}
         )
     except GitopsError as exc:
-        _print_error(str(exc))
+        _print_error(str(exc), exit_code=exc.exit_code)
         return exc.exit_code
     except click.exceptions.Abort:
         # click turns a Ctrl-C into Abort too: say so when a write was in flight (it may have landed).
@@ -173,7 +189,9 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         return int(exc.exit_code)
     except click.ClickException as exc:
         # click's usage errors (exit 2 by default) would collide with plan's "changes" code.
-        _print_error(exc.format_message() + "\nSee 'gitops --help' or 'gitops COMMAND --help'.")
+        _print_error(
+            exc.format_message() + "\nSee 'gitops --help' or 'gitops COMMAND --help'.", exit_code=UsageError.exit_code
+        )
         return UsageError.exit_code
     except KeyboardInterrupt:
         _print_error(_interrupted())

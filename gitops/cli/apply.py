@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from gitops.cli.common import (
+    echo_json,
     is_terminal,
     options_from,
     plan_options,
@@ -33,6 +34,13 @@ from gitops.secrets import redact
     "fails. [env: GITOPS_KEEP_GOING]",
 )
 @click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the outcome as one JSON document on stdout (the plan as 'gitops plan --json' has it, each step's "
+    "outcome, whether everything was applied); the question, if any, goes to stderr.",
+)
+@click.option(
     "-y",
     "--yes",
     is_flag=True,
@@ -54,6 +62,7 @@ def apply(
     servers: tuple[str, ...],
     branches: tuple[str, ...],
     keep_going: bool,
+    as_json: bool,
 ) -> int:
     """Make the servers hold what the repository holds.
 
@@ -96,7 +105,13 @@ def apply(
         from gitops.app.applying import run_apply
         from gitops.render.plan import render_text
 
-        click.echo(redact(render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)), nl=False)
+        outcomes: list[Outcome] = []
+        if as_json:
+            # The plan goes to stderr for the person; stdout holds only the document, printed at the end.
+            click.echo(redact(render_text(result, now=options.clock.now(), full=full)), nl=False, err=True)
+        else:
+            text = render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)
+            click.echo(redact(text), nl=False)
         if result.failed and not keep_going:
             raise PlanFileError(
                 "the saved plan leaves out servers whose planning failed ("
@@ -106,10 +121,11 @@ def apply(
             )
 
         def confirm() -> bool:
-            return click.confirm("Apply this plan?", default=False)
+            return click.confirm("Apply this plan?", default=False, err=as_json)
 
         def progress(outcome: Outcome) -> None:
-            click.echo(outcome.line())
+            outcomes.append(outcome)
+            click.echo(outcome.line(), err=as_json)
 
         ask = None if saved or yes else confirm
         if keep_going:
@@ -122,13 +138,32 @@ def apply(
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
+        if as_json:
+            _print_document(result, outcomes, report.applied, now=options.clock.now())
         if report.cancelled:
             click.echo("Apply cancelled; nothing was changed.", err=True)
             # The person answered no: nothing was applied (an error for scripts that expected a deploy).
             return ExitCode.FAILURE
         if report.applied_line is not None:
-            click.echo(report.applied_line)
+            click.echo(report.applied_line, err=as_json)
     return ExitCode.OK
+
+
+def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float) -> None:
+    """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}}``."""
+    import json
+
+    from gitops.render.plan import plan_document
+
+    document = {
+        "format_version": 1,
+        "applied": applied,
+        "outcomes": [
+            {"branch": o.branch, "step": o.step.describe(), "status": o.status, "detail": o.detail} for o in outcomes
+        ],
+        "plan": plan_document(plan, now=now),
+    }
+    echo_json(json.dumps(document, indent=2) + "\n")
 
 
 def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:

@@ -138,6 +138,30 @@ class _Name(click.ParamType):  # type: ignore[type-arg]
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         return str(value)
 
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[click.shell_completion.CompletionItem]:
+        """The manifest's server names for ``--server``, its branch names (and ``server/branch``) for ``--branch``
+        (shell completion: ``eval "$(_GITOPS_COMPLETE=bash_source gitops)"``); nothing when the manifest does not
+        load."""
+        from click.shell_completion import CompletionItem
+
+        from gitops.config.manifest import load_manifest
+        from gitops.errors import GitopsError
+
+        path = ctx.params.get("manifest") or os.environ.get("GITOPS_MANIFEST") or "gitops.yaml"
+        try:
+            manifest = load_manifest(Path(path)).manifest
+        except (GitopsError, OSError):
+            return []
+        if param.name == "servers":
+            names = sorted(manifest.servers)
+        else:
+            names = sorted(
+                {b.branch for b in manifest.branches} | {f"{b.server}/{b.branch}" for b in manifest.branches}
+            )
+        return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+
 
 def target_options(f: F) -> F:
     """``--server``/``--branch`` (repeatable, or comma-separated): restrict the run to those
@@ -269,3 +293,34 @@ def print_unlock_links(error: Any) -> None:
                 f"run 'gitops unlock --server {server}' at a terminal to see it whole)",
                 err=True,
             )
+
+
+#: Whether this run printed its JSON document on stdout (then an error is not printed there as JSON too).
+_JSON_STATE = {"printed": False}
+
+
+def echo_json(text: str) -> None:
+    """Print a command's JSON document on stdout (redacted), and remember that it was printed."""
+    from gitops.secrets import redact
+
+    _JSON_STATE["printed"] = True
+    click.echo(redact(text), nl=not text.endswith("\n"))
+
+
+def json_printed() -> bool:
+    return _JSON_STATE["printed"]
+
+
+def forget_json() -> None:
+    """A new run (the CLI runs in-process in tests and in the Action): nothing printed yet."""
+    _JSON_STATE["printed"] = False
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json``, ``--format json``, ``--format=json``)."""
+    for index, arg in enumerate(args):
+        if arg in {"--json", "--format=json"}:
+            return True
+        if arg == "--format" and index + 1 < len(args) and args[index + 1] == "json":
+            return True
+    return False

@@ -8,6 +8,7 @@ import click
 
 from gitops.cli.common import (
     chosen_format,
+    echo_json,
     format_options,
     manifest_option,
     max_wait_option,
@@ -67,7 +68,7 @@ def drift(
             print_unlock_links(exc)
             raise
     if fmt == "json":
-        click.echo(redact(render_json(report)), nl=False)
+        echo_json(render_json(report))
     elif fmt == "markdown":
         click.echo(redact(render_markdown(report)), nl=False)
     else:

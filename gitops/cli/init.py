@@ -102,6 +102,12 @@ def init(
     if layout.build is not None:
         click.echo(f"Build command: {layout.build} (run by validate, plan and apply)")
     load_manifest(manifest)  # what was written validates as a manifest
+    if credentials is not None:
+        from gitops.app.adopting import ignore_credentials_file
+
+        ignored = ignore_credentials_file(folder)
+        if ignored is not None:
+            click.echo(f"Added {ignored.name} to {ignored}: the credentials file holds a token, Git must not commit it")
     secret = server.token_env or server.password_env
     if then_pull:
         from gitops.cli.pull import run_pull

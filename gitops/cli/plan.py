@@ -8,6 +8,7 @@ import click
 
 from gitops.cli.common import (
     chosen_format,
+    echo_json,
     format_options,
     options_from,
     plan_options,
@@ -76,7 +77,7 @@ def plan(
 
         now = options.clock.now()
         if fmt == "json":
-            click.echo(redact(render_json(result, now=now)), nl=False)
+            echo_json(render_json(result, now=now))
         elif fmt == "markdown":
             click.echo(redact(render_markdown(result, now=now)), nl=False)
         else:

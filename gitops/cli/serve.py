@@ -14,10 +14,29 @@ import click
 
 from gitops.errors import GitopsError, UsageError
 
+_ACCOUNTS_FORMAT = """\b
+The accounts file (--accounts), YAML:
+  users:
+    - username: alice              # required, unique
+      email: alice@example.com     # optional; HTTP Basic takes it or the username
+      password: s3cret             # optional; no password, no HTTP Basic login
+      tokens:
+        - value: 0123456789abcdef0123456789abcdef   # 8+ printable characters
+          full: true                                # every endpoint and segment
+        - value: fedcba9876543210fedcba9876543210
+          endpoints: ["GET /api/user/code", "POST /api/user/code"]
+          memory_segments: [0, 1]
+Every option also reads its environment variable (shown as [env var: ...])."""
 
-@click.command()
+
+@click.command(epilog=_ACCOUNTS_FORMAT)
 @click.option(
-    "--host", default="127.0.0.1", show_default=True, envvar="GITOPS_SERVE_HOST", help="Address to listen on."
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    envvar="GITOPS_SERVE_HOST",
+    show_envvar=True,
+    help="Address to listen on.",
 )
 @click.option(
     "--port",
@@ -25,24 +44,28 @@ from gitops.errors import GitopsError, UsageError
     show_default=True,
     type=click.IntRange(0, 65535),
     envvar="GITOPS_SERVE_PORT",
+    show_envvar=True,
     help="Port to listen on (0: any free port; the banner says which).",
 )
 @click.option(
     "--accounts",
     type=click.Path(path_type=Path, dir_okay=False),
     envvar="GITOPS_SERVE_ACCOUNTS",
-    help="YAML file of users and tokens (see docs/serve.md).",
+    show_envvar=True,
+    help="YAML file of users and tokens (its format is below).",
 )
 @click.option(
     "--data",
     type=click.Path(path_type=Path, dir_okay=False),
     envvar="GITOPS_SERVE_DATA",
+    show_envvar=True,
     help="SQLite file that keeps branches, code, memory and rate-limit state across restarts (created if missing).",
 )
 @click.option(
     "--demo",
     is_flag=True,
     envvar="GITOPS_SERVE_DEMO",
+    show_envvar=True,
     help="Without --accounts: make up one user with a full-access token and print them. Without --data: keep the "
     "state in a temporary file.",
 )
