@@ -288,3 +288,21 @@ def test_a_write_that_fails_part_way_says_what_was_written(tmp_path: Path) -> No
     assert (tmp_path / "bot/src/main.js").read_bytes() == b"// m\n"
     assert not (tmp_path / "bot/src/z.js").exists()
     assert [p.name for p in (tmp_path / "bot/src").iterdir()] == ["main.js"]  # no temporary file left behind
+
+
+def test_pull_and_validate_speak_json(project: Project) -> None:
+    import json
+
+    pulled = project.gitops("pull", "--json")
+    assert pulled.code == 0, pulled.err
+    document = json.loads(pulled.out)
+    assert document["format_version"] == 1
+    main = next(b for b in document["branches"] if b["branch"] == "main")
+    assert {f["path"] for f in main["files"]} == {"main.js", "role/harvester.js", "lib/add.wasm"}
+    project.capsys.readouterr()
+    code = run(["validate", "--list", "--json", "-m", str(project.root / "gitops.yaml")])
+    checked = project.capsys.readouterr()
+    assert code == 0, checked.err
+    listing = json.loads(checked.out)
+    names = {m["name"] for b in listing["branches"] for m in b["module_list"]}
+    assert {"main", "role/harvester", "lib/add.wasm", "role.harvester"} <= names

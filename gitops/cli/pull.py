@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,12 @@ from gitops.cli.common import manifest_option, max_wait_option, state_dir_option
 @click.option("--dry-run", is_flag=True, help="List what would be written; write nothing (downloads still count).")
 @state_dir_option
 @max_wait_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document on stdout: per branch the files written, the notes.",
+)
 @click.pass_context
 def pull(
     ctx: click.Context,
@@ -26,6 +33,7 @@ def pull(
     dry_run: bool,
     state_dir: Path | None,
     max_wait: float,
+    as_json: bool,
 ) -> int:
     """Bring the server's code into the repository: each branch's modules as files under its root.
 
@@ -42,6 +50,7 @@ def pull(
         dry_run=dry_run,
         state_dir=state_dir,
         max_wait=max_wait,
+        as_json=as_json,
     )
 
 
@@ -55,6 +64,7 @@ def run_pull(
     dry_run: bool,
     state_dir: Path | None,
     max_wait: float,
+    as_json: bool = False,
 ) -> int:
     """Pull and print what was written (``gitops pull`` and ``gitops init --pull``)."""
     from gitops.app.pulling import pull as pull_code
@@ -75,6 +85,9 @@ def run_pull(
     with open_session(options) as s:
         result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run)
         warnings = s.warnings()
+    if as_json:
+        _print_json(result, warnings)
+        return 0
     verb = {"create": "would create" if dry_run else "created", "update": "would update" if dry_run else "updated"}
     for branch in result.branches:
         root = branch.root.strip("/")
@@ -94,6 +107,33 @@ def run_pull(
         click.echo(f"warning: {warning}", err=True)
     if dry_run:
         click.echo("Dry run: nothing was written.")
-    elif result.branches:
+    elif result.branches and not result.missing and not any(b.notes for b in result.branches):
         click.echo("Next: gitops plan --refresh=always   # should say: No changes")
+    elif result.branches:
+        click.echo("Next: gitops plan --refresh=always   # it shows what the warnings above left out")
     return 0
+
+
+def _print_json(result: Any, warnings: list[str]) -> None:
+    """``gitops pull --json``."""
+    import json
+
+    from gitops.cli.common import echo_json
+
+    document = {
+        "format_version": 1,
+        "dry_run": result.dry_run,
+        "branches": [
+            {
+                "server": b.server,
+                "branch": b.branch,
+                "root": b.root,
+                "files": [{"path": w.path, "module": w.module, "action": w.action} for w in b.writes],
+                "notes": list(b.notes),
+            }
+            for b in result.branches
+        ],
+        "missing": list(result.missing),
+        "warnings": list(warnings),
+    }
+    echo_json(json.dumps(document, indent=2) + "\n")

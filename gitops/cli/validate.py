@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,7 +30,14 @@ _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "bin
     is_flag=True,
     help="Also print each branch's modules: name, kind (text, source map, binary), size and the file it comes from.",
 )
-def validate(manifest: Path, ref: str | None, list_modules: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document on stdout: each branch with its module count, size and share of the 5 MB limit, "
+    "and with --list its modules.",
+)
+def validate(manifest: Path, ref: str | None, list_modules: bool, as_json: bool) -> None:
     """Check the manifest and the local code, without the network (a branch's build command runs first).
 
     Prints each branch's modules and size as the server counts it against its 5 MB limit, and any warnings.
@@ -42,6 +50,9 @@ def validate(manifest: Path, ref: str | None, list_modules: bool) -> None:
 
     loaded = load_manifest(manifest)
     local = read_code(loaded, ref, os.environ)
+    if as_json:
+        _print_json(loaded, local, list_modules)
+        return
     servers, branches = len(loaded.manifest.servers), len(local.branches)
     click.echo(
         f"manifest {loaded.display} is valid: {servers} server{'s' if servers != 1 else ''}, "
@@ -69,6 +80,41 @@ def validate(manifest: Path, ref: str | None, list_modules: bool) -> None:
                 click.echo(f"    {name:<{width}}  {kind:<10}  {size(module.size):>9}  {branch.files.get(name, '')}")
     for warning in local.warnings:
         click.echo(f"warning: {warning}", err=True)
+
+
+def _print_json(loaded: Any, local: Any, list_modules: bool) -> None:
+    """``gitops validate --json``: ``{"format_version": 1, "manifest", "source", "branches": [...], "warnings"}``."""
+    from gitops.cli.common import echo_json
+
+    branches = []
+    for branch in local.branches:
+        entry: dict[str, Any] = {
+            "server": branch.server,
+            "branch": branch.branch,
+            "modules": len(branch.code),
+            "binary_modules": sum(1 for m in branch.code if m.is_binary),
+            "bytes": branch.code.total_size,
+            "server_length": branch.server_length,
+        }
+        if list_modules:
+            entry["module_list"] = [
+                {
+                    "name": m.name,
+                    "kind": _KIND_LABELS.get(branch.kinds.get(m.name, ""), "binary" if m.is_binary else "text"),
+                    "bytes": m.size,
+                    "file": branch.files.get(m.name),
+                }
+                for m in sorted(branch.code, key=lambda m: m.name)
+            ]
+        branches.append(entry)
+    document = {
+        "format_version": 1,
+        "manifest": loaded.display,
+        "source": local.source.describe(),
+        "branches": branches,
+        "warnings": list(local.warnings),
+    }
+    echo_json(json.dumps(document, indent=2) + "\n")
 
 
 @click.command("schema")
