@@ -1039,3 +1039,30 @@ def test_a_pacing_wait_longer_than_the_request_deadline_is_not_a_silent_server(
         assert waited >= 1.5
     finally:
         ledger.close()
+
+
+def test_a_large_upload_reports_how_much_is_sent_and_keeps_its_content_length(
+    make_client: Callable[..., ServiceClient],
+) -> None:
+    from contextlib import contextmanager
+
+    seen: list[tuple[str | None, str | None, int]] = []
+    updates: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        seen.append((request.headers.get("content-length"), request.headers.get("transfer-encoding"), len(body)))
+        return httpx.Response(200, json={"ok": 1, "timestamp": 1})
+
+    @contextmanager
+    def waiting(what: str) -> Iterator[Callable[[str], None]]:
+        updates.append(what)
+        yield updates.append
+
+    client = make_client(handler, waiting=waiting)
+    client.upload_code("main", {"main": "x" * 2_000_000})
+    [(length, encoding, size)] = seen
+    assert (length, encoding) == (str(size), None)  # sent as its length says, not chunked
+    assert updates[0] == "server 'official' to answer POST /api/user/code, sending 2.0 MB"
+    assert updates[-1].endswith("sending 2.0 MB (100% sent)")
+    assert any(u.endswith("% sent)") and not u.endswith("(100% sent)") for u in updates)

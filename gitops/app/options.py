@@ -7,13 +7,12 @@ choices and defaults from here, so that they cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from gitops.app.targets import Targets
-from gitops.edges.clock import Clock, SystemClock
+from gitops.edges.clock import Clock, SystemClock, Waiting
 
 Refresh = Literal["always", "auto", "never"]
 #: ``--refresh``: always download every branch; auto: skip branches this tool uploaded recently; never: the ledger.
@@ -48,6 +47,6 @@ class Options:
     log: Callable[[str], None] | None = None
     #: Around every wait that may last (a server's answer, a retry's pause, another run's lock): shows signs of life
     #: (``gitops.render.progress.Progress.waiting``); ``None`` shows nothing.
-    waiting: Callable[[str], AbstractContextManager[None]] | None = None
+    waiting: Waiting | None = None
     #: ``--server``/``--branch``: the session sees only these (:func:`gitops.app.targets.select`).
     targets: Targets = field(default_factory=Targets)

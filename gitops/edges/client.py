@@ -34,7 +34,6 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NoReturn, Protocol
@@ -77,7 +76,7 @@ from gitops.core.endpoints import (
     window_key,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
-from gitops.edges.clock import Clock, SystemClock
+from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
@@ -301,7 +300,7 @@ class ServiceClient:
         on_wait: Callable[[float, str], None] | None = None,
         log: Callable[[str], None] | None = None,
         timeout: float = 30.0,
-        waiting: Callable[[str], AbstractContextManager[None]] | None = None,
+        waiting: Waiting | None = None,
     ) -> None:
         self.server_name = server_name
         self.base_url = url.strip().rstrip("/")
@@ -319,7 +318,7 @@ class ServiceClient:
         self._max_wait = max_wait
         self._on_wait = on_wait
         self._log = log
-        self._waiting = waiting or (lambda _what: contextlib.nullcontext())
+        self._waiting = waiting or (lambda _what: contextlib.nullcontext(_ignore))
         self._timeout = timeout
         self._deadline = 0.0  # of the request being sent (time.monotonic()); set by _send
         self._session: Secret | None = None  # the rotating token of a private server's sign-in
@@ -610,10 +609,18 @@ class ServiceClient:
         self._record_sent(endpoint)
         url = self.base_url + path
         started = time.perf_counter()
-        sending = f", sending {_size_text(len(content))}" if content is not None and len(content) >= 256 * 1024 else ""
+        big = content is not None and len(content) >= _PROGRESS_BYTES
+        sending = f", sending {_size_text(len(content))}" if content is not None and big else ""
         try:
-            request = self._http.build_request(method, url, params=params, content=content, headers=headers)
-            with self._waiting(f"server '{self.server_name}' to answer {endpoint}{sending}"):
+            label = f"server '{self.server_name}' to answer {endpoint}{sending}"
+            with self._waiting(label) as update:
+                payload: bytes | Iterator[bytes] | None = content
+                if content is not None and big:
+                    # Sent in pieces, so that the wait can say how much is sent; the length is known, so the body
+                    # still goes with a Content-Length (not chunked), exactly as the bytes would.
+                    headers["Content-Length"] = str(len(content))
+                    payload = _pieces(content, lambda sent: update(f"{label} ({100 * sent // len(content)}% sent)"))
+                request = self._http.build_request(method, url, params=params, content=payload, headers=headers)
                 response = send_bounded(
                     self._http,
                     request,
@@ -1025,6 +1032,22 @@ def writes_in_flight() -> list[str]:
         found = [*_WRITES_CUT, *_WRITES_IN_FLIGHT]
         _WRITES_CUT.clear()  # told once
         return found
+
+
+#: A request body from this size on is sent in pieces that report how much is sent (signs of life).
+_PROGRESS_BYTES = 1024 * 1024
+_PIECE = 64 * 1024
+
+
+def _ignore(_text: str) -> None:
+    pass
+
+
+def _pieces(content: bytes, sent: Callable[[int], None]) -> Iterator[bytes]:
+    view = memoryview(content)
+    for start in range(0, len(content), _PIECE):
+        yield bytes(view[start : start + _PIECE])
+        sent(min(len(content), start + _PIECE))
 
 
 def _size_text(count: int) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 
@@ -42,3 +44,9 @@ class ManualClock:
         self.slept.append(seconds)
         if seconds > 0:
             self._now += seconds
+
+
+#: Around a wait that may last (a server's answer, a retry's pause, another run's lock): a context manager that
+#: shows signs of life (``gitops.render.progress.Progress.waiting``) and yields a function that replaces the wait's
+#: description as it goes on.
+Waiting = Callable[[str], AbstractContextManager[Callable[[str], None]]]

@@ -30,8 +30,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -55,7 +54,7 @@ from gitops.core.endpoints import (
     window_key,
 )
 from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch
-from gitops.edges.clock import Clock
+from gitops.edges.clock import Clock, Waiting
 from gitops.errors import LedgerBusyError
 from gitops.secrets import redact
 
@@ -269,7 +268,7 @@ class Ledger:
         *,
         clock: Clock,
         lock_wait: float | None = None,
-        waiting: Callable[[str], AbstractContextManager[None]] | None = None,
+        waiting: Waiting | None = None,
     ) -> Ledger:
         """The ledger of ``server_url`` for the credentials with ``fingerprint``.
 
@@ -290,7 +289,7 @@ class Ledger:
         ledger._saved = ledger._data.model_dump_json()
         return ledger
 
-    def _acquire(self, wait: float, waiting: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
+    def _acquire(self, wait: float, waiting: Waiting | None = None) -> None:
         """Lock the ledger file for this run (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows; released by the
         operating system when the process dies, so a killed run never leaves a stale lock)."""
         from filelock import FileLock, Timeout

@@ -60,15 +60,23 @@ class Progress:
         self._wake = threading.Event()
 
     @contextlib.contextmanager
-    def waiting(self, what: str) -> Iterator[None]:
-        """Around a wait for ``what`` ("server 'local' to answer GET /api/user/branches")."""
+    def waiting(self, what: str) -> Iterator[Callable[[str], None]]:
+        """Around a wait for ``what`` ("server 'local' to answer GET /api/user/branches"); yields a function that
+        replaces the description as the wait goes on ("... 40% sent")."""
         with self._lock:
             self._next += 1
             key = self._next
             self._waits[key] = _Wait(what, self._clock())
             self._start_ticker()
+
+        def update(text: str) -> None:
+            with self._lock:
+                wait = self._waits.get(key)
+                if wait is not None:
+                    wait.what = text
+
         try:
-            yield
+            yield update
         finally:
             with self._lock:
                 self._waits.pop(key, None)
