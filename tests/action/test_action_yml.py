@@ -16,7 +16,7 @@ from gitops.github.action import INPUT_ENV
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
-PUBLISHED = "screeps-gitops/screeps-gitops@v1"
+PUBLISHED = "OWNER/screeps-gitops@v0.2.0"
 
 
 def actionlint() -> str:
