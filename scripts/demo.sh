@@ -8,5 +8,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e '.[serve]'  # the stand-in that the demo deploys to
 exec .venv/bin/gitops demo "$@"

@@ -66,6 +66,9 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 )
 def demo(example: Path | None) -> int:
     """Deploy a bundled example to a local stand-in service, then stop it."""
+    from gitops.cli.extras import require_serve_extra
+
+    require_serve_extra("demo")
     import time
 
     from gitops.cli import run

@@ -80,6 +80,9 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
     Try a deploy before you have an account: 'gitops serve --demo'.
     """
+    from gitops.cli.extras import require_serve_extra
+
+    require_serve_extra("serve")
     from gitops.edges.clock import Clock, ManualClock, SystemClock
     from gitops.standin.accounts import load_accounts
     from gitops.standin.app import create_app

@@ -54,6 +54,9 @@ def watch(
     Stops with exit code 0 on Ctrl-C (130 when Ctrl-C interrupts a deploy in progress); 5 or 7 when the manifest
     or the credentials need fixing. Server and network errors are reported and retried.
     """
+    from gitops.cli.extras import require_serve_extra
+
+    require_serve_extra("watch")
     from gitops.app.watch import WatchSettings
     from gitops.app.watch import watch as run_watch
     from gitops.edges.watching import file_changes
