@@ -9,12 +9,14 @@ What the real runner does and this one does too:
   the rest unless their ``if`` says ``always()``;
 * ``run`` steps under ``bash --noprofile --norc -eo pipefail``, with the job's ``GITHUB_*``/``RUNNER_*`` variables.
 
-What it stands in for: ``actions/setup-python`` (answers this interpreter), ``actions/cache/restore`` and
+What it stands in for: ``actions/setup-python`` (answers this interpreter), ``astral-sh/setup-uv`` (answers the
+``uv`` on PATH, if any: the install step is a stand-in too), ``actions/cache/restore`` and
 ``actions/cache/save`` (a folder of snapshots with GitHub's key rules: exact key, else the newest key with a
-``restore-keys`` prefix; saving an existing key is refused with a warning), and the ``install`` step (the tool is
-already installed in this virtual environment; pip would need the network). With ``in_process`` the ``run`` step
-runs ``gitops action`` in this process (``gitops.cli.run``), so a test can give the GitHub client a MockTransport
-and the tool the stand-in's clock; its environment is still exactly the one the step declares.
+``restore-keys`` prefix; saving an existing key is refused with a warning, saving a path that is not there too),
+and the ``install`` step (the tool is already installed in this virtual environment; uv would need the network:
+bench/action_install.sh runs that step's commands for real). With ``in_process`` the ``run`` step runs
+``gitops action`` in this process (``gitops.cli.run``), so a test can give the GitHub client a MockTransport and
+the tool the stand-in's clock; its environment is still exactly the one the step declares.
 """
 
 from __future__ import annotations
@@ -368,6 +370,10 @@ class Runner:
             # Stands in for "python -m venv; pip install $ACTION_PATH": this interpreter already has the tool.
             assert '"$ACTION_PATH"' in script
             output.write_text(f"gitops={Path(sys.executable).parent / 'gitops'}\n", encoding="utf-8")
+            assert "--require-hashes" in script
+            cache = Path(step_env["UV_CACHE_DIR"])  # what uv leaves there, for the cache steps around this one
+            cache.mkdir(parents=True, exist_ok=True)
+            (cache / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n", encoding="utf-8")
             code, out, err = 0, "", ""
         elif step_id == "run" and in_process is not None:
             assert script.strip() == '"$GITOPS_BIN" action', script
@@ -392,13 +398,20 @@ class Runner:
         if uses.startswith("actions/setup-python@"):
             assert with_.get("update-environment") == "false", "the action must leave the job's Python alone"
             outputs["python-path"] = sys.executable
+            outputs["python-version"] = ".".join(map(str, sys.version_info[:3]))
+        elif uses.startswith("astral-sh/setup-uv@"):
+            assert with_.get("enable-cache") == "false", "the action caches uv's packages itself, keyed on its lock"
+            outputs["uv-path"] = shutil.which("uv") or "uv"
         elif uses.startswith("actions/cache/restore@"):
             restore_keys = [k.strip() for k in with_.get("restore-keys", "").splitlines() if k.strip()]
             hit = self.cache.restore(Path(with_["path"]), with_["key"], restore_keys)
             outputs["cache-hit"] = str(hit == with_["key"]).lower()
             outputs["cache-matched-key"] = hit or ""
         elif uses.startswith("actions/cache/save@"):
-            self.cache.save(Path(with_["path"]), with_["key"])
+            if Path(with_["path"]).exists():
+                self.cache.save(Path(with_["path"]), with_["key"])
+            else:  # as actions/cache/save answers a path that is not there: a warning, nothing saved
+                self.cache.warnings.append(f"Path Validation Error: {with_['path']} does not exist")
         else:  # pragma: no cover - a new uses: in action.yml needs a stand-in here
             raise AssertionError(f"no stand-in for {uses}")
         return StepRun(step_id, "success", outputs, "", "", "", dict(with_))

@@ -3,6 +3,7 @@ the real stand-in over loopback, with the GitHub comments API answered by a fake
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -423,25 +424,57 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         deploy = world.push(DEPLOY, in_process=False)
         assert deploy.outcome == "success", deploy.stderr
         assert deploy.outputs["exit-code"] == "0"
-        assert world.runner.cache.keys == [f"screeps-gitops-ledger-4001-1-gitops-{deploy_suffix(deploy)}"]
+        [key] = ledger_keys(world)
+        assert key == ledger_key(deploy), "saved under the digest of the ledger the run left"
+        # uv's packages: saved once, under the lock's digest and the Python version.
+        [uv_key] = [k for k in world.runner.cache.keys if k.startswith("screeps-gitops-uv-")]
+        lock = hashlib.sha256((Path(__file__).parents[2] / "requirements" / "action.lock").read_bytes()).hexdigest()
+        assert uv_key.endswith("-py{}.{}.{}-{}".format(*sys.version_info[:3], lock[:16]))
+        assert deploy.steps["uv-save"].outcome == "success"
 
         world.write({"src/role/harvester.js": "module.exports.run = () => 1;\n"})
         plan = world.pull_request(PLAN, in_process=False)
         assert plan.outcome == "success", plan.stderr
-        assert plan.steps["restore"].outputs["cache-matched-key"] == world.runner.cache.keys[0]
+        assert plan.steps["restore"].outputs["cache-matched-key"] == key
         assert plan.outputs["exit-code"] == "2"
         assert plan.outputs["uploads-needed"] == "1"
         assert live_standin.count(DOWNLOAD) == 0
         assert "from this tool's own upload" in plan.summary
         [body] = world.comments()
         assert "| `local` | `main` | update |" in body
-        assert len(world.runner.cache.keys) == 2
+        # The plan sent no request: the ledger is what it restored, so no new entry (not one per run).
+        assert ledger_key(plan) == key
+        assert plan.steps["save"].outcome == "skipped"
+        assert ledger_keys(world) == [key]
+        assert plan.steps["uv-restore"].outputs["cache-hit"] == "true"
+        assert plan.steps["uv-save"].outcome == "skipped"
+        assert world.runner.cache.warnings == []
+
+        # The merge deploys: the ledger changes, so one new entry, which the next run restores.
+        again = world.push(DEPLOY, in_process=False)
+        assert again.outcome == "success", again.stderr
+        assert again.steps["restore"].outputs["cache-matched-key"] == key
+        assert ledger_keys(world) == [key, ledger_key(again)]
     assert_no_secret(world, deploy)
     assert_no_secret(world, plan)
 
 
-def deploy_suffix(run: ActionRun) -> str:
-    return run.steps["state"].outputs["key"].rsplit("-", 1)[1]
+def ledger_keys(world: World) -> list[str]:
+    return [k for k in world.runner.cache.keys if k.startswith("screeps-gitops-ledger-")]
+
+
+def ledger_key(run: ActionRun) -> str:
+    """The key the ledger step computed, checked against the digest of the ledger files the run left."""
+    key = run.steps["ledger"].outputs["key"]
+    state = run.runner_temp / "screeps-gitops-state"
+    digest = hashlib.sha256()
+    files = sorted(state.rglob("*.json"))
+    assert files, "the run left a ledger"
+    for path in files:
+        digest.update(path.relative_to(state).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    assert key == run.steps["state"].outputs["prefix"] + digest.hexdigest()[:32]
+    assert key.startswith("screeps-gitops-ledger-")
+    return key
 
 
 def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(

@@ -82,19 +82,58 @@ def test_python_and_cache_steps() -> None:
     assert python["with"]["update-environment"] is False
     major, minor = map(int, load_action()["inputs"]["python-version"]["default"].split("."))
     assert (major, minor) >= (3, 11)
-    assert '"$ACTION_PATH"' in s["install"]["run"]
     assert s["install"]["env"]["ACTION_PATH"] == "${{ github.action_path }}"
     restore, save = s["restore"], s["save"]
     assert restore["uses"] == "actions/cache/restore@v4"
     assert save["uses"] == "actions/cache/save@v4"
     assert restore["with"]["path"] == save["with"]["path"] == "${{ steps.state.outputs.dir }}"
-    assert restore["with"]["key"] == save["with"]["key"] == "${{ steps.state.outputs.key }}"
-    assert restore["with"]["restore-keys"] == "${{ inputs.cache-key-prefix }}"
-    assert save["if"].startswith("always()"), "the ledger is saved even when the step fails"
+    # Restore by prefix (the key itself never matches); save under the ledger's digest, only when it changed.
+    assert restore["with"]["key"] == "${{ steps.state.outputs.prefix }}restore"
+    assert restore["with"]["restore-keys"].splitlines() == [
+        "${{ steps.state.outputs.prefix }}",
+        "${{ inputs.cache-key-prefix }}",
+    ]
+    assert save["with"]["key"] == "${{ steps.ledger.outputs.key }}"
+    assert save["if"] == (
+        "always() && inputs.cache == 'true' && steps.ledger.outputs.key != steps.restore.outputs.cache-matched-key"
+    ), "the ledger is saved even when the step fails, and only when it changed"
+    assert s["ledger"]["if"].startswith("always()")
+    assert 'rglob("*.json")' in s["ledger"]["run"]
+    for key in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
+        assert key not in s["state"]["run"] + s["ledger"]["run"], "a key per run would make an entry per run"
     assert s["run"]["env"]["GITOPS_STATE_DIR"] == "${{ steps.state.outputs.dir }}"
     assert s["state"]["env"]["STATE_DIR"] == "${{ runner.temp }}/screeps-gitops-state"
-    for key in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
-        assert key in s["state"]["run"], "a new cache key each run"
+    order = list(s)
+    assert order.index("restore") < order.index("run") < order.index("ledger") < order.index("save")
+
+
+def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and_python() -> None:
+    s = steps()
+    uv = s["uv"]
+    name, _, ref = uv["uses"].partition("@")
+    assert name == "astral-sh/setup-uv"
+    assert re.fullmatch(r"[0-9a-f]{40}", ref), "a third-party action is pinned by commit SHA"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", uv["with"]["version"]), "uv itself is pinned"
+    install = s["install"]
+    script = install["run"]
+    assert '--require-hashes -r "$ACTION_PATH/requirements/action.lock"' in script
+    assert "pip install" not in script.replace("uv pip install", "").replace('"$UV" pip install', "")
+    assert install["env"]["UV"] == "${{ steps.uv.outputs.uv-path }}"
+    assert install["env"]["UV_CACHE_DIR"] == "${{ runner.temp }}/screeps-gitops-uv-cache"
+    assert install["env"]["UV_PYTHON_DOWNLOADS"] == "never", "the Python of setup-python, never one uv downloads"
+    assert "--quiet" in script
+    assert "-P -m gitops" in script, "the repository's folders never shadow the tool"
+    restore, save = s["uv-restore"], s["uv-save"]
+    assert restore["uses"] == "actions/cache/restore@v4"
+    assert save["uses"] == "actions/cache/save@v4"
+    assert restore["with"] == save["with"]
+    key = restore["with"]["key"]
+    assert "${{ steps.state.outputs.lock }}" in key
+    assert "${{ steps.python.outputs.python-version }}" in key
+    assert "${{ runner.os }}" in key
+    assert save["if"] == "steps.uv-restore.outputs.cache-hit != 'true'"
+    order = list(s)
+    assert order.index("uv-restore") < order.index("install") < order.index("uv-save")
 
 
 def test_examples_are_the_four_workflows() -> None:
