@@ -434,11 +434,18 @@ def _plan_and_apply(
             _drift(s, report, echo=echo)
             return
         if missing:
+            fork = pr is not None and pr.from_fork
+            if not fork:
+                # Expected here (no fork): say which secret to add, and where, as a warning annotation.
+                echo(annotation("warning", missing_secret_message(s.loaded.manifest, missing)))
             if inputs.command == "apply":
                 s.auth(missing[0])  # raises AuthError: what is missing and how to provide it
             options.refresh = "never"
             report.notices.append(_no_credentials_notice(missing, pr))
-            echo(annotation("notice" if pr is not None else "warning", report.notices[-1]))
+            if fork:
+                echo(annotation("notice", report.notices[-1]))
+            else:
+                report.notices.append(missing_secret_message(s.loaded.manifest, missing))
         elif inputs.refresh is None and options.refresh == "never":
             report.notices.append(
                 "Planned from the ledger that the last deploy left (refresh: never, the default on pull requests): "
@@ -524,6 +531,41 @@ def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
     link = s.unlock_link(server)
     if link is not None:
         mask.add(link.reveal(), register=False)
+
+
+#: The token-env input's default (action.yml): a manifest naming another variable needs the input set too.
+_DEFAULT_TOKEN_ENV = "SCREEPS_TOKEN"  # noqa: S105 - a variable's name, not a secret
+#: Where a repository's secrets are added, as GitHub's settings name it.
+SECRETS_PLACE = "Settings → Secrets and variables → Actions"
+
+
+def missing_secret_message(manifest: Any, missing: list[str]) -> str:
+    """Which secret (or variable) to add for each server without credentials, and where; the names are the
+    manifest's ``token_env``/``username_env``/``password_env``, which the workflow passes as the step's inputs."""
+    wants: list[str] = []
+    for name in missing:
+        config = manifest.servers[name]
+        if config.token_env is not None:
+            wants.append(
+                f"server '{name}': add the repository secret {config.token_env} and pass it to the step as "
+                f"`token: ${{{{ secrets.{config.token_env} }}}}`"
+                + ("" if config.token_env == _DEFAULT_TOKEN_ENV else f" with `token-env: {config.token_env}`")
+            )
+        elif config.password_env is not None:
+            wants.append(
+                f"server '{name}': add the repository secret {config.password_env} and the variable (or secret) "
+                f"{config.username_env}, and pass them to the step as `password:` and `username:`"
+            )
+        else:
+            wants.append(
+                f"server '{name}': its credentials come from the entry '{config.credentials}' of the unified "
+                "credentials file (.screeps.yaml), which this run does not have; use token_env with a secret instead"
+            )
+    return (
+        "No Screeps credentials in this run, so nothing was downloaded from the game server. "
+        + "; ".join(wants)
+        + f". Secrets are added in the repository's {SECRETS_PLACE} (docs/github-action.md)."
+    )
 
 
 def _no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:

@@ -307,9 +307,10 @@ def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> No
     assert "| `local` | `main` | update |" in run.summary
     notice = next(line for line in run.stdout.splitlines() if line.startswith("::notice "))
     assert plain in notice
-    warning = next(line for line in run.stdout.splitlines() if line.startswith("::warning "))
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
     assert "the plan comment was not posted (a fork's pull request gets a read-only token)" in warning
     assert "pull-requests: write" in warning
+    assert "Secrets and variables" not in run.stdout + run.summary, "a fork cannot add secrets: no such advice"
     assert world.comments() == []
     assert_no_secret(world, run)
 
@@ -323,6 +324,37 @@ def test_fork_pull_request_with_an_empty_ledger_still_plans(world: World) -> Non
     assert "This pull request comes from a fork" in body
 
 
+SECRET_ADVICE = (
+    "No Screeps credentials in this run, so nothing was downloaded from the game server. server 'local': add the "
+    "repository secret {name} and pass it to the step as `token: ${{{{ secrets.{name} }}}}`{extra}. Secrets are "
+    "added in the repository's Settings → Secrets and variables → Actions (docs/github-action.md)."
+)
+
+
+def test_same_repository_pull_request_without_the_secret_warns_which_secret_to_add(world: World) -> None:
+    run = world.pull_request({"command": "plan", "token": ""})
+    assert run.outcome == "success", run.stderr
+    advice = SECRET_ADVICE.format(name="SCREEPS_TOKEN", extra="")
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert warning == f"::warning title=screeps-gitops::{advice}"
+    assert not [line for line in run.stdout.splitlines() if line.startswith("::notice ")]
+    assert advice in run.summary
+    assert "comes from a fork" not in run.summary
+    [body] = world.comments()
+    assert advice in body
+
+
+def test_the_warning_names_the_manifests_token_variable(world: World) -> None:
+    manifest = yaml.safe_load((world.root / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["servers"]["local"]["token_env"] = "BOT_DEPLOY_TOKEN"
+    world.write({"gitops.yaml": yaml.safe_dump(manifest, sort_keys=False)})
+    run = world.push({"command": "plan", "token": "", "token-env": "BOT_DEPLOY_TOKEN"})
+    assert run.outcome == "success", run.stderr
+    advice = SECRET_ADVICE.format(name="BOT_DEPLOY_TOKEN", extra=" with `token-env: BOT_DEPLOY_TOKEN`")
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert warning == f"::warning title=screeps-gitops::{advice}"
+
+
 def test_apply_without_credentials_fails_plainly(world: World) -> None:
     run = world.push({"command": "apply", "token": ""})
     assert run.outcome == "failure"
@@ -332,6 +364,9 @@ def test_apply_without_credentials_fails_plainly(world: World) -> None:
         run.stderr
     )
     assert "**Apply failed** (exit code 7):" in run.summary
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "add the repository secret SCREEPS_TOKEN" in warning
+    assert "Settings → Secrets and variables → Actions" in warning
     assert run.steps["save"].outcome == "success", "the ledger is saved even when the step fails"
 
 

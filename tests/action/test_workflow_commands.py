@@ -111,3 +111,31 @@ def test_unreadable_event_file_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "event.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(UsageError, match=r"GITHUB_EVENT_PATH names .*event\.json, which is not a readable JSON event"):
         Runner.from_env({"GITHUB_EVENT_PATH": str(tmp_path / "event.json")})
+
+
+def test_missing_secret_message_names_what_each_server_reads(tmp_path: Path) -> None:
+    from gitops.config.manifest import load_manifest
+    from gitops.github.action import missing_secret_message
+
+    (tmp_path / "gitops.yaml").write_text(
+        """version: 1
+servers:
+  season:
+    url: http://127.0.0.1:21025
+    username_env: PS_USER
+    password_env: PS_PASSWORD
+  shard:
+    url: http://127.0.0.1:21026
+    credentials: main
+branches:
+  - {server: season, branch: main, root: src}
+  - {server: shard, branch: main, root: src}
+""",
+        encoding="utf-8",
+    )
+    (tmp_path / "src").mkdir()
+    manifest = load_manifest(tmp_path / "gitops.yaml").manifest
+    message = missing_secret_message(manifest, ["season", "shard"])
+    assert "server 'season': add the repository secret PS_PASSWORD and the variable (or secret) PS_USER" in message
+    assert "server 'shard': its credentials come from the entry 'main' of the unified credentials file" in message
+    assert message.endswith("Settings → Secrets and variables → Actions (docs/github-action.md).")
