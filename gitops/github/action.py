@@ -290,6 +290,8 @@ class Report:
     #: ``command: drift``: the :class:`gitops.core.drift.DriftReport`, and the drift issue's address.
     drift: Any = None
     issue_url: str = ""
+    #: ``command: apply``: per (server, branch) the apply set out to change, whether every step of it was done.
+    deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     def outputs(self) -> dict[str, str]:
         plan = self.plan
@@ -594,11 +596,22 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
     from gitops.app.applying import run_apply
     from gitops.core.apply import Outcome
 
+    steps_done: dict[str, int] = {}
+
     def progress(outcome: Outcome) -> None:
         report.outcomes.append(outcome.line())
         echo(outcome.line())
+        if outcome.status == "done":
+            steps_done[outcome.branch] = steps_done.get(outcome.branch, 0) + 1
 
-    done = run_apply(s, result, saved=False, progress=progress)
+    try:
+        done = run_apply(s, result, saved=False, progress=progress)
+    finally:
+        # What each changed branch ended as, for its deployment record (a branch whose steps were not all done,
+        # because a step failed or the apply stopped before it, is a failed deploy).
+        for branch in result.branches:
+            if branch.steps:
+                report.deployed[(branch.server, branch.branch)] = steps_done.get(branch.label, 0) == len(branch.steps)
     report.applied = done.applied
     if done.applied_line is not None:
         report.outcomes.append(done.applied_line)
@@ -615,6 +628,8 @@ def _tell_github(inputs: Inputs, runner: Runner, report: Report, *, echo: Echo, 
         _comment(inputs, runner, report, pr, echo=echo, github_token=github_token)
     if inputs.command == "drift" and inputs.drift_issue and report.drift is not None:
         _drift_issue(runner, report, echo=echo, github_token=github_token)
+    if inputs.command == "apply" and pr is None and report.deployed:
+        record_deployments(runner, report.deployed, echo=echo, github_token=github_token)
     _write_files(runner, report)
 
 
@@ -656,6 +671,50 @@ def _comment(inputs: Inputs, runner: Runner, report: Report, pr: PullRequest, *,
             echo(annotation("warning", warning))
     report.comment_url = comment.url
     echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
+
+
+def deployment_environment(server: str, branch: str) -> str:
+    """The GitHub environment of one server's branch: ``screeps/<server>/<branch>`` (characters GitHub does not
+    take in an environment's name become ``-``; at most 255 characters)."""
+    return re.sub(r"[^A-Za-z0-9._/-]", "-", f"screeps/{server}/{branch}")[:255]
+
+
+def record_deployments(
+    runner: Runner, deployed: Mapping[tuple[str, str], bool], *, echo: Echo, github_token: str
+) -> None:
+    """One GitHub deployment per branch the apply changed (ref: the commit; status success or failure, the run
+    as its log); after a success, the environment's earlier deployments are marked inactive. A refusal (no
+    ``deployments: write``) or any other failure of the API is one warning and ends the recording: it never
+    changes the deploy's result."""
+    from gitops.github.api import GitHubClient, GitHubError, GitHubPermissionError
+
+    if not github_token or not runner.sha:
+        return
+    gh: GitHubClient | None = None
+    try:
+        with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
+            for (server, branch), ok in deployed.items():
+                environment = deployment_environment(server, branch)
+                state = "success" if ok else "failure"
+                deployment = gh.create_deployment(
+                    runner.sha,
+                    environment,
+                    description=f"screeps-gitops apply of {server}/{branch}",
+                    payload={"server": server, "branch": branch},
+                )
+                gh.create_deployment_status(
+                    deployment, state, log_url=runner.run_url, description=f"screeps-gitops apply: {state}"
+                )
+                marked = gh.deactivate_earlier(environment, deployment) if ok else 0
+                earlier = f"; {marked} earlier marked inactive" if marked else ""
+                echo(f"Deployment recorded: {environment} at {runner.sha[:7]}, {state}{earlier}")
+    except GitHubPermissionError as exc:
+        echo(annotation("warning", f"the deployments were not recorded: {exc}"))
+    except GitHubError as exc:
+        echo(annotation("warning", f"the deployments were not recorded, or not all of them: {exc}"))
+    finally:
+        for warning in gh.warnings if gh is not None else []:
+            echo(annotation("warning", warning))
 
 
 #: The drift issue's title.

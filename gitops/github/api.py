@@ -351,6 +351,111 @@ class GitHubClient:
             return None
         return self.update_issue(existing.number, body=body, state="closed", state_reason="completed")
 
+    # --- deployment records -----------------------------------------------------------------------------------
+
+    def create_deployment(self, ref: str, environment: str, *, description: str, payload: dict[str, Any]) -> int:
+        """A deployment of commit ``ref`` to ``environment`` (created by GitHub on first use); its id. No merge of
+        the default branch into it and no required status checks: the code is deployed already, this records it."""
+        what = f"record a deployment to {environment}"
+        response = self._request(
+            "POST",
+            f"/repos/{self.repository}/deployments",
+            json={
+                "ref": ref,
+                "environment": environment,
+                "auto_merge": False,
+                "required_contexts": [],
+                "description": description[:140],
+                "payload": payload,
+                "transient_environment": False,
+            },
+            what=what,
+            permission="deployments: write",
+        )
+        data = _json(response, what)
+        if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+            raise GitHubError(f"GitHub answered the request to {what} with something that is not a deployment")
+        return int(data["id"])
+
+    def create_deployment_status(
+        self, deployment_id: int, state: str, *, log_url: str | None, description: str = ""
+    ) -> None:
+        """Set the deployment's state (``success``, ``failure``, ``inactive``...). ``auto_inactive`` is off: which
+        earlier deployments stop being active is decided by :meth:`deactivate_earlier`, for production
+        environments too."""
+        body: dict[str, Any] = {"state": state, "description": description[:140], "auto_inactive": False}
+        if log_url:
+            body["log_url"] = log_url
+        what = f"set deployment {deployment_id} to {state}"
+        self._request(
+            "POST",
+            f"/repos/{self.repository}/deployments/{deployment_id}/statuses",
+            json=body,
+            what=what,
+            permission="deployments: write",
+        )
+
+    def deployments(self, environment: str) -> Iterator[int]:
+        """The ids of the environment's deployments, newest first: at most :data:`MAX_PAGES` pages, following only
+        ``next`` links to the API's origin."""
+        url: str | None = f"/repos/{self.repository}/deployments"
+        params: dict[str, Any] | None = {"environment": environment, "per_page": PER_PAGE}
+        what = f"read the deployments to {environment}"
+        for _ in range(MAX_PAGES):
+            assert url is not None
+            response = self._request(
+                "GET", url, params=params, what=what, cap=PAGE_CAP, permission="deployments: write"
+            )
+            data = _json(response, what)
+            if not isinstance(data, list):
+                raise GitHubError(f"GitHub answered the list of deployments to {environment} with something not a list")
+            for item in data:
+                if isinstance(item, dict) and isinstance(item.get("id"), int):
+                    yield int(item["id"])
+            url = response.links.get("next", {}).get("url")
+            params = None
+            if not url:
+                return
+            if not self._is_home(url):
+                self.warnings.append(
+                    f"GitHub's list of deployments links its next page to {_origin_text(url)}, not to the API at "
+                    f"{_origin_text(self.api_url)}; the link was not followed (the token is only sent to "
+                    "GITHUB_API_URL), so older deployments were not read"
+                )
+                return
+
+    def deployment_state(self, deployment_id: int) -> str | None:
+        """The deployment's newest status (``None``: it has none)."""
+        what = f"read the state of deployment {deployment_id}"
+        response = self._request(
+            "GET",
+            f"/repos/{self.repository}/deployments/{deployment_id}/statuses",
+            params={"per_page": 1},
+            what=what,
+            permission="deployments: write",
+        )
+        data = _json(response, what)
+        if not isinstance(data, list):
+            raise GitHubError(f"GitHub answered the statuses of deployment {deployment_id} with something not a list")
+        state = data[0].get("state") if data and isinstance(data[0], dict) else None
+        return state if isinstance(state, str) else None
+
+    def deactivate_earlier(self, environment: str, current: int) -> int:
+        """Mark the environment's deployments before ``current`` inactive, newest first, until one that already
+        is: every earlier run did the same, so what lies beyond it is inactive too (a walk of a few requests, not
+        of the whole history). Returns how many were marked."""
+        marked = 0
+        for deployment_id in self.deployments(environment):
+            if deployment_id >= current:  # this one, or a newer one of a run that overlapped (ids only grow)
+                continue
+            if self.deployment_state(deployment_id) == "inactive":
+                break
+            self.create_deployment_status(
+                deployment_id, "inactive", log_url=None, description="superseded by a newer deploy"
+            )
+            marked += 1
+        return marked
+
     # --- the one place requests are made -------------------------------------------------------------------
 
     def _is_home(self, url: str) -> bool:

@@ -1,4 +1,4 @@
-"""A fake of the GitHub REST API's issue comments, answered at the httpx transport seam.
+"""A fake of the GitHub REST API's issue comments, issues and deployments, answered at the httpx transport seam.
 
 ``FakeGitHub.transport`` is an ``httpx.MockTransport`` for in-process runs; ``serve_on_loopback`` puts the same
 handler behind a real HTTP server on 127.0.0.1 for runs in a subprocess. Either way the fake checks the token,
@@ -43,6 +43,20 @@ class FakeIssue:
 
 
 @dataclass
+class FakeDeployment:
+    id: int
+    ref: str
+    environment: str
+    request: dict[str, Any]
+    #: Each status's body as posted, oldest first.
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def state(self) -> str | None:
+        return self.statuses[-1]["state"] if self.statuses else None
+
+
+@dataclass
 class FakeGitHub:
     """Issue comments of one repository. ``read_only`` answers writes as a fork's token is answered."""
 
@@ -63,6 +77,11 @@ class FakeGitHub:
     #: Per method: answer 200 (JSON) with the body this makes, sent piece by piece as it is made (endless, slow...).
     streams: dict[str, Callable[[], Iterator[bytes]]] = field(default_factory=dict)
     _next_id: int = 1000
+    deployments: list[FakeDeployment] = field(default_factory=list)
+    #: Deployments API failures: "create", "status" or "list" -> the status code to answer instead.
+    deployment_errors: dict[str, int] = field(default_factory=dict)
+    #: Serve lists of deployments and statuses in pages of this many, whatever ``per_page`` asks (pagination).
+    page_size: int | None = None
     #: ``GET /user`` answers this login (a person's token); ``None``: 403 "Resource not accessible by integration",
     #: as it answers the Actions ``GITHUB_TOKEN``, whose comments are written by ``github-actions[bot]``.
     user_login: str | None = None
@@ -81,7 +100,12 @@ class FakeGitHub:
         return [c for c in self.comments if c.issue == issue]
 
     def writes(self) -> list[tuple[str, str]]:
-        return [(m, p) for m, p, _ in self.requests if m != "GET"]
+        """Writes to comments and issues (the deployment records have their own tests and :attr:`deployments`)."""
+        return [(m, p) for m, p, _ in self.others() if m != "GET"]
+
+    def others(self) -> list[tuple[str, str, str]]:
+        """The requests that are not to the Deployments API."""
+        return [r for r in self.requests if "/deployments" not in r[1]]
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         url = urlsplit(str(request.url))
@@ -106,6 +130,9 @@ class FakeGitHub:
             return _json(200, {"login": self.user_login, "type": "User"})
         if url.path == prefix + "/repos/" + self.repository + "/issues":
             return self._issues(request, parse_qs(url.query), body)
+        if url.path.startswith(prefix + "/repos/" + self.repository + "/deployments"):
+            rest = url.path[len(prefix + "/repos/" + self.repository + "/deployments") :].strip("/").split("/")
+            return self._deployments(request, [r for r in rest if r], parse_qs(url.query), body)
         if not url.path.startswith(prefix + "/repos/" + self.repository + "/issues/"):
             return _json(404, {"message": "Not Found"})
         rest = url.path[len(prefix + "/repos/" + self.repository + "/issues/") :].split("/")
@@ -127,6 +154,59 @@ class FakeGitHub:
                     return _json(200, self._view(comment))
             return _json(404, {"message": "Not Found"})
         return _json(404, {"message": "Not Found"})
+
+    def add_deployment(self, environment: str, ref: str = "0" * 40, state: str | None = "success") -> FakeDeployment:
+        deployment = FakeDeployment(self._next_id, ref, environment, {"environment": environment, "ref": ref})
+        self._next_id += 1
+        if state is not None:
+            deployment.statuses.append({"state": state})
+        self.deployments.append(deployment)
+        return deployment
+
+    def in_environment(self, environment: str) -> list[FakeDeployment]:
+        return [d for d in self.deployments if d.environment == environment]
+
+    def _deployments(
+        self, request: httpx.Request, rest: list[str], query: dict[str, list[str]], body: str
+    ) -> httpx.Response:
+        forbidden = _json(403, {"message": "Resource not accessible by integration"})
+        if not rest:
+            if request.method == "POST":
+                if "create" in self.deployment_errors:
+                    return _json(self.deployment_errors["create"], {"message": "Server Error"})
+                if self.read_only:
+                    return forbidden
+                data = json.loads(body)
+                deployment = self.add_deployment(data["environment"], data["ref"], state=None)
+                deployment.request = data
+                return _json(201, {"id": deployment.id, "ref": data["ref"], "environment": data["environment"]})
+            if "list" in self.deployment_errors:
+                return _json(self.deployment_errors["list"], {"message": "Server Error"})
+            environment = query.get("environment", [None])[0]
+            found = [d for d in self.deployments if environment is None or d.environment == environment][::-1]
+            return self._page(request, query, [{"id": d.id, "environment": d.environment} for d in found])
+        if len(rest) != 2 or rest[1] != "statuses" or not rest[0].isdigit():
+            return _json(404, {"message": "Not Found"})
+        target = next((d for d in self.deployments if d.id == int(rest[0])), None)
+        if target is None:
+            return _json(404, {"message": "Not Found"})
+        if request.method == "POST":
+            if "status" in self.deployment_errors:
+                return _json(self.deployment_errors["status"], {"message": "Server Error"})
+            if self.read_only:
+                return forbidden
+            target.statuses.append(json.loads(body))
+            return _json(201, {"state": target.state})
+        return self._page(request, query, [{"state": s["state"]} for s in target.statuses[::-1]])
+
+    def _page(self, request: httpx.Request, query: dict[str, list[str]], items: list[Any]) -> httpx.Response:
+        per_page = self.page_size or int(query.get("per_page", ["30"])[0])
+        page = int(query.get("page", ["1"])[0])
+        headers: dict[str, str] = {}
+        if page * per_page < len(items):
+            next_url = request.url.copy_merge_params({"page": str(page + 1), "per_page": str(per_page)})
+            headers["link"] = f'<{next_url}>; rel="next"'
+        return _json(200, items[(page - 1) * per_page : page * per_page], headers)
 
     def _me(self) -> dict[str, str]:
         return dict(BOT) if self.user_login is None else {"login": self.user_login, "type": "User"}

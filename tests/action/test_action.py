@@ -212,7 +212,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
     assert "| `local` | `main` | create |" in summary
     assert "#### Apply" in summary
     assert "Applied: 1 branch(es) changed with 0 upload(s)" in summary
-    assert world.github.requests == []  # a push has no pull request to comment on
+    assert world.github.others() == []  # no pull request to comment on (deployments: test_action_deployments.py)
     assert_no_secret(world, run)
 
 

@@ -91,7 +91,7 @@ def test_without_drift_issue_the_report_is_in_the_summary_only(world: World) -> 
     run = scheduled(world, {"command": "drift", "token": FULL_TOKEN})
     assert run.outcome == "success", run.stderr
     assert run.outputs["drifted"] == "true"
-    assert world.github.requests == []
+    assert world.github.others() == []
     assert "Drift: 1 of 1 branch(es) changed outside Git." in run.summary
 
 

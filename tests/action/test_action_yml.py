@@ -141,7 +141,7 @@ def test_examples_are_the_four_workflows() -> None:
     deploy = yaml.safe_load((ROOT / "examples/workflows/deploy.yml").read_text(encoding="utf-8"))
     assert deploy[True]["push"]["branches"] == ["main"]  # YAML 1.1 reads the key "on" as true
     assert deploy["concurrency"]["cancel-in-progress"] is False
-    assert deploy["permissions"] == {"contents": "read"}
+    assert deploy["permissions"] == {"contents": "read", "deployments": "write"}
     plan = yaml.safe_load((ROOT / "examples/workflows/plan.yml").read_text(encoding="utf-8"))
     assert "pull_request" in plan[True]
     assert plan["permissions"]["pull-requests"] == "write"
