@@ -10,6 +10,7 @@ import subprocess
 import sys
 import sysconfig
 import tomllib
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +77,20 @@ def test_demo_after_installing_the_wheel_runs_from_an_empty_folder(scratch: Path
     assert "BuildBackendWarning" not in build.stdout + build.stderr
     assert "is absent from the `packages` configuration" not in build.stdout + build.stderr
     (wheel,) = wheels.glob("screeps_gitops-*.whl")
+    # The metadata: the one version, the licence, the URLs, and the serve extra's packages only under the extra.
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode("utf-8")
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
+    from gitops import __version__
+
+    assert f"\nVersion: {__version__}\n" in metadata
+    assert "\nLicense-Expression: MIT\n" in metadata
+    assert "\nProject-URL: Homepage, https://github.com/OWNER/screeps-gitops\n" in metadata
+    assert "\nProvides-Extra: serve\n" in metadata
+    for package in ("starlette", "uvicorn", "watchfiles"):
+        [line] = [ln for ln in metadata.splitlines() if ln.startswith(f"Requires-Dist: {package}")]
+        assert line.endswith('; extra == "serve"'), line
     env_dir = tmp_path / "fresh-venv"
     subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"

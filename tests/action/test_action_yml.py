@@ -92,7 +92,8 @@ def test_python_and_cache_steps() -> None:
     assert restore["with"]["restore-keys"] == "${{ inputs.cache-key-prefix }}"
     assert save["with"]["key"] == "${{ steps.ledger.outputs.key }}"
     assert save["if"] == (
-        "always() && inputs.cache == 'true' && steps.ledger.outputs.key != steps.restore.outputs.cache-matched-key"
+        "always() && inputs.cache == 'true' && steps.ledger.outputs.key != '' "
+        "&& steps.ledger.outputs.key != steps.restore.outputs.cache-matched-key"
     ), "the ledger is saved even when the step fails, and only when it changed"
     assert s["ledger"]["if"].startswith("always()")
     assert 'rglob("*.json")' in s["ledger"]["run"]
