@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark: `gitops apply` against node-screeps-api's `code.set` on the real npm private server
 # (bench/bench_peer.py; about 2-3 minutes with the defaults). Installs what it needs from the project's own files:
-# .venv (pip install -e .), the private server (scripts/private-server.sh install, reused when current) unless
+# .venv (pip install -e '.[serve]'), the private server (scripts/private-server.sh install, reused when current) unless
 # PRIVATE_SERVER_DIR points at an install made elsewhere, and the pinned peer (bench/peer/package*.json) into .bench/.
 # gitops is measured as users get it: a regular (non-editable) install of this tree into .bench/gitops-venv,
 # refreshed on every run (an editable install adds ~20 ms of import hook to every start).
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 if [ ! -x .venv/bin/gitops ]; then
   [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q -e '.[serve]'  # the stand-in the benchmarks run
 fi
 if [ -n "${PRIVATE_SERVER_DIR:-}" ]; then
   # An install someone else owns: use it as it is, never reinstall it from here.

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -x .venv/bin/gitops ]; then
   [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
-  .venv/bin/python -m pip install -q -e .
+  .venv/bin/python -m pip install -q -e '.[serve]'  # the stand-in the benchmarks run
 fi
 echo "== bench/bench_deploy.py (plan/apply, 2,000 modules, 4.5 MB; gitops --help)"
 .venv/bin/python bench/bench_deploy.py "$@"

@@ -58,6 +58,8 @@ def test_every_snippet_names_the_action_in_one_form_at_this_version() -> None:
             assert m.group(0) == USES, f"{path.relative_to(ROOT)}: {m.group(0)!r}; every snippet says {USES}"
             found += 1
         assert "screeps-gitops/screeps-gitops" not in text, path
+        for version in re.findall(r"OWNER/screeps-gitops[@/]v(\d[\w.]*)", text):
+            assert version == __version__, f"{path.relative_to(ROOT)} names v{version}"
     assert found >= 10
 
 
@@ -78,19 +80,24 @@ def test_release_workflow_passes_actionlint() -> None:
 def test_release_workflow_tests_builds_releases_and_moves_the_major_tag() -> None:
     workflow = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
     assert workflow[True] == {"push": {"tags": ["v*.*.*"]}}  # YAML 1.1 reads the key "on" as true
-    [job] = workflow["jobs"].values()
+    job = workflow["jobs"]["release"]
     assert job["permissions"] == {"contents": "write"}
     runs = "\n".join(str(s.get("run", "")) for s in job["steps"])
     assert "pytest" in runs
     assert "python -m build" in runs
     assert "gh release create" in runs
     assert 'git push --force origin "refs/tags/$MAJOR"' in runs
+    pypi = workflow["jobs"]["pypi"]
+    assert pypi["needs"] == "release"
+    assert pypi["if"] == "vars.PUBLISH_TO_PYPI == 'true'", "PyPI only when the repository asks for it"
+    assert pypi["permissions"] == {"id-token": "write"}
+    assert "uv publish --trusted-publishing always dist/*" in pypi["steps"][-1]["run"]
 
 
 def _version_step(tmp_path: Path, tag: str) -> subprocess.CompletedProcess[str]:
     """The workflow's own version check, run on this checkout as the runner runs a step."""
     workflow = yaml.safe_load(RELEASE.read_text(encoding="utf-8"))
-    [job] = workflow["jobs"].values()
+    job = workflow["jobs"]["release"]
     [step] = [s for s in job["steps"] if s.get("id") == "version"]
     script = tmp_path / "step.sh"
     script.write_text(step["run"], encoding="utf-8")
