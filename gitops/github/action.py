@@ -432,14 +432,14 @@ def _plan_and_apply(
         for name in servers:
             if name not in missing:
                 _mask_credentials(mask, s, name)
+        fork = pr is not None and pr.from_fork
+        if missing and not fork:
+            # Expected here (not a fork's pull request): say which secret to add, and where, as a warning.
+            echo(annotation("warning", missing_secret_message(s.loaded.manifest, missing)))
         if inputs.command == "drift":
             _drift(s, report, echo=echo)
             return
         if missing:
-            fork = pr is not None and pr.from_fork
-            if not fork:
-                # Expected here (no fork): say which secret to add, and where, as a warning annotation.
-                echo(annotation("warning", missing_secret_message(s.loaded.manifest, missing)))
             if inputs.command == "apply":
                 s.auth(missing[0])  # raises AuthError: what is missing and how to provide it
             options.refresh = "never"

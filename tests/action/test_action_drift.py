@@ -114,3 +114,6 @@ def test_drift_without_credentials_fails_with_exit_7(world: World) -> None:
     assert run.outputs["exit-code"] == "7"
     assert run.outputs["drifted"] == ""
     assert "The drift check failed" in run.summary
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "add the repository secret SCREEPS_TOKEN" in warning
+    assert "Settings → Secrets and variables → Actions" in warning
