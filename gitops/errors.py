@@ -15,7 +15,8 @@ code  meaning
       instead when the budget or the credentials stopped it)
 2     ``plan`` only: there are changes to apply (not an error)
 3     the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than ``--max-wait``
-4     bad command-line usage (unknown flag, bad value, missing ``--yes`` without a terminal)
+4     bad command-line usage (unknown flag, bad value, missing ``--yes`` without a terminal); also ``serve``, ``demo``
+      and ``watch`` without the optional extra ``serve``
 5     the manifest is invalid
 6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
 7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
