@@ -194,7 +194,7 @@ def test_a_password_login_without_a_sign_in_is_exit_7(
         assert result.err == (
             "Error: server 'local' has no /api/auth/signin (404), so the user name and password from the "
             "environment variables U and P cannot be used: a password login needs screepsmod-auth's sign-in.\n"
-            "Install screepsmod-auth on the private server (see docs/private-server.md); on an official server use "
+            "Install screepsmod-auth on the private server (see gitops help private-server); on an official server use "
             "a persistent token (token_env) instead.\n"
         )
     assert standin.count("GET /api/user/code") == standin.count("POST /api/user/code") == 0

@@ -266,7 +266,9 @@ def options_from(
 
 def use_color(no_color: bool) -> bool:
     """Colour only on a terminal, and not with ``--no-color``, a non-empty ``NO_COLOR`` (no-color.org) or TERM=dumb."""
-    if no_color or os.environ.get("NO_COLOR", "") != "":
+    root = click.get_current_context(silent=True)
+    group_says = root is not None and bool((root.find_root().obj or {}).get("no_color"))
+    if no_color or group_says or os.environ.get("NO_COLOR", "") != "":
         return False
     return is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb"
 

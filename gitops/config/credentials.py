@@ -80,7 +80,7 @@ MAX_CREDENTIALS_BYTES = MAX_FILE_BYTES
 
 _ENTRY_TEXT_KEYS = ("token", "username", "password", "host", "path")
 _FILE_HINT = (
-    "The file's format is the screepers SS3 standard (servers: NAME: host, token, ...); see docs/credentials.md."
+    "The file's format is the screepers SS3 standard (servers: NAME: host, token, ...); see gitops help credentials."
 )
 
 
