@@ -218,6 +218,48 @@ def test_init_writes_todays_rust_starter_layout(tmp_path: Path, capsys: pytest.C
     assert "# Assumed (check these):" in (repo / "gitops.yaml").read_text(encoding="utf-8")
 
 
+def test_the_rust_starters_build_names_the_entry_its_example_credentials_file_has_for_the_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            "Cargo.toml": "[package]\nname = 'screeps-starter-rust'\n",
+            "package.json": json.dumps({"scripts": {"deploy": "node js_tools/deploy.js"}}),
+            ".example-screeps.yaml": (
+                "servers:\n  main: {host: screeps.com, secure: true, token: your-token}\n"
+                "  ptr: {host: screeps.com, secure: true, path: /ptr, token: your-token}\n"
+            ),
+        },
+    )
+    code, out, err = gitops(
+        capsys, "init", "-m", str(repo / "gitops.yaml"), "--server", "https://screeps.com/ptr", "--token-env", "T"
+    )
+    assert code == 0, err
+    assert manifest_of(repo)["branches"][0]["build"] == "npm run deploy -- --server ptr --dryrun"
+    assert "dry-run mode" not in out  # nothing left to assume
+    assert "your-token" not in out + (repo / "gitops.yaml").read_text(encoding="utf-8")
+
+
+def test_an_ignored_credentials_file_with_an_entry_for_the_server_is_what_the_manifest_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "canary-0123456789abcdef"
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            "main.js": "module.exports.loop = () => {};\n",
+            ".gitignore": ".screeps.yaml\n",
+            ".screeps.yaml": f"servers:\n  home: {{host: screeps.com, secure: true, token: {secret}}}\n",
+        },
+    )
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert manifest_of(repo)["servers"]["mmo"] == {"url": "https://screeps.com", "credentials": "home"}
+    assert ".screeps.yaml has an entry for https://screeps.com: credentials: home" in out
+    assert secret not in out + err + (repo / "gitops.yaml").read_text(encoding="utf-8")
+
+
 def test_a_cargo_screeps_bot_keeps_cargo_screeps(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = make_repo(
         tmp_path / "bot", {"Cargo.toml": "[package]\nname = 'bot'\n", "screeps.toml": "[build]\n", "src/lib.rs": "\n"}

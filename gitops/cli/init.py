@@ -66,6 +66,7 @@ def init(
     'gitops pull --help'). 'gitops help layouts' explains the layouts.
     """
     from gitops.app.adopting import probe_version, refuse_existing, snapshot_of, write_new_manifest
+    from gitops.config.credentials import entry_for
     from gitops.config.manifest import load_manifest
     from gitops.config.scaffold import (
         DEFAULT_PASSWORD_ENV,
@@ -100,7 +101,9 @@ def init(
     )
     _check_text(manifest_text(layout, server, branch))  # a bad --server URL or variable name is the person's to fix
     signin_seen: tuple[str, ...] = ()
-    if not ways and not is_official(url):
+    found = entry_for(folder, url)
+    own_entry = found is not None and found[1].name == ".screeps.yaml"
+    if not ways and not own_entry and not is_official(url):
         how, signin_seen, assumed = signin_for(url, probe_version(url))
         if how == "password":
             server = ServerChoice(
@@ -114,6 +117,20 @@ def init(
         else:
             server = ServerChoice(name=server.name, url=url, assumed=assumed)
     layout = replace(layout, seen=layout.seen + signin_seen)
+    if found is not None:
+        entry, where = found
+        if not ways and own_entry:
+            # The player's own deploy tooling signs in with this entry: so does the manifest (init makes Git
+            # ignore the file, below).
+            server = ServerChoice(name=server.name, url=url, token_env=None, credentials=entry)
+            layout = replace(layout, seen=(*layout.seen, f"{where.name} has an entry for {url}: credentials: {entry}"))
+        if layout.build is not None and "{server}" in layout.build:
+            layout = replace(
+                layout,
+                build=layout.build.replace("{server}", entry),
+                assumed=tuple(a for a in layout.assumed if "dry-run mode" not in a),
+                seen=(*layout.seen, f"the build names entry {entry!r} of {where.name}, written for {url}"),
+            )
     text = manifest_text(layout, server, branch)
     prefetched = None
     if then_pull:
@@ -151,7 +168,7 @@ def init(
         listed = ", ".join(repr(n) for n in layout.optional_requires)
         click.echo(f"Optional requires (inside try blocks, no file holds them): {listed}; see requires in the manifest")
     load_manifest(manifest)  # what was written validates as a manifest
-    if credentials is not None:
+    if server.credentials is not None:
         from gitops.app.adopting import ignore_credentials_file
 
         ignored = ignore_credentials_file(folder)

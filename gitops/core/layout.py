@@ -176,8 +176,9 @@ def _rollup_output(text: str) -> str | None:
 
 def _webpack_output(text: str) -> str:
     joined = re.search(r"\bpath\s*:\s*path\.(?:resolve|join)\(\s*__dirname\s*,\s*" + _STRING, text)
+    added = re.search(r"\bpath\s*:\s*__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", text)
     plain = re.search(r"\bpath\s*:\s*" + _STRING, text)
-    for found in (joined, plain):
+    for found in (joined, added, plain):
         if found is not None:
             folder = _relative_folder(found.group(1))
             if folder is not None:
@@ -438,6 +439,8 @@ def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[
         separator="/",
         # Only the loader and the module at the root's top: a build folder holds much else below it.
         include=("*.js", "*.wasm"),
+        # A loader at the top of the repository sits beside the tools' own scripts: leave them out.
+        exclude=FLAT_EXCLUDES if (root or ".") == "." else (),
         binary=("*.wasm",),
         build=build,
         # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled').

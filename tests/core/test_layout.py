@@ -83,8 +83,9 @@ def test_a_wasm_in_dist_with_an_npm_build_is_the_wasm_layout_in_dist() -> None:
 
 
 def test_a_wasm_at_the_top_is_the_wasm_layout_at_the_top() -> None:
-    layout = detect_layout(snap({"main.js", "compiled.wasm"}))
+    layout = detect_layout(snap({"main.js", "compiled.wasm", "Gruntfile.js"}))
     assert (layout.kind, layout.root, layout.build) == ("wasm", ".", None)
+    assert layout.exclude == FLAT_EXCLUDES  # the loader's neighbours (Gruntfile.js) are not modules
 
 
 def test_nothing_recognised_is_the_empty_src_layout() -> None:
@@ -186,6 +187,7 @@ def package(scripts: dict[str, str]) -> str:
         ("rollup.config.js", "export default { output: { file: '/home/me/.config/Screeps/main.js' } };", "dist"),
         ("webpack.config.js", "module.exports = { output: { path: path.resolve(__dirname, 'bundle') } };", "bundle"),
         ("webpack.config.js", "module.exports = { output: { filename: 'main.js' } };", "dist"),
+        ("webpack.config.js", "module.exports = { output: { path: __dirname + '/out', filename: 'main.js' } };", "out"),
         ("esbuild.config.mjs", "await build({ entryPoints: ['src/main.ts'], outfile: 'pack/main.js' });", "pack"),
     ],
 )
