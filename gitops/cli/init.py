@@ -28,6 +28,7 @@ from gitops.errors import ManifestError, UsageError
 @click.option(
     "--branch",
     default=DEFAULT_BRANCH,
+    metavar="NAME",
     show_default=True,
     help="The branch to deploy to (every account starts with 'default').",
 )
