@@ -194,7 +194,7 @@ def test_a_password_login_without_a_sign_in_is_exit_7(
         assert result.err == (
             "Error: server 'local' has no /api/auth/signin (404), so the user name and password from the "
             "environment variables U and P cannot be used: a password login needs screepsmod-auth's sign-in.\n"
-            "Install screepsmod-auth on the private server (see docs/private-server.md); on an official server use "
+            "Install screepsmod-auth on the private server (see gitops help private-server); on an official server use "
             "a persistent token (token_env) instead.\n"
         )
     assert standin.count("GET /api/user/code") == standin.count("POST /api/user/code") == 0
@@ -323,3 +323,27 @@ def test_shell_completion_offers_the_manifests_servers_and_branches(tmp_path: Pa
     assert complete("gitops apply --branch s") == ["sim"]
     assert complete("gitops apply --branch b") == ["beta/sim"]
     assert complete("gitops pl") == ["plan"]
+
+
+def test_shared_options_have_one_metavar_and_no_color_is_taken_by_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import re
+
+    from gitops.cli import COMMANDS
+
+    expected = {"--branch": "NAME", "--state-dir": "DIR", "--max-wait": "SECONDS", "--ref": "REF", "--manifest": "FILE"}
+    seen: dict[str, set[str]] = {}
+    for command in COMMANDS:
+        capsys.readouterr()
+        assert run([command, "--help"]) == 0
+        for option, metavar in re.findall(
+            r"^\s+(?:-\w, )?(--[\w-]+) ([A-Z]+|\[[^\]]+\])(?:\s|$)", capsys.readouterr().out, re.M
+        ):
+            seen.setdefault(option, set()).add(metavar)
+    for option, metavar in expected.items():
+        assert seen.get(option, {metavar}) == {metavar}, option
+    assert seen["--server"] <= {"NAME", "URL"}  # init's --server is an address, the others' a manifest key
+    capsys.readouterr()
+    # --no-color means something only where colour is drawn, and is accepted after any command all the same.
+    assert run(["schema", "--no-color"]) == 0

@@ -571,7 +571,7 @@ def test_no_signin_is_a_clear_auth_error_not_a_basic_fallback(make_client: Calla
     assert str(info.value) == (
         "server 'official' has no /api/auth/signin (404), so the user name and password from the environment "
         "variables U and P cannot be used: a password login needs screepsmod-auth's sign-in.\n"
-        "Install screepsmod-auth on the private server (see docs/private-server.md); on an official server use a "
+        "Install screepsmod-auth on the private server (see gitops help private-server); on an official server use a "
         "persistent token (token_env) instead."
     )
     assert info.value.exit_code == 7

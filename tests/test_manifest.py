@@ -12,7 +12,7 @@ from gitops.config.manifest import DEFAULT_MANIFEST, Manifest, load_manifest, ma
 from gitops.errors import ManifestError
 from tests.factories import manifest_data, write_manifest
 
-HINT = "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema."
+HINT = "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema."
 
 
 @pytest.fixture
@@ -329,8 +329,12 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             id="absolute-root",
         ),
         pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{separator: '-'}}}}]\n",
-            ["gitops.yaml:3: branches[0].naming.separator: must be '/' or '.', not '-'"],
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{separator: '--'}}}}]\n",
+            [
+                "gitops.yaml:3: branches[0].naming.separator: '--' is not one character; write the one character "
+                "that stands for a folder boundary in module names: '/', '.', or the one your upload script "
+                "flattens folders with, such as '_'"
+            ],
             id="bad-separator",
         ),
         pytest.param(
@@ -350,7 +354,7 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/cod: 20\n",
             [
                 'gitops.yaml:6: budget.reserve["POST /api/user/cod"]: is not a rate-limited endpoint; did you '
-                "mean 'POST /api/user/code'? (see the limits in docs/manifest.md)"
+                "mean 'POST /api/user/code'? (see the limits: gitops help manifest)"
             ],
             id="reserve-unknown-endpoint",
         ),
@@ -362,7 +366,7 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
                 "keep back fewer requests than that",
                 'gitops.yaml:7: budget.reserve["GET /api/user/code"]: -1 is negative; keep back 0 requests or more',
                 "gitops.yaml:8: budget.reserve.global: is not a rate-limited endpoint; use an endpoint of the limits "
-                "table (see the limits in docs/manifest.md)",
+                "table (see the limits: gitops help manifest)",
             ],
             id="reserve-out-of-range",
         ),
@@ -453,7 +457,7 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
         ),
         pytest.param(
             "# nothing yet\n",
-            ["gitops.yaml:1: the manifest is empty; start it with 'version: 1' (see docs/manifest.md)"],
+            ["gitops.yaml:1: the manifest is empty; start it with 'version: 1' (see gitops help manifest)"],
             id="empty",
         ),
     ],

@@ -29,12 +29,14 @@ def _check_demo_output(text: str) -> None:
     assert "No changes" in text
     assert "main (active: world)" in text
     assert "role/harvester" in text
+    assert "run 'gitops init'" in text  # the demo's last line leads to init
 
 
 def test_every_subpackage_is_listed_for_the_wheel() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "gitops").rglob("__init__.py")} | {
-        "gitops._examples"
+        "gitops._examples",
+        "gitops._docs",  # docs/, shipped for 'gitops help TOPIC'
     }
     # The bundled example's folders are listed too (setuptools warns about folders it is not told of).
     examples = ROOT / "examples"
@@ -140,3 +142,15 @@ def test_demo_after_installing_the_wheel_runs_from_an_empty_folder(scratch: Path
     assert demo.returncode == 0, demo.stderr[-2000:]
     _check_demo_output(demo.stdout)
     assert list(empty.iterdir()) == [], "the demo works in a temporary folder and leaves the current one alone"
+    # The documentation travels with the wheel: a pip/pipx user reads it with 'gitops help TOPIC'.
+    page = subprocess.run(
+        [str(env_dir / "bin" / "gitops"), "help", "layouts"],
+        cwd=empty,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert page.returncode == 0, page.stderr
+    assert page.stdout == (ROOT / "docs/your-layout.md").read_text(encoding="utf-8").rstrip("\n") + "\n"

@@ -219,7 +219,8 @@ def test_a_bundled_bot_round_trips_its_source_map_and_its_wasm_named_by_stem(
         "bundle",
         {
             "main": "module.exports.loop = () => require('bot_bg');\n",
-            "main.js.map": f"module.exports = {the_map};\n",
+            # rollup-plugin-screeps' form, byte for byte (no newline at the end).
+            "main.js.map": f"module.exports = {the_map};",
             "bot_bg": {"binary": base64.b64encode(WASM).decode("ascii")},
         },
     )

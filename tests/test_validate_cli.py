@@ -82,7 +82,7 @@ def test_invalid_manifest_exits_5(here: Path, capsys: pytest.CaptureFixture[str]
         "Error: manifest gitops.yaml is invalid (1 problem):\n"
         "  - gitops.yaml:5: servers.local.token: literal secrets are refused; put the token in an environment "
         "variable and name it with token_env\n"
-        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+        "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.\n"
     )
 
 
@@ -140,7 +140,7 @@ def test_manifests_that_crashed_validate_exit_5(here: Path, capsys: pytest.Captu
         "  - gitops.yaml:2:10: YAML anchors are not supported in gitops.yaml; remove '&a' and write the value out "
         "where it is needed\n"
         "  - gitops.yaml:2:17: YAML aliases are not supported in gitops.yaml; write the value out\n"
-        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+        "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.\n"
     )
     write_manifest(here, manifest_data(branches=[{"branch": "main", "root": "src\0"}]))
     assert run(["validate"]) == 5  # was 'ValueError: embedded null byte' (exit 70)
@@ -148,7 +148,7 @@ def test_manifests_that_crashed_validate_exit_5(here: Path, capsys: pytest.Captu
         "Error: manifest gitops.yaml is invalid (1 problem):\n"
         "  - gitops.yaml:9: branches[0].root: 'src\\x00' contains the control character '\\x00'; write the folder's "
         "name without it, e.g. src\n"
-        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+        "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.\n"
     )
 
 
@@ -164,7 +164,7 @@ def test_an_8_mb_manifest_is_refused_unread_with_exit_5(here: Path, capsys: pyte
         "Error: manifest gitops.yaml is invalid (1 problem):\n"
         f"  - gitops.yaml:1: the file is {size:,} bytes ({size / 1024 / 1024:.1f} MB), and a manifest may have at "
         "most 1,048,576 bytes (1.0 MB); it was not read: check that this is the right file\n"
-        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+        "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.\n"
     )
 
 
@@ -180,5 +180,5 @@ def test_odd_yaml_tags_exit_5_not_70(here: Path, capsys: pytest.CaptureFixture[s
         "write a date or timestamp, or remove the tag (and quote the value if it is text)\n"
         "  - gitops.yaml:3: servers.local.token_env: the YAML tag !!python/name:os.system on a value is not "
         "supported; remove the tag (and quote the value if it is text)\n"
-        "The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.\n"
+        "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.\n"
     )

@@ -11,9 +11,13 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from gitops.core.layout import OUTPUT_FOLDERS, RepoSnapshot
+from gitops.app.options import Options
+from gitops.config.manifest import BranchConfig
+from gitops.core.codeset import CodeSet
+from gitops.core.layout import READ_FILES, Layout, RepoSnapshot
 from gitops.errors import SourceError, UsageError
 
 #: At most this many names are listed under one folder (detection needs a few).
@@ -21,6 +25,10 @@ MAX_LISTED = 5000
 #: ``package.json`` is read up to this size (a real one is a few kilobytes).
 MAX_PACKAGE_JSON = 1024 * 1024
 _SKIPPED = {".git", "node_modules"}
+#: At most this many JavaScript files are read to learn the separator their requires use ...
+MAX_SOURCES = 400
+#: ... each up to this size (a bundle far larger is not a module the requires name).
+MAX_SOURCE_BYTES = 256 * 1024
 
 
 def _names(folder: Path, *, recursive: bool) -> frozenset[str]:
@@ -48,7 +56,8 @@ def _names(folder: Path, *, recursive: bool) -> frozenset[str]:
 
 
 def snapshot_of(folder: Path) -> RepoSnapshot:
-    """What :func:`gitops.core.layout.detect_layout` needs to know of the repository at ``folder``."""
+    """What :func:`gitops.core.layout.detect_layout` needs to know of the repository at ``folder`` (bounded: at
+    most :data:`MAX_LISTED` names a folder, :data:`MAX_SOURCES` JavaScript files of :data:`MAX_SOURCE_BYTES`)."""
     files: set[str] = set()
     folders: set[str] = set()
     try:
@@ -65,19 +74,35 @@ def snapshot_of(folder: Path) -> RepoSnapshot:
         except OSError:
             continue
     inside: dict[str, frozenset[str]] = {}
-    if "src" in folders:
-        inside["src"] = _names(folder / "src", recursive=True)
-    for name in OUTPUT_FOLDERS:
-        if name in folders:
-            inside[name] = _names(folder / name, recursive=name != "target")
+    for name in sorted(folders):
+        # src and the output folders whole (target/ of a Rust build holds thousands: its top only); others one
+        # level deep, enough to see the game client's folder-per-branch layout.
+        inside[name] = _names(folder / name, recursive=name in ("src", "dist", "pkg"))
     contents: dict[str, str] = {}
-    if "package.json" in files:
-        try:
-            with open(folder / "package.json", "rb") as fh:
-                contents["package.json"] = fh.read(MAX_PACKAGE_JSON).decode("utf-8", "replace")
-        except OSError:
-            pass
-    return RepoSnapshot(frozenset(files), frozenset(folders), inside, contents)
+    for name in READ_FILES:
+        if name in files:
+            text = _read_text(folder / name, MAX_PACKAGE_JSON)
+            if text is not None:
+                contents[name] = text
+    sources: dict[str, str] = {}
+    candidates = [n for n in sorted(files) if n.endswith(".js")]
+    candidates += [f"{name}/{p}" for name in sorted(folders) if name != "dist" for p in sorted(inside[name])]
+    for path in candidates:
+        if len(sources) >= MAX_SOURCES:
+            break
+        if path.endswith(".js"):
+            text = _read_text(folder / path, MAX_SOURCE_BYTES)
+            if text is not None:
+                sources[path] = text
+    return RepoSnapshot(frozenset(files), frozenset(folders), inside, contents, sources)
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(limit).decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def write_new_manifest(path: Path, text: str) -> None:
@@ -148,3 +173,74 @@ def ignore_credentials_file(folder: Path) -> Path | None:
         f"{before}{gap}# the screepers credentials file holds tokens\n.screeps.yaml\n", encoding="utf-8"
     )
     return gitignore
+
+
+#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in).
+PROBE_SECONDS = 2.0
+
+
+def probe_version(url: str) -> dict[str, object] | None:
+    """The JSON object a server answers to ``GET /api/version`` (no credentials are sent), or ``None`` when it
+    cannot be reached in :data:`PROBE_SECONDS` or answers something else. One request, no retry, no redirect."""
+    import httpx
+
+    try:
+        with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False) as client:
+            answer = client.get(url.rstrip("/") + "/api/version")
+            if answer.status_code != 200 or len(answer.content) > 64 * 1024:
+                return None
+            data = answer.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def download_branches(options: Options, manifest_text_: str, path: Path) -> dict[tuple[str, str], CodeSet | None]:
+    """``gitops init --pull``'s one download per branch, before the manifest exists on disk: a session over the
+    manifest text in memory (its ledger, budget check and credentials as for any pull). Maps (server, branch) to
+    the server's :class:`~gitops.core.codeset.CodeSet`, or ``None`` for a branch the server does not have."""
+    import yaml
+
+    from gitops.app.planning import check_download_budget
+    from gitops.app.session import open_session
+    from gitops.config.manifest import LoadedManifest, manifest_from_data
+
+    manifest = manifest_from_data(yaml.safe_load(manifest_text_))
+    loaded = LoadedManifest(manifest, path.resolve(), path.resolve().parent, digest="", display=str(path))
+    found: dict[tuple[str, str], CodeSet | None] = {}
+    with open_session(options, loaded) as s:
+        per_server: dict[str, list[str]] = {}
+        for config in manifest.branches:
+            per_server.setdefault(config.server, []).append(config.branch)
+        for server, branches in per_server.items():
+            check_download_budget(
+                s, server, len(branches), doing="init --pull", instead="Run gitops init without --pull, wait"
+            )
+            reader = s.reader(server)
+            for branch in branches:
+                found[(server, branch)] = reader.get_code(branch)
+            s.save()
+    return found
+
+
+def fit_to_server(
+    layout: Layout, code: CodeSet, listing: list[str], render: Callable[[Layout], BranchConfig]
+) -> Layout:
+    """``layout`` widened until a pull of ``code`` writes every module where the manifest reads it back as itself
+    (source maps, binary modules with or without a suffix, names with ``/``). ``render(layout)`` makes the branch's
+    :class:`~gitops.config.manifest.BranchConfig` from a layout; ``listing`` is what the root holds now."""
+    from gitops.core.layout import widen_for
+    from gitops.core.pull import plan_branch_pull
+
+    for _ in range(4):
+        config = render(layout)
+        pulled = plan_branch_pull(config, code, listing, lambda _path: None)
+        written = {w.module for w in pulled.writes}
+        left = [m for m in code if m.name not in written]
+        if not left:
+            break
+        wider = widen_for(layout, [(m.name, m.is_binary, m.text) for m in left])
+        if wider == layout:
+            break
+        layout = wider
+    return layout

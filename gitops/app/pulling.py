@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitops.app.planning import check_download_budget
 from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
+from gitops.core.codeset import CodeSet
 from gitops.core.pull import BranchPull, plan_branch_pull
 from gitops.edges.safewrite import write_under
 from gitops.edges.sources import outside_reason, worktree_files
@@ -47,8 +49,17 @@ def _shown(config: BranchConfig, path: str) -> str:
     return path if root in ("", ".") else f"{root}/{path}"
 
 
-def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_run: bool = False) -> PullResult:
-    """Bring the server's code of each branch in ``configs`` into its root (see the module's docstring)."""
+def pull(
+    s: Session,
+    configs: list[BranchConfig],
+    *,
+    force: bool = False,
+    dry_run: bool = False,
+    prefetched: Mapping[tuple[str, str], CodeSet | None] | None = None,
+) -> PullResult:
+    """Bring the server's code of each branch in ``configs`` into its root (see the module's docstring).
+    ``prefetched`` holds code already downloaded in this run (``gitops init --pull``), which is not asked again."""
+    prefetched = prefetched or {}
     loaded = s.loaded
     listings: dict[tuple[str, str], list[str]] = {}
     for config in configs:
@@ -58,15 +69,18 @@ def pull(s: Session, configs: list[BranchConfig], *, force: bool = False, dry_ru
     for config in configs:
         per_server.setdefault(config.server, []).append(config)
     for server, branches in per_server.items():
-        check_download_budget(
-            s, server, len(branches), doing="the pull", instead="Pull fewer branches (--branch NAME), wait"
-        )
+        needed = sum(1 for c in branches if (c.server, c.branch) not in prefetched)
+        if needed:
+            check_download_budget(
+                s, server, needed, doing="the pull", instead="Pull fewer branches (--branch NAME), wait"
+            )
 
     result = PullResult(dry_run=dry_run)
     for server, branches in per_server.items():
         reader = s.reader(server)
         for config in branches:
-            code = reader.get_code(config.branch)
+            key = (config.server, config.branch)
+            code = prefetched[key] if key in prefetched else reader.get_code(config.branch)
             if code is None:
                 result.missing.append(f"{server}/{config.branch}")
                 continue

@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": ("gitops.cli.validate", "schema", "Print the manifest's JSON Schema."),
     "demo": ("gitops.cli.demo", "demo", "Deploy a bundled example to a local stand-in service, then stop it."),
     "action": ("gitops.cli.action", "action", "Steps of the GitHub Action (used by action.yml)."),
+    "help": ("gitops.cli.help", "help_", "Show a documentation page: manifest, layouts, adopting, ... (or list them)."),
 }
 
 
@@ -85,12 +86,24 @@ class LazyGroup(click.Group):
     # GITOPS_DEBUG is read by debug_from_env(), not by click, which would refuse GITOPS_DEBUG=x as no boolean.
     help="Log requests (never secrets) to stderr. [env: GITOPS_DEBUG, any value but empty, 0, false, no, off]",
 )
+@click.option(
+    "--no-color",
+    is_flag=True,
+    help="No colour even on a terminal, for every command. [env: NO_COLOR, any non-empty value]",
+)
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """Declarative deployment of Screeps code: plan, then apply, within the token's rate limits."""
+def cli(ctx: click.Context, debug: bool, no_color: bool) -> None:
+    """Declarative deployment of Screeps code: plan, then apply, within the token's rate limits.
+
+    Start with 'gitops init' in your bot's repository; 'gitops help' lists the documentation pages.
+    """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug or debug_from_env()
+    ctx.obj["no_color"] = no_color
 
+
+#: Commands that take --no-color themselves (the others get it moved to the group's option).
+_OWN_NO_COLOR = frozenset({"plan", "apply"})
 
 #: Set per run when the command line asks for JSON: an error is then also a JSON object on stdout.
 _ERRORS_AS_JSON = {"on": False}
@@ -168,6 +181,10 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
     if "--debug" in args[1:] and args[0] != "--debug":
         # '--debug' is the group's option; 'gitops plan --debug' means the same as 'gitops --debug plan'.
         args = ["--debug", *(a for a in args if a != "--debug")]
+    command = next((a for a in args if not a.startswith("-")), None)
+    if "--no-color" in args and command not in _OWN_NO_COLOR and args[0] != "--no-color":
+        # Accepted after any command too: the group's option ('gitops drift --no-color' = 'gitops --no-color drift').
+        args = ["--no-color", *(a for a in args if a != "--no-color")]
     argv = args
     from gitops.cli.common import forget_json, wants_json
 

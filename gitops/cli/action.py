@@ -16,7 +16,7 @@ def action(ctx: click.Context) -> int:
 
     Reads the Action's inputs from GITOPS_ACTION_COMMAND, GITOPS_MANIFEST, GITOPS_REF, GITOPS_REFRESH,
     GITOPS_ACTION_COMMENT, GITOPS_MAX_WAIT, GITOPS_SERVERS, GITOPS_BRANCHES, GITOPS_GITHUB_TOKEN and the
-    credentials variables (docs/github-action.md), and the runner's GITHUB_* variables. Exit code 0 when the step
+    credentials variables (gitops help github-action), and the runner's GITHUB_* variables. Exit code 0 when the step
     succeeded (a plan with changes included: the exit-code output says 2); other codes as for plan and apply.
     """
     from gitops.github.action import run_action

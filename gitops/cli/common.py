@@ -39,6 +39,7 @@ def max_wait_option(f: F) -> F:
     return click.option(
         "--max-wait",
         type=click.FloatRange(min=0),
+        metavar="SECONDS",
         default=DEFAULT_MAX_WAIT,
         show_default=True,
         envvar="GITOPS_MAX_WAIT",
@@ -52,6 +53,7 @@ def state_dir_option(f: F) -> F:
     return click.option(
         "--state-dir",
         type=click.Path(path_type=Path, file_okay=False),
+        metavar="DIR",
         default=None,
         envvar="GITOPS_STATE_DIR",
         help="Where the ledger lives [default: $XDG_STATE_HOME/screeps-gitops]. [env: GITOPS_STATE_DIR]",
@@ -94,6 +96,7 @@ def plan_options(f: F) -> F:
                 "--ref",
                 envvar="GITOPS_REF",
                 default=None,
+                metavar="REF",
                 help="Read the code from this Git ref (commit, branch, tag) instead of the working tree; "
                 "uncommitted changes are ignored. [env: GITOPS_REF]",
             ),
@@ -266,7 +269,9 @@ def options_from(
 
 def use_color(no_color: bool) -> bool:
     """Colour only on a terminal, and not with ``--no-color``, a non-empty ``NO_COLOR`` (no-color.org) or TERM=dumb."""
-    if no_color or os.environ.get("NO_COLOR", "") != "":
+    root = click.get_current_context(silent=True)
+    group_says = root is not None and bool((root.find_root().obj or {}).get("no_color"))
+    if no_color or group_says or os.environ.get("NO_COLOR", "") != "":
         return False
     return is_terminal(sys.stdout) and os.environ.get("TERM") != "dumb"
 

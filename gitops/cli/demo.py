@@ -110,5 +110,8 @@ def demo(example: Path | None) -> int:
                 modules = service.branch_modules(ALICE, str(entry["branch"])) or {}
                 active = f" (active: {', '.join(flags)})" if flags else ""
                 click.echo(f"   {entry['branch']}{active}: {', '.join(sorted(modules))}")
-        click.echo("\nStopped the stand-in service. Next: read README.md, write your own gitops.yaml.")
+        click.echo(
+            "\nStopped the stand-in service. Next, for your own bot: cd into its repository and run 'gitops init' "
+            "(--pull brings in the code a server already holds); 'gitops help layouts' explains what it writes."
+        )
     return 0

@@ -42,7 +42,7 @@ def drift(
 
     Downloads each branch this tool applied (budgeted like plan) and compares it with the ledger's last applied
     record. A branch never applied by this tool is "no record", not drift. Exit code 0: no drift; 2: drift;
-    3: the downloads do not fit the rate-limit budget; other codes: errors (see the README).
+    3: the downloads do not fit the rate-limit budget; other codes: errors (gitops help exit-codes).
     """
     from gitops.app.drift import check_drift
     from gitops.app.session import open_session

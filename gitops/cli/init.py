@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from gitops.cli.common import manifest_option, max_wait_option, state_dir_option
+from gitops.config.manifest import BranchConfig, Manifest
 from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
+from gitops.core.layout import Layout
+from gitops.errors import ManifestError, UsageError
 
 
 @click.command("init")
@@ -24,6 +28,7 @@ from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
 @click.option(
     "--branch",
     default=DEFAULT_BRANCH,
+    metavar="NAME",
     show_default=True,
     help="The branch to deploy to (every account starts with 'default').",
 )
@@ -53,14 +58,28 @@ def init(
 ) -> int:
     """Write a commented gitops.yaml for this repository, detecting its layout.
 
-    Refuses to overwrite an existing manifest (exit 4). With --pull, then brings the server's code into the
-    branch's root (see 'gitops pull --help').
+    It picks what the repository's own tooling does: the package script that runs the bundler whose output is the
+    root, the separator the code's requires use, one branch per folder in the game client's layout, and for a
+    private server a user name and password (asked of the server's /api/version when it answers). What it cannot
+    tell, it says, on the terminal and in the manifest's comments. Refuses to overwrite an existing manifest
+    (exit 4). With --pull it first downloads the branch, writes a manifest that reads every module the server
+    holds back as itself (source maps, binary modules, names with '/'), then writes the modules as files (see
+    'gitops pull --help'). 'gitops help layouts' explains the layouts.
     """
-    from gitops.app.adopting import refuse_existing, snapshot_of, write_new_manifest
+    from gitops.app.adopting import probe_version, refuse_existing, snapshot_of, write_new_manifest
+    from gitops.config.credentials import entry_for
     from gitops.config.manifest import load_manifest
-    from gitops.config.scaffold import DEFAULT_TOKEN_ENV, ServerChoice, manifest_text, server_name_for
+    from gitops.config.scaffold import (
+        DEFAULT_PASSWORD_ENV,
+        DEFAULT_TOKEN_ENV,
+        DEFAULT_USERNAME_ENV,
+        ServerChoice,
+        is_official,
+        manifest_text,
+        server_name_for,
+        signin_for,
+    )
     from gitops.core.layout import detect_layout
-    from gitops.errors import ManifestError, UsageError
 
     ways = [w for w in (token_env, credentials, username_env or password_env) if w is not None]
     if len(ways) > 1:
@@ -81,34 +100,81 @@ def init(
         username_env=username_env,
         password_env=password_env,
     )
+    _check_text(manifest_text(layout, server, branch))  # a bad --server URL or variable name is the person's to fix
+    signin_seen: tuple[str, ...] = ()
+    found = entry_for(folder, url)
+    own_entry = found is not None and found[1].name == ".screeps.yaml"
+    if not ways and not own_entry and not is_official(url):
+        how, signin_seen, assumed = signin_for(url, probe_version(url))
+        if how == "password":
+            server = ServerChoice(
+                name=server.name,
+                url=url,
+                token_env=None,
+                username_env=DEFAULT_USERNAME_ENV,
+                password_env=DEFAULT_PASSWORD_ENV,
+                assumed=assumed,
+            )
+        else:
+            server = ServerChoice(name=server.name, url=url, assumed=assumed)
+    layout = replace(layout, seen=layout.seen + signin_seen)
+    if found is not None:
+        entry, where = found
+        if not ways and own_entry:
+            # The player's own deploy tooling signs in with this entry: so does the manifest (init makes Git
+            # ignore the file, below).
+            server = ServerChoice(name=server.name, url=url, token_env=None, credentials=entry)
+            layout = replace(layout, seen=(*layout.seen, f"{where.name} has an entry for {url}: credentials: {entry}"))
+        if layout.build is not None and "{server}" in layout.build:
+            layout = replace(
+                layout,
+                build=layout.build.replace("{server}", entry),
+                assumed=tuple(a for a in layout.assumed if "dry-run mode" not in a),
+                seen=(*layout.seen, f"the build names entry {entry!r} of {where.name}, written for {url}"),
+            )
     text = manifest_text(layout, server, branch)
-    # Check the text before it exists on disk: a bad --server URL or variable name is the person's to fix.
-    import yaml
+    prefetched = None
+    if then_pull:
+        from gitops.app.adopting import download_branches, fit_to_server
+        from gitops.cli.common import options_from
+        from gitops.edges.sources import worktree_files
 
-    from gitops.config.manifest import manifest_from_data
+        options = options_from(
+            ctx, manifest=manifest, ref=None, refresh="always", max_wait=max_wait, state_dir=state_dir
+        )
+        prefetched = download_branches(options, text, manifest)
+        if not layout.branch_roots:
+            code = prefetched.get((server.name, branch))
+            if code is not None:
+                listing = worktree_files(folder.resolve(), layout.root) or []
 
-    try:
-        manifest_from_data(yaml.safe_load(text))
-    except ManifestError as exc:
-        raise UsageError(
-            "the options make an invalid manifest:\n" + "\n".join(f"  - {p}" for p in exc.problems),
-            hint="Fix the option named by the key (servers.*.url is --server, token_env is --token-env, ...).",
-        ) from None
+                def render(candidate: Layout) -> BranchConfig:
+                    return _check_text(manifest_text(candidate, server, branch)).branches[0]
+
+                layout = fit_to_server(layout, code, listing, render)
+                text = manifest_text(layout, server, branch)
+    _check_text(text)
     write_new_manifest(manifest, text)
     click.echo(f"Detected layout: {layout.kind} (root {layout.root}, separator {layout.separator!r})")
     for line in layout.seen:
         click.echo(f"  - {line}")
-    click.echo(f"Wrote {manifest}: branch {branch!r} on server {server.name!r} ({url})")
+    for line in (*layout.assumed, *server.assumed):
+        click.echo(f"  - assumed: {line}")
+    branches = layout.branch_roots or (branch,)
+    shown = ", ".join(repr(b) for b in branches)
+    click.echo(f"Wrote {manifest}: branch{'es' if len(branches) > 1 else ''} {shown} on server {server.name!r} ({url})")
     if layout.build is not None:
-        click.echo(f"Build command: {layout.build} (run by validate, plan and apply)")
+        click.echo(f"Build command: {layout.build.replace('{server}', server.name)} (run by validate, plan and apply)")
+    if layout.optional_requires:
+        listed = ", ".join(repr(n) for n in layout.optional_requires)
+        click.echo(f"Optional requires (inside try blocks, no file holds them): {listed}; see requires in the manifest")
     load_manifest(manifest)  # what was written validates as a manifest
-    if credentials is not None:
+    if server.credentials is not None:
         from gitops.app.adopting import ignore_credentials_file
 
         ignored = ignore_credentials_file(folder)
         if ignored is not None:
             click.echo(f"Added {ignored.name} to {ignored}: the credentials file holds a token, Git must not commit it")
-    secret = server.token_env or server.password_env
     if then_pull:
         from gitops.cli.pull import run_pull
 
@@ -121,11 +187,30 @@ def init(
             dry_run=False,
             state_dir=state_dir,
             max_wait=max_wait,
+            prefetched=prefetched,
         )
     click.echo("Next:")
-    if secret is not None:
-        click.echo(f"  export {secret}=...        # never in the manifest")
+    if server.username_env is not None and server.password_env is not None:
+        click.echo(f"  export {server.username_env}=...      # the user name on that server")
+        click.echo(f"  export {server.password_env}=...      # its password (screepsmod-auth); never in the manifest")
+    elif server.token_env is not None:
+        click.echo(f"  export {server.token_env}=...        # never in the manifest")
     click.echo("  gitops pull                 # bring the server's code into the repository (optional)")
     click.echo("  gitops validate             # check the manifest and the local code, no network")
     click.echo("  gitops plan                 # what apply would change")
     return 0
+
+
+def _check_text(text: str) -> Manifest:
+    """The manifest ``text`` validated, or :class:`UsageError` naming the option to fix."""
+    import yaml
+
+    from gitops.config.manifest import manifest_from_data
+
+    try:
+        return manifest_from_data(yaml.safe_load(text))
+    except ManifestError as exc:
+        raise UsageError(
+            "the options make an invalid manifest:\n" + "\n".join(f"  - {p}" for p in exc.problems),
+            hint="Fix the option named by the key (servers.*.url is --server, token_env is --token-env, ...).",
+        ) from None

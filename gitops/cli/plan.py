@@ -50,9 +50,9 @@ def plan(
     """Show what apply would change on the servers.
 
     Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
-    errors (see the README). A server that fails (unreachable, credentials refused, an error answer) does not stop
-    the others: they are planned and shown, the failed one is marked, and the exit code is the worst failure's (or
-    3 when that is higher and the budget does not fit), never 0 or 2.
+    errors (gitops help exit-codes). A server that fails (unreachable, credentials refused, an error answer) does
+    not stop the others: they are planned and shown, the failed one is marked, and the exit code is the worst
+    failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
     from gitops.app.planning import budget_error, make_plan
     from gitops.app.session import open_session

@@ -65,8 +65,10 @@ def run_pull(
     state_dir: Path | None,
     max_wait: float,
     as_json: bool = False,
+    prefetched: Any = None,
 ) -> int:
-    """Pull and print what was written (``gitops pull`` and ``gitops init --pull``)."""
+    """Pull and print what was written (``gitops pull`` and ``gitops init --pull``, which passes the code it
+    downloaded already as ``prefetched``)."""
     from gitops.app.pulling import pull as pull_code
     from gitops.app.session import open_session
     from gitops.cli.common import options_from
@@ -83,7 +85,7 @@ def run_pull(
     )
     # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
     with open_session(options) as s:
-        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run)
+        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run, prefetched=prefetched)
         warnings = s.warnings()
     if as_json:
         _print_json(result, warnings)

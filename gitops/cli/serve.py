@@ -92,7 +92,7 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
     if accounts is None and not demo:
         raise UsageError(
             "give the users and tokens with --accounts FILE, or use --demo",
-            hint="See docs/serve.md for the accounts file; 'gitops serve --demo' makes up a user and a token.",
+            hint="See gitops help serve for the accounts file; 'gitops serve --demo' makes up a user and a token.",
         )
     if data is None and not demo:
         raise UsageError(

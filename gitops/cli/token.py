@@ -23,6 +23,7 @@ def _server_option(f: Any) -> Any:
         "server_name",
         envvar="GITOPS_SERVER",
         default=None,
+        metavar="NAME",
         help="The manifest's server (key under 'servers'); needed when it has more than one. [env: GITOPS_SERVER]",
     )(f)
 

@@ -80,7 +80,7 @@ MAX_CREDENTIALS_BYTES = MAX_FILE_BYTES
 
 _ENTRY_TEXT_KEYS = ("token", "username", "password", "host", "path")
 _FILE_HINT = (
-    "The file's format is the screepers SS3 standard (servers: NAME: host, token, ...); see docs/credentials.md."
+    "The file's format is the screepers SS3 standard (servers: NAME: host, token, ...); see gitops help credentials."
 )
 
 
@@ -372,3 +372,31 @@ def _check_address(server_name: str, url: str, entry: Mapping[str, Any], at: Loc
         path, key = "/season", "season"
     if path is not None and str(path).strip("/") != parts.path.strip("/"):
         problems.add((*at, key), f"'{path}' is not the manifest's path '{parts.path or '/'}'")
+
+
+def entry_for(folder: Path, url: str) -> tuple[str, Path] | None:
+    """``gitops init``'s look at a screepers credentials file in the repository (``.screeps.yaml``, else the
+    ``.example-screeps.yaml`` starters ship): the name of the first entry written for ``url`` (same host, and port,
+    scheme and path where the entry states them), and the file it is in; ``None`` when there is none. Only names and
+    addresses are read; a secret in the file is never looked at."""
+    for name in (".screeps.yaml", ".example-screeps.yaml"):
+        path = folder / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        try:
+            document = read_yaml(path, str(path), what="a credentials file", limit=MAX_CREDENTIALS_BYTES)
+        except (OSError, Unreadable):
+            continue
+        servers = document.data.get("servers") if isinstance(document.data, dict) else None
+        if not isinstance(servers, dict):
+            continue
+        for entry_name, entry in servers.items():
+            if not isinstance(entry, dict) or not isinstance(entry_name, str) or entry.get("host") is None:
+                continue
+            problems = Problems(str(path), {})
+            _check_address("init", url, entry, ("servers", entry_name), problems)
+            stated = entry.get("path") or ("/ptr" if entry.get("ptr") else "/season" if entry.get("season") else "/")
+            # An entry that states no path is the main world's, not /ptr's.
+            if not problems.texts() and str(stated).strip("/") == urlsplit(url).path.strip("/"):
+                return entry_name, path
+    return None

@@ -154,6 +154,17 @@ def _check_glob(value: str) -> str:
     return value
 
 
+def _check_separator(value: str) -> str:
+    if len(value) != 1:
+        raise _fail(
+            f"{value!r} is not one character; write the one character that stands for a folder boundary in module "
+            "names: '/', '.', or the one your upload script flattens folders with, such as '_'"
+        )
+    if value == "\\" or _CONTROL.search(value) or value.isspace():
+        raise _fail(f"{value!r} cannot stand between the parts of a module name; use '/', '.' or '_'")
+    return value
+
+
 def _check_suffix(value: str) -> str:
     if len(value) < 2 or not value.startswith("."):
         raise _fail(f"{value!r} is not a file suffix; write it with its dot, e.g. '.js'")
@@ -170,6 +181,11 @@ CredentialsEntry = Annotated[
 BranchName = Annotated[str, AfterValidator(_check_branch_name), WithJsonSchema({"type": "string", "pattern": "^[^$]"})]
 RootPath = Annotated[str, AfterValidator(_check_root), WithJsonSchema({"type": "string", "pattern": "^[^/\\\\]"})]
 Glob = Annotated[str, AfterValidator(_check_glob), WithJsonSchema({"type": "string", "minLength": 1})]
+Separator = Annotated[
+    str,
+    AfterValidator(_check_separator),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1, "pattern": "^[^\\s\\\\]$", "default": "/"}),
+]
 Suffix = Annotated[str, AfterValidator(_check_suffix), WithJsonSchema({"type": "string", "pattern": "^[.].+"})]
 
 
@@ -256,10 +272,11 @@ class ServerConfig(_Model):
 class Naming(_Model):
     """How a file's path under the branch root becomes a module name."""
 
-    separator: Literal["/", "."] = Field(
+    separator: Separator = Field(
         "/",
         description="What a folder boundary becomes in the module name: role/harvester.js becomes "
-        "'role/harvester' with '/', 'role.harvester' with '.' (require('role.harvester')).",
+        "'role/harvester' with '/', 'role.harvester' with '.' (require('role.harvester')), 'role_harvester' with "
+        "'_'. Any one character the code's requires use.",
     )
     strip_suffixes: list[Suffix] = Field(
         default_factory=lambda: [".js"],
@@ -295,7 +312,7 @@ _BUILD_DESCRIPTION = (
     "A command that writes the branch's root (a build output folder such as dist), run once before the code is "
     "read, with the manifest's folder as working directory: a string runs through the shell (sh -c), a list is "
     "the program and its arguments. With --ref it runs in a temporary checkout of that commit. Branches sharing "
-    "a command run it once. See docs/your-layout.md."
+    "a command run it once. See: gitops help layouts."
 )
 
 
@@ -476,7 +493,7 @@ def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
             close = _close_matches(key, list(known))
             fix = f"did you mean '{close[0]}'?" if close else "use an endpoint of the limits table"
             problems.append(
-                (("reserve", key), f"is not a rate-limited endpoint; {fix} (see the limits in docs/manifest.md)")
+                (("reserve", key), f"is not a rate-limited endpoint; {fix} (see the limits: gitops help manifest)")
             )
             continue
         if isinstance(value, bool) or not isinstance(value, int):
@@ -645,7 +662,7 @@ def load_manifest(path: Path) -> LoadedManifest:
         raise _invalid(display, exc.problems) from None
     if document.data is None:
         raise _invalid(
-            display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see docs/manifest.md)"]
+            display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see gitops help manifest)"]
         )
     problems = Problems(display, document.locations)
     problems.cover(document.problems)
@@ -696,7 +713,7 @@ def _invalid(display: str, problems: list[str]) -> ManifestError:
     return ManifestError(
         f"manifest {display} is invalid ({count}):",
         problems,
-        hint="The manifest reference is docs/manifest.md; 'gitops schema' prints its JSON Schema.",
+        hint="The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.",
     )
 
 
@@ -830,5 +847,5 @@ def manifest_json_schema() -> dict[str, Any]:
         "$id": SCHEMA_ID,
         **schema,
         "description": "The manifest of screeps-gitops (gitops.yaml): game servers, and the code branches to "
-        "deploy to them from this repository. Reference: docs/manifest.md.",
+        "deploy to them from this repository. Reference: gitops help manifest.",
     }

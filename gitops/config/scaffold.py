@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -17,6 +18,9 @@ from gitops.core.layout import Layout
 
 DEFAULT_URL = "https://screeps.com"
 DEFAULT_TOKEN_ENV = "SCREEPS_TOKEN"  # noqa: S105 - the name of a variable, not a secret
+DEFAULT_USERNAME_ENV = "SCREEPS_USERNAME"
+DEFAULT_PASSWORD_ENV = "SCREEPS_PASSWORD"  # noqa: S105 - the name of a variable, not a secret
+
 #: The branch every account starts with, and the one the game's editor opens; ``--branch`` picks another.
 DEFAULT_BRANCH = "default"
 
@@ -34,6 +38,43 @@ class ServerChoice:
     credentials: str | None = None
     username_env: str | None = None
     password_env: str | None = None
+    #: What was guessed about the server (how it signs in), for the manifest's comments and the terminal.
+    assumed: tuple[str, ...] = ()
+
+
+def is_official(url: str) -> bool:
+    """Whether ``url`` is the official server (screeps.com, with or without /ptr or /season)."""
+    return (urlsplit(url).hostname or "").lower() in ("screeps.com", "www.screeps.com")
+
+
+def signin_for(url: str, version: Mapping[str, object] | None) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """How a new manifest's server signs in when no option says: ``"token"`` or ``"password"``, with what was seen
+    and what was assumed. ``version`` is the server's ``/api/version`` answer, ``None`` when it was not reached.
+
+    The official server takes tokens (its account settings make them); so does this tool's stand-in. A private
+    server (``@screeps/backend`` answers ``packageVersion``) has no token settings: screepsmod-auth signs in with
+    the user's name and password.
+    """
+    if is_official(url):
+        return "token", (), ()
+    if version is not None and version.get("standin") is True:
+        return "token", ("the server is screeps-gitops' stand-in (its /api/version says so): it takes tokens",), ()
+    if version is not None:
+        package = version.get("packageVersion")
+        shown = f" (server package {package})" if isinstance(package, str) else ""
+        return (
+            "password",
+            (f"the server answers /api/version as a private server{shown}: it signs in with a password",),
+            (),
+        )
+    return (
+        "password",
+        (),
+        (
+            f"{url} could not be reached, and it is not screeps.com: assumed a private server signing in with a "
+            "user name and password (screepsmod-auth); for a token, run init again with --token-env NAME",
+        ),
+    )
 
 
 def server_name_for(url: str) -> str:
@@ -74,7 +115,7 @@ def _credentials_lines(server: ServerChoice) -> list[str]:
     if server.credentials is not None:
         return [
             f"    credentials: {_scalar(server.credentials)}   # an entry of the screepers credentials file "
-            "(.screeps.yaml; see docs/credentials.md)",
+            "(.screeps.yaml; gitops help credentials)",
         ]
     if server.username_env is not None and server.password_env is not None:
         return [
@@ -89,27 +130,15 @@ def _credentials_lines(server: ServerChoice) -> list[str]:
     ]
 
 
-def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
-    """A commented ``gitops.yaml`` for ``layout``, deploying to ``branch`` on ``server``."""
+def _branch_lines(layout: Layout, server: ServerChoice, branch: str, root: str) -> list[str]:
     lines = [
-        "# gitops.yaml: which files make up which branch on which server (written by 'gitops init').",
-        "# Reference: docs/manifest.md. For completion in your editor: gitops schema > gitops.schema.json, then make",
-        "# the first line: # yaml-language-server: $schema=gitops.schema.json",
-        "#",
-        f"# Detected layout: {layout.kind}",
-        *[f"#   - {line}" for line in layout.seen],
-        "version: 1",
-        "servers:",
-        f"  {_scalar(server.name)}:",
-        f"    url: {_scalar(server.url)}   # with its path prefix for /ptr or /season",
-        *_credentials_lines(server),
-        "branches:",
         f"  - server: {_scalar(server.name)}",
         f"    branch: {_scalar(branch)}   # created by apply when the server does not have it",
-        f"    root: {_scalar(layout.root)}   # module names are paths under this folder",
+        f"    root: {_scalar(root)}   # module names are paths under this folder",
     ]
     if layout.build is not None:
-        lines.append(f"    build: {_scalar(layout.build)}   # run before the code is read (validate, plan, apply)")
+        build = layout.build.replace("{server}", server.name)
+        lines.append(f"    build: {_scalar(build)}   # run before the code is read (validate, plan, apply)")
     else:
         lines.append('    # build: "npm run build"   # a command that writes root, run before the code is read')
     lines.append(f"    include: {_flow(layout.include)}")
@@ -119,23 +148,60 @@ def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
         lines.append('    # exclude: ["test/**"]')
     lines.append(f"    binary: {_flow(layout.binary)}   # sent as {{binary: base64}}")
     naming: list[str] = []
-    if layout.separator == ".":
-        naming.append('separator: "."')
+    if layout.separator != "/":
+        naming.append(f"separator: {json.dumps(layout.separator)}")
     if layout.strip_suffixes is not None:
         naming.append(f"strip_suffixes: {_flow(layout.strip_suffixes)}")
-    if layout.separator == ".":
-        lines.append(f"    naming: {{{', '.join(naming)}}}   # role.harvester.js -> require('role.harvester')")
+    if layout.separator != "/":
+        example = f"role{layout.separator}harvester"
+        lines.append(f"    naming: {{{', '.join(naming)}}}   # role/harvester.js -> require('{example}')")
     elif naming:
         lines.append(f"    naming: {{{', '.join(naming)}}}   # compiled.wasm -> require('compiled')")
     else:
         lines.append('    # naming: {separator: "."}   # "/" (default): role/harvester.js -> require("role/harvester")')
-    if layout.kind in ("build", "wasm"):
+    if layout.source_maps is not None:
+        lines.append(f"    source_maps: {layout.source_maps}   # what a *.js.map file becomes (wrap, raw or omit)")
+    elif layout.kind in ("build", "wasm"):
         lines.append(
             "    # source_maps: wrap   # main.js.map -> module 'main.js.map' (module.exports = <map>;); or raw, omit"
         )
+    if layout.optional_requires:
+        lines.append("    # The code requires these inside try blocks and no file holds them (optional modules): plan")
+        lines.append("    # warns about each; listed here, it does not.")
+        lines.append("    # requires:")
+        lines.append(f"    #   ignore: {_flow(layout.optional_requires)}")
     lines += [
         "    # activate: [world]   # make this branch the active one (world and/or sim) after each upload",
         "    # remote_only: remove   # modules only on the server are removed (default) or kept",
+    ]
+    return lines
+
+
+def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
+    """A commented ``gitops.yaml`` for ``layout``, deploying to ``branch`` on ``server`` (for the game client's
+    layout, one branch per folder, named by the folder)."""
+    lines = [
+        "# gitops.yaml: which files make up which branch on which server (written by 'gitops init').",
+        "# Reference: gitops help manifest (all topics: gitops help). For completion in your editor: gitops schema >",
+        "# gitops.schema.json, then make the first line: # yaml-language-server: $schema=gitops.schema.json",
+        "#",
+        f"# Detected layout: {layout.kind}",
+        *[f"#   - {line}" for line in layout.seen],
+    ]
+    if layout.assumed or server.assumed:
+        lines.append("# Assumed (check these):")
+        lines += [f"#   - {line}" for line in (*layout.assumed, *server.assumed)]
+    lines += [
+        "version: 1",
+        "servers:",
+        f"  {_scalar(server.name)}:",
+        f"    url: {_scalar(server.url)}   # with its path prefix for /ptr or /season",
+        *_credentials_lines(server),
+        "branches:",
+    ]
+    for folder in layout.branch_roots or (layout.root,):
+        lines += _branch_lines(layout, server, folder if layout.branch_roots else branch, folder)
+    lines += [
         "budget:",
         '  reserve: {"POST /api/user/code": 20}   # uploads kept back for you, of the 240 a day',
         "",

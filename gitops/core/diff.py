@@ -127,10 +127,13 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
     if old.text is None:
         return None, "the server's content was not downloaded (planned from the ledger): sizes and hashes only"
     assert new.text is not None
+    small = whitespace_difference(old.text, new.text)
+    if small is not None:
+        return None, small
     if max(len(old.text), len(new.text)) > MAX_DIFF_BYTES:
-        return None, "large module: sizes and hashes only"
+        return None, f"large module: sizes and hashes only; {first_difference(old.text, new.text)}"
     if _looks_minified(old.text) or _looks_minified(new.text):
-        return None, "minified module (very long lines): sizes and hashes only"
+        return None, f"minified module (very long lines): sizes and hashes only; {first_difference(old.text, new.text)}"
     import difflib  # only for changed text modules: a run without changes does not pay for the import
 
     lines = list(
@@ -146,6 +149,42 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
         lines = [*lines[:max_lines], f"... {cut} more diff lines not shown"]
         return "\n".join(lines), f"diff cut at {max_lines} lines"
     return "\n".join(lines), None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (by halving: fast on megabytes)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def whitespace_difference(old: str, new: str) -> str | None:
+    """A note when ``old`` (the server's) and ``new`` (the repository's) differ only in their line endings or in
+    the whitespace at their end, saying exactly how (a size and two hashes would not show one newline)."""
+    if old == new:
+        return None
+    if old.rstrip() == new.rstrip():
+        body = len(old.rstrip())
+        return (
+            f"only the end differs: the server's ends with {old[body:]!r}, the repository's with {new[body:]!r} "
+            "(a newline the build or an uploader adds or drops)"
+        )
+    if old.replace("\r\n", "\n") == new.replace("\r\n", "\n"):
+        return "only line endings differ: CRLF on one side, LF on the other"
+    return None
+
+
+def first_difference(old: str, new: str) -> str:
+    """Where ``old`` and ``new`` first differ: ``first difference at line 1, column 5,123``."""
+    at = _common_prefix(old, new)
+    line = old.count("\n", 0, at) + 1
+    column = at - (old.rfind("\n", 0, at) + 1) + 1
+    return f"first difference at line {line:,}, column {column:,}"
 
 
 def _looks_minified(text: str) -> bool:

@@ -1,43 +1,68 @@
 """Which layout a bot's repository has, from a listing of its top level: the pure half of ``gitops init``.
 
 :func:`detect_layout` reads a :class:`RepoSnapshot` (the names at the top of the repository, the names inside a few
-folders, the text of ``package.json``) and returns a :class:`Layout`: the root, separator and globs a manifest
-needs, the build command when there is one, and what was seen (printed by ``gitops init``). No I/O happens here;
-:mod:`gitops.app.adopt` takes the snapshot and writes the manifest.
+folders, the text of ``package.json``, the bundlers' configurations and some JavaScript) and returns a
+:class:`Layout`: the root, separator and globs a manifest needs, the build command when there is one, what was seen
+and what was assumed (both printed by ``gitops init`` and written into the manifest's comments). No I/O happens
+here; :mod:`gitops.app.adopting` takes the snapshot and writes the manifest.
 
-The layouts, in the order they are tried:
+The rule is "what the player's own tooling would do". The layouts, in the order they are tried:
 
-* **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``): a ``main.js``
-  loader plus the ``.wasm`` module, in the folder that holds the ``.wasm`` (``dist`` after an npm build,
-  ``target`` for cargo-screeps), the binary named by its stem (``compiled.wasm`` is ``require('compiled')``);
-* **build**: a ``package.json`` with a ``build`` script and a ``dist/`` folder or a rollup/webpack config: the
-  bundler's output, ``dist``;
-* **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, separator ``.``, the tools'
-  own files left out;
-* **src**: a ``src/`` folder: root ``src``, separator ``/``;
+* **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``). Today's
+  rustyscreeps starter builds with wasm-pack and rollup through an npm script into ``dist/`` (``main.js`` plus
+  the ``.wasm`` renamed to the crate's name, uploaded by its stem): root ``dist``, built by that script in its
+  dry-run mode. A repository with cargo-screeps' configuration (``screeps.toml``) and no npm build is built by
+  ``cargo screeps build`` into ``target``.
+* **build**: a bundler whose output is the code: a rollup, webpack or esbuild configuration (or an esbuild or
+  ``tsc`` command in a package script, with ``tsconfig.json``'s ``outDir``). The root is the folder the
+  configuration writes (``output.file``'s folder, ``output.dir``, webpack's ``output.path``, esbuild's
+  ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
+  uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
+  ``rollup -c`` means ``npm run compile``).
+* **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
+* **src**: a ``src/`` folder of JavaScript: root ``src``.
+* **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
+  ``sim/main.js``): one manifest branch per folder.
 * **empty**: nothing recognised: the ``src`` layout, for ``gitops pull`` (or you) to fill.
+
+For the layouts whose files are the modules (flat, src, client), the separator is the one the code's own
+``require`` calls use: each candidate (``/``, ``.``, ``_``, ``-``) is tried, and the one under which most literal
+requires name a module the branch holds wins (a player whose upload script flattens ``roles/harvester.js`` into
+``roles_harvester`` gets ``_``). Requires written inside a ``try`` block whose module is missing are optional
+extension points: they are listed for ``requires.ignore``.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-LayoutKind = Literal["wasm", "build", "flat", "src", "empty"]
+from gitops.core.requires import GAME_MODULES, NODE_BUILTINS, resolve, scan_requires
+
+LayoutKind = Literal["wasm", "build", "flat", "src", "client", "empty"]
 
 #: Folders where a build leaves its output (the first one found holding a ``.wasm`` is the wasm layout's root).
 OUTPUT_FOLDERS = ("dist", "target", "pkg")
-#: Bundler configurations that mean "the deployed code is built into dist/".
-BUNDLER_CONFIGS = (
-    "rollup.config.js",
-    "rollup.config.mjs",
-    "rollup.config.ts",
-    "webpack.config.js",
-    "webpack.config.mjs",
-    "webpack.config.ts",
-)
+#: Bundler configurations, by the bundler that reads them.
+BUNDLER_CONFIGS: dict[str, str] = {
+    "rollup.config.js": "rollup",
+    "rollup.config.mjs": "rollup",
+    "rollup.config.cjs": "rollup",
+    "rollup.config.ts": "rollup",
+    "webpack.config.js": "webpack",
+    "webpack.config.mjs": "webpack",
+    "webpack.config.cjs": "webpack",
+    "webpack.config.ts": "webpack",
+    "esbuild.config.js": "esbuild",
+    "esbuild.config.mjs": "esbuild",
+    "esbuild.config.cjs": "esbuild",
+}
+#: Files whose text the detection reads (besides the bundler configurations).
+READ_FILES = ("package.json", "tsconfig.json", *BUNDLER_CONFIGS)
 #: What a flat layout leaves out: dependencies, the tools' own scripts and configurations, tests.
 FLAT_EXCLUDES = (
     "node_modules/**",
@@ -48,18 +73,29 @@ FLAT_EXCLUDES = (
     "tests/**",
     "dist/**",
 )
+#: Top-level folders that are never a branch of the game client's layout.
+NOT_BRANCH_FOLDERS = frozenset(
+    {"src", "dist", "target", "pkg", "lib", "test", "tests", "docs", "scripts", "node_modules", "build", "tools"}
+)
+#: The separators tried against the code's requires, the layout's default first.
+SEPARATORS = ("/", ".", "_", "-")
+#: Package-script names that build, best first (a script named otherwise is taken when it is the only one).
+_BUILD_NAMES = ("build", "compile", "bundle", "dist", "rollup", "webpack", "esbuild")
+_WATCH_OR_UPLOAD = re.compile(r"(^|\s)(-w|--watch|watch)(\s|$)|DEST|--environment|deploy|upload|push", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class RepoSnapshot:
     """What :func:`detect_layout` looks at: top-level ``files`` and ``folders`` (names), the file names under a few
-    folders (``inside["src"]``: paths relative to that folder, ``/`` separators), and the text of a few files
-    (``contents["package.json"]``)."""
+    folders (``inside["src"]``: paths relative to that folder, ``/`` separators; every top-level folder is listed,
+    some only one level deep), the text of a few files (``contents["package.json"]``, the bundler
+    configurations, ``tsconfig.json``) and of some JavaScript files (``sources``, by path from the top)."""
 
     files: frozenset[str] = frozenset()
     folders: frozenset[str] = frozenset()
     inside: Mapping[str, frozenset[str]] = field(default_factory=dict)
     contents: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,28 +104,41 @@ class Layout:
 
     kind: LayoutKind
     root: str
-    separator: Literal["/", "."]
+    separator: str
     include: tuple[str, ...]
     exclude: tuple[str, ...] = ()
     binary: tuple[str, ...] = ("**/*.wasm",)
+    #: The build command; ``{server}`` in it stands for the manifest's server name.
     build: str | None = None
     #: ``naming.strip_suffixes`` when not the default ``[".js"]``: the wasm layout names its binary by its stem.
     strip_suffixes: tuple[str, ...] | None = None
+    #: ``source_maps`` when not the default ``wrap``.
+    source_maps: str | None = None
     #: What was seen, one line each ("package.json has a build script: rollup -c"), for the person.
     seen: tuple[str, ...] = ()
+    #: What was guessed and how to change it, one line each: printed, and written into the manifest's comments.
+    assumed: tuple[str, ...] = ()
+    #: The game client's layout: one branch per folder (the folder's name is the branch, the folder its root).
+    branch_roots: tuple[str, ...] = ()
+    #: Modules that the code requires inside a try block and that the branch does not hold (optional ones).
+    optional_requires: tuple[str, ...] = ()
 
 
-def _build_script(package_json: str | None) -> str | None:
-    """The ``scripts.build`` of a ``package.json`` text, or ``None`` (also for a file that is not JSON)."""
+def _package(package_json: str | None) -> dict[str, object]:
     if package_json is None:
-        return None
+        return {}
     try:
         data = json.loads(package_json)
     except ValueError:
-        return None
-    scripts = data.get("scripts") if isinstance(data, dict) else None
-    build = scripts.get("build") if isinstance(scripts, dict) else None
-    return build if isinstance(build, str) and build.strip() else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _scripts(package: Mapping[str, object]) -> dict[str, str]:
+    scripts = package.get("scripts")
+    if not isinstance(scripts, dict):
+        return {}
+    return {k: v for k, v in scripts.items() if isinstance(k, str) and isinstance(v, str) and v.strip()}
 
 
 def _wasm_folder(snapshot: RepoSnapshot) -> str | None:
@@ -102,43 +151,171 @@ def _wasm_folder(snapshot: RepoSnapshot) -> str | None:
     return None
 
 
+def _relative_folder(path: str) -> str | None:
+    """A configuration's output folder as a root (``./dist`` -> ``dist``), or ``None`` for one that is absolute,
+    leads out of the repository, or is built from an expression."""
+    path = path.strip()
+    if not path or "${" in path or path.startswith(("/", "~")) or re.match(r"[A-Za-z]:", path) or "\\" in path:
+        return None
+    folder = posixpath.normpath(path)
+    if folder == ".." or folder.startswith("../"):
+        return None
+    return folder
+
+
+_STRING = r"""['"`]([^'"`\n]+)['"`]"""
+
+
+def _rollup_output(text: str) -> str | None:
+    for key, value in re.findall(r"\b(file|dir)\s*:\s*" + _STRING, text):
+        folder = _relative_folder(posixpath.dirname(value) if key == "file" else value)
+        if folder is not None and not value.endswith(".ts"):
+            return folder or "."
+    return None
+
+
+def _webpack_output(text: str) -> str:
+    joined = re.search(r"\bpath\s*:\s*path\.(?:resolve|join)\(\s*__dirname\s*,\s*" + _STRING, text)
+    added = re.search(r"\bpath\s*:\s*__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", text)
+    plain = re.search(r"\bpath\s*:\s*" + _STRING, text)
+    for found in (joined, added, plain):
+        if found is not None:
+            folder = _relative_folder(found.group(1))
+            if folder is not None:
+                return folder
+    return "dist"  # webpack's own default
+
+
+def _esbuild_output(text: str) -> str | None:
+    found = re.search(r"(?:--|\b)(outfile|outdir)\s*[=:]\s*['\"`]?([^\s'\"`,}]+)", text)
+    if found is None:
+        return None
+    value = found.group(2)
+    return _relative_folder(posixpath.dirname(value) if found.group(1) == "outfile" else value)
+
+
+def _tsc_out_dir(tsconfig: str | None) -> str | None:
+    if tsconfig is None:
+        return None
+    # tsconfig.json allows comments and trailing commas: read the one key with a pattern rather than as JSON.
+    found = re.search(r'"outDir"\s*:\s*"([^"]+)"', tsconfig)
+    return _relative_folder(found.group(1)) if found else None
+
+
+@dataclass(frozen=True)
+class _Bundler:
+    tool: str
+    root: str
+    source: str  # where the root was read: "rollup.config.js", "the build script", ...
+    #: The root is a guess (the configuration's output could not be read).
+    guessed: bool = False
+
+
+def _bundler(snapshot: RepoSnapshot, scripts: Mapping[str, str]) -> _Bundler | None:
+    """The bundler that writes the deployed code, and the folder it writes (a Node project's: with a
+    ``package.json``, which installs the bundler)."""
+    if "package.json" not in snapshot.files:
+        return None
+    for name in sorted(n for n in snapshot.files if n in BUNDLER_CONFIGS):
+        tool = BUNDLER_CONFIGS[name]
+        text = snapshot.contents.get(name, "")
+        if tool == "rollup":
+            # rollup-plugin-screeps leaves the wrapped source map beside the bundle as main.js.map.js, which
+            # '**/*.js' reads as module 'main.js.map', as the plugin uploads it.
+            root = _rollup_output(text)
+        elif tool == "webpack":
+            root = _webpack_output(text)
+        else:
+            root = _esbuild_output(text)
+        return _Bundler(tool, root or "dist", name, guessed=root is None)
+    for command in scripts.values():
+        if re.search(r"\besbuild\b", command):
+            root = _esbuild_output(command)
+            if root is not None:
+                return _Bundler("esbuild", root, "a package script")
+    return None
+
+
+def _runs(command: str, tool: str, scripts: Mapping[str, str], depth: int = 0) -> bool:
+    """Whether a script command runs ``tool``, itself or through ``npm run NAME`` (two levels deep)."""
+    if re.search(rf"(^|[\s;&|(/]){re.escape(tool)}(\s|$|;|&)", command):
+        return True
+    if depth >= 2:
+        return False
+    for other in re.findall(r"(?:npm run|yarn run|yarn|pnpm run|pnpm)\s+([\w:.-]+)", command):
+        if other in scripts and _runs(scripts[other], tool, scripts, depth + 1):
+            return True
+    return False
+
+
+def _script_running(scripts: Mapping[str, str], tool: str) -> str | None:
+    """The package script that runs ``tool`` to build (not to watch or upload), the usual names first."""
+    fitting = [
+        name
+        for name, command in scripts.items()
+        if _runs(command, tool, scripts) and not _WATCH_OR_UPLOAD.search(f"{name} {command}")
+    ]
+    order = {name: k for k, name in enumerate(_BUILD_NAMES)}
+    fitting.sort(key=lambda n: (order.get(n, len(order)), len(n), n))
+    return fitting[0] if fitting else None
+
+
+def _npm(script: str) -> str:
+    return "npm run build" if script == "build" else f"npm run {script}"
+
+
+def _modules_under(snapshot: RepoSnapshot, root: str) -> list[str]:
+    """The JavaScript files under ``root`` that the snapshot lists (paths relative to the root)."""
+    if root == ".":
+        return sorted(n for n in snapshot.files if n.endswith(".js"))
+    return sorted(p for p in snapshot.inside.get(root, frozenset()) if p.endswith(".js"))
+
+
+def _module_names(paths: list[str], separator: str) -> set[str]:
+    return {p[: -len(".js")].replace("/", separator) for p in paths}
+
+
+def choose_separator(
+    paths: list[str], sources: Mapping[str, str], *, default: str
+) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The separator under which most literal requires in ``sources`` (texts of the files ``paths``, relative to
+    the root) name a module the branch holds, ``default`` on a tie; with what was seen, and the modules that guarded
+    requires name and no file holds (optional requires)."""
+    calls = [(path, call) for path, text in sources.items() for call in scan_requires(text)]
+    wanted = [
+        (call, resolve(call.name))
+        for _, call in calls
+        if resolve(call.name) not in GAME_MODULES and resolve(call.name) not in NODE_BUILTINS
+    ]
+    if not wanted:
+        return default, (), ()
+    scores = {sep: sum(1 for _, name in wanted if name in _module_names(paths, sep)) for sep in SEPARATORS}
+    best = max(SEPARATORS, key=lambda sep: (scores[sep], sep == default))
+    if scores[best] == scores[default]:
+        best = default
+    held = _module_names(paths, best)
+    optional = tuple(sorted({name for call, name in wanted if call.guarded and name not in held}))
+    seen = (f"{scores[best]} of {len(wanted)} literal requires name modules with the separator {best!r}",)
+    return best, seen, optional
+
+
 def detect_layout(snapshot: RepoSnapshot) -> Layout:
     """The layout of the repository that ``snapshot`` shows (see the module's docstring for the rules)."""
     seen: list[str] = []
-    build_script = _build_script(snapshot.contents.get("package.json"))
-    npm_build = "npm run build" if build_script is not None else None
-    if build_script is not None:
-        seen.append(f"package.json has a build script: {build_script}")
-    bundler = sorted(name for name in snapshot.files if name in BUNDLER_CONFIGS)
-    if bundler:
-        seen.append(f"a bundler configuration: {', '.join(bundler)}")
+    package = _package(snapshot.contents.get("package.json"))
+    scripts = _scripts(package)
+    if "build" in scripts:
+        seen.append(f"package.json has a build script: {scripts['build']}")
+    configs = sorted(name for name in snapshot.files if name in BUNDLER_CONFIGS)
+    if configs:
+        seen.append(f"a bundler configuration: {', '.join(configs)}")
 
-    cargo = "Cargo.toml" in snapshot.files
-    wasm_folder = _wasm_folder(snapshot)
-    if cargo or wasm_folder is not None:
-        if cargo:
-            seen.append("Cargo.toml: a Rust bot compiled to WebAssembly")
-        if wasm_folder is not None:
-            seen.append(f"a .wasm module in {'the top folder' if wasm_folder == '.' else wasm_folder + '/'}")
-        root = wasm_folder or ("dist" if npm_build is not None else "target")
-        build = npm_build or ("cargo screeps build" if cargo else None)
-        return Layout(
-            kind="wasm",
-            root=root,
-            separator="/",
-            # Only the loader and the module at the root's top: a build folder holds much else below it.
-            include=("*.js", "*.wasm"),
-            binary=("*.wasm",),
-            build=build,
-            # cargo-screeps and the wasm-pack loaders require the module by its stem: require('compiled').
-            strip_suffixes=(".js", ".wasm"),
-            seen=tuple(seen),
-        )
-
-    if build_script is not None and ("dist" in snapshot.folders or bundler):
-        if "dist" in snapshot.folders:
-            seen.append("a dist/ folder (the bundle)")
-        return Layout(kind="build", root="dist", separator="/", include=("**/*.js",), build=npm_build, seen=tuple(seen))
+    wasm = _wasm_layout(snapshot, scripts, seen)
+    if wasm is not None:
+        return wasm
+    built = _build_layout(snapshot, scripts, seen)
+    if built is not None:
+        return built
 
     top_js = sorted(
         name
@@ -148,16 +325,221 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     if top_js:
         shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
         seen.append(f"{len(top_js)} .js file{'s' if len(top_js) != 1 else ''} at the top: {shown}")
-        return Layout(
-            kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)
+        return _with_requires(
+            Layout(kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)),
+            snapshot,
+            top_js,
         )
 
-    if "src" in snapshot.folders:
-        count = sum(1 for p in snapshot.inside.get("src", frozenset()) if p.endswith(".js"))
-        seen.append(f"a src/ folder ({count} .js file{'s' if count != 1 else ''})")
+    src_js = _modules_under(snapshot, "src")
+    if "src" in snapshot.folders and src_js:
+        seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
         has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
         include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
-        return Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen))
+        npm_build = "npm run build" if "build" in scripts else None
+        return _with_requires(
+            Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
+            snapshot,
+            src_js,
+        )
+
+    client = sorted(
+        folder
+        for folder in snapshot.folders
+        if folder not in NOT_BRANCH_FOLDERS
+        and not folder.startswith(".")
+        and "main.js" in snapshot.inside.get(folder, frozenset())
+    )
+    if client:
+        seen.append(
+            f"the game client's layout: a folder per branch holding main.js ({', '.join(f + '/' for f in client)})"
+        )
+        paths = sorted({p for f in client for p in snapshot.inside.get(f, frozenset()) if p.endswith(".js")})
+        return _with_requires(
+            Layout(
+                kind="client",
+                root=client[0],
+                separator=".",
+                include=("*.js",),
+                seen=tuple(seen),
+                branch_roots=tuple(client),
+            ),
+            snapshot,
+            paths,
+            prefixes=client,
+        )
 
     seen.append("no code yet: the src/ layout, for 'gitops pull' or you to fill")
     return Layout(kind="empty", root="src", separator="/", include=("**/*.js",), seen=tuple(seen))
+
+
+def _with_requires(
+    layout: Layout, snapshot: RepoSnapshot, paths: list[str], prefixes: list[str] | None = None
+) -> Layout:
+    """``layout`` with the separator the code's requires use, and the optional requires they name."""
+    roots = prefixes if prefixes is not None else [layout.root]
+    sources = {
+        path[len(root) + 1 :] if root != "." else path: text
+        for path, text in snapshot.sources.items()
+        for root in roots
+        if root == "." or path.startswith(root + "/")
+    }
+    separator, seen, optional = choose_separator(paths, sources, default=layout.separator)
+    assumed = list(layout.assumed)
+    if separator != layout.separator:
+        assumed.append(
+            f"the separator is {separator!r} because the code's requires use it; with folders, "
+            f"role/harvester.js is module 'role{separator}harvester'"
+        )
+    return replace(
+        layout, separator=separator, seen=layout.seen + seen, optional_requires=optional, assumed=tuple(assumed)
+    )
+
+
+def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    cargo = "Cargo.toml" in snapshot.files
+    wasm_folder = _wasm_folder(snapshot)
+    if not cargo and wasm_folder is None:
+        return None
+    if cargo:
+        seen.append("Cargo.toml: a Rust bot compiled to WebAssembly")
+    if wasm_folder is not None:
+        seen.append(f"a .wasm module in {'the top folder' if wasm_folder == '.' else wasm_folder + '/'}")
+    assumed: list[str] = []
+    build: str | None = None
+    root = wasm_folder
+    deploy = next(
+        (name for name, command in scripts.items() if "deploy" in name and re.search(r"\bnode\b", command)), None
+    )
+    build_script = _script_running(scripts, "rollup") or ("build" if "build" in scripts else None)
+    cargo_screeps = bool({"screeps.toml", "example-screeps.toml"} & snapshot.files)
+    if build_script is not None:
+        build = _npm(build_script)
+        root = root or "dist"
+    elif deploy is not None:
+        # Today's rustyscreeps starter: one script runs wasm-pack and rollup into dist/, then uploads; its
+        # --dryrun stops before the upload (it still reads the server's entry of .screeps.yaml).
+        seen.append(f"package.json's {deploy} script builds with wasm-pack and rollup into dist/: {scripts[deploy]}")
+        build = f"npm run {deploy} -- --server {{server}} --dryrun"
+        root = root if root not in (None, "target") else "dist"
+        assumed.append(
+            f"the build runs '{deploy}' in its dry-run mode, which reads the server's entry in .screeps.yaml (the "
+            "starter's credentials file): name that entry like the manifest's server, or change build"
+        )
+    elif cargo:
+        if cargo_screeps:
+            seen.append("screeps.toml: cargo-screeps builds and deploys")
+        build = "cargo screeps build"
+        root = root or "target"
+        if not cargo_screeps:
+            assumed.append("no npm build and no screeps.toml: built with cargo-screeps into target/; change build")
+    return Layout(
+        kind="wasm",
+        root=root or ".",
+        separator="/",
+        # Only the loader and the module at the root's top: a build folder holds much else below it.
+        include=("*.js", "*.wasm"),
+        # A loader at the top of the repository sits beside the tools' own scripts: leave them out.
+        exclude=FLAT_EXCLUDES if (root or ".") == "." else (),
+        binary=("*.wasm",),
+        build=build,
+        # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled').
+        strip_suffixes=(".js", ".wasm"),
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+
+
+def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    bundler = _bundler(snapshot, scripts)
+    assumed: list[str] = []
+    if bundler is None:
+        ts_only = any(p.endswith(".ts") for p in snapshot.inside.get("src", frozenset())) and not any(
+            p.endswith(".js") for p in snapshot.inside.get("src", frozenset())
+        )
+        tsc = _script_running(scripts, "tsc")
+        if ts_only and (tsc is not None or "tsconfig.json" in snapshot.files):
+            out_dir = _tsc_out_dir(snapshot.contents.get("tsconfig.json"))
+            bundler = _Bundler("tsc", out_dir or "dist", "tsconfig.json's outDir" if out_dir else "tsc")
+            if out_dir is None:
+                assumed.append("TypeScript without a bundler or an outDir: assumed the code is compiled into dist/")
+        elif scripts.get("build") and "dist" in snapshot.folders:
+            bundler = _Bundler("build", "dist", "a dist/ folder (the bundle)")
+        else:
+            return None
+    seen.append(f"{bundler.tool} writes {bundler.root}/ ({bundler.source})")
+    if bundler.guessed:
+        assumed.append(f"{bundler.source}'s output folder could not be read: assumed dist/; change root if not")
+    script = _script_running(scripts, bundler.tool) if bundler.tool != "build" else "build"
+    if script is not None:
+        build: str | None = _npm(script)
+        if script != "build" and "build" in scripts:
+            seen.append(f"the {script!r} script runs {bundler.tool}; 'build' ({scripts['build']}) does not")
+    elif "build" in scripts:
+        build = "npm run build"
+        assumed.append(f"assumed 'npm run build' writes {bundler.root}/; change build if another script does")
+    elif bundler.tool in ("rollup", "webpack"):
+        build = "npx rollup -c" if bundler.tool == "rollup" else "npx webpack"
+        assumed.append(
+            f"no package script runs {bundler.tool}: the build is '{build}'; change build if you use another"
+        )
+    else:
+        build = None
+        assumed.append(f"no build command found: write the one that makes {bundler.root}/ under build")
+    return Layout(
+        kind="build",
+        root=bundler.root,
+        separator="/",
+        include=("**/*.js",),
+        build=build,
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+
+
+def _glob_for(path: str) -> str:
+    """A glob that matches the file ``path`` exactly (its special characters escaped)."""
+    from wcmatch import glob
+
+    return str(glob.escape(path))
+
+
+def widen_for(layout: Layout, modules: list[tuple[str, bool, str | None]]) -> Layout:
+    """``layout`` with what it needs to read back ``modules`` (name, binary, text) that a pull would not write yet:
+    ``/`` as separator for names holding one; ``**/*.js.map`` for source maps (``raw`` when the server's maps are
+    plain JSON, not the ``module.exports = <map>;`` wrapper); for binary modules their suffix's glob
+    (``**/*.bin``), or the exact file for one without a suffix (``addTwo``), in both ``include`` and ``binary``.
+    Each change is said in ``seen``."""
+    from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, unwrap_source_map
+
+    include = list(layout.include)
+    binary = list(layout.binary)
+    seen = list(layout.seen)
+    separator = layout.separator
+    source_maps = layout.source_maps
+    if separator != "/" and any("/" in name for name, _, _ in modules):
+        separator = "/"
+        seen.append("the server's module names hold '/': the separator is '/'")
+    for name, is_binary, text in modules:
+        if is_binary:
+            stem, dot, suffix = name.rpartition(".")
+            glob = f"**/*.{suffix}" if dot and stem and "/" not in suffix else _glob_for(name)
+            for globs in (include, binary):
+                if glob not in globs:
+                    globs.append(glob)
+            seen.append(f"binary module {name!r} on the server: {glob} is included as binary")
+        elif name.endswith(SOURCE_MAP_SUFFIX):
+            if "**/*.js.map" not in include:
+                include.append("**/*.js.map")
+                seen.append(f"source map {name!r} on the server: **/*.js.map is included")
+            if text is not None and unwrap_source_map(text) is None and source_maps is None:
+                source_maps = "raw"
+                seen.append(f"{name!r} is a plain map on the server, not wrapped: source_maps is raw")
+    return replace(
+        layout,
+        include=tuple(include),
+        binary=tuple(binary),
+        separator=separator,
+        source_maps=source_maps,
+        seen=tuple(dict.fromkeys(seen)),
+    )

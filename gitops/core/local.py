@@ -26,7 +26,7 @@ from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
 from gitops.core.codeset import CodeSet, Module, code_length, refused_name_reason, upload_body_length
 from gitops.core.endpoints import MAX_BODY_BYTES, MAX_CODE_LENGTH
 from gitops.core.modulekinds import Kind, describe_kinds, kind_of, wrap_source_map
-from gitops.core.requires import check_requires, summarise
+from gitops.core.requires import check_requires, guarded_warnings, summarise
 
 if TYPE_CHECKING:
     pass
@@ -406,6 +406,7 @@ def build_branch(
             separator=config.naming.separator,
         )
         problems += summarise(missing, label)
+        warnings += guarded_warnings(missing, label)
 
     code = CodeSet.of(modules)
     wire = code.wire()

@@ -8,8 +8,9 @@ The game evaluates every text module as the body of a CommonJS function and hand
   syntax (``import``/``export``) in any of them still fails in game; bundle it to CommonJS first.
 * **source map**: a ``.js.map`` file. With ``source_maps: wrap`` (the default) it becomes module ``NAME.js.map``
   holding ``module.exports = <the map's JSON>;``, rollup-plugin-screeps' convention (it writes ``main.js.map.js``
-  with that content and uploads it as module ``main.js.map``), which the screeps source-map helpers read with
-  ``require('main.js.map')``. ``raw`` uploads the file as it is (the game cannot evaluate it), ``omit`` leaves it out.
+  with that content, no newline at the end, and uploads it as module ``main.js.map``), which the screeps
+  source-map helpers read with ``require('main.js.map')``. A ``.js.map`` file that already holds the wrapper is
+  sent as it is. ``raw`` uploads the file as it is (the game cannot evaluate it), ``omit`` leaves it out.
 * **binary**: any file the branch's ``binary`` globs pick (``**/*.wasm`` by default).
 
 Any other text file (a ``.json``, ``.ts``, ``.md``) is refused by name: uploaded, it would fail in game.
@@ -42,17 +43,21 @@ def kind_of(path: str, *, binary: bool, module_suffixes: tuple[str, ...] = ()) -
 
 
 def wrap_source_map(text: str) -> str:
-    """``module.exports = <map>;``, as rollup-plugin-screeps uploads a source map.
+    """``module.exports = <map>;``, byte for byte as rollup-plugin-screeps uploads a source map (no newline after
+    the ``;``). A file that already holds such a wrapper (``gitops pull`` writes one when the server's module is
+    not exactly that form) is taken as it is, so that it reads back as the server's module.
 
     Raises ``ValueError`` (with a short reason) when ``text`` is not a JSON object: wrapped, it would not be a map.
     """
+    if text.lstrip().startswith("module.exports") and unwrap_source_map(text) is not None:
+        return text
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(value, dict):
         raise ValueError("is not a JSON object, so it is not a source map")
-    return f"module.exports = {text.strip()};\n"
+    return f"module.exports = {text.strip()};"
 
 
 def unwrap_source_map(text: str) -> str | None:

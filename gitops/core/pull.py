@@ -17,7 +17,7 @@ from typing import Literal
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import GLOB_FLAGS, module_name, never_module
-from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map
+from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
 from gitops.core.protected import collisions, refusal
 
@@ -127,8 +127,10 @@ def existing_modules(config: BranchConfig, paths: Iterable[str]) -> dict[str, st
 
 def _file_of(module: Module, config: BranchConfig, candidates: list[str]) -> tuple[list[str], bytes]:
     """The paths (best first) and bytes of the file that holds ``module``: a wrapped source map
-    (``module.exports = <map>;`` in module ``NAME.js.map``) goes back to ``NAME.js.map`` holding the map, when the
-    branch wraps source maps; anything else is its content in the first path the naming rule reads back."""
+    (``module.exports = <map>;`` in module ``NAME.js.map``) goes back to ``NAME.js.map`` when the branch wraps
+    source maps: the map itself when wrapping it again gives the server's module byte for byte, else the wrapper
+    as the server holds it (which the wrap takes as it is), so that it always reads back exactly. Anything else is
+    its content in the first path the naming rule reads back."""
     if (
         module.text is not None
         and module.name.endswith(SOURCE_MAP_SUFFIX)
@@ -136,7 +138,8 @@ def _file_of(module: Module, config: BranchConfig, candidates: list[str]) -> tup
         and (inner := unwrap_source_map(module.text)) is not None
         and module.name in candidates_as_map(module.name, config)
     ):
-        return [module.name], inner.encode("utf-8")
+        exact = wrap_source_map(inner) == module.text
+        return [module.name], (inner if exact else module.text).encode("utf-8")
     return candidates, module_bytes(module)
 
 

@@ -7,6 +7,10 @@ requiring module's folder (``require('./util')`` in ``role/harvester`` loads mod
 
 What the scan sees: calls ``require(<one string literal>)`` (``'...'``, ``"..."``, or a template literal without
 ``${}``), outside comments, strings and regular expression literals, and not a property (``x.require(...)``).
+A call written inside the braces of a ``try`` block is *guarded*: the code catches what the game throws for a missing
+module (``try { require('config_local') } catch (e) {}``, an optional extension point), so a missing guarded module
+is a warning, not a refusal. A function declared inside a ``try`` block and called elsewhere counts as guarded too:
+the scan reads text, not control flow.
 Its limits, on purpose: ``require(name)`` with a variable or an expression is not checked (list optional names in
 ``requires.ignore``, or set ``requires.check: false``); a regular expression literal is told from a division by the
 token before it, as most tokenizers guess; a template literal is skipped whole, ``${}`` included.
@@ -60,6 +64,8 @@ class RequireCall:
 
     line: int
     name: str
+    #: Written inside a ``try { ... }`` block: a missing module is caught by the code itself.
+    guarded: bool = False
 
 
 def _literal(token: str) -> str | None:
@@ -76,6 +82,8 @@ def scan_requires(text: str) -> list[RequireCall]:
         return []  # bundled output: nothing to scan
     calls: list[RequireCall] = []
     significant: list[tuple[str, str, int]] = []  # the last few (kind, text, start) outside spaces and comments
+    braces: list[bool] = []  # one entry per open '{': whether it opens a try block
+    in_try = 0  # how many open braces are try blocks
     pos, end = 0, len(text)
     while pos < end:
         if text[pos] == "/" and _regex_allowed(significant[-1] if significant else None):
@@ -91,6 +99,12 @@ def scan_requires(text: str) -> list[RequireCall]:
         kind = match.lastgroup or "punct"
         if kind in ("space", "comment"):
             continue
+        if kind == "punct" and match.group() == "{":
+            opens_try = bool(significant) and significant[-1][:2] == ("name", "try")
+            braces.append(opens_try)
+            in_try += opens_try
+        elif kind == "punct" and match.group() == "}" and braces:
+            in_try -= braces.pop()
         significant = [*significant[-3:], (kind, match.group(), match.start())]
         if kind == "punct" and match.group() == ")" and len(significant) == 4:
             first, paren, literal, _ = significant
@@ -103,7 +117,7 @@ def scan_requires(text: str) -> list[RequireCall]:
             ):
                 name = _literal(literal[1])
                 if name is not None:
-                    calls.append(RequireCall(text.count("\n", 0, first[2]) + 1, name))
+                    calls.append(RequireCall(text.count("\n", 0, first[2]) + 1, name, guarded=in_try > 0))
     return calls
 
 
@@ -130,18 +144,20 @@ def _regex_allowed(previous: tuple[str, str, int] | None) -> bool:
 
 @dataclass(frozen=True)
 class MissingRequire:
-    """A require naming a module the branch will not hold."""
+    """A require naming a module the branch will not hold; ``guarded`` when the code catches its failure."""
 
     file: str
     line: int
     written: str
     module: str
     hint: str | None
+    guarded: bool = False
 
     def describe(self) -> str:
         shown = f"require({self.written!r})"
         target = f"module {self.module!r}" if self.module != self.written else "a module"
-        text = f"{self.file}:{self.line}: {shown} names {target} the branch will not hold"
+        where = " inside a try block" if self.guarded else ""
+        text = f"{self.file}:{self.line}: {shown}{where} names {target} the branch will not hold"
         return f"{text}; {self.hint}" if self.hint else text
 
 
@@ -150,8 +166,27 @@ def resolve(written: str) -> str:
     return written[2:] if written.startswith("./") else written
 
 
+#: Characters that players' upload scripts use between a folder and a file when they flatten folders.
+_JOINERS = re.compile(r"[/._\-]")
+
+
+def nearest_module(module: str, names: Iterable[str]) -> str | None:
+    """The module of ``names`` that ``module`` most likely means: one that differs only in the characters between
+    its parts (``actions_build`` for ``actions/build``) or in case, else the closest by spelling; ``None`` when
+    nothing is close."""
+    import difflib
+
+    held = sorted(set(names))
+    shape = _JOINERS.sub("/", module).casefold()
+    same_shape = [n for n in held if _JOINERS.sub("/", n).casefold() == shape and n != module]
+    if same_shape:
+        return same_shape[0]
+    close = difflib.get_close_matches(module, held, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def _hint(written: str, module: str, requiring: str, names: set[str], separator: str) -> str | None:
-    other = module.replace("/", ".") if separator == "." else module.replace(".", "/")
+    other = module.replace("/", separator) if separator != "/" else module.replace(".", "/")
     if other != module and other in names:
         return (
             f"the branch has {other!r} (naming.separator is {separator!r}); write require({other!r}), or change "
@@ -170,6 +205,9 @@ def _hint(written: str, module: str, requiring: str, names: set[str], separator:
             "the game's require takes module names, not paths: it drops one leading './' and looks the rest up from "
             f"the branch's top{where}{near}"
         )
+    near_name = nearest_module(module, names)
+    if near_name is not None:
+        return f"did you mean require({near_name!r})? The branch holds that module"
     return None
 
 
@@ -177,7 +215,8 @@ def check_requires(
     sources: Iterable[tuple[str, str, str]], names: Iterable[str], *, ignore: Iterable[str] = (), separator: str = "/"
 ) -> list[MissingRequire]:
     """Every literal require in ``sources`` (module name, file shown in messages, JavaScript text) that names a
-    module not in ``names``, nor in ``ignore``, the game's own modules or Node's built-ins."""
+    module not in ``names``, nor in ``ignore``, the game's own modules or Node's built-ins; guarded ones too
+    (``MissingRequire.guarded``), which :func:`summarise` reports as warnings."""
     held = set(names)
     allowed = held | set(ignore) | GAME_MODULES
     missing: list[MissingRequire] = []
@@ -187,15 +226,17 @@ def check_requires(
             if module in allowed or call.name in allowed or module in NODE_BUILTINS or module.startswith("node:"):
                 continue
             hint = _hint(call.name, module, requiring, held, separator)
-            missing.append(MissingRequire(file, call.line, call.name, module, hint))
+            missing.append(MissingRequire(file, call.line, call.name, module, hint, guarded=call.guarded))
     return missing
 
 
 def summarise(missing: list[MissingRequire], label: str) -> list[str]:
-    """One problem per missing require, then how to allow one on purpose."""
-    if not missing:
+    """One problem per missing unguarded require, then how to allow one on purpose (guarded ones are left to
+    :func:`guarded_warnings`)."""
+    refused = [m for m in missing if not m.guarded]
+    if not refused:
         return []
-    lines = [f"{label}: {m.describe()}" for m in missing]
+    lines = [f"{label}: {m.describe()}" for m in refused]
     lines.append(
         f'{label}: the game would throw "Unknown module" at each of these requires when it runs; add the missing '
         "modules or fix the names, or list optional and dynamic ones under the branch's requires.ignore "
@@ -204,12 +245,24 @@ def summarise(missing: list[MissingRequire], label: str) -> list[str]:
     return lines
 
 
+def guarded_warnings(missing: list[MissingRequire], label: str) -> list[str]:
+    """One warning per missing require written inside a try block: the code catches the game's "Unknown module"
+    itself, so the branch is not refused; listing the name under ``requires.ignore`` silences the warning."""
+    return [
+        f"{label}: {m.describe()} (the code catches the error; list {m.module!r} under requires.ignore to silence this)"
+        for m in missing
+        if m.guarded
+    ]
+
+
 __all__ = [
     "GAME_MODULES",
     "NODE_BUILTINS",
     "MissingRequire",
     "RequireCall",
     "check_requires",
+    "guarded_warnings",
+    "nearest_module",
     "resolve",
     "scan_requires",
     "summarise",

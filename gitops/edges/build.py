@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import threading
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -190,10 +191,30 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
         raise
     if code != 0:
         last = "\n".join(f"    | {line}" for line in tail) or "    (no output)"
+        hint = "Fix the build (run it by hand in the same folder to see all of its output), then try again."
+        if tool_missing(code, tail) and (cwd / "package.json").is_file():
+            lock = "npm ci" if (cwd / "package-lock.json").is_file() else "npm install"
+            hint = (
+                f"The build's tool is not installed: install the project's packages first ({lock}, in "
+                f"{cwd}), then try again. In a GitHub workflow, add a step that runs {lock} before this one."
+            )
         raise SourceError(
-            f"the build command {shown!r} failed with exit code {code}{where}; its last lines:\n{last}",
-            hint="Fix the build (run it by hand in the same folder to see all of its output), then try again.",
+            f"the build command {shown!r} failed with exit code {code}{where}; its last lines:\n{last}", hint=hint
         )
+
+
+#: What a shell, npm or Node print when a build's program or package is not installed.
+_MISSING_TOOL = re.compile(
+    r"(: not found|command not found|is not recognized as an internal or external command|npx canceled due to "
+    r"missing packages|Cannot find module|Cannot find package|ERR_MODULE_NOT_FOUND|could not determine executable)",
+    re.IGNORECASE,
+)
+
+
+def tool_missing(code: int, tail: Iterable[str]) -> bool:
+    """Whether a failed build failed because its program or packages are missing (exit 127, or what npm, npx,
+    Node or the shell print then)."""
+    return code == 127 or any(_MISSING_TOOL.search(line) for line in tail)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -706,7 +706,7 @@ class ServiceClient:
             raise AuthError(
                 f"server '{self.server_name}' has no {_SIGNIN} (404), so the user name and password from "
                 f"{auth.source} cannot be used: a password login needs screepsmod-auth's sign-in.",
-                hint="Install screepsmod-auth on the private server (see docs/private-server.md); on an official "
+                hint="Install screepsmod-auth on the private server (see gitops help private-server); on an official "
                 "server use a persistent token (token_env) instead.",
             )
         if status == 401 or (status == 200 and isinstance(data, dict) and data.get("ok") != 1):

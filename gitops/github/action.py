@@ -153,7 +153,7 @@ class Inputs:
 def _input_error(name: str, value: str, accepted: str) -> UsageError:
     return UsageError(
         f"input '{name}' ({INPUT_ENV[name]}) is {value!r}; it must be {accepted}",
-        hint="Fix the `with:` of the screeps-gitops step in the workflow (docs/github-action.md lists the inputs).",
+        hint="Fix the `with:` of the screeps-gitops step in the workflow (gitops help github-action lists the inputs).",
     )
 
 

@@ -41,7 +41,7 @@ _TOKEN_VALUE = re.compile(r"[!-~]{8,}")  # printable ASCII without spaces: it tr
 _USERNAME = re.compile(r"[A-Za-z0-9_-]{1,50}")
 #: The largest accounts file read (a few users need a few kilobytes); a larger one is refused before it is parsed.
 MAX_ACCOUNTS_BYTES = MAX_FILE_BYTES
-_HINT = "See 'gitops serve --help' and docs/serve.md for the format."
+_HINT = "See 'gitops serve --help' and 'gitops help serve' for the format."
 
 
 class AccountsError(ProblemsError, UsageError):

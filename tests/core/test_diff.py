@@ -64,7 +64,9 @@ def test_minified_file_shows_no_diff() -> None:
     old, new = "var a=1;" * 500, "var b=2;" * 500
     change = diff_branch(CodeSet.of([Module("main", text=new)]), remote_of(Module("main", text=old)).modules).changed[0]
     assert change.diff is None
-    assert change.note == "minified module (very long lines): sizes and hashes only"
+    assert (
+        change.note == "minified module (very long lines): sizes and hashes only; first difference at line 1, column 5"
+    )
     assert change.old_digest != change.new_digest
 
 
@@ -82,7 +84,10 @@ def test_line_ending_only_change_says_so() -> None:
     change = diff_branch(
         CodeSet.of([Module("main", text="a\r\nb\r\n")]), remote_of(Module("main", text="a\nb\n")).modules
     ).changed[0]
-    assert (change.diff, change.note) == (None, "only line endings or the final newline differ")
+    assert (change.diff, change.note) == (
+        None,
+        "only line endings differ: CRLF on one side, LF on the other",
+    )
 
 
 def test_a_large_module_shows_no_diff() -> None:
@@ -90,7 +95,10 @@ def test_a_large_module_shows_no_diff() -> None:
     change = diff_branch(CodeSet.of([Module("main", text="b\n")]), remote_of(Module("main", text=old)).modules).changed[
         0
     ]
-    assert (change.diff, change.note) == (None, "large module: sizes and hashes only")
+    assert (change.diff, change.note) == (
+        None,
+        "large module: sizes and hashes only; first difference at line 1, column 1",
+    )
     assert (change.old_size, change.new_size) == (len(old), 2)
 
 
@@ -108,7 +116,9 @@ def test_one_long_line_on_either_side_is_minified() -> None:
     change = diff_branch(
         CodeSet.of([Module("main", text="short\n")]), remote_of(Module("main", text=f"a\n{long_line}\n")).modules
     ).changed[0]
-    assert change.note == "minified module (very long lines): sizes and hashes only"
+    assert (
+        change.note == "minified module (very long lines): sizes and hashes only; first difference at line 1, column 1"
+    )
 
 
 def test_the_diff_cap_is_a_parameter() -> None:
@@ -124,7 +134,22 @@ def test_a_final_newline_alone_is_a_line_ending_change() -> None:
     change = diff_branch(CodeSet.of([Module("main", text="a")]), remote_of(Module("main", text="a\n")).modules).changed[
         0
     ]
-    assert (change.diff, change.note) == (None, "only line endings or the final newline differ")
+    assert (change.diff, change.note) == (
+        None,
+        "only the end differs: the server's ends with '\\n', the repository's with '' (a newline the build or an "
+        "uploader adds or drops)",
+    )
+
+
+def test_a_minified_source_map_that_differs_by_its_last_newline_says_so() -> None:
+    # rollup-plugin-screeps uploads the wrapped map with no newline at the end; a tool that adds one changes the
+    # module: the plan says exactly that, where sizes and hashes alone would not show it.
+    the_map = "module.exports = {" + '"mappings":"' + "A" * 5000 + '"};'
+    change = diff_branch(
+        CodeSet.of([Module("main.js.map", text=the_map + "\n")]), remote_of(Module("main.js.map", text=the_map)).modules
+    ).changed[0]
+    assert change.note is not None
+    assert change.note.startswith("only the end differs: the server's ends with '', the repository's with '\\n'")
 
 
 def test_rows_carry_sizes_digests_and_the_binary_flag() -> None:

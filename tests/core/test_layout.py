@@ -19,12 +19,14 @@ def snap(
     folders: set[str] | None = None,
     inside: dict[str, set[str]] | None = None,
     contents: dict[str, str] | None = None,
+    sources: dict[str, str] | None = None,
 ) -> RepoSnapshot:
     return RepoSnapshot(
         frozenset(files or ()),
         frozenset(folders or ()),
         {k: frozenset(v) for k, v in (inside or {}).items()},
         contents or {},
+        sources or {},
     )
 
 
@@ -81,8 +83,9 @@ def test_a_wasm_in_dist_with_an_npm_build_is_the_wasm_layout_in_dist() -> None:
 
 
 def test_a_wasm_at_the_top_is_the_wasm_layout_at_the_top() -> None:
-    layout = detect_layout(snap({"main.js", "compiled.wasm"}))
+    layout = detect_layout(snap({"main.js", "compiled.wasm", "Gruntfile.js"}))
     assert (layout.kind, layout.root, layout.build) == ("wasm", ".", None)
+    assert layout.exclude == FLAT_EXCLUDES  # the loader's neighbours (Gruntfile.js) are not modules
 
 
 def test_nothing_recognised_is_the_empty_src_layout() -> None:
@@ -166,3 +169,176 @@ def test_other_credentials_are_named_their_way(server: ServerChoice) -> None:
 def test_branch_names_that_yaml_would_misread_are_quoted(branch: str) -> None:
     manifest = manifest_from_data(yaml.safe_load(manifest_text(LAYOUTS[0], ServerChoice("mmo"), branch)))
     assert manifest.branches[0].branch == branch
+
+
+# --- what the player's own tooling does (issue 19) ----------------------------------------------------------------
+
+
+def package(scripts: dict[str, str]) -> str:
+    return json.dumps({"name": "bot", "scripts": scripts})
+
+
+@pytest.mark.parametrize(
+    ("config", "text", "root"),
+    [
+        ("rollup.config.js", "export default { output: { file: './build/main.js', format: 'cjs' } };", "build"),
+        ("rollup.config.mjs", "export default { output: { dir: 'out', format: 'cjs' } };", "out"),
+        # The game client's folder as an output (a player's own copy step) is not a root: dist is assumed.
+        ("rollup.config.js", "export default { output: { file: '/home/me/.config/Screeps/main.js' } };", "dist"),
+        ("webpack.config.js", "module.exports = { output: { path: path.resolve(__dirname, 'bundle') } };", "bundle"),
+        ("webpack.config.js", "module.exports = { output: { filename: 'main.js' } };", "dist"),
+        ("webpack.config.js", "module.exports = { output: { path: __dirname + '/out', filename: 'main.js' } };", "out"),
+        ("esbuild.config.mjs", "await build({ entryPoints: ['src/main.ts'], outfile: 'pack/main.js' });", "pack"),
+    ],
+)
+def test_the_root_is_the_folder_the_bundler_configuration_writes(config: str, text: str, root: str) -> None:
+    layout = detect_layout(
+        snap({"package.json", config}, {"src"}, contents={"package.json": package({"build": "x"}), config: text})
+    )
+    assert (layout.kind, layout.root) == ("build", root)
+
+
+def test_the_build_is_the_script_that_runs_the_bundler_not_one_that_watches_or_uploads() -> None:
+    scripts = {
+        "build": "npm run lint && npm run bundle",
+        "bundle": "rollup -c",
+        "watch": "rollup -c -w",
+        "push-main": "rollup -c --environment DEST:main",
+        "lint": "eslint src",
+    }
+    layout = detect_layout(
+        snap(
+            {"package.json", "rollup.config.js"},
+            contents={"package.json": package(scripts), "rollup.config.js": "output: { file: 'dist/main.js' }"},
+        )
+    )
+    assert layout.build == "npm run build"  # build runs the bundler through npm run bundle
+
+
+def test_a_bundler_without_a_script_is_run_by_npx_and_said_so() -> None:
+    layout = detect_layout(
+        snap({"package.json", "webpack.config.js"}, contents={"package.json": package({"test": "jest"})})
+    )
+    assert (layout.root, layout.build) == ("dist", "npx webpack")
+    assert layout.assumed == (
+        "no package script runs webpack: the build is 'npx webpack'; change build if you use another",
+    )
+
+
+def test_an_esbuild_command_in_a_script_names_its_output() -> None:
+    scripts = {"build": "esbuild src/main.ts --bundle --platform=node --outfile=dist/main.js"}
+    layout = detect_layout(snap({"package.json"}, {"src"}, {"src": {"main.ts"}}, {"package.json": package(scripts)}))
+    assert (layout.kind, layout.root, layout.build) == ("build", "dist", "npm run build")
+
+
+def test_typescript_compiled_by_tsc_deploys_its_out_dir() -> None:
+    layout = detect_layout(
+        snap(
+            {"package.json", "tsconfig.json"},
+            {"src"},
+            {"src": {"main.ts", "roles/harvester.ts"}},
+            {
+                "package.json": package({"compile": "tsc -p ."}),
+                "tsconfig.json": '{"compilerOptions": {"outDir": "lib"}}',
+            },
+        )
+    )
+    assert (layout.kind, layout.root, layout.build) == ("build", "lib", "npm run compile")
+    unnamed = detect_layout(snap({"package.json", "tsconfig.json"}, {"src"}, {"src": {"main.ts"}}, {}))
+    assert (unnamed.root, unnamed.build) == ("dist", None)
+    assert unnamed.assumed[0].startswith("TypeScript without a bundler or an outDir")
+
+
+def test_todays_rust_starter_builds_through_its_deploy_script() -> None:
+    layout = detect_layout(
+        snap(
+            {"Cargo.toml", "package.json"},
+            {"src", "js_src", "js_tools"},
+            contents={"package.json": package({"deploy": "node js_tools/deploy.js"})},
+        )
+    )
+    assert (layout.kind, layout.root, layout.build) == ("wasm", "dist", "npm run deploy -- --server {server} --dryrun")
+    assert layout.strip_suffixes == (".js", ".wasm")
+    assert "dry-run mode" in layout.assumed[0]
+
+
+def test_the_game_clients_layout_is_a_branch_per_folder() -> None:
+    layout = detect_layout(
+        snap(
+            {"README.md"},
+            {"default", "sim", "docs"},
+            {"default": {"main.js", "role.a.js"}, "sim": {"main.js"}, "docs": {"main.js"}},
+        )
+    )
+    assert (layout.kind, layout.branch_roots, layout.separator) == ("client", ("default", "sim"), ".")
+
+
+@pytest.mark.parametrize(("written", "separator"), [("lib/path", "/"), ("lib.path", "."), ("lib-path", "-")])
+def test_the_separator_is_the_one_the_requires_use(written: str, separator: str) -> None:
+    sources = {"src/main.js": f"require('{written}'); require('lodash'); require('fs');"}
+    layout = detect_layout(snap(set(), {"src"}, {"src": {"main.js", "lib/path.js"}}, sources=sources))
+    assert layout.separator == separator
+    assert layout.seen[-1] == f"1 of 1 literal requires name modules with the separator {separator!r}"
+
+
+def test_a_tie_keeps_the_layouts_own_separator_and_guarded_missing_requires_are_optional() -> None:
+    sources = {"main.js": "try { require('config_local') } catch (e) {}\nrequire('nowhere');"}
+    layout = detect_layout(snap({"main.js"}, sources=sources))
+    assert (layout.kind, layout.separator) == ("flat", ".")
+    assert layout.optional_requires == ("config_local",)
+
+
+def test_widen_for_reads_back_maps_binaries_and_names_with_a_slash() -> None:
+    from gitops.core.layout import widen_for
+
+    base = detect_layout(snap({"main.js"}))
+    wider = widen_for(
+        base,
+        [
+            ("lib/util", False, "x"),
+            ("addTwo", True, None),
+            ("data.bin", True, None),
+            ("main.js.map", False, '{"version":3}'),
+        ],
+    )
+    assert wider.separator == "/"
+    assert wider.include == ("**/*.js", "addTwo", "**/*.bin", "**/*.js.map")
+    assert wider.binary == ("**/*.wasm", "addTwo", "**/*.bin")
+    assert wider.source_maps == "raw"
+    assert widen_for(wider, []) == wider
+
+
+def test_a_private_server_signs_in_with_a_password_unless_it_says_otherwise() -> None:
+    from gitops.config.scaffold import signin_for
+
+    assert signin_for("https://screeps.com/season", None) == ("token", (), ())
+    assert signin_for("http://127.0.0.1:1", {"ok": 1, "standin": True})[0] == "token"
+    how, seen, assumed = signin_for("http://10.0.0.2:21025", {"ok": 1, "packageVersion": "4.3.0"})
+    assert (how, assumed) == ("password", ())
+    assert seen == (
+        "the server answers /api/version as a private server (server package 4.3.0): it signs in with a password",
+    )
+    how, seen, assumed = signin_for("http://10.0.0.2:21025", None)
+    assert (how, seen) == ("password", ())
+    assert "could not be reached" in assumed[0]
+
+
+def test_the_client_layouts_manifest_has_a_branch_per_folder_and_comments_its_assumptions() -> None:
+    layout = Layout(
+        kind="client",
+        root="default",
+        separator=".",
+        include=("*.js",),
+        branch_roots=("default", "sim"),
+        assumed=("a guess",),
+        optional_requires=("config_local",),
+        source_maps="raw",
+    )
+    text = manifest_text(layout, ServerChoice("mmo", assumed=("another guess",)), "ignored")
+    data = manifest_from_data(yaml.safe_load(text))
+    assert [(b.branch, b.root, b.naming.separator, b.source_maps) for b in data.branches] == [
+        ("default", "default", ".", "raw"),
+        ("sim", "sim", ".", "raw"),
+    ]
+    assert "#   - a guess\n#   - another guess\n" in text
+    assert '    #   ignore: ["config_local"]' in text

@@ -179,10 +179,26 @@ def round_trip(branch: BranchConfig, code: CodeSet) -> dict[str, bytes]:
 
 
 def test_a_wrapped_source_map_goes_back_to_its_map_file() -> None:
-    wrapped = 'module.exports = {"version":3,"sources":["main.ts"]};\n'
+    # rollup-plugin-screeps' form, no newline after the ';': the map itself, which wraps back byte for byte.
+    wrapped = 'module.exports = {"version":3,"sources":["main.ts"]};'
     code = CodeSet.of([Module("main", text="x"), Module("main.js.map", text=wrapped)])
     files = round_trip(config(include=["**/*.js", "**/*.js.map"]), code)
     assert files == {"main.js": b"x", "main.js.map": b'{"version":3,"sources":["main.ts"]}'}
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        'module.exports = {"version":3,"sources":["main.ts"]};\n',
+        'module.exports = {\n  "version": 3\n};\r\n',
+        '  module.exports = {"version":3};',
+    ],
+)
+def test_a_wrapper_in_another_form_is_written_as_the_server_holds_it(wrapped: str) -> None:
+    # Wrapping the map again would not give these bytes: the file holds the wrapper verbatim, which reads back as is.
+    code = CodeSet.of([Module("main", text="x"), Module("main.js.map", text=wrapped)])
+    files = round_trip(config(include=["**/*.js", "**/*.js.map"]), code)
+    assert files == {"main.js": b"x", "main.js.map": wrapped.encode()}
 
 
 def test_a_map_module_that_is_not_wrapped_stays_javascript() -> None:

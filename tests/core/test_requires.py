@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitops.core.modulekinds import kind_of, wrap_source_map
-from gitops.core.requires import check_requires, resolve, scan_requires
+from gitops.core.requires import check_requires, resolve, scan_requires, summarise
 
 SOURCE = """\
 var a = require('role.harvester'); // require('in-a-comment')
@@ -107,8 +107,45 @@ def test_a_suffix_listed_for_stripping_is_javascript() -> None:
 
 
 def test_wrap_source_map() -> None:
-    assert wrap_source_map('{"version":3}\n') == 'module.exports = {"version":3};\n'
+    # rollup-plugin-screeps' bytes: no newline after the ';'.
+    assert wrap_source_map('{"version":3}\n') == 'module.exports = {"version":3};'
+    # A file that already holds the wrapper is taken as it is (pull writes one so when it must).
+    assert wrap_source_map('module.exports = {"version":3};\n') == 'module.exports = {"version":3};\n'
     with pytest.raises(ValueError, match="is not valid JSON"):
         wrap_source_map("nope")
     with pytest.raises(ValueError, match="not a JSON object"):
         wrap_source_map("[1]")
+
+
+def test_a_require_inside_try_braces_is_guarded_and_one_after_them_is_not() -> None:
+    calls = scan_requires(
+        "try { require('a'); if (x) { require('b'); } } catch (e) { require('c'); }\n"
+        "try {\n  const f = () => require('d');\n} finally {}\nrequire('e');\n"
+    )
+    assert [(c.name, c.guarded) for c in calls] == [("a", True), ("b", True), ("c", False), ("d", True), ("e", False)]
+
+
+def test_missing_guarded_requires_are_warnings_and_unguarded_ones_problems() -> None:
+    from gitops.core.requires import guarded_warnings
+
+    text = "try { require('opt'); } catch (e) {}\nrequire('actions/build');\n"
+    missing = check_requires([("main", "main.js", text)], ["main", "actions_build"])
+    assert summarise(missing, "b")[0] == (
+        "b: main.js:2: require('actions/build') names a module the branch will not hold; did you mean "
+        "require('actions_build')? The branch holds that module"
+    )
+    assert len(summarise(missing, "b")) == 2
+    assert guarded_warnings(missing, "b") == [
+        "b: main.js:1: require('opt') inside a try block names a module the branch will not hold (the code catches "
+        "the error; list 'opt' under requires.ignore to silence this)"
+    ]
+    assert summarise([m for m in missing if m.guarded], "b") == []
+
+
+def test_the_nearest_module_is_by_shape_then_by_spelling() -> None:
+    from gitops.core.requires import nearest_module
+
+    assert nearest_module("actions/build", ["actions_build", "main"]) == "actions_build"
+    assert nearest_module("Role.Harvester", ["role.harvester"]) == "role.harvester"
+    assert nearest_module("role.harvestr", ["role.harvester"]) == "role.harvester"
+    assert nearest_module("zzz", ["role.harvester"]) is None

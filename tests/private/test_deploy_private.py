@@ -163,3 +163,34 @@ def test_wrong_password_is_one_clear_error(player: Player) -> None:
     assert run.err.startswith("Error: ")
     assert "Traceback" not in run.err
     assert "not-the-password" not in run.err + run.out
+
+
+def test_adopting_a_bot_from_the_private_server_round_trips_to_a_verified_no_changes(
+    tmp_path: Path, private_user: ServerUser
+) -> None:
+    """init asks the real server's /api/version, names a user and a password, downloads first, writes a manifest
+    that reads every module back (a map as rollup-plugin-screeps uploads it, a binary module without a suffix,
+    names with '/'), pulls, and the next plan is a verified "No changes"."""
+    the_map = '{"version":3,"sources":["../src/main.ts"],"mappings":"AAAA"}'
+    private_user.upload(
+        "default",
+        {
+            "main": "const h = require('role/harvester');\nmodule.exports.loop = () => h.run();\n",
+            "role/harvester": "module.exports.run = () => {};\n",
+            "main.js.map": f"module.exports = {the_map};",
+            "addTwo": {"binary": base64.b64encode(WASM).decode("ascii")},
+        },
+    )
+    p = Player(tmp_path / "bot", private_user)
+    p.env["SCREEPS_USERNAME"] = private_user.username
+    init = p.gitops("init", "--server", private_user.url, "--pull")
+    assert init.code == 0, init.err
+    assert "the server answers /api/version as a private server" in init.out
+    assert "should say: No changes" in init.out
+    server = yaml.safe_load((p.root / "gitops.yaml").read_text(encoding="utf-8"))["servers"]["local"]
+    assert (server["username_env"], server["password_env"]) == ("SCREEPS_USERNAME", "SCREEPS_PASSWORD")
+    assert (p.root / "src/main.js.map").read_text(encoding="utf-8") == the_map
+    assert (p.root / "src/addTwo").read_bytes() == WASM
+    code, plan = p.plan_json()
+    assert code == 0, plan
+    assert plan["verified"] is True, plan["branches"]

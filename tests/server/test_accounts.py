@@ -137,7 +137,7 @@ def test_an_accounts_file_over_1_mb_is_refused_unread(tmp_path: Path) -> None:
         f"the accounts file {path} is invalid (1 problem):\n"
         f"  - {path}:1: the file is 1,048,587 bytes (1.0 MB), and an accounts file may have at most 1,048,576 bytes "
         "(1.0 MB); it was not read: check that this is the right file\n"
-        "See 'gitops serve --help' and docs/serve.md for the format."
+        "See 'gitops serve --help' and 'gitops help serve' for the format."
     )
 
 
@@ -163,5 +163,5 @@ def test_yaml_anchors_and_aliases_are_refused_before_anything_is_expanded(tmp_pa
         f"  - {path}:1:8: YAML anchors are not supported in {path}; remove '&a' and write the value out where it is "
         "needed\n"
         f"  - {path}:3:13: YAML aliases are not supported in {path}; write the value out\n"
-        "See 'gitops serve --help' and docs/serve.md for the format."
+        "See 'gitops serve --help' and 'gitops help serve' for the format."
     )
