@@ -8,5 +8,6 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e '.[serve]'  # the stand-in that the demo deploys to
+# Not editable: an editable install makes setuptools print a warning about it (the quick start stays quiet).
+.venv/bin/python -m pip install -q '.[serve]'  # the stand-in that the demo deploys to
 exec .venv/bin/gitops demo "$@"
