@@ -87,7 +87,15 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     servers = [server for server in s.servers() if server not in failures]
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers}
-    result = build_plan(loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now)
+    result = build_plan(
+        loaded=s.loaded,
+        local=local,
+        remote=views,
+        budgets=budgets,
+        refresh=options.refresh,
+        now=now,
+        verify=options.verify,
+    )
     probes = probe_needs(result, s)
     if probes:
         result = build_plan(
@@ -98,6 +106,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             refresh=options.refresh,
             now=now,
             extra_needs=probes,
+            verify=options.verify,
         )
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
@@ -112,6 +121,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             refresh=options.refresh,
             now=now,
             extra_needs=probes,
+            verify=options.verify,
         )
     result = mark_drift(s, result, views)
     refused = scope_error(result, s, probes)

@@ -309,6 +309,46 @@ class RequiresConfig(_Model):
     )
 
 
+def _check_pattern(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise _fail(f"is not a regular expression ({exc}); fix it, or quote it in single quotes in YAML") from exc
+    return value
+
+
+FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_pattern)]
+
+
+class VerifyConfig(_Model):
+    """Watch the game's console after apply and judge whether the new code runs (docs/safe-deploys.md)."""
+
+    ticks: int = Field(10, ge=1, le=1000, description="Ticks to watch after the code landed.")
+    error_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="The deploy is failing when at least this share of the watched ticks failed (an uncaught "
+        "error, a CPU-limit termination, a line matching fail_on); 0: any failed tick.",
+    )
+    timeout: float = Field(
+        120, gt=0, le=3600, description="Seconds to wait for the ticks; fewer ticks in that time: unknown."
+    )
+    on_failure: Literal["report", "rollback"] = Field(
+        "report", description="When failing: 'report' (leave the code in place) or 'rollback' (undo the deploy)."
+    )
+    rollback: Literal["restore"] = Field(
+        "restore",
+        description="How to undo: 'restore' uploads the code the server held before (1 upload, reserved in the "
+        "plan). (A blue/green 'standby' mode is not built yet.)",
+    )
+    fail_on: list[FailPattern] = Field(
+        default_factory=list,
+        description="Regular expressions: a console log line matching one makes its tick a failed one (errors "
+        "the bot catches and logs itself).",
+    )
+
+
 class BranchConfig(_Model):
     """One code branch on one server, and the files that make it up."""
 
@@ -351,6 +391,11 @@ class BranchConfig(_Model):
         "'omit' (left out).",
     )
     requires: RequiresConfig = Field(default_factory=RequiresConfig)
+    verify: VerifyConfig | None = Field(
+        None,
+        description="After apply, watch the account's console and judge the deploy; off when left out. Needs "
+        "activate (the console shows the active code).",
+    )
 
     @field_validator("include", mode="after")
     @classmethod
@@ -542,6 +587,13 @@ def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
             )
             continue
         activate = b.get("activate")
+        if isinstance(b.get("verify"), dict) and not (isinstance(activate, list) and activate):
+            problems.append(
+                (
+                    ("branches", i, "verify"),
+                    "needs the branch to be activated (the console shows the active code); add activate: [world]",
+                )
+            )
         if isinstance(activate, list):
             for which in dict.fromkeys(a for a in activate if a in ("world", "sim")):
                 active.setdefault((server, which), []).append(i)

@@ -170,7 +170,10 @@ def budget_row_text(row: EndpointBudget) -> str:
     reserve = f", {row.reserve} reserved" if row.reserve else ""
     verdict = "ok" if row.fits else "DOES NOT FIT"
     paced = " (paced)" if row.endpoint == GLOBAL_KEY else ""
-    return f"{name}: needs {row.needed}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
+    needs = f"needs {row.needed}"
+    if row.for_rollback:
+        needs = f"needs {row.needed - row.for_rollback} upload(s), plus {row.for_rollback} reserved for rollback,"
+    return f"{name}: {needs}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
 
 
 #: At a terminal, at most this many module lines per branch, and this many diff lines per branch, unless ``--full``:
@@ -239,6 +242,8 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
             out.append(f"  activate for {which}")
         if branch.steps:
             out.append("  requests: " + ", ".join(s.describe() for s in branch.steps))
+        if branch.verify is not None:
+            out.append("  " + branch.verify.describe())
     if plan.budget or plan.not_rate_limited:
         out.append("")
         out.append(style("Budget", bold=True))
@@ -324,6 +329,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
                 },
                 **drift_document(b.drift, now),
+                **({} if b.verify is None else {"verify": b.verify.model_dump()}),
             }
             for b in plan.branches
         ],
@@ -470,6 +476,8 @@ def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None =
         lines.append(f"- {md_code(_module_line(entry))}" + (f" ({md_text(entry.note)})" if entry.note else ""))
     for which in branch.activate:
         lines.append(f"- activate for {md_text(which)}")
+    if branch.verify is not None:
+        lines.append(f"- {md_text(branch.verify.describe())}")
     diffs = [e for e in branch.modules if e.diff]
     if diffs:
         if with_diffs:

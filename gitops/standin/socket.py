@@ -64,6 +64,24 @@ MAX_LINE = 4096
 MIN_TICK_SECONDS = 0.005
 MAX_TICK_SECONDS = 3600.0
 
+_AUTH_FRAME = re.compile(r"(auth(?: ok)? )[^\s'\"\]]+")
+
+
+class _ScrubFrames(logging.Filter):
+    """uvicorn's websocket protocol logs every frame at DEBUG to ``uvicorn.error``: never the tokens of ``auth``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "auth" in message:
+            record.msg = _AUTH_FRAME.sub(r"\1<hidden>", message)
+            record.args = None
+        return True
+
+
+_uvicorn_log = logging.getLogger("uvicorn.error")
+if not any(isinstance(f, _ScrubFrames) for f in _uvicorn_log.filters):
+    _uvicorn_log.addFilter(_ScrubFrames())
+
 _SOCKJS_PATH = re.compile(r"^/socket/[^/.]+/[^/.]+/websocket$")
 _CHANNEL = re.compile(r"^user:([^/]+)/(console|cpu|set-active-branch)$")
 
@@ -158,6 +176,8 @@ class SocketHub:
         self._ticker: asyncio.Task[None] | None = None
         #: Sockets accepted in all, for tests.
         self.accepted = 0
+        #: Sockets served at once; a test sets 0 to have every socket refused at the handshake.
+        self.max_sockets = MAX_SOCKETS
 
     # -- control (any thread) --------------------------------------------------------------------------------
 
@@ -184,7 +204,7 @@ class SocketHub:
     # -- serving ---------------------------------------------------------------------------------------------
 
     async def serve(self, ws: WebSocket, kind: str) -> None:
-        if len(self._conns) >= MAX_SOCKETS:
+        if len(self._conns) >= self.max_sockets:
             await ws.close(1013)  # before accept: the handshake is answered 403
             log.info("WS %s -> refused (%d sockets open)", ws.url.path, len(self._conns))
             return
