@@ -227,9 +227,11 @@ class GameSocket:
                 message = message.decode("utf-8", errors="replace")
             yield from parse_frame(message)
 
-    def messages(self, max_messages: int) -> Iterator[ChannelMessage]:
-        """Channel messages until the deadline, at most ``max_messages`` websocket messages read."""
-        for text in self._strings(self._deadline, max_messages):
+    def messages(self, max_messages: int, until: float | None = None) -> Iterator[ChannelMessage]:
+        """Channel messages until the deadline (or ``until``, if sooner), at most ``max_messages`` websocket
+        messages read."""
+        deadline = self._deadline if until is None else min(until, self._deadline)
+        for text in self._strings(deadline, max_messages):
             found = parse_message(text)
             if found is not None:
                 yield found
