@@ -192,7 +192,7 @@ def test_a_failed_undo_is_the_most_serious_outcome(project: Project, standin: St
     assert code == 11, err
     assert doc["verify"][0]["result"] == "undo-failed"
     assert "ROLLBACK FAILED" in err
-    assert "the server still holds the new, failing code on local/main" in err
+    assert "the server still runs the new, failing code of local/main" in err
     assert standin.branch_modules(ALICE, "main") == {"main": V2_BAD}
 
 
@@ -240,3 +240,69 @@ def _bounded() -> Iterator[None]:
     started = time.monotonic()
     yield
     assert time.monotonic() - started < 60
+
+
+def test_standby_deploys_to_the_inactive_branch_and_switches_back_on_failure(
+    tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any
+) -> None:
+    standin.set_tick_seconds(0.02)
+    standin.console_rule(ALICE, contains="THROWS", error=ERROR)
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    verify = _verify(on_failure="rollback", rollback="standby", standby="main-b")
+    p.manifest([{"branch": "main", "root": "src", "activate": ["world"], "verify": verify}])
+    p.write({"src/main.js": V1})
+    p.commit("v1")
+    first = p.apply("--yes")
+    assert first.code == 0, first.err
+    assert "nothing to switch back to" in first.out  # a first deploy has no previous branch
+
+    uploads = standin.count(UPLOAD)
+    p.write({"src/main.js": V2_BAD})
+    p.commit("v2")
+    shown = p.plan()
+    assert "local/main-b: create" in shown.out
+    assert "activate for world" in shown.out
+    assert "-> switch back to main (1 activation(s) reserved)" in shown.out
+    assert "POST /api/user/set-active-branch: needs 1 activation(s), plus 1 reserved for rollback," in shown.out
+    result = p.apply("--yes", "--json")
+    assert result.code == 10, result.err
+    [verify_doc] = json.loads(result.out)["verify"]
+    assert (verify_doc["result"], verify_doc["action"]) == ("rolled-back", "switched-back")
+    assert verify_doc["health"]["evidence"] == [ERROR]
+    assert verify_doc["after"]["status"] == "healthy"
+    assert "rolled back: local/main was activated again for world" in result.err
+    active = {b["branch"]: b["activeWorld"] for b in standin.branches(ALICE)}
+    assert active["main"] is True
+    assert active["main-b"] is False
+    assert standin.branch_modules(ALICE, "main") == {"main": V1}
+    assert standin.count(UPLOAD) == uploads  # blue/green undoes without an upload
+
+    p.write({"src/main.js": V2_GOOD})
+    p.commit("v3")
+    good = p.apply("--yes")
+    assert good.code == 0, good.err
+    assert "verify local/main-b: HEALTHY" in good.out
+    assert {b["branch"]: b["activeWorld"] for b in standin.branches(ALICE)}["main-b"] is True
+    again = p.plan()
+    assert again.code == 0, again.out  # the active one of the pair holds the code: no ping-pong
+
+
+def test_a_saved_plan_carries_the_code_to_restore(project: Project, standin: StandIn, tmp_path: Path) -> None:
+    project.write({"src/main.js": V2_BAD})
+    project.manifest(
+        [{"branch": "main", "root": "src", "activate": ["world"], "verify": _verify(on_failure="rollback")}]
+    )
+    project.commit("v2")
+    saved = tmp_path / "plan.json"
+    assert project.plan("--out", str(saved)).code == 2
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    assert data["rollbacks"] == [{"server": "local", "branch": "main", "modules": {"main": V1}, "missing_kept": []}]
+    result = project.apply(str(saved))
+    assert result.code == 10, result.err
+    assert standin.branch_modules(ALICE, "main") == {"main": V1}
+
+    data["rollbacks"][0]["modules"]["main"] = "// not what the server held\n"
+    saved.write_text(json.dumps(data), encoding="utf-8")
+    edited = project.apply(str(saved))
+    assert edited.code == 8
+    assert "the code to restore is not the code the plan saw on the server" in edited.err

@@ -17,6 +17,7 @@ from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, r
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
 from gitops.app.verifying import Verification, verify_branch
+from gitops.config.manifest import ActiveName
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
@@ -180,7 +181,15 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
             s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))
             s.save(branch.server)
 
-    return verify_branch(s, branch, None if rollback is None else rollback.modules, restore=restore)
+    def switch(back: str, which: list[ActiveName]) -> None:
+        try:
+            for name in which:
+                writer.set_active_branch(back, name)
+        finally:
+            s.save(branch.server)
+
+    previous = None if rollback is None else rollback.modules
+    return verify_branch(s, branch, previous, restore=restore, switch=switch)
 
 
 class OrderedOutcomes:

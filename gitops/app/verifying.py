@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gitops.app.session import Session
+from gitops.config.manifest import ActiveName
 from gitops.core.codeset import WireModule
 from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks, judge, unknown
 from gitops.core.plan import BranchPlan, VerifyStep
@@ -30,8 +31,11 @@ class Verification:
 
     label: str
     health: Health
-    #: ``restored``: the previous code was uploaded again; ``undo-failed``: that upload failed.
-    action: Literal["none", "restored", "undo-failed"] = "none"
+    #: ``restored``: the previous code was uploaded again; ``switched-back``: the standby branch that ran before was
+    #: activated again; ``undo-failed``: that upload or activation failed.
+    action: Literal["none", "restored", "switched-back", "undo-failed"] = "none"
+    #: What the undo did, in words (``activated default again for world``).
+    undo: str | None = None
     #: The health after the undo (``None`` when there was none).
     after: Health | None = None
     #: The undo's error, when it failed.
@@ -41,7 +45,7 @@ class Verification:
     def result(self) -> Result:
         if self.action == "undo-failed":
             return "undo-failed"
-        if self.action == "restored":
+        if self.action in ("restored", "switched-back"):
             return "rolled-back"
         if self.health.status == "failing":
             return "unhealthy"
@@ -62,14 +66,13 @@ class Verification:
         h = self.health
         out = [f"verify {self.label}: {h.status.upper()}: {h.reason}"]
         out += [f"  error: {line}" for e in h.evidence for line in e.splitlines()[:1]]
-        if self.action == "restored":
-            out.append(f"  rolled back: the previous code was uploaded again to {self.label}")
+        if self.action in ("restored", "switched-back"):
+            out.append(f"  rolled back: {self.undo}")
             if self.after is not None:
                 out.append(f"  after the rollback: {self.after.status.upper()}: {self.after.reason}")
         elif self.action == "undo-failed":
-            out.append(
-                f"  ROLLBACK FAILED: {self.undo_error}; the server still holds the new, failing code on {self.label}"
-            )
+            out.append(f"  ROLLBACK FAILED ({self.undo}): {self.undo_error}")
+            out.append(f"  the server still runs the new, failing code of {self.label}")
         elif h.status == "failing":
             out.append(f"  left in place (on_failure: report): the new code still runs on {self.label}")
         return out
@@ -80,6 +83,7 @@ class Verification:
             "result": self.result,
             "health": self.health.to_json(),
             "action": self.action,
+            "undo": self.undo,
             "after": None if self.after is None else self.after.to_json(),
             "undo_error": self.undo_error,
         }
@@ -114,19 +118,39 @@ def verify_branch(
     previous: Mapping[str, WireModule] | None,
     *,
     restore: Callable[[Mapping[str, WireModule]], None],
+    switch: Callable[[str, list[ActiveName]], None],
 ) -> Verification:
-    """Judge ``branch`` after its steps; on failure with a reserved rollback, ``restore`` the previous code (the
-    caller's upload, so the ledger sees it) and judge again."""
+    """Judge ``branch`` after its steps; on failure with a reserved rollback, undo it and judge again: ``restore``
+    the previous code (the caller's upload, so the ledger sees it), or ``switch`` back to the standby branch that ran
+    before (the caller's activations). Only what the plan reserved is ever sent."""
     step = branch.verify
     assert step is not None
     health = watch(s, branch.server, step)
-    if health.status != "failing" or not step.reserves_upload or previous is None:
+    if health.status != "failing":
+        return Verification(branch.label, health)
+    server = branch.server
+    if step.reserves_upload and previous is not None:
+        action: Literal["restored", "switched-back"] = "restored"
+        words = f"the previous code was uploaded again to {branch.label}"
+
+        def undo() -> None:
+            restore(previous)
+
+    elif step.reserved_activations and step.switch_back is not None:
+        back, which = step.switch_back, list(step.switch_for)
+        action = "switched-back"
+        words = f"{server}/{back} was activated again for {', '.join(which)}"
+
+        def undo() -> None:
+            switch(back, which)
+
+    else:
         return Verification(branch.label, health)
     try:
-        restore(previous)
+        undo()
     except GitopsError as exc:
-        return Verification(branch.label, health, "undo-failed", undo_error=redact(exc.message))
-    return Verification(branch.label, health, "restored", after=watch(s, branch.server, step))
+        return Verification(branch.label, health, "undo-failed", undo=words, undo_error=redact(exc.message))
+    return Verification(branch.label, health, action, undo=words, after=watch(s, server, step))
 
 
 __all__ = ["Verification", "verify_branch", "watch"]

@@ -89,10 +89,15 @@ class VerifyStep(_Frozen):
     error_share: float
     timeout: float
     on_failure: Literal["report", "rollback"]
-    rollback: Literal["restore"] = "restore"
+    rollback: Literal["restore", "standby"] = "restore"
     fail_on: list[str] = Field(default_factory=list)
     #: The plan holds the previous code, and reserves an upload to restore it.
     restore_ready: bool = False
+    #: ``rollback: standby``: the branch that runs now, activated again on failure (for each of ``switch_for``).
+    switch_back: str | None = None
+    switch_for: list[ActiveName] = Field(default_factory=list)
+    #: ``rollback: standby``: the manifest's branch this one takes turns with.
+    pair_of: str | None = None
     #: Why a rollback asked for cannot be done (the failure is then reported and the code left in place).
     note: str | None = None
 
@@ -102,6 +107,9 @@ class VerifyStep(_Frozen):
         head += "failed ticks"
         if self.on_failure == "rollback" and self.restore_ready:
             return head + " -> restore the previous code (1 upload reserved)"
+        if self.on_failure == "rollback" and self.switch_back is not None:
+            n = len(self.switch_for)
+            return head + f" -> switch back to {self.switch_back} ({n} activation(s) reserved)"
         if self.on_failure == "rollback":
             return head + f" -> report only: {self.note}"
         return head + " -> report (the code stays)"
@@ -109,6 +117,10 @@ class VerifyStep(_Frozen):
     @property
     def reserves_upload(self) -> bool:
         return self.on_failure == "rollback" and self.restore_ready
+
+    @property
+    def reserved_activations(self) -> int:
+        return len(self.switch_for) if self.on_failure == "rollback" and self.switch_back is not None else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,10 +265,21 @@ def build_plan(
     for entry in local.branches:
         config = configs[(entry.server, entry.branch)]
         view = remote.get(entry.server) or RemoteView(entry.server, None, {})
-        seen_branch = view.branches.get(entry.branch)
+        enabled = config.verify is not None and (verify or VerifyOverrides()).enabled
+        pair = _blue_green(config, view) if enabled else None
+        if pair is not None and pair[1] is not None:
+            running = config.model_copy(update={"branch": pair[1]})
+            if not _plan_branch(running, entry.code, view, view.branches.get(pair[1]))[0].steps:
+                pair = None  # the active one of the pair holds the code already: nothing to deploy
+                config = running
+        if pair is not None:
+            config = config.model_copy(update={"branch": pair[0]})
+        seen_branch = view.branches.get(config.branch)
         branch_plan, payload = _plan_branch(config, entry.code, view, seen_branch)
-        if config.verify is not None and (verify or VerifyOverrides()).enabled and branch_plan.steps:
+        if config.verify is not None and enabled and branch_plan.steps:
             step, previous = _verify_step(config.verify, verify or VerifyOverrides(), branch_plan, seen_branch)
+            if pair is not None:
+                step = _standby_step(step, config, entry.branch, pair[1])
             branch_plan = branch_plan.model_copy(update={"verify": step})
             if previous is not None:
                 rollbacks.append(Payload(server=config.server, branch=config.branch, modules=previous))
@@ -289,9 +312,13 @@ def build_plan(
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
         reserve = dict(facts.reserve or {})
-        held = rollback_uploads([b for b in branches if b.server == server])
+        mine = [b for b in branches if b.server == server]
+        held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
         rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
-        budget.extend(row.model_copy(update={"for_rollback": held}) if row.endpoint == UPLOAD else row for row in rows)
+        budget.extend(
+            row.model_copy(update={"for_rollback": held[row.endpoint]}) if held.get(row.endpoint) else row
+            for row in rows
+        )
     return Plan(
         created_at=now,
         manifest_path=str(loaded.path),
@@ -318,7 +345,7 @@ def _verify_step(
     """The branch's verify step and, for ``rollback: restore``, the code to restore (``None`` when not known)."""
     note: str | None = None
     previous: dict[str, WireModule] | None = None
-    if config.on_failure == "rollback":
+    if config.on_failure == "rollback" and config.rollback == "restore":
         if not any(s.kind == "upload" for s in plan.steps):
             note = "the branch is new or only activated, so there is no previous code of it to restore"
         elif seen is None or seen.modules is None:
@@ -341,6 +368,44 @@ def _verify_step(
         note=note,
     )
     return step, previous
+
+
+def _blue_green(config: BranchConfig, view: RemoteView) -> tuple[str, str | None] | None:
+    """For ``rollback: standby``: the branch to deploy to (whichever of the pair is not active) and the one to
+    switch back to (the active one; ``None`` when neither is, or which is active is not known). ``None`` for other
+    branches."""
+    verify = config.verify
+    if verify is None or verify.rollback != "standby" or verify.standby is None:
+        return None
+    if view.branch_list is None or not config.activate:
+        return config.branch, None
+    which = config.activate[0]
+    own, other = view.info(config.branch), view.info(verify.standby)
+    if own is not None and own.is_active(which):
+        return verify.standby, config.branch
+    if other is not None and other.is_active(which):
+        return config.branch, verify.standby
+    return config.branch, None
+
+
+def _standby_step(step: VerifyStep, config: BranchConfig, manifest_branch: str, back: str | None) -> VerifyStep:
+    note = step.note if step.on_failure == "rollback" and back is None else None
+    if step.on_failure == "rollback" and back is None:
+        note = "neither the branch nor its standby is known to be active, so there is nothing to switch back to"
+    return step.model_copy(
+        update={
+            "restore_ready": False,
+            "switch_back": back,
+            "switch_for": list(config.activate) if back is not None else [],
+            "pair_of": manifest_branch if config.branch != manifest_branch else None,
+            "note": note,
+        }
+    )
+
+
+def rollback_activations(branches: list[BranchPlan]) -> int:
+    """Activations the plan reserves to switch back (``rollback: standby``)."""
+    return sum(b.verify.reserved_activations for b in branches if b.verify is not None)
 
 
 def rollback_uploads(branches: list[BranchPlan]) -> int:
@@ -498,6 +563,9 @@ def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
     held = rollback_uploads(branches)
     if held:
         needs[UPLOAD] = needs.get(UPLOAD, 0) + held
+    switches = rollback_activations(branches)
+    if switches:
+        needs[ACTIVATE] = needs.get(ACTIVATE, 0) + switches
     return needs
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.diff import ModuleChange
 from gitops.core.drift import Drift
-from gitops.core.endpoints import GLOBAL_KEY, Limit
+from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
 from gitops.core.plan import BranchPlan, Plan
 
 JSON_FORMAT_VERSION = 1
@@ -172,7 +172,8 @@ def budget_row_text(row: EndpointBudget) -> str:
     paced = " (paced)" if row.endpoint == GLOBAL_KEY else ""
     needs = f"needs {row.needed}"
     if row.for_rollback:
-        needs = f"needs {row.needed - row.for_rollback} upload(s), plus {row.for_rollback} reserved for rollback,"
+        what = "upload(s)" if row.endpoint == UPLOAD else "activation(s)" if row.endpoint == ACTIVATE else "request(s)"
+        needs = f"needs {row.needed - row.for_rollback} {what}, plus {row.for_rollback} reserved for rollback,"
     return f"{name}: {needs}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
 
 
