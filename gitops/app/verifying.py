@@ -105,7 +105,7 @@ def watch(s: Session, server: str, step: VerifyStep) -> Health:
     wanted = SETTLE_TICKS + step.ticks + 1  # the last one only closes the one before (its error may follow it)
 
     def enough(events: list[ConsoleEvent]) -> bool:
-        return sum(1 for e in events if e.log is not None) >= wanted
+        return len(group_ticks(events)) >= wanted
 
     events, problem = console_events(url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log)
     ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]

@@ -11,9 +11,11 @@ The socket edge (``edges/socket.py``) turns the console channel into :class:`Con
 
 There is no path to "healthy" without ticks: zero ticks is always unknown.
 
-How ticks are counted: the server sends one ``{"messages": {"log": [...], "results": [...]}}`` per tick, and, when
-the player's code failed in that tick, a separate ``{"error": TEXT}``. Each ``messages`` event opens a tick; an error
-belongs to the tick open when it arrives (or, if it arrives first, to the next tick to open).
+How ticks are counted (``@screeps/engine``'s runner: the console message, then the error): the server sends one
+``{"messages": {"log": [...], "results": [...]}}`` per tick, and, when the player's code failed in that tick, a
+separate ``{"error": TEXT}`` after it. Each ``messages`` event opens a tick; an error belongs to the open tick unless
+that one has its error already, or none is open: then it is a tick of its own (a run the server terminated, at the
+CPU limit say, sends the error alone).
 """
 
 from __future__ import annotations
@@ -85,20 +87,16 @@ def unknown(reason: str) -> Health:
 def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
     """The ticks the events make up (see the module's docstring)."""
     ticks: list[Tick] = []
-    pending: list[str] = []
     for event in events:
         if event.log is not None:
-            ticks.append(Tick(event.log, tuple(pending)))
-            pending = []
+            ticks.append(Tick(event.log))
         elif event.error is not None:
-            if ticks:
-                last = ticks[-1]
-                ticks[-1] = Tick(last.log, (*last.errors, event.error))
+            if ticks and not ticks[-1].errors:
+                ticks[-1] = Tick(ticks[-1].log, (event.error,))
             else:
-                pending.append(event.error)
-    if pending:
-        # Errors with no tick after them: the failing tick's console message never came; it still failed.
-        ticks.append(Tick((), tuple(pending)))
+                # The server sends at most one error a tick: a second one is a tick whose console message never
+                # came (a run the server terminated, e.g. at the CPU limit, sends only the error).
+                ticks.append(Tick((), (event.error,)))
     return ticks
 
 

@@ -13,11 +13,23 @@ def _err(text: str) -> ConsoleEvent:
     return ConsoleEvent(error=text)
 
 
-def test_errors_belong_to_the_open_tick_or_the_next() -> None:
+def test_an_error_belongs_to_the_open_tick_or_is_a_tick_of_its_own() -> None:
     ticks = group_ticks([_err("early"), _log("a"), _err("e1"), _err("e2"), _log(), _log("b"), _err("late")])
-    assert ticks == [Tick(("a",), ("early", "e1", "e2")), Tick((), ()), Tick(("b",), ("late",))]
+    assert ticks == [
+        Tick((), ("early",)),
+        Tick(("a",), ("e1",)),
+        Tick((), ("e2",)),
+        Tick((), ()),
+        Tick(("b",), ("late",)),
+    ]
     assert group_ticks([_err("alone")]) == [Tick((), ("alone",))]
     assert group_ticks([]) == []
+
+
+def test_terminated_runs_send_only_errors_and_still_count_as_ticks() -> None:
+    cpu = "Script execution has been terminated: CPU limit reached"
+    health = judge(group_ticks([_err(cpu)] * 4), Thresholds(ticks=3))
+    assert (health.status, health.ticks_seen, health.cpu_terminations) == ("failing", 4, 4)
 
 
 def test_healthy_needs_the_ticks_and_few_failures() -> None:
