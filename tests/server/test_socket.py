@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import zlib
 from pathlib import Path
 
@@ -141,3 +142,24 @@ def test_other_paths_are_refused_and_oversized_messages_close(standin: StandIn) 
 def _drain(ws: ClientConnection) -> None:
     for _ in range(5):
         ws.recv(timeout=TIMEOUT)
+
+
+def test_sockets_beyond_the_cap_are_refused_and_unauthenticated_ones_closed(standin: StandIn) -> None:
+    standin.app.sockets.max_sockets = 2
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as first, connect(standin.socket_url, open_timeout=TIMEOUT):
+        assert _recv(first).startswith("time ")
+        with pytest.raises(InvalidStatus):
+            connect(standin.socket_url, open_timeout=TIMEOUT)
+    for _ in range(200):  # closed sockets leave room again
+        if standin.app.sockets.open_sockets() == 0:
+            break
+        time.sleep(0.01)
+    assert standin.app.sockets.open_sockets() == 0
+
+
+def test_auth_must_come_in_time(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gitops.standin.socket.AUTH_TIMEOUT", 0.2)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws, pytest.raises(ConnectionClosed) as closed:
+        _drain(ws)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4001
