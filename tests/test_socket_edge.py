@@ -98,9 +98,9 @@ def _closes_soon(standin: StandIn) -> bool:
 
 def test_unreachable_and_refused(standin: StandIn) -> None:
     with pytest.raises(SocketProblem, match=r"could not connect|did not open"):
-        GameSocket("ws://127.0.0.1:9/socket/websocket", Secret(FULL_TOKEN), deadline=time.monotonic() + 2).open()
+        GameSocket("ws://127.0.0.1:9/socket/websocket", Secret(FULL_TOKEN), deadline=time.monotonic() + 10).open()
     with (
         pytest.raises(SocketProblem, match="auth failed"),
-        GameSocket(standin.socket_url, Secret("canarywrong0123456789"), deadline=time.monotonic() + 2),
+        GameSocket(standin.socket_url, Secret("canarywrong0123456789"), deadline=time.monotonic() + 10),
     ):
         pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +26,8 @@ ERROR = "TypeError: Cannot read property 'y' of undefined\n    at Object.module.
 
 
 def _verify(**settings: Any) -> dict[str, Any]:
-    return {"ticks": 3, "timeout": 5, **settings}
+    # A watch ends as soon as its ticks came: the time limit only matters on a loaded machine.
+    return {"ticks": 3, "timeout": 30, **settings}
 
 
 def _project(tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any, token: str = FULL_TOKEN) -> Project:
@@ -78,7 +80,7 @@ def test_failing_deploy_is_restored_and_the_old_code_runs_again(project: Project
     project.commit("v2")
     shown = project.plan()
     assert (
-        "verify: watch 3 tick(s) (at most 5 s), failing at 50% failed ticks -> restore the previous code" in shown.out
+        "verify: watch 3 tick(s) (at most 30 s), failing at 50% failed ticks -> restore the previous code" in shown.out
     )
     assert "POST /api/user/code: needs 1 upload(s), plus 1 reserved for rollback," in shown.out
     result = project.apply("--yes", "--json")
@@ -125,13 +127,13 @@ def test_no_ticks_is_unknown_never_healthy(project: Project, standin: StandIn) -
 
 
 def test_slow_ticks_are_unknown(project: Project, standin: StandIn) -> None:
-    standin.set_tick_seconds(0.4)
-    code, doc, err = _deploy(project, V2_GOOD, "--verify-timeout", "1.5", "--verify-ticks", "10")
+    standin.set_tick_seconds(0.3)
+    code, doc, err = _deploy(project, V2_GOOD, "--verify-timeout", "3", "--verify-ticks", "100")
     assert code == 0, err
     health = doc["verify"][0]["health"]
     assert health["status"] == "unknown"
-    assert health["reason"].startswith("only ")
-    assert health["reason"].endswith(" of 10 ticks came within 1.5 s")
+    # About 9 ticks in 3 s (one ignored as it may have run the old code); on a loaded machine perhaps none.
+    assert re.fullmatch(r"(only \d+ of 100 ticks|no tick) came within 3 s", health["reason"]), health
 
 
 def test_socket_refused_is_unknown(project: Project, standin: StandIn) -> None:

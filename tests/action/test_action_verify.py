@@ -15,7 +15,7 @@ ERROR = "ReferenceError: THROWS is not defined"
 
 def _verified(world: World, on_failure: str) -> None:
     manifest = yaml.safe_load((world.root / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["branches"][0]["verify"] = {"ticks": 3, "timeout": 5, "on_failure": on_failure}
+    manifest["branches"][0]["verify"] = {"ticks": 3, "timeout": 30, "on_failure": on_failure}
     (world.root / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
 
 
