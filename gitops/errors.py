@@ -48,6 +48,12 @@ class ExitCode(IntEnum):
     LOCAL_CODE = 6
     CREDENTIALS = 7
     PLAN_FILE = 8
+    #: ``apply``'s verification: the new code fails in the game and was left in place (``on_failure: report``).
+    UNHEALTHY = 9
+    #: ``apply``'s verification: the new code failed and was rolled back; the previous code runs again.
+    ROLLED_BACK = 10
+    #: ``apply``'s verification: the new code failed and its rollback failed too; the failing code is still there.
+    UNDO_FAILED = 11
     BUG = 70
 
 

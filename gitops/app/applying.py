@@ -16,11 +16,13 @@ from pathlib import Path
 from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
+from gitops.app.verifying import Verification, verify_branch
+from gitops.config.manifest import ActiveName
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
-from gitops.core.plan import Plan
+from gitops.core.plan import BranchPlan, Plan
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import ApplyError, ExitCode, GitopsError
 
@@ -38,6 +40,13 @@ class ApplyReport:
     outcomes: list[Outcome] = field(default_factory=list)
     applied: bool = False
     cancelled: bool = False
+    #: The health check of each branch with ``verify:`` (in the plan's order), once its server's steps are done.
+    verifications: list[Verification] = field(default_factory=list)
+
+    @property
+    def verify_exit_code(self) -> int:
+        """The worst verification's exit code (0: healthy, unknown, or nothing verified)."""
+        return max((v.exit_code for v in self.verifications), default=0)
 
     @property
     def applied_line(self) -> str | None:
@@ -138,6 +147,9 @@ def run_apply(
                 order.add(server, outcome)
 
             apply_plan(part, {server: writers[server]}, uploads, progress=done)
+            for branch in part.branches:
+                if branch.verify is not None and branch.steps:
+                    verified.append(_verify(s, plan, branch, writers[server]))
         finally:
             order.finish(server)
 
@@ -145,11 +157,39 @@ def run_apply(
     # upload, not the sum): each server's steps in order, its outcomes shown in the servers' order whatever finishes
     # first. A failure stops that server's remaining steps; the others carry on (each branch is one whole upload,
     # never half-written), and the error lists each server that failed.
+    verified: list[Verification] = []
     failures = run_each(servers, apply_server)
+    labels = [b.label for b in plan.branches]
+    report.verifications = sorted(verified, key=lambda v: labels.index(v.label))
     if failures:
         raise combined_failure(plan, report.outcomes, failures)
     report.applied = True
     return report
+
+
+def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) -> Verification:
+    """Watch and judge one applied branch; restore its previous code (the upload the plan reserved) on failure."""
+    rollback = plan.rollback(branch.server, branch.branch)
+
+    def restore(modules: Mapping[str, WireModule]) -> None:
+        try:
+            writer.upload_code(branch.branch, dict(modules))
+        finally:
+            s.save(branch.server)
+        record = _record(s, plan, branch.branch, modules)
+        if record is not None:
+            s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))
+            s.save(branch.server)
+
+    def switch(back: str, which: list[ActiveName]) -> None:
+        try:
+            for name in which:
+                writer.set_active_branch(back, name)
+        finally:
+            s.save(branch.server)
+
+    previous = None if rollback is None else rollback.modules
+    return verify_branch(s, branch, previous, restore=restore, switch=switch)
 
 
 class OrderedOutcomes:

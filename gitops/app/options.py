@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gitops.app.targets import Targets
+from gitops.core.plan import VerifyOverrides
 from gitops.edges.clock import Clock, SystemClock, Waiting
 
 Refresh = Literal["always", "auto", "never"]
@@ -50,3 +51,5 @@ class Options:
     waiting: Waiting | None = None
     #: ``--server``/``--branch``: the session sees only these (:func:`gitops.app.targets.select`).
     targets: Targets = field(default_factory=Targets)
+    #: ``--no-verify`` and the overrides of ``verify:`` (ticks, time limit).
+    verify: VerifyOverrides = field(default_factory=VerifyOverrides)

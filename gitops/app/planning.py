@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
 from gitops.app.session import Session
-from gitops.config.manifest import LoadedManifest
+from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
 from gitops.core.drift import (
@@ -87,7 +87,15 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     servers = [server for server in s.servers() if server not in failures]
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers}
-    result = build_plan(loaded=s.loaded, local=local, remote=views, budgets=budgets, refresh=options.refresh, now=now)
+    result = build_plan(
+        loaded=s.loaded,
+        local=local,
+        remote=views,
+        budgets=budgets,
+        refresh=options.refresh,
+        now=now,
+        verify=options.verify,
+    )
     probes = probe_needs(result, s)
     if probes:
         result = build_plan(
@@ -98,6 +106,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             refresh=options.refresh,
             now=now,
             extra_needs=probes,
+            verify=options.verify,
         )
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
@@ -112,6 +121,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             refresh=options.refresh,
             now=now,
             extra_needs=probes,
+            verify=options.verify,
         )
     result = mark_drift(s, result, views)
     refused = scope_error(result, s, probes)
@@ -268,9 +278,9 @@ def gather_remote(
         listing = listings.get(server)
         entries = {b.name: b for b in listing or ()}
         judged[server] = {
-            c.branch: judge(
-                ledger.remembered_branch(c.branch),
-                entries.get(c.branch),
+            name: judge(
+                ledger.remembered_branch(name),
+                entries.get(name),
                 listing_known=listing is not None,
                 refresh=refresh,
                 needs_content=c.remote_only == "keep",
@@ -279,6 +289,8 @@ def gather_remote(
             )
             for c in configs
             if c.server == server
+            # A blue/green branch's standby is learnt too: the plan deploys to whichever of the two is not active.
+            for name in sorted(deployed_names(c))
         }
         check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
 
@@ -517,7 +529,7 @@ def check_saved_plan(plan: Plan, loaded: LoadedManifest) -> None:
             f"the plan no longer matches the manifest {loaded.path}: it was made from a different version of it",
             hint="Make the plan again with the current manifest: 'gitops plan --out FILE'.",
         )
-    configured = {(b.server, b.branch) for b in loaded.manifest.branches}
+    configured = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
     for branch in plan.branches:
         if (branch.server, branch.branch) not in configured:
             raise PlanFileError(

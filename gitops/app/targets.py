@@ -122,12 +122,15 @@ def select(loaded: LoadedManifest, targets: Targets) -> LoadedManifest:
 def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
     """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`select` narrowed it): its
     other branches, payloads and budget rows are left out, and so never applied."""
-    keep = {(b.server, b.branch) for b in loaded.manifest.branches}
+    from gitops.config.manifest import deployed_names
+
+    keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
     servers = {server for server, _ in keep}
     return plan.model_copy(
         update={
             "branches": [b for b in plan.branches if (b.server, b.branch) in keep],
             "payloads": [p for p in plan.payloads if (p.server, p.branch) in keep],
+            "rollbacks": [p for p in plan.rollbacks if (p.server, p.branch) in keep],
             "budget": [r for r in plan.budget if r.server in servers],
             "not_rate_limited": [s for s in plan.not_rate_limited if s in servers],
             "failed": [f for f in plan.failed if f.server in servers],

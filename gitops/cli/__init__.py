@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "watch",
         "Deploy on every change, paced under the day's upload limit (Ctrl-C stops).",
     ),
+    "console": ("gitops.cli.console", "console", "Stream the account's console (redacted) until Ctrl-C."),
     "token": ("gitops.cli.token", "token", "Show a token's scope and its unlimited time left."),
     "unlock": ("gitops.cli.token", "unlock", "Print the no-rate-limit link; --wait until the token is unlimited."),
     "serve": ("gitops.cli.serve", "serve", "Run the local stand-in of the game service."),

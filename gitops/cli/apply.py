@@ -41,6 +41,25 @@ from gitops.secrets import redact
     "outcome, whether everything was applied); the question, if any, goes to stderr.",
 )
 @click.option(
+    "--no-verify",
+    is_flag=True,
+    envvar="GITOPS_NO_VERIFY",
+    help="Skip the health check after apply that the manifest's verify: asks for (and reserve no rollback "
+    "upload). [env: GITOPS_NO_VERIFY]",
+)
+@click.option(
+    "--verify-ticks",
+    type=click.IntRange(1, 1000),
+    envvar="GITOPS_VERIFY_TICKS",
+    help="Ticks to watch, instead of each branch's verify.ticks. [env: GITOPS_VERIFY_TICKS]",
+)
+@click.option(
+    "--verify-timeout",
+    type=click.FloatRange(0.1, 3600),
+    envvar="GITOPS_VERIFY_TIMEOUT",
+    help="Seconds to wait for those ticks, instead of each branch's verify.timeout. [env: GITOPS_VERIFY_TIMEOUT]",
+)
+@click.option(
     "-y",
     "--yes",
     is_flag=True,
@@ -63,6 +82,9 @@ def apply(
     branches: tuple[str, ...],
     keep_going: bool,
     as_json: bool,
+    no_verify: bool,
+    verify_ticks: int | None,
+    verify_timeout: float | None,
 ) -> int:
     """Make the servers hold what the repository holds.
 
@@ -87,6 +109,9 @@ def apply(
         servers=servers,
         branches=branches,
     )
+    from gitops.core.plan import VerifyOverrides
+
+    options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
     if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         # Said before planning, so that no download is spent on a run that cannot go on.
@@ -139,17 +164,20 @@ def apply(
             print_unlock_links(refusal)
             raise
         if as_json:
-            _print_document(result, outcomes, report.applied, now=options.clock.now())
+            _print_document(result, outcomes, report.applied, now=options.clock.now(), report=report)
         if report.cancelled:
             click.echo("Apply cancelled; nothing was changed.", err=True)
             # The person answered no: nothing was applied (an error for scripts that expected a deploy).
             return ExitCode.FAILURE
         if report.applied_line is not None:
             click.echo(report.applied_line, err=as_json)
-    return ExitCode.OK
+        for verification in report.verifications:
+            for line in verification.lines():
+                click.echo(redact(line), err=as_json)
+    return report.verify_exit_code
 
 
-def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float) -> None:
+def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float, report: Any = None) -> None:
     """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}}``."""
     import json
 
@@ -162,6 +190,7 @@ def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float
             {"branch": o.branch, "step": o.step.describe(), "status": o.status, "detail": o.detail} for o in outcomes
         ],
         "plan": plan_document(plan, now=now),
+        "verify": [v.document() for v in report.verifications] if report is not None else [],
     }
     echo_json(json.dumps(document, indent=2) + "\n")
 
@@ -172,10 +201,14 @@ def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
     from gitops.app.applying import apply_each
 
     reports, failures = apply_each(s, plan, saved=saved, progress=progress)
+    codes: list[int] = []
     for report in reports:
         if report.applied_line is not None and report.plan.has_changes:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
-    codes: list[int] = []
+        for verification in report.verifications:
+            for line in verification.lines():
+                click.echo(redact(line))
+        codes.append(report.verify_exit_code)
     for failure in plan.failed:
         click.echo(redact(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
         codes.append(failure.exit_code)

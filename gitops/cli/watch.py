@@ -71,6 +71,10 @@ def watch(
         servers=servers,
         branches=branches,
     )
+    from gitops.core.plan import VerifyOverrides
+
+    # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
+    options.verify = VerifyOverrides(enabled=False)
     settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
     folder = (manifest if manifest.is_dir() else manifest.parent).resolve()
     stop = threading.Event()

@@ -326,6 +326,50 @@ class RequiresConfig(_Model):
     )
 
 
+def _check_pattern(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise _fail(f"is not a regular expression ({exc}); fix it, or quote it in single quotes in YAML") from exc
+    return value
+
+
+FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_pattern)]
+
+
+class VerifyConfig(_Model):
+    """Watch the game's console after apply and judge whether the new code runs (docs/safe-deploys.md)."""
+
+    ticks: int = Field(10, ge=1, le=1000, description="Ticks to watch after the code landed.")
+    error_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="The deploy is failing when at least this share of the watched ticks failed (an uncaught "
+        "error, a CPU-limit termination, a line matching fail_on); 0: any failed tick.",
+    )
+    timeout: float = Field(
+        120, gt=0, le=3600, description="Seconds to wait for the ticks; fewer ticks in that time: unknown."
+    )
+    on_failure: Literal["report", "rollback"] = Field(
+        "report", description="When failing: 'report' (leave the code in place) or 'rollback' (undo the deploy)."
+    )
+    rollback: Literal["restore", "standby"] = Field(
+        "restore",
+        description="How to undo: 'restore' uploads the code the server held before (1 upload, reserved in the "
+        "plan); 'standby' (blue/green) deploys to whichever of the branch and its standby is not active, activates "
+        "it, and on failure activates the other again (no upload; 1 activation reserved per activate entry).",
+    )
+    standby: BranchName | None = Field(
+        None, description="rollback: standby: the second branch, taking turns with this one (not in branches)."
+    )
+    fail_on: list[FailPattern] = Field(
+        default_factory=list,
+        description="Regular expressions: a console log line matching one makes its tick a failed one (errors "
+        "the bot catches and logs itself).",
+    )
+
+
 class BranchConfig(_Model):
     """One code branch on one server, and the files that make it up."""
 
@@ -368,6 +412,11 @@ class BranchConfig(_Model):
         "'omit' (left out).",
     )
     requires: RequiresConfig = Field(default_factory=RequiresConfig)
+    verify: VerifyConfig | None = Field(
+        None,
+        description="After apply, watch the account's console and judge the deploy; off when left out. Needs "
+        "activate (the console shows the active code).",
+    )
 
     @field_validator("include", mode="after")
     @classmethod
@@ -534,6 +583,7 @@ def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     if not branches:
         problems.append((("branches",), "lists no branches; add one, e.g. - {server: local, branch: main}"))
     seen: dict[tuple[str, str], int] = {}
+    standbys: dict[str, dict[str, int]] = {}
     active: dict[tuple[str, str], list[int]] = {}
     per_server: dict[str, set[str]] = {}
     for i, b in enumerate(branches):
@@ -559,9 +609,42 @@ def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
             )
             continue
         activate = b.get("activate")
+        verify = b.get("verify")
+        if isinstance(verify, dict):
+            standby = verify.get("standby")
+            if verify.get("rollback") == "standby" and not isinstance(standby, str):
+                problems.append(
+                    (
+                        ("branches", i, "verify"),
+                        "rollback: standby needs standby: BRANCH, the second branch that takes turns with this one",
+                    )
+                )
+            if isinstance(standby, str) and verify.get("rollback") != "standby":
+                problems.append((("branches", i, "verify", "standby"), "is only for rollback: standby; add it"))
+            if isinstance(standby, str) and standby == name:
+                problems.append((("branches", i, "verify", "standby"), "must differ from the branch itself"))
+            if isinstance(standby, str):
+                standbys.setdefault(server, {})[standby] = i
+        if isinstance(verify, dict) and not (isinstance(activate, list) and activate):
+            problems.append(
+                (
+                    ("branches", i, "verify"),
+                    "needs the branch to be activated (the console shows the active code); add activate: [world]",
+                )
+            )
         if isinstance(activate, list):
             for which in dict.fromkeys(a for a in activate if a in ("world", "sim")):
                 active.setdefault((server, which), []).append(i)
+    for server, standby_of in standbys.items():
+        for standby, i in standby_of.items():
+            if (server, standby) in seen:
+                problems.append(
+                    (
+                        ("branches", i, "verify", "standby"),
+                        f"'{standby}' is also listed under branches; a standby branch is this tool's to switch, "
+                        "list it only here",
+                    )
+                )
     for (server, which), indexes in active.items():
         for i in indexes[1:]:
             problems.append(
@@ -630,6 +713,14 @@ class LoadedManifest:
     def where(self, loc: Loc) -> str:
         """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""
         return f"{self.display}:{line_of(self.locations, loc)}: {format_loc(loc)}"
+
+
+def deployed_names(config: BranchConfig) -> set[str]:
+    """The server branches a manifest branch may be deployed to: itself, and its standby (blue/green)."""
+    names = {config.branch}
+    if config.verify is not None and config.verify.rollback == "standby" and config.verify.standby:
+        names.add(config.verify.standby)
+    return names
 
 
 def manifest_digest(manifest: Manifest) -> str:

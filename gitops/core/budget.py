@@ -53,6 +53,9 @@ class EndpointBudget(BaseModel):
     #: ``remaining`` is not from the server's headers of the current window but counted from this tool's own
     #: requests: requests made elsewhere with the token are missing from it (shown as "~N left, estimated").
     estimate: bool = False
+    #: Of ``needed``, the uploads held back to restore branches whose verification fails (``verify:`` with
+    #: ``on_failure: rollback``); spent only on a failure, but reserved like the others.
+    for_rollback: int = 0
 
 
 def assess(

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest
+from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
@@ -79,6 +80,58 @@ class Payload(_Frozen):
     missing_kept: list[str] = Field(default_factory=list)
 
 
+class VerifyStep(_Frozen):
+    """After the branch's steps: watch the console and judge the deploy (``gitops.core.health``); on failure, with
+    ``on_failure: rollback`` and ``restore_ready``, upload the code the server held before (``Plan.rollbacks``),
+    whose upload the plan reserves in its budget."""
+
+    ticks: int
+    error_share: float
+    timeout: float
+    on_failure: Literal["report", "rollback"]
+    rollback: Literal["restore", "standby"] = "restore"
+    fail_on: list[str] = Field(default_factory=list)
+    #: The plan holds the previous code, and reserves an upload to restore it.
+    restore_ready: bool = False
+    #: ``rollback: standby``: the branch that runs now, activated again on failure (for each of ``switch_for``).
+    switch_back: str | None = None
+    switch_for: list[ActiveName] = Field(default_factory=list)
+    #: ``rollback: standby``: the manifest's branch this one takes turns with.
+    pair_of: str | None = None
+    #: Why a rollback asked for cannot be done (the failure is then reported and the code left in place).
+    note: str | None = None
+
+    def describe(self) -> str:
+        """``verify: watch 10 ticks (at most 120 s), failing at 50% failed ticks -> restore the previous code``."""
+        head = f"verify: watch {self.ticks} tick(s) (at most {self.timeout:g} s), failing at {self.error_share:.0%} "
+        head += "failed ticks"
+        if self.on_failure == "rollback" and self.restore_ready:
+            return head + " -> restore the previous code (1 upload reserved)"
+        if self.on_failure == "rollback" and self.switch_back is not None:
+            n = len(self.switch_for)
+            return head + f" -> switch back to {self.switch_back} ({n} activation(s) reserved)"
+        if self.on_failure == "rollback":
+            return head + f" -> report only: {self.note}"
+        return head + " -> report (the code stays)"
+
+    @property
+    def reserves_upload(self) -> bool:
+        return self.on_failure == "rollback" and self.restore_ready
+
+    @property
+    def reserved_activations(self) -> int:
+        return len(self.switch_for) if self.on_failure == "rollback" and self.switch_back is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOverrides:
+    """The command line's say over the manifest's ``verify:`` (``--no-verify``, ``--verify-ticks``, ...)."""
+
+    enabled: bool = True
+    ticks: int | None = None
+    timeout: float | None = None
+
+
 class BranchPlan(_Frozen):
     """What the plan does to one branch."""
 
@@ -100,6 +153,8 @@ class BranchPlan(_Frozen):
     #: Whether the server's code differs from what this tool last applied there (``gitops.core.drift``); ``None``
     #: when the plan was made without drift findings (an older plan file, or a plan that did not look).
     drift: Drift | None = None
+    #: The health check after apply (``verify:`` in the manifest), ``None`` when off or nothing changes.
+    verify: VerifyStep | None = None
 
     def names(self, change: str) -> list[str]:
         return [m.name for m in self.modules if m.change == change]
@@ -150,6 +205,15 @@ class Plan(_Frozen):
     payloads: list[Payload] = Field(default_factory=list)
     #: Servers whose planning failed (``plan`` reports the others; ``apply`` needs ``--keep-going``).
     failed: list[ServerFailure] = Field(default_factory=list)
+    #: The code each verified branch held before, for ``rollback: restore`` (never rendered; sealed by the branch's
+    #: ``remote.digest``).
+    rollbacks: list[Payload] = Field(default_factory=list)
+
+    def rollback(self, server: str, branch: str) -> Payload | None:
+        for p in self.rollbacks:
+            if p.server == server and p.branch == branch:
+                return p
+        return None
 
     @property
     def has_changes(self) -> bool:
@@ -187,6 +251,7 @@ def build_plan(
     refresh: str,
     now: float,
     extra_needs: Mapping[str, Mapping[str, int]] | None = None,
+    verify: VerifyOverrides | None = None,
 ) -> Plan:
     """Decide, per branch of the manifest, what apply must do to make the server hold the local code.
 
@@ -195,11 +260,31 @@ def build_plan(
     configs = {(b.server, b.branch): b for b in loaded.manifest.branches}
     branches: list[BranchPlan] = []
     payloads: list[Payload] = []
+    rollbacks: list[Payload] = []
     warnings = list(local.warnings)
     for entry in local.branches:
         config = configs[(entry.server, entry.branch)]
         view = remote.get(entry.server) or RemoteView(entry.server, None, {})
-        branch_plan, payload = _plan_branch(config, entry.code, view, view.branches.get(entry.branch))
+        enabled = config.verify is not None and (verify or VerifyOverrides()).enabled
+        pair = _blue_green(config, view) if enabled else None
+        if pair is not None and pair[1] is not None:
+            running = config.model_copy(update={"branch": pair[1]})
+            if not _plan_branch(running, entry.code, view, view.branches.get(pair[1]))[0].steps:
+                pair = None  # the active one of the pair holds the code already: nothing to deploy
+                config = running
+        if pair is not None:
+            config = config.model_copy(update={"branch": pair[0]})
+        seen_branch = view.branches.get(config.branch)
+        branch_plan, payload = _plan_branch(config, entry.code, view, seen_branch)
+        if config.verify is not None and enabled and branch_plan.steps:
+            step, previous = _verify_step(config.verify, verify or VerifyOverrides(), branch_plan, seen_branch)
+            if pair is not None:
+                step = _standby_step(step, config, entry.branch, pair[1])
+            branch_plan = branch_plan.model_copy(update={"verify": step})
+            if previous is not None:
+                rollbacks.append(Payload(server=config.server, branch=config.branch, modules=previous))
+            if step.note:
+                warnings.append(f"{branch_plan.label}: on_failure: rollback cannot be done: {step.note}")
         branches.append(branch_plan)
         if payload is not None:
             payloads.append(payload)
@@ -227,8 +312,12 @@ def build_plan(
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
         reserve = dict(facts.reserve or {})
+        mine = [b for b in branches if b.server == server]
+        held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
+        rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
         budget.extend(
-            assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
+            row.model_copy(update={"for_rollback": held[row.endpoint]}) if held.get(row.endpoint) else row
+            for row in rows
         )
     return Plan(
         created_at=now,
@@ -246,7 +335,82 @@ def build_plan(
         not_rate_limited=not_limited,
         warnings=warnings,
         payloads=payloads,
+        rollbacks=rollbacks,
     )
+
+
+def _verify_step(
+    config: VerifyConfig, overrides: VerifyOverrides, plan: BranchPlan, seen: RemoteBranch | None
+) -> tuple[VerifyStep, dict[str, WireModule] | None]:
+    """The branch's verify step and, for ``rollback: restore``, the code to restore (``None`` when not known)."""
+    note: str | None = None
+    previous: dict[str, WireModule] | None = None
+    if config.on_failure == "rollback" and config.rollback == "restore":
+        if not any(s.kind == "upload" for s in plan.steps):
+            note = "the branch is new or only activated, so there is no previous code of it to restore"
+        elif seen is None or seen.modules is None:
+            note = "the plan does not know the server's code of the branch; plan with --refresh=always"
+        elif any(f.is_binary or f.text is None for f in seen.modules.values()):
+            note = (
+                "the plan does not hold the server's code of the branch (binary modules, or known only by digest); "
+                "plan with --refresh=always"
+            )
+        else:
+            previous = {name: f.text for name, f in sorted(seen.modules.items()) if f.text is not None}
+    step = VerifyStep(
+        ticks=overrides.ticks or config.ticks,
+        error_share=config.error_share,
+        timeout=overrides.timeout or config.timeout,
+        on_failure=config.on_failure,
+        rollback=config.rollback,
+        fail_on=list(config.fail_on),
+        restore_ready=previous is not None,
+        note=note,
+    )
+    return step, previous
+
+
+def _blue_green(config: BranchConfig, view: RemoteView) -> tuple[str, str | None] | None:
+    """For ``rollback: standby``: the branch to deploy to (whichever of the pair is not active) and the one to
+    switch back to (the active one; ``None`` when neither is, or which is active is not known). ``None`` for other
+    branches."""
+    verify = config.verify
+    if verify is None or verify.rollback != "standby" or verify.standby is None:
+        return None
+    if view.branch_list is None or not config.activate:
+        return config.branch, None
+    which = config.activate[0]
+    own, other = view.info(config.branch), view.info(verify.standby)
+    if own is not None and own.is_active(which):
+        return verify.standby, config.branch
+    if other is not None and other.is_active(which):
+        return config.branch, verify.standby
+    return config.branch, None
+
+
+def _standby_step(step: VerifyStep, config: BranchConfig, manifest_branch: str, back: str | None) -> VerifyStep:
+    note = step.note if step.on_failure == "rollback" and back is None else None
+    if step.on_failure == "rollback" and back is None:
+        note = "neither the branch nor its standby is known to be active, so there is nothing to switch back to"
+    return step.model_copy(
+        update={
+            "restore_ready": False,
+            "switch_back": back,
+            "switch_for": list(config.activate) if back is not None else [],
+            "pair_of": manifest_branch if config.branch != manifest_branch else None,
+            "note": note,
+        }
+    )
+
+
+def rollback_activations(branches: list[BranchPlan]) -> int:
+    """Activations the plan reserves to switch back (``rollback: standby``)."""
+    return sum(b.verify.reserved_activations for b in branches if b.verify is not None)
+
+
+def rollback_uploads(branches: list[BranchPlan]) -> int:
+    """Uploads the plan reserves to restore failing branches (one per branch with ``rollback: restore``)."""
+    return sum(1 for b in branches if b.verify is not None and b.verify.reserves_upload)
 
 
 def similar_branch(name: str, existing: list[str]) -> str | None:
@@ -396,6 +560,12 @@ def requests_needed(branches: list[BranchPlan]) -> dict[str, int]:
     for branch in branches:
         for step in branch.steps:
             needs[step.request] = needs.get(step.request, 0) + 1
+    held = rollback_uploads(branches)
+    if held:
+        needs[UPLOAD] = needs.get(UPLOAD, 0) + held
+    switches = rollback_activations(branches)
+    if switches:
+        needs[ACTIVATE] = needs.get(ACTIVATE, 0) + switches
     return needs
 
 
@@ -434,6 +604,20 @@ def seal_problems(plan: Plan) -> list[str]:
     for key, branch in uploading.items():
         if key not in seen:
             problems.append(f"{branch.label}: the reviewed plan uploads to it, but the plan holds no modules for it")
+    by_key = {(b.server, b.branch): b for b in plan.branches}
+    for rollback in plan.rollbacks:
+        label = f"{rollback.server}/{rollback.branch}"
+        target = by_key.get((rollback.server, rollback.branch))
+        if target is None or target.verify is None or not target.verify.reserves_upload:
+            problems.append(f"{label}: the plan holds code to restore, but the reviewed plan has no rollback there")
+            continue
+        try:
+            digest = CodeSet.from_wire(rollback.modules, strict=True).digest
+        except ValueError as exc:
+            problems.append(f"{label}: the code to restore: {exc}")
+            continue
+        if digest != target.remote.digest:
+            problems.append(f"{label}: the code to restore is not the code the plan saw on the server")
     return problems
 
 

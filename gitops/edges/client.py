@@ -488,6 +488,22 @@ class ServiceClient:
             remember(info.full, info.endpoints)
         return info
 
+    def socket_login(self) -> tuple[str, Secret]:
+        """The account's user id (``GET /api/auth/me``, counted against the global limit only) and the token that
+        the game socket's ``auth`` takes: the persistent token, or on a private server the sign-in's token."""
+        data = self._call("GET", "/api/auth/me")
+        user_id = data.get("_id")
+        if not isinstance(user_id, str) or not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
+            raise self._shape_error("GET /api/auth/me", "'_id' is missing or not an id")
+        if isinstance(self._auth, TokenAuth):
+            return user_id, self._auth.token
+        if self._session is None:
+            raise AuthError(
+                f"server '{self.server_name}' is used without credentials, so its game socket cannot be read.",
+                hint="Set token_env (or a user name and password) for the server in the manifest.",
+            )
+        return user_id, self._session
+
     def no_rate_limit_url(self) -> Secret:
         """The no-rate-limit page for the token; a :class:`Secret` because the link carries the token."""
         token = self._token_auth("The no-rate-limit page").token

@@ -292,10 +292,20 @@ class Report:
     issue_url: str = ""
     #: ``command: apply``: per (server, branch) the apply set out to change, whether every step of it was done.
     deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: ``command: apply``: each verified branch's :class:`gitops.app.verifying.Verification`.
+    verifications: list[Any] = field(default_factory=list)
+
+    def health(self) -> str:
+        """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
+        statuses = {v.health.status for v in self.verifications}
+        return next((s for s in ("failing", "unknown", "healthy") if s in statuses), "")
 
     def outputs(self) -> dict[str, str]:
         plan = self.plan
+        rolled = any(v.action == "restored" for v in self.verifications)
         return {
+            "health": self.health(),
+            "rolled-back": "" if not self.verifications else str(rolled).lower(),
             "exit-code": str(int(self.exit_code)),
             "has-changes": "" if plan is None else str(bool(plan.has_changes)).lower(),
             "uploads-needed": "" if plan is None else str(plan.uploads_needed),
@@ -359,7 +369,8 @@ def run_action(
         raise
     finally:
         _tell_github(inputs, runner, report, echo=echo, github_token=github_token)
-    return 0
+    # A deploy that fails in the game fails the step: 9 left in place, 10 rolled back, 11 rollback failed.
+    return int(report.exit_code) if report.verifications else 0
 
 
 class _Masks:
@@ -616,6 +627,17 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
     if done.applied_line is not None:
         report.outcomes.append(done.applied_line)
         echo(done.applied_line)
+    report.verifications = list(done.verifications)
+    for verification in done.verifications:
+        for line in verification.lines():
+            echo(redact(line))
+        if verification.result in ("unhealthy", "rolled-back", "undo-failed"):
+            echo(annotation("error", f"{verification.label}: the new code fails in the game ({verification.result})"))
+            # The deployment record says what the game said: a deploy whose code fails (rolled back or not) failed.
+            for key in report.deployed:
+                if f"{key[0]}/{key[1]}" == verification.label:
+                    report.deployed[key] = False
+    report.exit_code = done.verify_exit_code
 
 
 # --- telling GitHub --------------------------------------------------------------------------------------------
@@ -771,6 +793,9 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     tail: list[str] = []
     if report.outcomes:
         tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
+    if report.verifications:
+        lines = [line for v in report.verifications for line in v.lines()]
+        tail.extend(["", f"#### Verify: {report.health()}", "", md_fence("\n".join(lines), "text")])
     if report.error is not None:
         message = redact(str(report.error))
         if len(message) > _ERROR_CHARS:

@@ -15,7 +15,7 @@ from typing import Any
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.diff import ModuleChange
 from gitops.core.drift import Drift
-from gitops.core.endpoints import GLOBAL_KEY, Limit
+from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
 from gitops.core.plan import BranchPlan, Plan
 
 JSON_FORMAT_VERSION = 1
@@ -170,7 +170,11 @@ def budget_row_text(row: EndpointBudget) -> str:
     reserve = f", {row.reserve} reserved" if row.reserve else ""
     verdict = "ok" if row.fits else "DOES NOT FIT"
     paced = " (paced)" if row.endpoint == GLOBAL_KEY else ""
-    return f"{name}: needs {row.needed}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
+    needs = f"needs {row.needed}"
+    if row.for_rollback:
+        what = "upload(s)" if row.endpoint == UPLOAD else "activation(s)" if row.endpoint == ACTIVATE else "request(s)"
+        needs = f"needs {row.needed - row.for_rollback} {what}, plus {row.for_rollback} reserved for rollback,"
+    return f"{name}: {needs}{paced} of {limit.describe()}; {left}{reserve} -> {verdict}"
 
 
 #: At a terminal, at most this many module lines per branch, and this many diff lines per branch, unless ``--full``:
@@ -239,6 +243,8 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
             out.append(f"  activate for {which}")
         if branch.steps:
             out.append("  requests: " + ", ".join(s.describe() for s in branch.steps))
+        if branch.verify is not None:
+            out.append("  " + branch.verify.describe())
     if plan.budget or plan.not_rate_limited:
         out.append("")
         out.append(style("Budget", bold=True))
@@ -324,6 +330,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
                 },
                 **drift_document(b.drift, now),
+                **({} if b.verify is None else {"verify": b.verify.model_dump()}),
             }
             for b in plan.branches
         ],
@@ -470,6 +477,8 @@ def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None =
         lines.append(f"- {md_code(_module_line(entry))}" + (f" ({md_text(entry.note)})" if entry.note else ""))
     for which in branch.activate:
         lines.append(f"- activate for {md_text(which)}")
+    if branch.verify is not None:
+        lines.append(f"- {md_text(branch.verify.describe())}")
     diffs = [e for e in branch.modules if e.diff]
     if diffs:
         if with_diffs:

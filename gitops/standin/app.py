@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.types import Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from gitops.core.endpoints import UPLOAD, endpoint_key
 from gitops.edges.clock import Clock
@@ -31,6 +32,7 @@ from gitops.standin.faults import Faults
 from gitops.standin.handlers import Handlers, parse_segment
 from gitops.standin.inflate import TooLarge, inflate
 from gitops.standin.ratelimit import RateLimiter
+from gitops.standin.socket import SocketHub, parse_rule, socket_path_kind
 from gitops.standin.store import Store
 from gitops.standin.wire import HTML_TYPE, JSON_TYPE, TEXT_TYPE, Reject, Request, Response, error, ok
 
@@ -99,6 +101,8 @@ class StandInApp:
         for account in accounts.users:
             store.ensure_user(account.username, now_ms)
         self.handlers = Handlers(self)
+        #: The game socket (``/socket/websocket``) and its tick clock.
+        self.sockets = SocketHub(self)
         self.routes = self.handlers.routes()
         assert set(self.routes) == set(ENDPOINTS), "every endpoint needs a handler"
 
@@ -121,8 +125,16 @@ class StandInApp:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
+        if scope["type"] == "websocket":
+            websocket = WebSocket(scope, receive, send)
+            kind = socket_path_kind(strip_world_prefix(scope["path"]))
+            if kind is None:
+                await websocket.close(1008)  # before accept: the handshake is answered 403
+                return
+            await self.sockets.serve(websocket, kind)
+            return
         if scope["type"] != "http":
-            return  # there is no websocket server; uvicorn is started with ws="none"
+            return
         method: str = scope["method"]
         path: str = scope["path"]
         user: list[str] = []
@@ -384,6 +396,20 @@ class StandInApp:
         if req.method == "GET" and name == "code":
             found = self.store.branch(req.query.get("username", ""), req.query.get("branch", ""))
             return ok(modules=None if found is None else found.modules())
+        if req.method == "POST" and name == "ticks":
+            seconds = req.json_object().get("seconds")
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+                raise Reject("give 'seconds' between ticks as a number (0 pauses the game)", 400)
+            self.sockets.set_tick_seconds(float(seconds))
+            return ok(gameTime=self.sockets.game_time)
+        if req.method == "POST" and name == "console":
+            self.sockets.add_rule(parse_rule(req.json_object()))
+            return ok()
+        if req.method == "DELETE" and name == "console":
+            self.sockets.clear_rules()
+            return ok()
+        if req.method == "GET" and name == "sockets":
+            return ok(open=self.sockets.open_sockets(), gameTime=self.sockets.game_time)
         return error(f"no such control route: {req.method} {req.path}", 404)
 
 

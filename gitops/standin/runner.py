@@ -15,6 +15,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from gitops.standin.app import StandInApp
 from gitops.standin.bounds import HEADER_TIMEOUT
+from gitops.standin.socket import MAX_CLIENT_MESSAGE
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -103,7 +104,7 @@ def _bounded_protocol(header_timeout: float) -> type[H11Protocol]:
 def make_config(app: StandInApp) -> uvicorn.Config:
     """uvicorn's configuration for ``app``, with the app's bounds (``app.bounds``) on connections and headers."""
     # No access log: uvicorn's would print query strings, and with them '_token=' values. The app logs its own
-    # lines without them. No websocket server exists, so upgrades are not offered. uvicorn answers a request that
+    # lines without them. uvicorn answers a request that
     # arrives while max_connections connections are open with 503 at once (limit_concurrency), so a crowd of slow
     # clients gets new requests refused quickly rather than queued, until the header deadline closes them.
     bounds = app.bounds
@@ -114,7 +115,10 @@ def make_config(app: StandInApp) -> uvicorn.Config:
         timeout_keep_alive=bounds.keep_alive_timeout,
         interface="asgi3",
         lifespan="off",
-        ws="none",
+        # The game socket (standin/socket.py); a client message above its bound closes the socket (1009).
+        ws="websockets-sansio",
+        ws_max_size=MAX_CLIENT_MESSAGE,
+        ws_per_message_deflate=False,
         access_log=False,
         log_config=None,
         proxy_headers=False,

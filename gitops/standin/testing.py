@@ -24,6 +24,7 @@ from gitops.standin.accounts import fingerprint, load_accounts
 from gitops.standin.app import StandInApp, create_app
 from gitops.standin.bounds import ServiceBounds
 from gitops.standin.runner import ThreadedServer, bind, make_config, url_of
+from gitops.standin.socket import parse_rule
 
 ALICE = "alice"
 ALICE_EMAIL = "alice@example.com"
@@ -105,6 +106,23 @@ class StandIn:
     def list_without_modules(self) -> None:
         """From now on ``GET /api/user/branches`` lists names, active flags and ``timestamp``, not the modules."""
         self.app.handlers.list_modules = False
+
+    @property
+    def socket_url(self) -> str:
+        """The game socket's address (``ws://127.0.0.1:PORT/socket/websocket``)."""
+        return "ws" + self.url.removeprefix("http") + "/socket/websocket"
+
+    def set_tick_seconds(self, seconds: float) -> None:
+        """Seconds between the game's ticks on the socket; 0 pauses the game."""
+        self.app.sockets.set_tick_seconds(seconds)
+
+    def console_rule(self, username: str, **rule: object) -> None:
+        """While ``username``'s active world branch matches (``branch=NAME``, ``contains=MARKER`` in its code), each
+        tick logs ``log=[...]`` and fails with ``error=TEXT``; ``ticks=N`` ends the rule after N ticks."""
+        self.app.sockets.add_rule(parse_rule({"username": username, **rule}))
+
+    def clear_console_rules(self) -> None:
+        self.app.sockets.clear_rules()
 
     def grant_unlimited(self, token: str) -> float:
         """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""

@@ -201,6 +201,8 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "comment-url": "",
         "drifted": "",
         "issue-url": "",
+        "health": "",
+        "rolled-back": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
     assert world.standin.branch_modules(ALICE, "main") == {

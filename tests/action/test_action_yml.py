@@ -57,6 +57,8 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "comment-url",
         "drifted",
         "issue-url",
+        "health",
+        "rolled-back",
     }
     for name, spec in action["outputs"].items():
         assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"

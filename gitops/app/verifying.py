@@ -1,0 +1,156 @@
+"""Verified rollout: after a branch is applied, watch the account's console, judge the deploy, and undo it when it
+fails and the manifest says so (``verify:``; docs/safe-deploys.md).
+
+``verify_branch`` is called by ``app/applying.py`` once a server's steps are done. It never prints; its
+:class:`Verification` says what ran, what failed (the evidence) and what runs now, and picks its exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from gitops.app.session import Session
+from gitops.config.manifest import ActiveName
+from gitops.core.codeset import WireModule
+from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks, judge, unknown
+from gitops.core.plan import BranchPlan, VerifyStep
+from gitops.errors import ExitCode, GitopsError
+from gitops.secrets import redact
+
+Result = Literal["healthy", "unknown", "unhealthy", "rolled-back", "undo-failed"]
+
+#: Ticks ignored at the start of a watch: the tick in progress when the watch began may still run the old code.
+SETTLE_TICKS = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The health check of one branch and what was done about it."""
+
+    label: str
+    health: Health
+    #: ``restored``: the previous code was uploaded again; ``switched-back``: the standby branch that ran before was
+    #: activated again; ``undo-failed``: that upload or activation failed.
+    action: Literal["none", "restored", "switched-back", "undo-failed"] = "none"
+    #: What the undo did, in words (``activated default again for world``).
+    undo: str | None = None
+    #: The health after the undo (``None`` when there was none).
+    after: Health | None = None
+    #: The undo's error, when it failed.
+    undo_error: str | None = None
+
+    @property
+    def result(self) -> Result:
+        if self.action == "undo-failed":
+            return "undo-failed"
+        if self.action in ("restored", "switched-back"):
+            return "rolled-back"
+        if self.health.status == "failing":
+            return "unhealthy"
+        return self.health.status
+
+    @property
+    def exit_code(self) -> int:
+        return {
+            "healthy": ExitCode.OK,
+            "unknown": ExitCode.OK,
+            "unhealthy": ExitCode.UNHEALTHY,
+            "rolled-back": ExitCode.ROLLED_BACK,
+            "undo-failed": ExitCode.UNDO_FAILED,
+        }[self.result]
+
+    def lines(self) -> list[str]:
+        """What the CLI prints and the Action records (evidence already redacted)."""
+        h = self.health
+        out = [f"verify {self.label}: {h.status.upper()}: {h.reason}"]
+        out += [f"  error: {line}" for e in h.evidence for line in e.splitlines()[:1]]
+        if self.action in ("restored", "switched-back"):
+            out.append(f"  rolled back: {self.undo}")
+            if self.after is not None:
+                out.append(f"  after the rollback: {self.after.status.upper()}: {self.after.reason}")
+        elif self.action == "undo-failed":
+            out.append(f"  ROLLBACK FAILED ({self.undo}): {self.undo_error}")
+            out.append(f"  the server still runs the new, failing code of {self.label}")
+        elif h.status == "failing":
+            out.append(f"  left in place (on_failure: report): the new code still runs on {self.label}")
+        return out
+
+    def document(self) -> dict[str, object]:
+        return {
+            "branch": self.label,
+            "result": self.result,
+            "health": self.health.to_json(),
+            "action": self.action,
+            "undo": self.undo,
+            "after": None if self.after is None else self.after.to_json(),
+            "undo_error": self.undo_error,
+        }
+
+
+def watch(s: Session, server: str, step: VerifyStep) -> Health:
+    """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit) and judge."""
+    from gitops.edges.socket import console_events, socket_url
+
+    thresholds = Thresholds(ticks=step.ticks, error_share=step.error_share, fail_on=tuple(step.fail_on))
+    try:
+        client = s.client(server)
+        user_id, token = client.socket_login()
+        url = socket_url(client.base_url)
+    except GitopsError as exc:
+        return unknown(f"the game socket cannot be used: {redact(exc.message)}")
+    except ValueError as exc:
+        return unknown(f"the game socket cannot be used: {redact(str(exc))}")
+    wanted = SETTLE_TICKS + step.ticks + 1  # the last one only closes the one before (its error may follow it)
+
+    def enough(events: list[ConsoleEvent]) -> bool:
+        return len(group_ticks(events)) >= wanted
+
+    events, problem = console_events(url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log)
+    ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]
+    return judge(ticks, thresholds, problem=problem, timeout=step.timeout)
+
+
+def verify_branch(
+    s: Session,
+    branch: BranchPlan,
+    previous: Mapping[str, WireModule] | None,
+    *,
+    restore: Callable[[Mapping[str, WireModule]], None],
+    switch: Callable[[str, list[ActiveName]], None],
+) -> Verification:
+    """Judge ``branch`` after its steps; on failure with a reserved rollback, undo it and judge again: ``restore``
+    the previous code (the caller's upload, so the ledger sees it), or ``switch`` back to the standby branch that ran
+    before (the caller's activations). Only what the plan reserved is ever sent."""
+    step = branch.verify
+    assert step is not None
+    health = watch(s, branch.server, step)
+    if health.status != "failing":
+        return Verification(branch.label, health)
+    server = branch.server
+    if step.reserves_upload and previous is not None:
+        action: Literal["restored", "switched-back"] = "restored"
+        words = f"the previous code was uploaded again to {branch.label}"
+
+        def undo() -> None:
+            restore(previous)
+
+    elif step.reserved_activations and step.switch_back is not None:
+        back, which = step.switch_back, list(step.switch_for)
+        action = "switched-back"
+        words = f"{server}/{back} was activated again for {', '.join(which)}"
+
+        def undo() -> None:
+            switch(back, which)
+
+    else:
+        return Verification(branch.label, health)
+    try:
+        undo()
+    except GitopsError as exc:
+        return Verification(branch.label, health, "undo-failed", undo=words, undo_error=redact(exc.message))
+    return Verification(branch.label, health, action, undo=words, after=watch(s, server, step))
+
+
+__all__ = ["Verification", "verify_branch", "watch"]

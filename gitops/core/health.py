@@ -1,0 +1,146 @@
+"""Judging a deploy by what the game's console said after the new code landed (pure: no I/O, no clock).
+
+The socket edge (``edges/socket.py``) turns the console channel into :class:`ConsoleEvent` values, already redacted;
+:func:`group_ticks` groups them into ticks, and :func:`judge` weighs the ticks against the branch's thresholds:
+
+* **healthy**: at least ``ticks`` ticks were seen and fewer than ``error_share`` of them failed;
+* **failing**: at least that share of the seen ticks failed (an uncaught error, a "CPU limit" termination, or a
+  log line matching one of the ``fail_on`` patterns), with the first error lines as evidence; also when fewer
+  ticks than asked came, but already so many failed that the share is reached whatever the missing ones do;
+* **unknown**: the socket could not be used (the edge's ``problem``), or too few ticks came in the time limit.
+
+There is no path to "healthy" without ticks: zero ticks is always unknown.
+
+How ticks are counted (``@screeps/engine``'s runner: the console message, then the error): the server sends one
+``{"messages": {"log": [...], "results": [...]}}`` per tick, and, when the player's code failed in that tick, a
+separate ``{"error": TEXT}`` after it. Each ``messages`` event opens a tick; an error belongs to the open tick unless
+that one has its error already, or none is open: then it is a tick of its own (a run the server terminated, at the
+CPU limit say, sends the error alone).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["healthy", "failing", "unknown"]
+
+#: How many error lines a result keeps as evidence, and how long each may be.
+EVIDENCE_LINES = 5
+EVIDENCE_CHARS = 500
+#: The text of the server's termination of a tick that ran out of CPU.
+CPU_LIMIT_TEXT = "CPU limit"
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """What a branch's ``verify:`` asks (the manifest's settings, after command-line overrides)."""
+
+    ticks: int = 10
+    error_share: float = 0.5
+    fail_on: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleEvent:
+    """One console message: a tick's ``log`` lines, or an ``error`` (exactly one of the two is set)."""
+
+    log: tuple[str, ...] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    log: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The verdict on one branch, with what it rests on."""
+
+    status: Status
+    reason: str
+    ticks_seen: int = 0
+    failed_ticks: int = 0
+    cpu_terminations: int = 0
+    evidence: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "ticks_seen": self.ticks_seen,
+            "failed_ticks": self.failed_ticks,
+            "cpu_terminations": self.cpu_terminations,
+            "evidence": list(self.evidence),
+        }
+
+
+def unknown(reason: str) -> Health:
+    """The verdict when the console could not be watched at all."""
+    return Health("unknown", reason)
+
+
+def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
+    """The ticks the events make up (see the module's docstring)."""
+    ticks: list[Tick] = []
+    for event in events:
+        if event.log is not None:
+            ticks.append(Tick(event.log))
+        elif event.error is not None:
+            if ticks and not ticks[-1].errors:
+                ticks[-1] = Tick(ticks[-1].log, (event.error,))
+            else:
+                # The server sends at most one error a tick: a second one is a tick whose console message never
+                # came (a run the server terminated, e.g. at the CPU limit, sends only the error).
+                ticks.append(Tick((), (event.error,)))
+    return ticks
+
+
+def judge(ticks: list[Tick], thresholds: Thresholds, *, problem: str | None = None, timeout: float = 0.0) -> Health:
+    """Weigh ``ticks`` against ``thresholds``; ``problem`` is what stopped the watch early, if anything."""
+    patterns = [re.compile(p) for p in thresholds.fail_on]
+    failed = 0
+    cpu = 0
+    evidence: list[str] = []
+    for tick in ticks:
+        reasons = list(tick.errors)
+        reasons += [line for line in tick.log if any(p.search(line) for p in patterns)]
+        if reasons:
+            failed += 1
+            cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
+            for line in reasons:
+                short = _first_lines(line)
+                if short not in evidence and len(evidence) < EVIDENCE_LINES:
+                    evidence.append(short)
+    seen = len(ticks)
+    wanted = thresholds.ticks
+    share = thresholds.error_share
+
+    def verdict(status: Status, reason: str) -> Health:
+        return Health(status, reason, seen, failed, cpu, tuple(evidence))
+
+    if seen >= wanted and seen > 0:
+        if failed > 0 and failed >= share * seen:
+            return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
+        return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
+    if failed > 0 and failed >= max(1, math.ceil(share * wanted)):
+        return verdict("failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})")
+    if problem is not None:
+        return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
+    if seen == 0:
+        return verdict("unknown", f"no tick came within {timeout:g} s")
+    return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+
+
+def _first_lines(text: str) -> str:
+    """An error's first lines (its message and the top of its stack), cut to :data:`EVIDENCE_CHARS`."""
+    lines = text.strip().splitlines()[:4]
+    joined = "\n".join(lines)
+    return joined if len(joined) <= EVIDENCE_CHARS else joined[: EVIDENCE_CHARS - 1] + "…"
+
+
+__all__ = ["ConsoleEvent", "Health", "Status", "Thresholds", "Tick", "group_ticks", "judge", "unknown"]

@@ -1,0 +1,285 @@
+"""The game socket: read an account's console (and CPU) for a bounded time, with the token never in any output.
+
+The protocol (``@screeps/backend``'s ``lib/game/socket/server.js``; public clients agree): a websocket at
+``{base}/socket/websocket`` (SockJS's raw websocket: one message per frame). On connect the server says
+``time N`` and ``protocol N``; the client sends ``auth TOKEN`` and gets ``auth ok NEWTOKEN`` or ``auth failed``, then
+``subscribe user:<id>/console``. Channel messages are ``["CHANNEL", {...}]``, possibly compressed as ``gz:`` +
+base64 of deflated JSON (the official server; node-screeps-api inflates them the same way). The SockJS framing
+(``o``, ``h``, ``a[...]``, ``c[...]``) is read too, in case a server or proxy only offers that form.
+
+Everything is bounded: the handshake and each receive by the time left to the deadline, messages by
+:data:`MAX_MESSAGE` bytes (larger ones close the socket), inflated messages by :data:`MAX_INFLATED`, and the number
+of messages read by the caller's ``max_messages``. The token is sent and never logged: the websockets library's own
+logger gets this module's redacting filter, and the ``NEWTOKEN`` of ``auth ok`` is registered as a secret.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import logging
+import re
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.sync.client import ClientConnection, connect
+
+from gitops.core.health import ConsoleEvent
+from gitops.secrets import Secret, redact, register
+
+log = logging.getLogger("gitops.socket")
+
+MAX_MESSAGE = 1024 * 1024
+MAX_INFLATED = 4 * 1024 * 1024
+#: Seconds to wait for the socket to open and for the answer to ``auth``, at most (less when the deadline is nearer).
+OPEN_TIMEOUT = 15.0
+
+
+#: The token in an ``auth`` command, and the fresh one in ``auth ok`` (logged as received, before it is known).
+_AUTH_FRAME = re.compile(r"(auth(?: ok)? )[^\s'\"\]]+")
+
+
+class _RedactingFilter(logging.Filter):
+    """The websockets library logs every frame at DEBUG (``> TEXT 'auth ...'``): scrub every record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _AUTH_FRAME.sub(r"\1<hidden>", redact(record.getMessage()))
+        record.args = None
+        return True
+
+
+_wire_log = logging.getLogger("gitops.socket.wire")
+if not any(isinstance(f, _RedactingFilter) for f in _wire_log.filters):
+    _wire_log.addFilter(_RedactingFilter())
+
+
+class SocketProblem(Exception):
+    """The socket could not be used: the health is then unknown, for this reason (redacted, no token)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelMessage:
+    channel: str
+    data: Any
+
+
+def socket_url(base_url: str) -> str:
+    """The raw websocket's address for a server's base address (``https://screeps.com/season`` →
+    ``wss://screeps.com/season/socket/websocket``)."""
+    base = base_url.strip().rstrip("/")
+    if base.lower().startswith("https://"):
+        return "wss://" + base[8:] + "/socket/websocket"
+    if base.lower().startswith("http://"):
+        return "ws://" + base[7:] + "/socket/websocket"
+    raise SocketProblem(f"'{redact(base)}' is not an http(s) address")
+
+
+def parse_frame(text: str) -> list[str]:
+    """The server strings in one websocket message: SockJS frames unwrapped, anything else as it is."""
+    if text in ("o", "h"):
+        return []
+    if text.startswith("a["):
+        try:
+            items = json.loads(text[1:])
+        except ValueError:
+            return []
+        return [x for x in items if isinstance(x, str)] if isinstance(items, list) else []
+    if text.startswith("c["):
+        raise SocketProblem(f"the server closed the socket: {redact(text[1:200])}")
+    return [text]
+
+
+def parse_message(text: str) -> ChannelMessage | None:
+    """A channel message (``gz:`` inflated), or ``None`` for the greetings and anything unknown."""
+    if text.startswith("gz:"):
+        try:
+            packed = base64.b64decode(text[3:], validate=False)
+            inflater = zlib.decompressobj()
+            raw = inflater.decompress(packed, MAX_INFLATED)
+        except (binascii.Error, zlib.error):
+            return None
+        if inflater.unconsumed_tail:
+            return None  # larger than MAX_INFLATED: dropped, never held
+        text = raw.decode("utf-8", errors="replace")
+    if not text.startswith("["):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, list) and len(data) == 2 and isinstance(data[0], str):
+        return ChannelMessage(data[0], data[1])
+    return None
+
+
+def console_event(data: Any) -> ConsoleEvent | None:
+    """A console channel's message as the judge reads it (texts redacted), or ``None`` if it is neither shape."""
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("error"), str):
+        return ConsoleEvent(error=redact(data["error"]))
+    messages = data.get("messages")
+    if isinstance(messages, dict):
+        lines = messages.get("log")
+        log_lines = tuple(redact(str(x)) for x in lines) if isinstance(lines, list) else ()
+        return ConsoleEvent(log=log_lines)
+    return None
+
+
+class GameSocket:
+    """One authenticated socket to one account's channels. Use as a context manager; closed on exit."""
+
+    def __init__(self, url: str, token: Secret, *, deadline: float, debug: Callable[[str], None] | None = None):
+        self._url = url
+        self._token = token
+        self._deadline = deadline
+        self._debug = debug
+        self._ws: ClientConnection | None = None
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> GameSocket:
+        try:
+            self.open()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _left(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
+
+    def _say(self, text: str) -> None:
+        if self._debug is not None:
+            self._debug(redact(text))
+
+    def open(self) -> None:
+        """Connect and authenticate; :class:`SocketProblem` saying why not."""
+        wait = min(OPEN_TIMEOUT, self._left())
+        where = redact(self._url)
+        try:
+            self._ws = self._stack.enter_context(
+                connect(
+                    self._url,
+                    open_timeout=max(wait, 0.01),
+                    close_timeout=1.0,
+                    max_size=MAX_MESSAGE,
+                    compression=None,
+                    logger=_wire_log,
+                    user_agent_header="screeps-gitops",
+                )
+            )
+        except InvalidURI as exc:
+            raise SocketProblem(f"the socket address {where} is not valid") from exc
+        except InvalidHandshake as exc:
+            raise SocketProblem(f"the server refused the socket at {where} ({redact(str(exc))})") from exc
+        except TimeoutError as exc:
+            raise SocketProblem(f"the socket at {where} did not open within {wait:g} s") from exc
+        except OSError as exc:
+            raise SocketProblem(f"could not connect to the socket at {where} ({redact(str(exc))})") from exc
+        self._say(f"socket: connected to {where}")
+        self._send("auth " + self._token.reveal())
+        auth_deadline = time.monotonic() + min(OPEN_TIMEOUT, self._left())
+        for text in self._strings(auth_deadline, 100):
+            if text == "auth failed":
+                raise SocketProblem("the server refused the token on the game socket (auth failed)")
+            if text.startswith("auth ok"):
+                fresh = text[7:].strip()
+                if fresh:
+                    register(fresh)
+                self._say("socket: authenticated")
+                return
+        raise SocketProblem("the server did not answer the socket's auth in time")
+
+    def subscribe(self, channel: str) -> None:
+        self._send("subscribe " + channel)
+        self._say(f"socket: subscribed to {channel}")
+
+    def _send(self, text: str) -> None:
+        assert self._ws is not None
+        try:
+            self._ws.send(text)
+        except ConnectionClosed as exc:
+            raise SocketProblem(f"the server closed the socket ({exc.rcvd.code if exc.rcvd else 'no code'})") from exc
+
+    def _strings(self, deadline: float, max_messages: int) -> Iterator[str]:
+        assert self._ws is not None
+        for _ in range(max_messages):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                message = self._ws.recv(timeout=left)
+            except TimeoutError:
+                return
+            except ConnectionClosed as exc:
+                code = exc.rcvd.code if exc.rcvd else "no code"
+                raise SocketProblem(f"the server closed the socket ({code})") from exc
+            if isinstance(message, bytes):
+                message = message.decode("utf-8", errors="replace")
+            yield from parse_frame(message)
+
+    def messages(self, max_messages: int, until: float | None = None) -> Iterator[ChannelMessage]:
+        """Channel messages until the deadline (or ``until``, if sooner), at most ``max_messages`` websocket
+        messages read."""
+        deadline = self._deadline if until is None else min(until, self._deadline)
+        for text in self._strings(deadline, max_messages):
+            found = parse_message(text)
+            if found is not None:
+                yield found
+
+    def close(self) -> None:
+        self._ws = None
+        self._stack.close()
+
+
+def console_events(
+    url: str,
+    token: Secret,
+    user_id: str,
+    *,
+    seconds: float,
+    enough: Callable[[list[ConsoleEvent]], bool],
+    debug: Callable[[str], None] | None = None,
+    max_messages: int = 10_000,
+) -> tuple[list[ConsoleEvent], str | None]:
+    """Console events of ``user_id`` for at most ``seconds`` (or until ``enough(events)``), and the problem that cut
+    the watch short (``None`` when it ran out its time or had enough)."""
+    if not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
+        return [], "the server's user id is not one the socket takes"
+    events: list[ConsoleEvent] = []
+    channel = f"user:{user_id}/console"
+    try:
+        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug) as sock:
+            sock.subscribe(channel)
+            for message in sock.messages(max_messages):
+                if message.channel != channel:
+                    continue
+                event = console_event(message.data)
+                if event is not None:
+                    events.append(event)
+                    if enough(events):
+                        break
+    except SocketProblem as exc:
+        return events, str(exc)
+    return events, None
+
+
+__all__ = [
+    "ChannelMessage",
+    "GameSocket",
+    "SocketProblem",
+    "console_event",
+    "console_events",
+    "parse_frame",
+    "parse_message",
+    "socket_url",
+]

@@ -1,0 +1,82 @@
+"""The pure judge of a deploy's health: ticks, errors, thresholds; never healthy without ticks."""
+
+from __future__ import annotations
+
+from gitops.core.health import ConsoleEvent, Thresholds, Tick, group_ticks, judge, unknown
+
+
+def _log(*lines: str) -> ConsoleEvent:
+    return ConsoleEvent(log=tuple(lines))
+
+
+def _err(text: str) -> ConsoleEvent:
+    return ConsoleEvent(error=text)
+
+
+def test_an_error_belongs_to_the_open_tick_or_is_a_tick_of_its_own() -> None:
+    ticks = group_ticks([_err("early"), _log("a"), _err("e1"), _err("e2"), _log(), _log("b"), _err("late")])
+    assert ticks == [
+        Tick((), ("early",)),
+        Tick(("a",), ("e1",)),
+        Tick((), ("e2",)),
+        Tick((), ()),
+        Tick(("b",), ("late",)),
+    ]
+    assert group_ticks([_err("alone")]) == [Tick((), ("alone",))]
+    assert group_ticks([]) == []
+
+
+def test_terminated_runs_send_only_errors_and_still_count_as_ticks() -> None:
+    cpu = "Script execution has been terminated: CPU limit reached"
+    health = judge(group_ticks([_err(cpu)] * 4), Thresholds(ticks=3))
+    assert (health.status, health.ticks_seen, health.cpu_terminations) == ("failing", 4, 4)
+
+
+def test_healthy_needs_the_ticks_and_few_failures() -> None:
+    ticks = [Tick(("ok",))] * 9 + [Tick((), ("TypeError: once",))]
+    health = judge(ticks, Thresholds(ticks=10, error_share=0.5))
+    assert health.status == "healthy"
+    assert (health.ticks_seen, health.failed_ticks) == (10, 1)
+    assert health.evidence == ("TypeError: once",)
+
+
+def test_failing_at_the_share_with_evidence_and_cpu_terminations() -> None:
+    boom = "TypeError: Cannot read property 'x' of undefined\n    at loop (main:3:5)\n    at a\n    at b\n    at c"
+    ticks = [Tick((), (boom,))] * 3 + [Tick((), ("Script execution has been terminated: CPU limit reached",))] * 2
+    ticks += [Tick()] * 5
+    health = judge(ticks, Thresholds(ticks=10, error_share=0.5))
+    assert health.status == "failing"
+    assert health.failed_ticks == 5
+    assert health.cpu_terminations == 2
+    assert health.evidence[0].count("\n") == 3  # message and the top of the stack, not all of it
+    assert "CPU limit" in health.evidence[1]
+
+
+def test_zero_ticks_is_never_healthy() -> None:
+    for share in (0.0, 0.5, 1.0):
+        health = judge([], Thresholds(ticks=0, error_share=share), timeout=5)
+        assert health.status == "unknown"
+        assert "no tick" in health.reason
+
+
+def test_too_few_ticks_is_unknown_unless_the_failures_already_decide() -> None:
+    slow = judge([Tick()] * 2, Thresholds(ticks=10), timeout=30)
+    assert slow.status == "unknown"
+    assert slow.reason == "only 2 of 10 ticks came within 30 s"
+    decided = judge([Tick((), ("x",))] * 5, Thresholds(ticks=10, error_share=0.5), timeout=30)
+    assert decided.status == "failing"
+
+
+def test_a_problem_makes_unknown_and_fail_on_patterns_count() -> None:
+    assert judge([], Thresholds(), problem="auth failed").reason == "auth failed"
+    assert unknown("socket refused").status == "unknown"
+    ticks = [Tick(("[ERROR] caught: spawn failed",))] * 10
+    assert judge(ticks, Thresholds(ticks=10)).status == "healthy"
+    caught = judge(ticks, Thresholds(ticks=10, fail_on=(r"^\[ERROR\]",)))
+    assert caught.status == "failing"
+    assert caught.evidence == ("[ERROR] caught: spawn failed",)
+
+
+def test_zero_share_fails_on_any_error_only() -> None:
+    assert judge([Tick()] * 3, Thresholds(ticks=3, error_share=0.0)).status == "healthy"
+    assert judge([Tick()] * 2 + [Tick((), ("x",))], Thresholds(ticks=3, error_share=0.0)).status == "failing"

@@ -1,0 +1,165 @@
+"""The stand-in's game socket: greetings, auth by token and scope, subscriptions, ticks and injected console output,
+over a real websocket on a loopback port."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import zlib
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+
+from gitops.standin.testing import ALICE, BOB, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+
+TIMEOUT = 3.0
+
+
+def _recv(ws: ClientConnection) -> str:
+    message = ws.recv(timeout=TIMEOUT)
+    assert isinstance(message, str)
+    return message
+
+
+def _channel_messages(ws: ClientConnection, count: int) -> list[list[object]]:
+    """The next ``count`` channel messages (greetings and auth answers skipped), bounded in count."""
+    found: list[list[object]] = []
+    for _ in range(count + 10):
+        text = _recv(ws)
+        if text.startswith("gz:"):
+            text = zlib.decompress(base64.b64decode(text[3:])).decode()
+        if text.startswith("["):
+            found.append(json.loads(text))
+            if len(found) == count:
+                return found
+    raise AssertionError(f"only {len(found)} channel messages")
+
+
+def _user_id(standin: StandIn, name: str) -> str:
+    account = standin.app.accounts.user(name)
+    assert account is not None
+    return account.user_id
+
+
+def test_greets_authenticates_and_streams_ticks(standin: StandIn) -> None:
+    standin.set_tick_seconds(0.02)
+    uid = _user_id(standin, ALICE)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        assert _recv(ws).startswith("time ")
+        assert _recv(ws) == "protocol 14"
+        ws.send("auth " + FULL_TOKEN)
+        answer = _recv(ws)
+        assert answer.startswith("auth ok ")
+        assert FULL_TOKEN not in answer
+        ws.send(f"subscribe user:{uid}/console")
+        ws.send(f"subscribe user:{uid}/cpu")
+        messages = _channel_messages(ws, 6)
+    channels = {m[0] for m in messages}
+    assert channels == {f"user:{uid}/console", f"user:{uid}/cpu"}
+    console = [m[1] for m in messages if m[0] == f"user:{uid}/console"]
+    assert {"messages": {"log": [], "results": []}} in console
+    assert not any("error" in c for c in console if isinstance(c, dict))
+
+
+def test_a_rule_on_the_active_code_logs_and_fails_each_tick(standin: StandIn) -> None:
+    standin.set_tick_seconds(0.02)
+    standin.console_rule(ALICE, branch="default", log=["boot"], error="TypeError: x is undefined")
+    standin.console_rule(ALICE, branch="other", error="never")
+    uid = _user_id(standin, ALICE)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send("auth " + FULL_TOKEN)
+        ws.send(f"subscribe user:{uid}/console")
+        ws.send("gzip on")
+        messages = [m[1] for m in _channel_messages(ws, 4)]
+    assert {"messages": {"log": ["boot"], "results": []}} in messages
+    assert {"error": "TypeError: x is undefined"} in messages
+    assert {"error": "never"} not in messages
+
+
+def test_restricted_token_without_websocket_scope_fails_auth(standin: StandIn) -> None:
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send("auth " + RESTRICTED_TOKEN)
+        answers = [_recv(ws) for _ in range(3)]
+    assert answers[2] == "auth failed"
+
+
+def test_console_scope_only_gets_no_cpu_and_no_other_users(tmp_path: Path) -> None:
+    accounts = json.loads(json.dumps(DEMO_ACCOUNTS))
+    accounts["users"][0]["tokens"].append({"value": "consoleonly0123456789", "websockets": ["console"]})
+    with running_standin(accounts, tmp_path / "s.sqlite3") as standin:
+        standin.set_tick_seconds(0.02)
+        uid, bob = _user_id(standin, ALICE), _user_id(standin, BOB)
+        with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+            ws.send("auth consoleonly0123456789")
+            ws.send(f"subscribe user:{uid}/cpu")
+            ws.send(f"subscribe user:{bob}/console")
+            ws.send(f"subscribe user:{uid}/console")
+            messages = _channel_messages(ws, 5)
+    assert {m[0] for m in messages} == {f"user:{uid}/console"}
+
+
+def test_sockjs_form_frames_messages(standin: StandIn) -> None:
+    url = standin.socket_url.replace("/socket/websocket", "/socket/123/abcdefgh/websocket")
+    with connect(url, open_timeout=TIMEOUT) as ws:
+        assert _recv(ws) == "o"
+        assert json.loads(_recv(ws)[1:])[0].startswith("time ")
+        ws.send(json.dumps(["auth " + FULL_TOKEN]))
+        assert _recv(ws) == 'a["protocol 14"]'
+        assert json.loads(_recv(ws)[1:])[0].startswith("auth ok")
+
+
+def test_paused_game_sends_no_ticks_and_control_route_sets_rate(standin: StandIn) -> None:
+    answer = httpx.post(standin.url + "/__standin__/ticks", json={"seconds": 0})
+    assert answer.json()["ok"] == 1
+    uid = _user_id(standin, ALICE)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send("auth " + FULL_TOKEN)
+        ws.send(f"subscribe user:{uid}/console")
+        for _ in range(3):
+            _recv(ws)
+        with pytest.raises(TimeoutError):
+            ws.recv(timeout=0.3)
+    bad = httpx.post(standin.url + "/__standin__/ticks", json={"seconds": -1})
+    assert bad.status_code == 400
+    rule = httpx.post(standin.url + "/__standin__/console", json={"username": ALICE, "log": "not a list"})
+    assert rule.status_code == 400
+    assert "log" in rule.json()["error"]
+
+
+def test_other_paths_are_refused_and_oversized_messages_close(standin: StandIn) -> None:
+    with pytest.raises(InvalidStatus):
+        connect(standin.socket_url.replace("/socket/websocket", "/nope"), open_timeout=TIMEOUT)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send("x" * 100_000)
+        with pytest.raises(ConnectionClosed):
+            _drain(ws)
+
+
+def _drain(ws: ClientConnection) -> None:
+    for _ in range(5):
+        ws.recv(timeout=TIMEOUT)
+
+
+def test_sockets_beyond_the_cap_are_refused_and_unauthenticated_ones_closed(standin: StandIn) -> None:
+    standin.app.sockets.max_sockets = 2
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as first, connect(standin.socket_url, open_timeout=TIMEOUT):
+        assert _recv(first).startswith("time ")
+        with pytest.raises(InvalidStatus):
+            connect(standin.socket_url, open_timeout=TIMEOUT)
+    for _ in range(200):  # closed sockets leave room again
+        if standin.app.sockets.open_sockets() == 0:
+            break
+        time.sleep(0.01)
+    assert standin.app.sockets.open_sockets() == 0
+
+
+def test_auth_must_come_in_time(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gitops.standin.socket.AUTH_TIMEOUT", 0.2)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws, pytest.raises(ConnectionClosed) as closed:
+        _drain(ws)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4001

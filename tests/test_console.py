@@ -1,0 +1,54 @@
+"""``gitops console`` against the stand-in's game socket: lines, errors, JSON lines, redaction, bounded in time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
+from tests.project import Project
+
+
+def _project(tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any) -> Project:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src", "activate": ["world"]}])
+    p.commit()
+    assert p.apply("--yes").code == 0
+    standin.set_tick_seconds(0.02)
+    standin.console_rule(ALICE, log=["harvesting", f"leaked {FULL_TOKEN}"], error="Error: boom")
+    return p
+
+
+def test_console_streams_lines_and_errors_redacted(
+    tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any
+) -> None:
+    p = _project(tmp_path, standin, capsys, monkeypatch)
+    result = p.gitops("console", "--seconds", "0.5")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert "harvesting" in lines
+    assert "ERROR: Error: boom" in lines
+    assert "leaked <hidden>" in lines
+    assert FULL_TOKEN not in result.out + result.err
+
+
+def test_console_json_is_one_object_a_line(tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any) -> None:
+    p = _project(tmp_path, standin, capsys, monkeypatch)
+    result = p.gitops("console", "--json", "--seconds", "0.5")
+    assert result.code == 0, result.err
+    docs = [json.loads(line) for line in result.out.splitlines()]
+    assert {"type": "log", "text": "harvesting", "shard": None} in docs
+    assert {"type": "error", "text": "Error: boom", "shard": None} in docs
+
+
+def test_console_refused_socket_is_a_clear_error(
+    tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any
+) -> None:
+    p = _project(tmp_path, standin, capsys, monkeypatch)
+    standin.app.sockets.max_sockets = 0
+    result = p.gitops("console", "--seconds", "0.5")
+    assert result.code == 1
+    assert "the console cannot be read: the server refused the socket" in result.err
+    assert "Traceback" not in result.err
