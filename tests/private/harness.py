@@ -311,6 +311,10 @@ class PrivateServer:
             try:
                 response = self.http.get("/api/version", timeout=2.0)
                 if response.status_code == 200 and _json(response).get("ok") == 1:
+                    if not self._holds_port():
+                        # Another server (a benchmark's, a second suite's) bound the port between our probe and
+                        # our bind, and answered in our place: ours will fail with EADDRINUSE. Other ports.
+                        raise _PortTaken(f"port {self.port} answers, but not from this server's processes")
                     self.started_in = time.monotonic() - started  # from now on, connection errors are news
                     return
                 last_error = _describe(response)
@@ -404,6 +408,12 @@ class PrivateServer:
     def members(self) -> list[int]:
         """The live (non-zombie) processes of the server's process group."""
         return _group_members(self.pgid) if self.pgid is not None else []
+
+    def _holds_port(self) -> bool:
+        """Whether one of this server's own processes listens on :attr:`port`."""
+        return any(
+            line.split()[1].endswith(f":{self.port}") and " LISTEN " in line for line in self.sockets().inspected
+        )
 
     def sockets(self) -> SocketReport:
         """Every TCP/UDP socket of the server's processes; any that is not loopback-only is a violation."""
