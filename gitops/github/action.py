@@ -577,7 +577,7 @@ def missing_secret_message(manifest: Any, missing: list[str]) -> str:
     return (
         "No Screeps credentials in this run, so nothing was downloaded from the game server. "
         + "; ".join(wants)
-        + f". Secrets are added in the repository's {SECRETS_PLACE} (docs/github-action.md)."
+        + f". Secrets are added in the repository's {SECRETS_PLACE} (gitops help github-action)."
     )
 
 

@@ -329,7 +329,7 @@ def test_fork_pull_request_with_an_empty_ledger_still_plans(world: World) -> Non
 SECRET_ADVICE = (
     "No Screeps credentials in this run, so nothing was downloaded from the game server. server 'local': add the "
     "repository secret {name} and pass it to the step as `token: ${{{{ secrets.{name} }}}}`{extra}. Secrets are "
-    "added in the repository's Settings → Secrets and variables → Actions (docs/github-action.md)."
+    "added in the repository's Settings → Secrets and variables → Actions (gitops help github-action)."
 )
 
 

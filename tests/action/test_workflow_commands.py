@@ -138,4 +138,4 @@ branches:
     message = missing_secret_message(manifest, ["season", "shard"])
     assert "server 'season': add the repository secret PS_PASSWORD and the variable (or secret) PS_USER" in message
     assert "server 'shard': its credentials come from the entry 'main' of the unified credentials file" in message
-    assert message.endswith("Settings → Secrets and variables → Actions (docs/github-action.md).")
+    assert message.endswith("Settings → Secrets and variables → Actions (gitops help github-action).")
