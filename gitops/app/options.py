@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gitops.app.targets import Targets
-from gitops.core.plan import VerifyOverrides
+from gitops.core.health import VerifyOverrides
 from gitops.edges.clock import Clock, SystemClock, Waiting
 
 Refresh = Literal["always", "auto", "never"]

@@ -65,6 +65,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     """
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
+    s.connect_early()  # the handshakes run during these imports and the ledgers' reading
     for name in BEFORE_THE_WORKER:
         importlib.import_module(name)
     # Every ledger is read before any build runs: a build may write where the ledgers live, and the plan must not

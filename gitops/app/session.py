@@ -24,6 +24,7 @@ from gitops.secrets import Secret
 if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
     from gitops.config.credentials import Auth
     from gitops.edges.client import ServiceClient
+    from gitops.edges.early import EarlyConnection
     from gitops.edges.ledger import Ledger
 
 
@@ -37,6 +38,7 @@ class Session:
         self.options = options
         self.state_dir = options.state_dir or default_state_dir(options.env)
         self._clients: dict[str, ServiceClient] = {}
+        self._early: dict[str, EarlyConnection] = {}
         self._ledgers: dict[str, Ledger] = {}
         self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
@@ -128,8 +130,23 @@ class Session:
                 on_wait=self.options.on_wait,
                 log=self.options.log,
                 waiting=self.options.waiting,
+                early=self._early.get(server),
             )
         return self._clients[server]
+
+    def connect_early(self) -> None:
+        """Start the TCP connection of every server that has no client yet (:mod:`gitops.edges.early`), so that its
+        handshake runs while the run imports the HTTP client and opens the ledgers; its client takes it. Not with a
+        test's transport (no sockets) nor with ``--refresh=never`` (a plan that may ask nothing); a connection
+        nobody takes is closed with the session."""
+        if self.options.transport is not None or self.options.refresh == "never":
+            return
+        from gitops.edges.early import EarlyConnection, address_of
+
+        for server in self.servers():
+            address = address_of(self.loaded.manifest.servers[server].url)
+            if address is not None and server not in self._clients and server not in self._early:
+                self._early[server] = EarlyConnection(address)
 
     def reader(self, server: str) -> RemoteReader:
         """Read-only access to the server, for planning: a narrow wrapper that has no method that writes."""
@@ -274,6 +291,8 @@ class Session:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
+            for early in self._early.values():
+                early.close()
             for ledger in self._distinct_ledgers():
                 ledger.close()
 

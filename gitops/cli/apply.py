@@ -109,7 +109,7 @@ def apply(
         servers=servers,
         branches=branches,
     )
-    from gitops.core.plan import VerifyOverrides
+    from gitops.core.health import VerifyOverrides
 
     options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None

@@ -71,7 +71,7 @@ def watch(
         servers=servers,
         branches=branches,
     )
-    from gitops.core.plan import VerifyOverrides
+    from gitops.core.health import VerifyOverrides
 
     # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
     options.verify = VerifyOverrides(enabled=False)

@@ -35,6 +35,15 @@ CPU_LIMIT_TEXT = "CPU limit"
 
 
 @dataclass(frozen=True, slots=True)
+class VerifyOverrides:
+    """The command line's say over the manifest's ``verify:`` (``--no-verify``, ``--verify-ticks``, ...)."""
+
+    enabled: bool = True
+    ticks: int | None = None
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Thresholds:
     """What a branch's ``verify:`` asks (the manifest's settings, after command-line overrides)."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +20,7 @@ from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
+from gitops.core.health import VerifyOverrides
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
@@ -121,15 +121,6 @@ class VerifyStep(_Frozen):
     @property
     def reserved_activations(self) -> int:
         return len(self.switch_for) if self.on_failure == "rollback" and self.switch_back is not None else 0
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyOverrides:
-    """The command line's say over the manifest's ``verify:`` (``--no-verify``, ``--verify-ticks``, ...)."""
-
-    enabled: bool = True
-    ticks: int | None = None
-    timeout: float | None = None
 
 
 class BranchPlan(_Frozen):

@@ -77,6 +77,7 @@ from gitops.core.endpoints import (
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
 from gitops.edges.clock import Clock, SystemClock, Waiting
+from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
@@ -284,7 +285,8 @@ class ServiceClient:
     learnt of branches and of the token; the client never saves it. ``on_wait(seconds,
     endpoint)`` is called before a rate-limit wait (``endpoint`` is ``"global"`` when pacing under the global
     limit); ``log`` receives one redacted line per request in debug mode. ``transport`` is the test seam.
-    ``timeout`` (seconds) bounds each request as a whole, retries included; tests lower it.
+    ``timeout`` (seconds) bounds each request as a whole, retries included; tests lower it. ``early``: a TCP
+    connection to the server already being opened (:mod:`gitops.edges.early`), which the first connection takes.
     """
 
     def __init__(
@@ -301,6 +303,7 @@ class ServiceClient:
         log: Callable[[str], None] | None = None,
         timeout: float = 30.0,
         waiting: Waiting | None = None,
+        early: EarlyConnection | None = None,
     ) -> None:
         self.server_name = server_name
         self.base_url = url.strip().rstrip("/")
@@ -340,6 +343,8 @@ class ServiceClient:
                 transport = httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), limits=limits)
             else:
                 transport = httpx.HTTPTransport(limits=limits)
+            if early is not None:
+                use_early(transport, early)
         self._http = httpx.Client(
             transport=transport,
             timeout=timeout,

@@ -1,0 +1,37 @@
+"""What a plan or apply imports before its first request, and what ``gitops --help`` imports (issue 23).
+
+Every module on this list costs start-up time that a deploy pays before the first byte leaves; the rest of a plan
+(the plan models, rendering, applying) is imported by the local read's worker while the servers answer
+(``gitops.app.planning.AFTER_THE_SERVERS``), and the console's socket library only by verify and ``console``.
+Each check runs in a fresh interpreter, so that modules other tests imported do not count.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gitops.app.planning import AFTER_THE_SERVERS, BEFORE_THE_WORKER
+
+
+def _imported_after(statements: str) -> set[str]:
+    code = f"import sys\n{statements}\nimport json\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.splitlines()[-1]))  # the last line: what came before is the command's output
+
+
+def test_the_plan_and_apply_commands_leave_the_plan_models_to_the_worker() -> None:
+    before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning", *BEFORE_THE_WORKER]
+    loaded = _imported_after("\n".join(f"import {name}" for name in before))
+    assert "gitops.config.manifest" in loaded  # the check sees the real path (it would pass vacuously otherwise)
+    for late in (*AFTER_THE_SERVERS, "gitops.core.diff", "websockets", "gitops.edges.socket"):
+        assert late not in loaded, f"{late} is imported before the first request"
+
+
+def test_help_imports_no_models_and_no_http() -> None:
+    loaded = _imported_after("from gitops.cli import cli\ntry:\n    cli(['--help'])\nexcept SystemExit:\n    pass")
+    assert "click" in loaded
+    for heavy in ("pydantic", "httpx", "yaml", "gitops.config.manifest", "websockets"):
+        assert heavy not in loaded, f"gitops --help imports {heavy}"
