@@ -16,7 +16,7 @@ import pytest
 
 from tests.private.harness import Credentials, PrivateServer, PrivateServerError, ServerUser, install_problem
 
-PRIVATE_FIXTURES = frozenset({"private_server", "private_user"})
+PRIVATE_FIXTURES = frozenset({"private_server", "private_user", "ticking_server"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
