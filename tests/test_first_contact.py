@@ -446,3 +446,13 @@ def test_a_missing_manifest_leads_to_init_and_help_names_no_repository_path(
         assert code == 0
         assert "docs/" not in out, command
         assert "README" not in out, command
+
+
+def test_every_help_topic_has_its_page() -> None:
+    from gitops.cli.help import TOPICS, topic_text
+
+    for topic, (page, _) in TOPICS.items():
+        text = topic_text(topic)
+        assert text, topic
+        if page:
+            assert text == (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")

@@ -21,6 +21,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     "credentials": ("credentials.md", "tokens, passwords and the screepers credentials file"),
     "private-server": ("private-server.md", "deploying to a private server (screepsmod-auth)"),
     "github-action": ("github-action.md", "the GitHub Action: plans on pull requests, deploys on push"),
+    "safe-deploys": ("safe-deploys.md", "verify: watch the game's console after apply, roll back a failing deploy"),
     "budget": ("budget-and-ledger.md", "the rate limits, the ledger and what each command spends"),
     "serve": ("serve.md", "the local stand-in of the game service"),
     "exit-codes": ("", "what each exit code means"),

@@ -338,7 +338,7 @@ FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator
 
 
 class VerifyConfig(_Model):
-    """Watch the game's console after apply and judge whether the new code runs (docs/safe-deploys.md)."""
+    """Watch the game's console after apply and judge whether the new code runs (gitops help safe-deploys)."""
 
     ticks: int = Field(10, ge=1, le=1000, description="Ticks to watch after the code landed.")
     error_share: float = Field(
