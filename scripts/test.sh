@@ -44,4 +44,6 @@ for module in core/plan render/plan edges/planfile core/diff core/budget core/co
     --fail-under=90 >/dev/null || { echo "gitops/$module.py: under 90% line coverage by tests/core" >&2; exit 1; }
 done
 echo "== pytest"
-.venv/bin/python -m pytest "$@"
+# Two worker processes (pytest-xdist; GITOPS_TEST_WORKERS=0 runs in this process): much of the suite waits on servers,
+# subprocesses and ticks, so two workers take about half the wall time of one on two cores.
+.venv/bin/python -m pytest -n "${GITOPS_TEST_WORKERS:-2}" "$@"
