@@ -25,7 +25,8 @@ def test_console_streams_lines_and_errors_redacted(
     tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any
 ) -> None:
     p = _project(tmp_path, standin, capsys, monkeypatch)
-    result = p.gitops("console", "--seconds", "0.5")
+    # Long enough for several 0.02 s ticks on a loaded machine (a tick's log and its error are two messages).
+    result = p.gitops("console", "--seconds", "2")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
     assert "harvesting" in lines
@@ -36,7 +37,7 @@ def test_console_streams_lines_and_errors_redacted(
 
 def test_console_json_is_one_object_a_line(tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any) -> None:
     p = _project(tmp_path, standin, capsys, monkeypatch)
-    result = p.gitops("console", "--json", "--seconds", "0.5")
+    result = p.gitops("console", "--json", "--seconds", "2")
     assert result.code == 0, result.err
     docs = [json.loads(line) for line in result.out.splitlines()]
     assert {"type": "log", "text": "harvesting", "shard": None} in docs
