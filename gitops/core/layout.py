@@ -289,11 +289,12 @@ def choose_separator(
     ]
     if not wanted:
         return default, (), ()
-    scores = {sep: sum(1 for _, name in wanted if name in _module_names(paths, sep)) for sep in SEPARATORS}
+    names = {sep: _module_names(paths, sep) for sep in SEPARATORS}  # once per separator, not once per require
+    scores = {sep: sum(1 for _, name in wanted if name in names[sep]) for sep in SEPARATORS}
     best = max(SEPARATORS, key=lambda sep: (scores[sep], sep == default))
     if scores[best] == scores[default]:
         best = default
-    held = _module_names(paths, best)
+    held = names[best]
     optional = tuple(sorted({name for call, name in wanted if call.guarded and name not in held}))
     seen = (f"{scores[best]} of {len(wanted)} literal requires name modules with the separator {best!r}",)
     return best, seen, optional
