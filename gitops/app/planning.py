@@ -12,7 +12,7 @@ import dataclasses
 import functools
 import importlib
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
@@ -128,7 +128,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     refused = scope_error(result, s, probes)
     if refused is not None:
         raise refused
-    update: dict[str, object] = {}
+    update: dict[str, Any] = {}  # fields of the Plan (dataclasses.replace)
     extra = [
         f"server '{server}': apply first asks, with one POST /api/user/set-active-branch of a branch that does not "
         "exist (nothing changes), whether the server reads compressed uploads; the answer is kept in the ledger "
@@ -148,7 +148,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             )
             for server, exc in sorted(failures.items())
         ]
-    return result.model_copy(update=update) if update else result
+    return dataclasses.replace(result, **update) if update else result
 
 
 def scope_error(plan: Plan, s: Session, extra_needs: Needs | None = None) -> ScopeError | None:

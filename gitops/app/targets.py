@@ -126,26 +126,24 @@ def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
 
     keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
     servers = {server for server, _ in keep}
-    return plan.model_copy(
-        update={
-            "branches": [b for b in plan.branches if (b.server, b.branch) in keep],
-            "payloads": [p for p in plan.payloads if (p.server, p.branch) in keep],
-            "rollbacks": [p for p in plan.rollbacks if (p.server, p.branch) in keep],
-            "budget": [r for r in plan.budget if r.server in servers],
-            "not_rate_limited": [s for s in plan.not_rate_limited if s in servers],
-            "failed": [f for f in plan.failed if f.server in servers],
-        }
+    return dataclasses.replace(
+        plan,
+        branches=[b for b in plan.branches if (b.server, b.branch) in keep],
+        payloads=[p for p in plan.payloads if (p.server, p.branch) in keep],
+        rollbacks=[p for p in plan.rollbacks if (p.server, p.branch) in keep],
+        budget=[r for r in plan.budget if r.server in servers],
+        not_rate_limited=[s for s in plan.not_rate_limited if s in servers],
+        failed=[f for f in plan.failed if f.server in servers],
     )
 
 
 def plan_for_server(plan: Plan, server: str) -> Plan:
     """The part of ``plan`` on one server (``apply --keep-going`` applies server by server)."""
-    return plan.model_copy(
-        update={
-            "branches": [b for b in plan.branches if b.server == server],
-            "payloads": [p for p in plan.payloads if p.server == server],
-            "budget": [r for r in plan.budget if r.server == server],
-            "not_rate_limited": [x for x in plan.not_rate_limited if x == server],
-            "failed": [],
-        }
+    return dataclasses.replace(
+        plan,
+        branches=[b for b in plan.branches if b.server == server],
+        payloads=[p for p in plan.payloads if p.server == server],
+        budget=[r for r in plan.budget if r.server == server],
+        not_rate_limited=[x for x in plan.not_rate_limited if x == server],
+        failed=[],
     )

@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import ClassVar, Literal
 
 from gitops.core.endpoints import GLOBAL_KEY, GLOBAL_LIMIT, Limit, limit_for
 
@@ -35,10 +33,14 @@ class WindowState:
 Source = Literal["headers", "counted", "unknown", "unlimited"]
 
 
-class EndpointBudget(BaseModel):
-    """One row of a plan's budget table: what the plan needs of one limit and what is known to remain."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndpointBudget:
+    """One row of a plan's budget table: what the plan needs of one limit and what is known to remain.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain frozen dataclass (no validation when made: :func:`assess` builds it from typed values); a saved plan's
+    rows are validated when the plan file is read (``gitops.edges.planfile``), unknown fields refused."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     server: str
     endpoint: str
@@ -103,7 +105,7 @@ def assess(
                 limit=limit.count,
                 period=limit.period,
                 remaining=remaining,
-                reset=reset,
+                reset=None if reset is None else float(reset),  # a whole number from a ledger's JSON: a float
                 reserve=held,
                 source=source,
                 fits=fits,

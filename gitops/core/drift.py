@@ -12,11 +12,10 @@ Everything here is pure: records and findings are values, :func:`compare` decide
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.remote import ModuleFacts, RemoteBranch
@@ -83,7 +82,8 @@ def record_from_branch(
     return AppliedRecord(seen.name, facts, seen.digest, seen.learnt_at, how, commit, source)
 
 
-class Drift(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drift:
     """The drift finding of one branch.
 
     ``status``: ``drifted`` (the server differs from the last applied record: ``added``/``changed``/``removed``
@@ -91,14 +91,16 @@ class Drift(BaseModel):
     ``none`` (the server holds what was last applied, or a pending upload's set), ``no-record`` (this tool never
     applied the branch: nothing to compare with, not drift) or ``unknown`` (the server's code was not learnt now:
     planned from the ledger or from the tool's own upload).
+
+    A frozen dataclass made without validation; validated (unknown fields refused) when a plan file is read.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     status: DriftStatus
-    added: list[str] = Field(default_factory=list)
-    changed: list[str] = Field(default_factory=list)
-    removed: list[str] = Field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
     missing: bool = False
     applied_at: float | None = None
     applied_how: AppliedHow | None = None
@@ -155,38 +157,40 @@ def compare(
     repository's code: equal to any of them is no drift (whichever machine applied it); equal to none is."""
     if applied is None:
         return Drift(status="no-record")
-    stamp = {
-        "applied_at": applied.applied_at,
-        "applied_how": applied.how,
-        "commit": applied.commit,
-        "repository": repository.source if repository is not None else None,
-    }
+    # What every finding against the record states; float(): a ledger's JSON may hold a whole number.
+    unknown = Drift(
+        status="unknown",
+        applied_at=float(applied.applied_at),
+        applied_how=applied.how,
+        commit=applied.commit,
+        repository=repository.source if repository is not None else None,
+    )
     # Only a state this run checked on the server (a download, or the branch list's modules or unchanged stamp)
     # can show drift; a record from the ledger says nothing of edits made since.
     if current is None or not current.verified:
-        return Drift(status="unknown", **stamp)
+        return unknown
     if current.modules is None:
-        return Drift(status="drifted", removed=sorted(applied.modules), missing=True, **stamp)
+        return dataclasses.replace(unknown, status="drifted", removed=sorted(applied.modules), missing=True)
     if current.digest == applied.digest:
-        return Drift(status="none", **stamp)
+        return dataclasses.replace(unknown, status="none")
     if pending is not None and current.digest == pending.digest:
-        return Drift(
+        return dataclasses.replace(
+            unknown,
             status="none",
-            applied_at=pending.applied_at,
+            applied_at=float(pending.applied_at),
             applied_how=pending.how,
             commit=pending.commit,
             pending_landed=True,
-            repository=stamp["repository"],
         )
     if repository is not None and repository.held_by(current):
-        return Drift(status="none", equals_repository=True, **stamp)
+        return dataclasses.replace(unknown, status="none", equals_repository=True)
     now, then = current.modules, applied.modules
-    return Drift(
+    return dataclasses.replace(
+        unknown,
         status="drifted",
         added=sorted(set(now) - set(then)),
         changed=sorted(n for n in set(now) & set(then) if now[n].digest != then[n].digest),
         removed=sorted(set(then) - set(now)),
-        **stamp,
     )
 
 
@@ -203,10 +207,10 @@ def equal_to_repository(branch: BranchPlan) -> bool:
 def with_drift(plan: Plan, drifts: Mapping[tuple[str, str], Drift]) -> Plan:
     """The plan with each branch's drift finding attached (``BranchPlan.drift``)."""
     branches = [
-        b.model_copy(update={"drift": drifts[(b.server, b.branch)]}) if (b.server, b.branch) in drifts else b
+        dataclasses.replace(b, drift=drifts[(b.server, b.branch)]) if (b.server, b.branch) in drifts else b
         for b in plan.branches
     ]
-    return plan.model_copy(update={"branches": branches})
+    return dataclasses.replace(plan, branches=branches)
 
 
 @dataclass(frozen=True, slots=True)

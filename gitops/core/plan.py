@@ -8,13 +8,13 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig
+from gitops.config.manifest import ActiveName
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
@@ -25,6 +25,7 @@ from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
 
 if TYPE_CHECKING:
+    from gitops.config.manifest import BranchConfig, LoadedManifest, VerifyConfig
     from gitops.core.local import LocalCode
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
@@ -34,14 +35,20 @@ Action = Literal["create", "update", "activate", "none"]
 Seen = Literal["download", "own-upload", "ledger", "unknown"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+# The plan's models are frozen stdlib dataclasses, made without validation: ``build_plan`` fills them from typed
+# values, and a plan of 2,000 modules is made on every run, where pydantic's import and model building cost more
+# than the rest of planning. A saved plan file is untrusted input: ``gitops.edges.planfile`` validates it with
+# pydantic (a ``TypeAdapter`` of :class:`Plan`, imported only there), and ``__pydantic_config__`` makes it refuse
+# unknown fields at every level. Fields are keyword-only, in the order of the plan file's JSON.
 
 
-class RemoteSeen(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteSeen:
     """How the plan knows the server's branch: downloaded now, from its own recent upload, or from the ledger; and
     whether this run verified it on the server (``basis``: a download or the branch list) or states it from a record
     it did not check (``own-upload``, ``ledger``) or from nothing (``unknown``)."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     how: Seen
     learnt_at: float | None
@@ -53,8 +60,11 @@ class RemoteSeen(_Frozen):
     checked_at: float | None = None
 
 
-class Step(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
     """One request that ``apply`` makes."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     kind: Literal["clone-branch", "upload", "activate"]
     request: str
@@ -67,35 +77,41 @@ class Step(_Frozen):
         return f"{self.kind} ({self.request})"
 
 
-class Payload(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Payload:
     """The exact modules to upload to one branch (or to create it with). ``missing_kept`` names server-only modules
     to keep whose content the plan does not hold (planned from the ledger): apply downloads them before uploading.
 
     A payload is not rendered, so a reviewer never sees it: :func:`seal_problems` checks it against what the plan
     shows (the branch's changes and their digests, the count of unchanged modules, ``upload_digest``)."""
 
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
+
     server: str
     branch: str
     modules: dict[str, WireModule]
-    missing_kept: list[str] = Field(default_factory=list)
+    missing_kept: list[str] = field(default_factory=list)
 
 
-class VerifyStep(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyStep:
     """After the branch's steps: watch the console and judge the deploy (``gitops.core.health``); on failure, with
     ``on_failure: rollback`` and ``restore_ready``, upload the code the server held before (``Plan.rollbacks``),
     whose upload the plan reserves in its budget."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     ticks: int
     error_share: float
     timeout: float
     on_failure: Literal["report", "rollback"]
     rollback: Literal["restore", "standby"] = "restore"
-    fail_on: list[str] = Field(default_factory=list)
+    fail_on: list[str] = field(default_factory=list)
     #: The plan holds the previous code, and reserves an upload to restore it.
     restore_ready: bool = False
     #: ``rollback: standby``: the branch that runs now, activated again on failure (for each of ``switch_for``).
     switch_back: str | None = None
-    switch_for: list[ActiveName] = Field(default_factory=list)
+    switch_for: list[ActiveName] = field(default_factory=list)
     #: ``rollback: standby``: the manifest's branch this one takes turns with.
     pair_of: str | None = None
     #: Why a rollback asked for cannot be done (the failure is then reported and the code left in place).
@@ -123,8 +139,11 @@ class VerifyStep(_Frozen):
         return len(self.switch_for) if self.on_failure == "rollback" and self.switch_back is not None else 0
 
 
-class BranchPlan(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BranchPlan:
     """What the plan does to one branch."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     server: str
     branch: str
@@ -169,18 +188,28 @@ class BranchPlan(_Frozen):
         return f"{self.server}/{self.branch}"
 
 
-class ServerFailure(_Frozen):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerFailure:
     """A server the plan could not learn (unreachable, credentials refused, an error answer, a download that would
     not fit the budget): its branches are left out of the plan and it is reported with its error instead."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     server: str
     branches: list[str]
     message: str
     exit_code: int
 
+    def __post_init__(self) -> None:
+        # An ExitCode member is stored as the plain number it is, as in the plan file (and as pydantic stored it).
+        object.__setattr__(self, "exit_code", int(self.exit_code))
 
-class Plan(_Frozen):
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Plan:
     """A whole plan. ``payloads`` hold the content to upload; they are written to plan files but never rendered."""
+
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     format_version: Literal[1] = PLAN_FORMAT_VERSION
     created_at: float
@@ -191,14 +220,14 @@ class Plan(_Frozen):
     branches: list[BranchPlan]
     budget: list[EndpointBudget]
     #: Servers whose requests are not rate limited (a password login on a private server).
-    not_rate_limited: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    payloads: list[Payload] = Field(default_factory=list)
+    not_rate_limited: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    payloads: list[Payload] = field(default_factory=list)
     #: Servers whose planning failed (``plan`` reports the others; ``apply`` needs ``--keep-going``).
-    failed: list[ServerFailure] = Field(default_factory=list)
+    failed: list[ServerFailure] = field(default_factory=list)
     #: The code each verified branch held before, for ``rollback: restore`` (never rendered; sealed by the branch's
     #: ``remote.digest``).
-    rollbacks: list[Payload] = Field(default_factory=list)
+    rollbacks: list[Payload] = field(default_factory=list)
 
     def rollback(self, server: str, branch: str) -> Payload | None:
         for p in self.rollbacks:
@@ -271,7 +300,7 @@ def build_plan(
             step, previous = _verify_step(config.verify, verify or VerifyOverrides(), branch_plan, seen_branch)
             if pair is not None:
                 step = _standby_step(step, config, entry.branch, pair[1])
-            branch_plan = branch_plan.model_copy(update={"verify": step})
+            branch_plan = dataclasses.replace(branch_plan, verify=step)
             if previous is not None:
                 rollbacks.append(Payload(server=config.server, branch=config.branch, modules=previous))
             if step.note:
@@ -307,11 +336,10 @@ def build_plan(
         held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
         rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
         budget.extend(
-            row.model_copy(update={"for_rollback": held[row.endpoint]}) if held.get(row.endpoint) else row
-            for row in rows
+            dataclasses.replace(row, for_rollback=held[row.endpoint]) if held.get(row.endpoint) else row for row in rows
         )
     return Plan(
-        created_at=now,
+        created_at=float(now),
         manifest_path=str(loaded.path),
         manifest_digest=loaded.digest,
         source={
@@ -350,8 +378,8 @@ def _verify_step(
             previous = {name: f.text for name, f in sorted(seen.modules.items()) if f.text is not None}
     step = VerifyStep(
         ticks=overrides.ticks or config.ticks,
-        error_share=config.error_share,
-        timeout=overrides.timeout or config.timeout,
+        error_share=float(config.error_share),
+        timeout=float(overrides.timeout or config.timeout),
         on_failure=config.on_failure,
         rollback=config.rollback,
         fail_on=list(config.fail_on),
@@ -383,14 +411,13 @@ def _standby_step(step: VerifyStep, config: BranchConfig, manifest_branch: str, 
     note = step.note if step.on_failure == "rollback" and back is None else None
     if step.on_failure == "rollback" and back is None:
         note = "neither the branch nor its standby is known to be active, so there is nothing to switch back to"
-    return step.model_copy(
-        update={
-            "restore_ready": False,
-            "switch_back": back,
-            "switch_for": list(config.activate) if back is not None else [],
-            "pair_of": manifest_branch if config.branch != manifest_branch else None,
-            "note": note,
-        }
+    return dataclasses.replace(
+        step,
+        restore_ready=False,
+        switch_back=back,
+        switch_for=list(config.activate) if back is not None else [],
+        pair_of=manifest_branch if config.branch != manifest_branch else None,
+        note=note,
     )
 
 
@@ -474,12 +501,12 @@ def _plan_branch(
         action=action,
         remote=RemoteSeen(
             how=seen.how if seen is not None else "unknown",
-            learnt_at=seen.learnt_at if seen is not None else None,
+            learnt_at=_seconds(seen.learnt_at) if seen is not None else None,
             exists=exists,
             digest=seen.digest if seen is not None else None,
             verified=seen.verified if seen is not None else False,
             basis=seen.current_basis if seen is not None else "unknown",
-            checked_at=seen.checked_at if seen is not None else None,
+            checked_at=_seconds(seen.checked_at) if seen is not None else None,
         ),
         modules=entries,
         unchanged=diff.unchanged,
@@ -493,6 +520,12 @@ def _plan_branch(
     if writes:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
+
+
+def _seconds(at: float | None) -> float | None:
+    """A time as a float: a record read from JSON may hold a whole number, and the plan's JSON writes times as
+    floats (``1800000000.0``), as it did when pydantic coerced them."""
+    return None if at is None else float(at)
 
 
 def _upload_digest(

@@ -3,19 +3,56 @@
 A plan file is the whole :class:`gitops.core.plan.Plan` as JSON, with the exact module content to upload and no
 credentials. It is written atomically, so a reader never sees half a file. It is sealed: :func:`load_plan` refuses a
 file whose payloads do not match the reviewed part of the plan (:func:`gitops.core.plan.seal_problems`).
+
+The plan's models are stdlib dataclasses; pydantic reads and writes them here, through a ``TypeAdapter`` of
+:class:`~gitops.core.plan.Plan` that is made (and pydantic imported) only when a plan file is saved or loaded, so
+that a run without a plan file never imports pydantic. Loading validates as the pydantic models did: every type,
+and no unknown field at any level (each dataclass's ``__pydantic_config__``); the messages keep their wording.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from gitops.core.plan import PLAN_FORMAT_VERSION, Plan, seal_problems
 from gitops.errors import PlanFileError, UsageError
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+    from pydantic_core import ErrorDetails
+
+#: pydantic words two errors of a dataclass differently from those of a model; a plan file's messages keep the
+#: wording they had when the plan was a pydantic model (``{class_name}`` from the error's context).
+_WORDING = {
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
+    "dataclass_type": "Input should be a valid dictionary or instance of {class_name}",
+}
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[Plan]:
+    """The validator and serialiser of a plan file (built once, on first use: pydantic is imported here only)."""
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Plan)
+
+
+def _message(error: ErrorDetails) -> str:
+    wording = _WORDING.get(error["type"])
+    if wording is None:
+        return error["msg"]
+    return wording.format(**(error.get("ctx") or {"class_name": "?"}))
+
+
+def plan_data(plan: Plan) -> dict[str, Any]:
+    """The plan as plain JSON data, exactly as a plan file holds it."""
+    data: dict[str, Any] = _adapter().dump_python(plan, mode="json")
+    return data
 
 
 def save_plan(plan: Plan, path: Path) -> None:
@@ -32,7 +69,7 @@ def save_plan(plan: Plan, path: Path) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             # Through json.dumps, ASCII: a server's module name or text may hold a lone surrogate, which pydantic's
             # JSON writer refuses (in a value) or replaces (in a key), and a plan must read back as it was made.
-            fh.write(json.dumps(plan.model_dump(mode="json"), ensure_ascii=True, separators=(",", ":")))
+            fh.write(json.dumps(plan_data(plan), ensure_ascii=True, separators=(",", ":")))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -71,13 +108,15 @@ def load_plan(path: Path) -> Plan:
             f"plan file {path} has format_version {version!r}; this gitops reads format_version {PLAN_FORMAT_VERSION}",
             hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
         )
+    from pydantic import ValidationError
+
     try:
-        plan = Plan.model_validate(data)
+        plan = _adapter().validate_python(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise PlanFileError(
-            f"plan file {path} is damaged: {where}: {first['msg']} ({exc.error_count()} problem(s))",
+            f"plan file {path} is damaged: {where}: {_message(first)} ({exc.error_count()} problem(s))",
             hint="Make the plan again: 'gitops plan --out FILE'.",
         ) from None
     problems = seal_problems(plan)

@@ -6,6 +6,7 @@ All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -330,11 +331,11 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
                 },
                 **drift_document(b.drift, now),
-                **({} if b.verify is None else {"verify": b.verify.model_dump()}),
+                **({} if b.verify is None else {"verify": dataclasses.asdict(b.verify)}),
             }
             for b in plan.branches
         ],
-        "budget": [row.model_dump() for row in plan.budget],
+        "budget": [dataclasses.asdict(row) for row in plan.budget],
         "not_rate_limited": list(plan.not_rate_limited),
         "warnings": list(plan.warnings),
         "failed": [

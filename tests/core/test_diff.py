@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.diff import MAX_DIFF_BYTES, MAX_DIFF_LINES, MINIFIED_LINE, diff_branch
 from gitops.core.remote import RemoteBranch
@@ -158,7 +160,7 @@ def test_rows_carry_sizes_digests_and_the_binary_flag() -> None:
     remote = remote_of(old_wasm, kept, Module("main", text="m"))
     local = CodeSet.of([new_wasm, Module("main", text="m"), Module("new", text="n")])
     diff = diff_branch(local, remote.modules, remote_only="keep")
-    assert diff.changed[0].model_dump() == {
+    assert dataclasses.asdict(diff.changed[0]) == {
         "name": "lib.wasm",
         "change": "changed",
         "old_size": 4,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from gitops.core.plan import Plan, ServerFailure
@@ -12,9 +13,9 @@ from tests.core.factories import NOW, local, manifest, plan
 def failed_plan(*, changes: bool = True) -> Plan:
     p = plan(manifest(), local(("local", "main", {"main": "m"})))
     if not changes:
-        p = p.model_copy(update={"branches": []})
+        p = dataclasses.replace(p, branches=[])
     failure = ServerFailure(server="away", branches=["main"], message="cannot reach http://127.0.0.1:1", exit_code=1)
-    return p.model_copy(update={"failed": [failure]})
+    return dataclasses.replace(p, failed=[failure])
 
 
 def test_text_marks_the_failed_server() -> None:
@@ -43,8 +44,8 @@ def test_json_lists_the_failure() -> None:
 
 def test_markdown_lists_the_failure_inertly() -> None:
     p = failed_plan()
-    evil = p.failed[0].model_copy(update={"message": "<details> @someone `x`"})
-    text = render_markdown(p.model_copy(update={"failed": [evil]}), now=NOW)
+    evil = dataclasses.replace(p.failed[0], message="<details> @someone `x`")
+    text = render_markdown(dataclasses.replace(p, failed=[evil]), now=NOW)
     assert "**Failed servers** (not planned)" in text
     assert "- `away` (exit 1; branches `main`): " in text
     assert "<details> @someone" not in text

@@ -5,6 +5,7 @@ and then edited as a person editing the file would.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from gitops.core.codeset import WireModule
@@ -22,8 +23,8 @@ def update(**options: Any) -> Plan:
 
 def with_payload(p: Plan, modules: dict[str, WireModule] | None = None, **fields: Any) -> Plan:
     (payload,) = p.payloads
-    edited = payload.model_copy(update={"modules": payload.modules if modules is None else modules, **fields})
-    return p.model_copy(update={"payloads": [edited]})
+    edited = dataclasses.replace(payload, modules=payload.modules if modules is None else modules, **fields)
+    return dataclasses.replace(p, payloads=[edited])
 
 
 def modules(p: Plan, **changes: WireModule | None) -> dict[str, WireModule]:
@@ -103,7 +104,7 @@ def test_payloads_and_branches_must_pair_up() -> None:
         "local/other: the plan holds modules to upload to it, but the reviewed plan has no upload there",
         "local/main: the reviewed plan uploads to it, but the plan holds no modules for it",
     ]
-    twice = p.model_copy(update={"payloads": [*p.payloads, *p.payloads]})
+    twice = dataclasses.replace(p, payloads=[*p.payloads, *p.payloads])
     assert seal_problems(twice) == ["local/main: the plan holds two sets of modules to upload to it"]
 
 
