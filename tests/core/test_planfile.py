@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from pydantic_core import PydanticSerializationError
 
-from gitops.core.plan import Plan
+from gitops.core.drift import compare, record_from_branch, with_drift
+from gitops.core.endpoints import UPLOAD
+from gitops.core.plan import Plan, ServerFailure
 from gitops.edges.planfile import load_plan, plan_data, save_plan
-from gitops.errors import PlanFileError, UsageError
-from tests.core.factories import branch, local, manifest, on_server, plan, view
+from gitops.errors import ExitCode, PlanFileError, UsageError
+from tests.core.factories import branch, facts, listed, local, manifest, on_server, plan, view, window
 
 
 def sample_plan() -> Plan:
@@ -110,17 +112,45 @@ def test_a_plan_file_of_another_format(tmp_path: Path, content: str, shown: str)
     assert error.hint == "Make the plan again with this version of gitops: 'gitops plan --out FILE'."
 
 
-def damaged(tmp_path: Path, change: dict[str, object]) -> PlanFileError:
-    data = plan_data(sample_plan())
+def full_plan() -> Plan:
+    """A plan holding every model a plan file can: a verify step with a rollback (and so code to restore), a drift
+    finding, budget rows and a failed server, besides the branch, its steps, module rows and payload."""
+    old, new = {"main": "old\n", "lib": "lib\n"}, {"main": "new\n"}
+    result = plan(
+        manifest(branch(activate=["world"], verify={"ticks": 5, "on_failure": "rollback"})),
+        local(("local", "main", new)),
+        view("local", on_server("main", old), listed=listed("main", world="main")),
+        budgets={"local": facts(window(UPLOAD, 10, 5))},
+    )
+    applied = record_from_branch(on_server("main", {"main": "elsewhere\n"}), how="upload")
+    result = with_drift(result, {("local", "main"): compare(on_server("main", old), applied)})
+    failure = ServerFailure(server="away", branches=["main"], message="cannot reach it", exit_code=ExitCode.CREDENTIALS)
+    return dataclasses.replace(result, failed=[failure])
+
+
+def test_a_plan_holding_every_model_round_trips(tmp_path: Path) -> None:
+    original = full_plan()
+    assert original.branches[0].verify is not None
+    assert original.branches[0].drift is not None
+    assert (len(original.rollbacks), len(original.budget), len(original.failed)) == (1, 2, 1)
+    path = tmp_path / "plan.json"
+    save_plan(original, path)
+    assert load_plan(path) == original
+    assert type(load_plan(path).failed[0].exit_code) is int  # the number, as the file holds it
+
+
+def damaged(tmp_path: Path, change: dict[str, object], base: Plan | None = None) -> PlanFileError:
+    data = plan_data(base or sample_plan())
     for dotted, value in change.items():
         *parents, last = dotted.split(".")
-        target = data
+        target: Any = data
         for key in parents:
             target = target[int(key)] if isinstance(target, list) else target[key]
+        index: int | str = int(last) if isinstance(target, list) else last
         if value is None:
-            del target[last]
+            del target[index]
         else:
-            target[last] = value
+            target[index] = value
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return plan_file_error(path)
@@ -142,6 +172,35 @@ def test_a_plan_file_with_wrong_values_counts_every_problem(tmp_path: Path) -> N
 def test_a_plan_file_with_an_unknown_field_is_damaged(tmp_path: Path) -> None:
     error = damaged(tmp_path, {"payloads.0.token": "abc"})
     assert error.message.endswith("is damaged: payloads.0.token: Extra inputs are not permitted (1 problem(s))")
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "token",
+        "branches.0.token",
+        "branches.0.remote.token",
+        "branches.0.modules.0.token",
+        "branches.0.steps.0.token",
+        "branches.0.verify.token",
+        "branches.0.drift.token",
+        "budget.0.token",
+        "rollbacks.0.token",
+        "failed.0.token",
+    ],
+)
+def test_an_unknown_field_is_refused_in_every_part_of_a_plan_file(tmp_path: Path, where: str) -> None:
+    # The models are dataclasses made without validation; the plan file's reader must still refuse any field it
+    # does not know, at every level, in the words it used when the models were pydantic's.
+    error = damaged(tmp_path, {where: "abc"}, full_plan())
+    assert error.message.endswith(f"is damaged: {where}: Extra inputs are not permitted (1 problem(s))")
+
+
+def test_a_part_that_is_not_an_object_is_named_by_its_kind(tmp_path: Path) -> None:
+    error = damaged(tmp_path, {"branches.0.remote": 5, "budget.0": "row"}, full_plan())
+    assert error.message.endswith(
+        "is damaged: branches.0.remote: Input should be a valid dictionary or instance of RemoteSeen (2 problem(s))"
+    )
 
 
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
