@@ -82,43 +82,57 @@ def diff_branch(
     for name in sorted(set(remote) - set(local.modules)):
         old = remote[name]
         if remote_only == "keep":
-            kept.append(_change(name, "kept", old.size, old.size, old.digest, old.digest, old.is_binary))
+            kept.append(
+                ModuleChange(
+                    name=name,
+                    change="kept",
+                    old_size=old.size,
+                    new_size=old.size,
+                    old_digest=old.digest,
+                    new_digest=old.digest,
+                    binary=old.is_binary,
+                )
+            )
         else:
-            removed.append(_change(name, "removed", old.size, None, old.digest, None, old.is_binary))
+            removed.append(
+                ModuleChange(
+                    name=name,
+                    change="removed",
+                    old_size=old.size,
+                    new_size=None,
+                    old_digest=old.digest,
+                    new_digest=None,
+                    binary=old.is_binary,
+                )
+            )
     return BranchDiff(tuple(added), tuple(changed), tuple(removed), tuple(kept), unchanged)
 
 
-def _change(
-    name: str,
-    change: ChangeKind,
-    old_size: int | None,
-    new_size: int | None,
-    old_digest: str | None,
-    new_digest: str | None,
-    binary: bool,
-    diff: str | None = None,
-    note: str | None = None,
-) -> ModuleChange:
-    return ModuleChange(
-        name=name,
-        change=change,
-        old_size=old_size,
-        new_size=new_size,
-        old_digest=old_digest,
-        new_digest=new_digest,
-        binary=binary,
-        diff=diff,
-        note=note,
-    )
-
-
 def _added(module: Module) -> ModuleChange:
-    return _change(module.name, "added", None, module.size, None, module.digest, module.is_binary)
+    return ModuleChange(
+        name=module.name,
+        change="added",
+        old_size=None,
+        new_size=module.size,
+        old_digest=None,
+        new_digest=module.digest,
+        binary=module.binary is not None,
+    )
 
 
 def _changed(old: ModuleFacts, new: Module, max_lines: int) -> ModuleChange:
     diff, note = text_diff(old, new, max_lines)
-    return _change(new.name, "changed", old.size, new.size, old.digest, new.digest, new.is_binary, diff, note)
+    return ModuleChange(
+        name=new.name,
+        change="changed",
+        old_size=old.size,
+        new_size=new.size,
+        old_digest=old.digest,
+        new_digest=new.digest,
+        binary=new.is_binary,
+        diff=diff,
+        note=note,
+    )
 
 
 def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None, str | None]:
