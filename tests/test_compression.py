@@ -192,3 +192,23 @@ def test_small_uploads_are_not_compressed(
     assert p.apply("--yes").code == 0
     assert standin.app.encodings[(UPLOAD, "identity")] == 1
     assert len(json.dumps({"branch": "default", "modules": {"main": "x" * 100}})) < COMPRESS_MIN_BYTES
+
+
+def test_a_body_is_deflated_once_and_ahead_of_time_for_every_server_that_gets_it() -> None:
+    from gitops.edges import bodies
+
+    content = json.dumps({"branch": "main", "modules": _bot(200_000, seed=7)}).encode()
+    ahead = bodies.Ahead()
+    ahead.start(content)
+    ahead.start(content)  # under way: no second thread
+    first = bodies.deflated(content)  # waits for the background thread's result
+    ahead.join()
+    assert zlib.decompress(first) == content
+    assert bodies.deflated(content) is first  # the same bytes object: not computed again
+    other = content.replace(b"main", b"mian", 1)
+    assert bodies.deflated(other) is not first
+    assert zlib.decompress(bodies.deflated(other)) == other
+    for n in range(bodies.KEPT + 1):  # bounded: the oldest body is forgotten
+        bodies.deflated(content + b" " * (n + 1))
+    assert bodies.deflated(content) is not first
+    assert bodies.deflated(content) == first
