@@ -103,9 +103,10 @@ WRITE_ATTEMPTS = 2
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 8.0
 BACKOFF_TOTAL = 30.0
-#: How long an idle kept-alive connection is reused: a run's requests follow each other within milliseconds (a TLS
-#: handshake saved per request); after a rate-limit wait the next request opens a new connection.
-_KEEPALIVE_SECONDS = 1.0
+#: How long an idle kept-alive connection is reused: a run's requests follow each other within a second or two (the
+#: branch list, then the plan is built and printed, then the upload: a TLS handshake and a round trip saved); after a
+#: rate-limit wait the next request opens a new connection. Servers drop theirs later (Node's default is 5 s).
+_KEEPALIVE_SECONDS = 3.0
 
 #: The smallest request body worth compressing: below it the bytes saved do not pay for the work (a few packets).
 COMPRESS_MIN_BYTES = 64 * 1024
@@ -399,8 +400,8 @@ class ServiceClient:
         self._connections: Connections | None = None
         if transport is None:
             self._connections = Connections()
-            # An idle connection is dropped after a second, well before servers drop theirs (Node's default is 5 s),
-            # so that a request never races the server closing the connection it reuses.
+            # An idle connection is dropped after 3 s, before servers drop theirs (Node's default is 5 s), so that a
+            # request never races the server closing the connection it reuses.
             limits = httpx.Limits(keepalive_expiry=_KEEPALIVE_SECONDS)
             if self.base_url.lower().startswith("http://"):
                 # A plain-HTTP server (a private server, the stand-in) needs no TLS: httpx's default transport
