@@ -120,8 +120,11 @@ def test_auto_probes_once_without_changing_anything_then_remembers(project: Proj
     assert budget[ACTIVATE] == 1  # the probe is planned and budgeted
     assert budget[UPLOAD] == 1
     assert any("whether the server reads compressed uploads" in w for w in doc["warnings"])
+    assert standin.count(ACTIVATE) == 0  # a plan never sends it
     result = project.apply("--yes")
     assert result.code == 0, result.err
+    # apply --yes asks it while it reads the server (nothing to confirm), and says so.
+    assert "whether the server reads compressed uploads: it does; kept in the ledger" in result.out
     assert standin.count(ACTIVATE) == 1
     assert standin.app.encodings[(ACTIVATE, "deflate")] == 1
     assert standin.app.encodings[(UPLOAD, "deflate")] == 1

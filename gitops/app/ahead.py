@@ -18,6 +18,11 @@ most :data:`MOST` reads per server are sent ahead; the rest are asked in order a
 gets that many connections opened early too (:meth:`gitops.app.session.Session.connect_early`), so that their
 handshakes run while the tool starts.
 
+With ``apply --yes`` the compression probe (:meth:`gitops.app.session.Session.compression`), when it is due, is
+sent the same way as soon as the branch list shows that its branch does not exist, beside the downloads, instead of
+after the plan is shown: its answer is kept in the ledger, so a later deploy needs no probe even when this run
+turns out to change nothing, and the plan says it was asked.
+
 Each side client's observer is a :class:`~gitops.edges.client.DeferredObserver`: what a read teaches reaches the
 ledger in the server's own thread, when its answer is taken (:meth:`Ahead.download`) or when planning the server
 ends (:meth:`Ahead.finish`); a read nobody needed is still told to the ledger (its request counts). A download that
@@ -82,6 +87,7 @@ class Ahead:
         self._server = server
         self._downloads: dict[str, _Read] = {}
         self._query: _Read | None = None
+        self._probe: _Read | None = None
 
     def _side(self, work: Callable[[ServiceClient], Any]) -> _Read:
         from gitops.edges.client import DeferredObserver
@@ -102,6 +108,11 @@ class Ahead:
             self._query = self._side(lambda client: client.query_token())
             self._s.mark_queried(self._server)  # learn_unlimited: the token was asked in this run
 
+    def send_probe(self) -> None:
+        """Send the compression probe (:meth:`gitops.edges.client.ServiceClient.probe_compression`): only once the
+        branch list showed that its branch does not exist, and the activation fits the budget (the caller checks)."""
+        self._probe = self._side(lambda client: client.probe_compression())
+
     def download(self, branch: str) -> tuple[CodeSet | None, float] | None:
         """The answer of ``branch``'s download sent ahead, with when it came (``None`` if none was sent); its error
         is raised here."""
@@ -116,11 +127,15 @@ class Ahead:
 
     def finish(self) -> None:
         """Take every read not taken yet (its error dropped: nobody needed its answer)."""
-        reads = [*self._downloads.values(), *([self._query] if self._query is not None else [])]
+        probe = self._probe
+        reads = [*self._downloads.values(), *(r for r in (self._query, probe) if r is not None)]
         self._downloads.clear()
-        self._query = None
+        self._query = self._probe = None
         for read in reads:
             read.take()
+            if read is probe and read.error is None:
+                self._s.ledger(self._server).record_compression(read.value)
+                self._s.probed_ahead[self._server] = read.value
             if read.error is not None and self._s.options.log is not None:
                 detail = read.error.message if isinstance(read.error, GitopsError) else type(read.error).__name__
                 self._s.options.log(f"a read sent ahead to server '{self._server}' failed: {detail}")

@@ -137,6 +137,13 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
         "(compress: auto; 'always' or 'never' in the manifest skips it)"
         for server in sorted(probes)
     ]
+    answers = {True: "it does", False: "it does not", None: "no answer, asked again next time"}
+    extra += [
+        f"server '{server}': asked, with one POST /api/user/set-active-branch of a branch that does not exist "
+        f"(nothing changes), whether the server reads compressed uploads: {answers[learnt]}; kept in the ledger "
+        "(compress: auto)"
+        for server, learnt in sorted(s.probed_ahead.items())
+    ]
     extra += s.warnings()
     if extra:
         update["warnings"] = [*result.warnings, *extra]
@@ -305,9 +312,19 @@ def gather_remote(
             s, server, listings.get(server), listed_at.get(server), judged[server], refresh, aheads.get(server)
         )
 
+    def probe_early(server: str) -> None:
+        if not s.options.probe_ahead or server not in listings:  # listed now: the probe's branch does not exist
+            return
+        if s.compression(server) != "probe" or _short_rows(s, server, {ACTIVATE: 1}):
+            return
+        sent = aheads.get(server)
+        if sent is None:
+            sent = aheads[server] = Ahead(s, server)  # only this server's thread touches its entry
+        sent.send_probe()
+
     def one_ledger(servers: list[str]) -> None:
         try:
-            for step in (list_server, judge_server, learn):
+            for step in (list_server, probe_early, judge_server, learn):
                 for server in servers:
                     isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
         finally:

@@ -44,6 +44,8 @@ class Session:
         self._ledgers: dict[str, Ledger] = {}
         self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
+        #: The compression probes sent while the servers were read (gitops.app.ahead), and what each answered.
+        self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
 
     def servers(self) -> list[str]:
