@@ -59,8 +59,9 @@ FORMAT = 1
 KEEP = 64
 #: A larger entry is not read (a manifest is at most 1 MB; its entry holds it once, plus a line per key path).
 _MAX_ENTRY_BYTES = 4 * 1024 * 1024
-#: The modules whose rules decide what is valid: their size and time are part of what an entry must match.
-_RULES = ("schema.py", "yamlload.py", "model.py", "reading.py")
+#: The modules whose rules decide what is valid (under ``gitops/``): their size and time are part of what an entry
+#: must match. ``core/endpoints.py`` is the limits table that ``budget.reserve`` keys are checked against.
+_RULES = ("config/schema.py", "config/yamlload.py", "config/model.py", "config/reading.py", "core/endpoints.py")
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -176,7 +177,7 @@ def _private(folder: Path) -> bool:
 
 
 def _rules_stamp() -> str:
-    here = Path(__file__).parent
+    here = Path(__file__).parent.parent
     parts = []
     for name in _RULES:
         info = os.stat(here / name)
