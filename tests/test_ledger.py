@@ -669,3 +669,40 @@ def test_a_file_that_does_not_verify_needs_pydantic(tmp_path: Path, clock: Manua
     done = _fresh(LOADER, str(tmp_path), URL, FP)
     assert done.returncode != 0
     assert "import of pydantic halted" in done.stderr
+
+
+def _signed(data: dict[str, Any]) -> bytes:
+    """``data`` written as gitops writes it, with a matching check (as any writer of the state folder could)."""
+    import hashlib
+
+    body = json.dumps({k: v for k, v in data.items() if k != "check"}, separators=(",", ":")).encode()
+    return body[:-1] + CHECK_HEAD + hashlib.sha256(body).hexdigest().encode() + b'"}\n'
+
+
+def test_a_matching_check_is_trusted_and_what_cannot_be_built_is_validated(tmp_path: Path, clock: ManualClock) -> None:
+    path = _filled(tmp_path, clock).path
+    data = json.loads(path.read_bytes())
+    # Trusted: a value pydantic would refuse (a negative size) is taken as written, since the check says gitops
+    # wrote it (the check is an integrity check, not a signature; docs/budget-and-ledger.md).
+    data["branches"]["default"]["modules"]["main"]["size"] = -1
+    path.write_bytes(_signed(data))
+    ledger = open_ledger(tmp_path, clock)
+    assert ledger.warnings == []
+    branch = ledger.remembered_branch("default")
+    assert branch is not None
+    assert branch.modules is not None
+    assert branch.modules["main"].size == -1
+    assert not ledger.changed
+    # A shape the build trips over (a missing key) is validated instead, and set aside as any invalid file.
+    del data["headers"]["GET /api/user/code"]["seq"]
+    path.write_bytes(_signed(data))
+    assert "was corrupt (not shaped as a ledger); set aside" in open_ledger(tmp_path, clock).warnings[0]
+
+
+def test_a_set_aside_file_leaves_nothing_to_save(tmp_path: Path, clock: ManualClock) -> None:
+    path = open_ledger(tmp_path, clock).path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"format_version": 1, "sent": 5}')
+    ledger = open_ledger(tmp_path, clock)
+    assert len(ledger.warnings) == 1
+    assert not ledger.changed  # as before the check: a fresh ledger, nothing learnt yet

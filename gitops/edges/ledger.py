@@ -394,9 +394,9 @@ class Ledger:
         self._data = _File(
             format_version=FORMAT_VERSION, server_url=self.server_url, fingerprint=fingerprint, saved_at=0.0
         )
-        #: Whether the file read carried a ``check`` that verified (or there was no file to read). When not, the
-        #: ledger counts as :attr:`changed`, so that the next save writes it with its check.
-        self._verified = True
+        #: Whether the data was read from a file without a ``check`` that verified (and validated): the ledger then
+        #: counts as :attr:`changed`, so that the next save writes the file with its check.
+        self._unchecked = False
         self._pointer_written = False
         self._lock: Any = None
         #: Whether the ledger file (or the pointer) was written without fsync since (see :meth:`sync`).
@@ -453,7 +453,7 @@ class Ledger:
             ledger._acquire(lock_wait, waiting)
         ledger._load()
         ledger._remove_stale_temps()
-        ledger._saved = _dump(ledger._data) if ledger._verified else None
+        ledger._saved = None if ledger._unchecked else _dump(ledger._data)
         return ledger
 
     def _acquire(self, wait: float, waiting: Waiting | None = None) -> None:
@@ -552,7 +552,7 @@ class Ledger:
             # never writes) is validated instead.
             with contextlib.suppress(KeyError, TypeError, AttributeError, ValueError):
                 data = _built(loaded)
-        self._verified = data is not None
+        unchecked = data is None
         if data is None:
             try:
                 data = _validated(loaded)
@@ -563,6 +563,7 @@ class Ledger:
             self._set_aside("it belongs to another server or credentials")
             return
         self._data = data
+        self._unchecked = unchecked
         self._prune()
 
     def _set_aside(self, reason: str) -> None:
