@@ -45,7 +45,7 @@ from netem import Link, proxy  # noqa: E402
 from official_standin import token_of  # noqa: E402
 from proc_usage import Usage, clean_env, compile_gitops  # noqa: E402
 
-from gitops.edges.client import COMPRESS_LEVEL  # noqa: E402
+from gitops.edges.bodies import COMPRESS_LEVEL  # noqa: E402
 
 GITOPS = str(Path(sys.executable).with_name("gitops"))
 PEER_SCRIPT = ROOT / "bench" / "peer" / "deploy_token.js"

@@ -23,6 +23,24 @@ def standin(tmp_path: Path) -> Iterator[StandIn]:
         yield service
 
 
+# --- The validated-manifest cache of every process the suite runs is a temporary folder, never ~/.cache. ---------
+#
+# Set for the whole session, before the first test, so that child processes inherit it; helpers that give a child a
+# cleaned environment keep GITOPS_CACHE_DIR, and those that build one from nothing give it a temporary HOME. Tests
+# of the cache itself point it at their own folder.
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _manifest_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    before = os.environ.get("GITOPS_CACHE_DIR")
+    os.environ["GITOPS_CACHE_DIR"] = str(tmp_path_factory.mktemp("gitops-cache"))
+    yield
+    if before is None:
+        os.environ.pop("GITOPS_CACHE_DIR", None)
+    else:
+        os.environ["GITOPS_CACHE_DIR"] = before
+
+
 # --- The canary: no token may appear in any output, log, exception, ledger or plan file of the whole suite. ------
 #
 # Every test's captured stdout, stderr and log, and its failure text, are searched for the canary tokens; at the end

@@ -58,7 +58,11 @@ def _repo(root: Path, build: str = SNOOP, servers: dict[str, dict[str, str]] | N
 
 
 def _environment(leaks: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "SCREEPS_", "INPUT_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITOPS_", "SCREEPS_", "INPUT_")) or k == "GITOPS_CACHE_DIR"
+    }
     env.update({"LEAK_DIR": str(leaks), "NO_COLOR": "1", **extra})
     return env
 

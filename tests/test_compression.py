@@ -120,8 +120,11 @@ def test_auto_probes_once_without_changing_anything_then_remembers(project: Proj
     assert budget[ACTIVATE] == 1  # the probe is planned and budgeted
     assert budget[UPLOAD] == 1
     assert any("whether the server reads compressed uploads" in w for w in doc["warnings"])
+    assert standin.count(ACTIVATE) == 0  # a plan never sends it
     result = project.apply("--yes")
     assert result.code == 0, result.err
+    # apply --yes asks it while it reads the server (nothing to confirm), and says so.
+    assert "whether the server reads compressed uploads: it does; kept in the ledger" in result.out
     assert standin.count(ACTIVATE) == 1
     assert standin.app.encodings[(ACTIVATE, "deflate")] == 1
     assert standin.app.encodings[(UPLOAD, "deflate")] == 1
@@ -192,3 +195,23 @@ def test_small_uploads_are_not_compressed(
     assert p.apply("--yes").code == 0
     assert standin.app.encodings[(UPLOAD, "identity")] == 1
     assert len(json.dumps({"branch": "default", "modules": {"main": "x" * 100}})) < COMPRESS_MIN_BYTES
+
+
+def test_a_body_is_deflated_once_and_ahead_of_time_for_every_server_that_gets_it() -> None:
+    from gitops.edges import bodies
+
+    content = json.dumps({"branch": "main", "modules": _bot(200_000, seed=7)}).encode()
+    ahead = bodies.Ahead()
+    ahead.start(content)
+    ahead.start(content)  # under way: no second thread
+    first = bodies.deflated(content)  # waits for the background thread's result
+    ahead.join()
+    assert zlib.decompress(first) == content
+    assert bodies.deflated(content) is first  # the same bytes object: not computed again
+    other = content.replace(b"main", b"mian", 1)
+    assert bodies.deflated(other) is not first
+    assert zlib.decompress(bodies.deflated(other)) == other
+    for n in range(bodies.KEPT + 1):  # bounded: the oldest body is forgotten
+        bodies.deflated(content + b" " * (n + 1))
+    assert bodies.deflated(content) is not first
+    assert bodies.deflated(content) == first

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -464,3 +465,244 @@ def test_two_manifests_with_the_servers_in_opposite_order_take_the_locks_in_one_
     b.close()
     assert not failed
     assert got == ["b"]
+
+
+# --- the check: a ledger gitops wrote is trusted, any other is validated (issue 23) -----------------------------
+
+CHECK_HEAD = b',"check":"sha256:'
+
+
+def _body(raw: bytes) -> bytes:
+    """The file without its ``check`` member (and newline): the compact JSON the digest is taken of."""
+    assert raw.endswith(b'"}\n')
+    head = len(raw) - len(CHECK_HEAD) - 64 - 3
+    assert raw[head : head + len(CHECK_HEAD)] == CHECK_HEAD
+    return raw[:head] + b"}"
+
+
+def _filled(tmp_path: Path, clock: ManualClock) -> Ledger:
+    ledger = open_ledger(tmp_path, clock)
+    code = CodeSet.of([Module("main", text="x"), Module("lib/ü", text="y"), Module("w", binary=b"\0asm")])
+    ledger.remember_branch(RemoteBranch.from_code("default", code, START - 5, "own-upload", "1799999999000"))
+    ledger.remember_branch_list([BranchInfo("default", True, False)])
+    ledger.record_sent("GET /api/user/code")
+    ledger.record_response("GET /api/user/code", 200, headers(60, 40, START + 900))
+    ledger.save()
+    return ledger
+
+
+def test_a_saved_ledger_ends_with_the_sha256_of_the_rest(tmp_path: Path, clock: ManualClock) -> None:
+    import hashlib
+
+    raw = _filled(tmp_path, clock).path.read_bytes()
+    body = _body(raw)
+    digest = hashlib.sha256(body).hexdigest()
+    assert raw == body[:-1] + CHECK_HEAD + digest.encode() + b'"}\n'
+    data = json.loads(raw)
+    assert data["check"] == f"sha256:{digest}"
+    # Otherwise the format of before: compact UTF-8 JSON, keys in the order of format version 1.
+    assert list(data)[:5] == ["format_version", "server_url", "fingerprint", "saved_at", "seq"]
+    assert list(data)[-2:] == ["scope_at", "check"]
+    assert "lib/ü".encode() in body
+    assert (
+        body
+        == json.dumps(
+            {k: v for k, v in data.items() if k != "check"}, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    )
+
+
+def test_an_older_ledger_without_check_is_validated_loads_and_gains_the_check_on_save(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = _filled(tmp_path, clock).path
+    old = _body(path.read_bytes()) + b"\n"  # exactly what gitops wrote before the check
+    path.write_bytes(old)
+    ledger = open_ledger(tmp_path, clock)
+    assert ledger.warnings == []
+    branch = ledger.remembered_branch("default")
+    assert branch is not None
+    assert (branch.how, branch.stamp, len(branch.modules or {})) == ("own-upload", "1799999999000", 3)
+    assert ledger.windows()["GET /api/user/code"].remaining == 40
+    assert ledger.changed  # nothing learnt, but the file lacks its check: the next save writes it
+    ledger.save()
+    assert not ledger.changed
+    raw = path.read_bytes()
+    assert raw.endswith(b'"}\n')
+    assert _body(raw) + b"\n" == old  # the same data (and the same clock: the same saved_at), now with its check
+    assert not open_ledger(tmp_path, clock).changed  # verified: nothing to write
+
+
+def test_a_wrong_check_on_valid_content_is_validated_and_loads(tmp_path: Path, clock: ManualClock) -> None:
+    path = _filled(tmp_path, clock).path
+    data = json.loads(path.read_bytes())
+    data["branch_list"]["branches"][0]["active_sim"] = True  # edited by hand: the check no longer matches
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    ledger = open_ledger(tmp_path, clock)
+    assert ledger.warnings == []
+    assert ledger.remembered_branch_list() == ([BranchInfo("default", True, True)], START)
+    assert ledger.changed
+    data["check"] = "sha256:" + "0" * 64
+    path.write_bytes(json.dumps(data, separators=(",", ":")).encode() + b"\n")  # gitops' layout, a wrong digest
+    assert open_ledger(tmp_path, clock).remembered_branch_list() == ([BranchInfo("default", True, True)], START)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["branches"]["default"]["modules"]["main"].update(size=-1),  # the digest would be unchanged
+        lambda d: d.update(unknown_key=1),
+        lambda d: d["headers"]["GET /api/user/code"].pop("seq"),
+    ],
+)
+def test_a_wrong_check_on_invalid_content_is_set_aside(tmp_path: Path, clock: ManualClock, edit: Any) -> None:
+    path = _filled(tmp_path, clock).path
+    raw = path.read_bytes()
+    data = json.loads(raw)
+    edit(data)
+    data["check"] = data.pop("check")  # still last
+    content = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"  # keeps the old check
+    assert content.endswith(raw[-len(CHECK_HEAD) - 64 - 3 :])
+    path.write_bytes(content)
+    ledger = open_ledger(tmp_path, clock)
+    aside = path.with_name(f"{path.name}.corrupt-20270115T080000Z")
+    assert ledger.warnings == [
+        f"the ledger at {path} was corrupt (not shaped as a ledger); set aside as {aside}; starting afresh, so "
+        "rate-limit figures are counted from zero and branches are downloaded."
+    ]
+    assert aside.read_bytes() == content
+    assert ledger.remembered_branch("default") is None
+
+
+def test_json_nested_too_deeply_is_not_valid_json(tmp_path: Path, clock: ManualClock) -> None:
+    path = open_ledger(tmp_path, clock).path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"[" * 100_000)
+    assert "was corrupt (not valid JSON); set aside" in open_ledger(tmp_path, clock).warnings[0]
+
+
+def test_a_branch_name_with_a_lone_surrogate_reads_back_unchanged(tmp_path: Path, clock: ManualClock) -> None:
+    # The server can send one (an unpaired \udXXX escape); UTF-8 cannot carry it, so it is written as its escape.
+    ledger = open_ledger(tmp_path, clock)
+    ledger.remember_branch_list([BranchInfo("odd\ud800name"), BranchInfo("plain")])
+    ledger.save()
+    assert b"odd\\ud800name" in ledger.path.read_bytes()
+    again = open_ledger(tmp_path, clock)
+    assert again.warnings == []
+    assert again.remembered_branch_list() == ([BranchInfo("odd\ud800name"), BranchInfo("plain")], START)
+    assert not again.changed
+
+
+def test_the_ledgers_active_names_are_the_manifests() -> None:
+    from typing import get_args
+
+    from gitops.config.manifest import ActiveName
+    from gitops.edges import ledger
+
+    assert get_args(ledger.ActiveName) == get_args(ActiveName)
+
+
+LOADER = textwrap.dedent(
+    """
+    import json
+    import sys
+    from pathlib import Path
+
+    from gitops.edges.clock import ManualClock
+    from gitops.edges.ledger import Ledger
+
+    imported = "pydantic" in sys.modules
+    sys.modules["pydantic"] = None  # from here on, any import of pydantic fails
+    clock = ManualClock(1_800_000_000.0)
+    ledger = Ledger.open(Path(sys.argv[1]), sys.argv[2], sys.argv[3], clock=clock, lock_wait=10)
+    branch = ledger.remembered_branch("default")
+    ledger.record_sent("GET /api/user/code")
+    changed = ledger.changed
+    ledger.save()
+    ledger.close()
+    again = Ledger.open(Path(sys.argv[1]), sys.argv[2], sys.argv[3], clock=clock)
+    print(json.dumps({
+        "imported": imported,
+        "warnings": ledger.warnings + again.warnings,
+        "modules": sorted(branch.modules or {}) if branch else None,
+        "changed": changed,
+        "sent": again.sent_times("GET /api/user/code", 60),
+    }))
+    """
+)
+
+
+def _fresh(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_ledger_gitops_wrote_loads_and_saves_without_pydantic(tmp_path: Path, clock: ManualClock) -> None:
+    import ast
+
+    _filled(tmp_path, clock)
+    done = _fresh(LOADER, str(tmp_path), URL, FP)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["warnings"] == []
+    assert result["modules"] == ["lib/ü", "main", "w"]
+    assert result["changed"] is True
+    assert result["sent"] == [START, START]
+
+    # The ledger imports no pydantic of its own (only the branch of _load that validates a file that does not
+    # verify does); whatever its imports still bring in is theirs, and once they bring none, neither does it.
+    import gitops.edges.ledger as module
+
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert not any("pydantic" in ast.unparse(node) for node in imports)
+    others = "\n".join(ast.unparse(node) for node in imports if "__future__" not in ast.unparse(node))
+    dependencies = _fresh(f"import sys\n{others}\nprint('pydantic' in sys.modules)")
+    assert dependencies.returncode == 0, dependencies.stderr
+    assert not result["imported"] or dependencies.stdout.strip() == "True"
+
+
+def test_a_file_that_does_not_verify_needs_pydantic(tmp_path: Path, clock: ManualClock) -> None:
+    # The counterpart of the test above: the same run, on a file edited by hand, reaches for the validator (so the
+    # blocked import is what that test would see if a verified file were validated again).
+    path = _filled(tmp_path, clock).path
+    path.write_bytes(_body(path.read_bytes()) + b"\n")
+    done = _fresh(LOADER, str(tmp_path), URL, FP)
+    assert done.returncode != 0
+    assert "import of pydantic halted" in done.stderr
+
+
+def _signed(data: dict[str, Any]) -> bytes:
+    """``data`` written as gitops writes it, with a matching check (as any writer of the state folder could)."""
+    import hashlib
+
+    body = json.dumps({k: v for k, v in data.items() if k != "check"}, separators=(",", ":")).encode()
+    return body[:-1] + CHECK_HEAD + hashlib.sha256(body).hexdigest().encode() + b'"}\n'
+
+
+def test_a_matching_check_is_trusted_and_what_cannot_be_built_is_validated(tmp_path: Path, clock: ManualClock) -> None:
+    path = _filled(tmp_path, clock).path
+    data = json.loads(path.read_bytes())
+    # Trusted: a value pydantic would refuse (a negative size) is taken as written, since the check says gitops
+    # wrote it (the check is an integrity check, not a signature; docs/budget-and-ledger.md).
+    data["branches"]["default"]["modules"]["main"]["size"] = -1
+    path.write_bytes(_signed(data))
+    ledger = open_ledger(tmp_path, clock)
+    assert ledger.warnings == []
+    branch = ledger.remembered_branch("default")
+    assert branch is not None
+    assert branch.modules is not None
+    assert branch.modules["main"].size == -1
+    assert not ledger.changed
+    # A shape the build trips over (a missing key) is validated instead, and set aside as any invalid file.
+    del data["headers"]["GET /api/user/code"]["seq"]
+    path.write_bytes(_signed(data))
+    assert "was corrupt (not shaped as a ledger); set aside" in open_ledger(tmp_path, clock).warnings[0]
+
+
+def test_a_set_aside_file_leaves_nothing_to_save(tmp_path: Path, clock: ManualClock) -> None:
+    path = open_ledger(tmp_path, clock).path
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"format_version": 1, "sent": 5}')
+    ledger = open_ledger(tmp_path, clock)
+    assert len(ledger.warnings) == 1
+    assert not ledger.changed  # as before the check: a fresh ledger, nothing learnt yet

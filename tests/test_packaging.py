@@ -119,7 +119,11 @@ def test_demo_after_installing_the_wheel_runs_from_an_empty_folder(scratch: Path
     (fresh_site / "test-deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n", encoding="utf-8")
     empty = tmp_path / "empty"
     empty.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "SCREEPS_", "PYTHON"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITOPS_", "SCREEPS_", "PYTHON")) or k == "GITOPS_CACHE_DIR"
+    }
     where = subprocess.run(
         [str(python), "-c", "import gitops; print(gitops.__file__)"],
         cwd=empty,

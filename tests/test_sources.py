@@ -460,8 +460,8 @@ def test_unlisted_folders_matter_only_where_include_reaches() -> None:
         "data": "cannot be read (Permission denied); make it readable",
     }
 
-    def problems(**config: object) -> list[str]:
-        branch = BranchConfig(server="s", branch="b", **config)
+    def problems(include: list[str] | None = None, exclude: list[str] | None = None) -> list[str]:
+        branch = BranchConfig(server="s", branch="b", include=include or ["**/*.js"], exclude=exclude or [])
         return build_branch(branch, files, files.__getitem__, prefix="src", unlisted=unlisted).problems
 
     # '**' reaches into every folder whose name does not start with a dot.

@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from gitops.app.planning import AFTER_THE_SERVERS, BEFORE_THE_WORKER
+from gitops.config.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _imported_after(statements: str) -> set[str]:
@@ -35,3 +39,21 @@ def test_help_imports_no_models_and_no_http() -> None:
     assert "click" in loaded
     for heavy in ("pydantic", "httpx", "yaml", "gitops.config.manifest", "websockets"):
         assert heavy not in loaded, f"gitops --help imports {heavy}"
+
+
+def test_a_plan_whose_manifest_was_validated_before_parses_no_yaml(tmp_path: Path) -> None:
+    """The manifest cache (``gitops/config/manifestcache.py``): with the manifest validated once, what a plan or an
+    apply imports before its first request holds neither pyyaml nor the validator (its pydantic models)."""
+    manifest = tmp_path / "gitops.yaml"
+    manifest.write_bytes((ROOT / "examples" / "multi-server" / "gitops.yaml").read_bytes())
+    env = {"GITOPS_CACHE_DIR": str(tmp_path / "cache")}
+    load_manifest(manifest, env)  # validated once, here
+    before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning", *BEFORE_THE_WORKER]
+    loaded = _imported_after(
+        "\n".join(f"import {name}" for name in before)
+        + f"\nfrom pathlib import Path\nfrom gitops.config.manifest import load_manifest\n"
+        f"load_manifest(Path({str(manifest)!r}), {env!r})"
+    )
+    assert "gitops.config.manifestcache" in loaded  # the check sees the real path
+    for heavy in ("yaml", "gitops.config.yamlload", "gitops.config.schema"):
+        assert heavy not in loaded, f"a plan with a cached manifest imports {heavy}"

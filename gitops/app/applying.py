@@ -138,6 +138,12 @@ def run_apply(
         part = plan_for_server(plan, server)
         try:
             if any(b.writes_code for b in part.branches):
+                if s.compression(server) != "off":
+                    # Deflated in the background while the probe (if any) is asked and the first steps are sent.
+                    for b in part.branches:
+                        creates = any(step.kind == "clone-branch" for step in b.steps)
+                        if b.writes_code and (b.server, b.branch) in uploads:
+                            s.client(server).prepare_write(b.branch, uploads[(b.server, b.branch)], clone=creates)
                 s.prepare_compression(server)
 
             def done(outcome: Outcome) -> None:

@@ -53,3 +53,6 @@ class Options:
     targets: Targets = field(default_factory=Targets)
     #: ``--no-verify`` and the overrides of ``verify:`` (ticks, time limit).
     verify: VerifyOverrides = field(default_factory=VerifyOverrides)
+    #: ``apply --yes`` (no saved plan, nothing to confirm): the compression probe, when due, is sent while the
+    #: servers are read instead of after the plan is shown (:mod:`gitops.app.ahead`).
+    probe_ahead: bool = False

@@ -14,6 +14,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from gitops.app import ahead
+from gitops.app.ahead import Ahead
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
 from gitops.app.session import Session
@@ -134,6 +136,13 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
         "exist (nothing changes), whether the server reads compressed uploads; the answer is kept in the ledger "
         "(compress: auto; 'always' or 'never' in the manifest skips it)"
         for server in sorted(probes)
+    ]
+    answers = {True: "it does", False: "it does not", None: "no answer, asked again next time"}
+    extra += [
+        f"server '{server}': asked, with one POST /api/user/set-active-branch of a branch that does not exist "
+        f"(nothing changes), whether the server reads compressed uploads: {answers[learnt]}; kept in the ledger "
+        "(compress: auto)"
+        for server, learnt in sorted(s.probed_ahead.items())
     ]
     extra += s.warnings()
     if extra:
@@ -296,14 +305,43 @@ def gather_remote(
         check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
 
     views: dict[str, RemoteView] = {}
+    aheads: dict[str, Ahead] = {}
 
     def learn(server: str) -> None:
-        views[server] = _learn_server(s, server, listings.get(server), listed_at.get(server), judged[server], refresh)
+        views[server] = _learn_server(
+            s, server, listings.get(server), listed_at.get(server), judged[server], refresh, aheads.get(server)
+        )
+
+    def probe_early(server: str) -> None:
+        if not s.options.probe_ahead or server not in listings:  # listed now: the probe's branch does not exist
+            return
+        if s.compression(server) != "probe" or _short_rows(s, server, {ACTIVATE: 1}):
+            return
+        sent = aheads.get(server)
+        if sent is None:
+            sent = aheads[server] = Ahead(s, server)  # only this server's thread touches its entry
+        sent.send_probe()
 
     def one_ledger(servers: list[str]) -> None:
-        for step in (list_server, judge_server, learn):
-            for server in servers:
-                isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
+        try:
+            for step in (list_server, probe_early, judge_server, learn):
+                for server in servers:
+                    isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
+        finally:
+            finish_ahead(servers)
+
+    def send_ahead(server: str) -> None:
+        sent = ahead.start(s, server)
+        if sent is not None:
+            aheads[server] = sent
+
+    def finish_ahead(servers: list[str]) -> None:
+        # In the thread of the servers' ledger: what the reads sent ahead taught reaches it here.
+        # Also for a server that failed: its side clients are closed, and what their requests taught is kept.
+        for server in servers:
+            sent = aheads.get(server)
+            if sent is not None:
+                sent.finish()
 
     # Each server's credentials, ledger (whose lock is taken here, in the servers' order) and client are opened in
     # this thread; then the servers are asked at the same time, one thread per ledger (two server names of one
@@ -320,8 +358,13 @@ def gather_remote(
         if server not in errors:
             groups.setdefault(id(s.ledger(server)), []).append(server)
     started()
-    jobs: list[Callable[[], None]] = [functools.partial(one_ledger, group) for group in groups.values()]
-    run_concurrently(jobs)
+    try:
+        for server in s.servers():
+            isolated(server, lambda: send_ahead(server))  # noqa: B023 (called at once, in this iteration)
+        jobs: list[Callable[[], None]] = [functools.partial(one_ledger, group) for group in groups.values()]
+        run_concurrently(jobs)
+    finally:
+        finish_ahead(list(aheads))  # a job that never ran (interrupted): its side clients are closed all the same
     for server in s.servers():  # in the servers' order, whichever finished first
         if server in errors:
             if failed is None:
@@ -371,6 +414,7 @@ def _learn_server(
     listed_at: float | None,
     judged: Mapping[str, Judgement],
     refresh: Refresh,
+    sent_ahead: Ahead | None = None,
 ) -> RemoteView:
     ledger = s.ledger(server)
     entries = {b.name: b for b in listing or ()}
@@ -394,8 +438,12 @@ def _learn_server(
         elif judgement == "unverified":
             branch = _from_ledger(remembered)
         elif judgement == "download":
-            code = s.reader(server).get_code(name)
-            at = s.options.clock.now()
+            answered = sent_ahead.download(name) if sent_ahead is not None else None
+            if answered is not None:
+                code, at = answered
+            else:
+                code = s.reader(server).get_code(name)
+                at = s.options.clock.now()
             stamp = listed.stamp if listed is not None else None
             branch = RemoteBranch.missing(name, at) if code is None else RemoteBranch.from_code(name, code, at)
             branch = dataclasses.replace(branch, stamp=stamp, checked_at=at)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
 from gitops.app.options import Options
-from gitops.config.manifest import LoadedManifest, load_manifest
+from gitops.config.manifest import LoadedManifest, deployed_names, load_manifest
 from gitops.core.budget import BudgetFacts
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import GitopsError
@@ -23,7 +23,7 @@ from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
     from gitops.config.credentials import Auth
-    from gitops.edges.client import ServiceClient
+    from gitops.edges.client import Observer, ServiceClient
     from gitops.edges.early import EarlyConnection
     from gitops.edges.ledger import Ledger
 
@@ -39,9 +39,13 @@ class Session:
         self.state_dir = options.state_dir or default_state_dir(options.env)
         self._clients: dict[str, ServiceClient] = {}
         self._early: dict[str, EarlyConnection] = {}
+        #: Connections opened early for the reads a fresh ledger's server will be asked ahead (gitops.app.ahead).
+        self._side_early: dict[str, list[EarlyConnection]] = {}
         self._ledgers: dict[str, Ledger] = {}
         self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
+        #: The compression probes sent while the servers were read (gitops.app.ahead), and what each answered.
+        self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
 
     def servers(self) -> list[str]:
@@ -115,24 +119,27 @@ class Session:
     def client(self, server: str) -> ServiceClient:
         """The :class:`gitops.edges.client.ServiceClient` of the server (credentials required); its observer is the
         server's ledger."""
+        if server not in self._clients:
+            self._clients[server] = self._new_client(server, self.ledger(server), self._early.get(server))
+        return self._clients[server]
+
+    def _new_client(self, server: str, observer: Observer, early: EarlyConnection | None) -> ServiceClient:
         from gitops.edges.client import ServiceClient
 
-        if server not in self._clients:
-            config = self.loaded.manifest.servers[server]
-            self._clients[server] = ServiceClient(
-                server_name=server,
-                url=config.url,
-                auth=self.auth(server),
-                observer=self.ledger(server),
-                clock=self.options.clock,
-                transport=self.options.transport,
-                max_wait=self.options.max_wait,
-                on_wait=self.options.on_wait,
-                log=self.options.log,
-                waiting=self.options.waiting,
-                early=self._early.get(server),
-            )
-        return self._clients[server]
+        config = self.loaded.manifest.servers[server]
+        return ServiceClient(
+            server_name=server,
+            url=config.url,
+            auth=self.auth(server),
+            observer=observer,
+            clock=self.options.clock,
+            transport=self.options.transport,
+            max_wait=self.options.max_wait,
+            on_wait=self.options.on_wait,
+            log=self.options.log,
+            waiting=self.options.waiting,
+            early=early,
+        )
 
     def connect_early(self) -> None:
         """Start the TCP connection of every server that has no client yet (:mod:`gitops.edges.early`), so that its
@@ -144,9 +151,35 @@ class Session:
         from gitops.edges.early import EarlyConnection, address_of
 
         for server in self.servers():
-            address = address_of(self.loaded.manifest.servers[server].url)
+            config = self.loaded.manifest.servers[server]
+            address = address_of(config.url)
             if address is not None and server not in self._clients and server not in self._early:
                 self._early[server] = EarlyConnection(address)
+                if config.token_env is not None and self._first_contact(server):
+                    from gitops.app.ahead import MOST
+
+                    names = {n for b in self.loaded.manifest.branches if b.server == server for n in deployed_names(b)}
+                    # The token query and a download per branch: what a first contact asks.
+                    self._side_early[server] = [EarlyConnection(address) for _ in range(min(MOST, 1 + len(names)))]
+
+    def _first_contact(self, server: str) -> bool:
+        """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
+        branches' code, the token's scope), which :mod:`gitops.app.ahead` sends at once."""
+        from gitops.edges.ledger import Ledger
+
+        url = self.loaded.manifest.servers[server].url
+        return not Ledger.path_for(self.state_dir, url, None)[0].parent.exists()
+
+    def side_client(self, server: str, observer: Observer) -> ServiceClient:
+        """A second client of the server, for one read sent beside the main client's (:mod:`gitops.app.ahead`):
+        same credentials and settings, its own connection (one opened early, when there is one left), and
+        ``observer`` instead of the ledger. The caller closes it."""
+        spare = self._side_early.get(server)
+        return self._new_client(server, observer, spare.pop() if spare else None)
+
+    def mark_queried(self, server: str) -> None:
+        """The token of ``server`` was asked in this run (:meth:`learn_unlimited` does not ask again)."""
+        self._queried.add(server)
 
     def reader(self, server: str) -> RemoteReader:
         """Read-only access to the server, for planning: a narrow wrapper that has no method that writes."""
@@ -291,7 +324,7 @@ class Session:
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
-            for early in self._early.values():
+            for early in [*self._early.values(), *(e for side in self._side_early.values() for e in side)]:
                 early.close()
             for ledger in self._distinct_ledgers():
                 ledger.close()

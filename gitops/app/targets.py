@@ -110,11 +110,10 @@ def select(loaded: LoadedManifest, targets: Targets) -> LoadedManifest:
         return loaded
     chosen = chosen_branches(loaded, targets)
     servers = {b.server for b in chosen}
-    manifest = loaded.manifest.model_copy(
-        update={
-            "branches": chosen,
-            "servers": {name: config for name, config in loaded.manifest.servers.items() if name in servers},
-        }
+    manifest = dataclasses.replace(
+        loaded.manifest,
+        branches=chosen,
+        servers={name: config for name, config in loaded.manifest.servers.items() if name in servers},
     )
     return dataclasses.replace(loaded, manifest=manifest)
 

@@ -6,7 +6,6 @@ Subcommands live in their own modules and are imported only when used, so ``gito
 
 from __future__ import annotations
 
-import difflib
 import gc
 import importlib
 import json
@@ -68,6 +67,8 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
+            import difflib  # only for a mistyped command: it costs every other run ~5 ms
+
             close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else ""
             raise click.UsageError(f"No such command '{name}'.{hint}", ctx)

@@ -74,11 +74,11 @@ def init(
         DEFAULT_TOKEN_ENV,
         DEFAULT_USERNAME_ENV,
         ServerChoice,
-        is_official,
         manifest_text,
         server_name_for,
         signin_for,
     )
+    from gitops.core.endpoints import is_official
     from gitops.core.layout import detect_layout
 
     ways = [w for w in (token_env, credentials, username_env or password_env) if w is not None]

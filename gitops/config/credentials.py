@@ -20,13 +20,16 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from gitops.config.manifest import ServerConfig
-from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, read_yaml
+from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted
 from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
+
+if TYPE_CHECKING:
+    from gitops.config.yamlload import Problems
 
 __all__ = [
     "MAX_CREDENTIALS_BYTES",
@@ -280,6 +283,9 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
             "(~/.config/screeps/config.yaml is read too).",
         )
     file_header = f"the credentials file {path} is invalid"
+    # pyyaml is imported only by a run that reads a credentials file (a token in the environment needs none).
+    from gitops.config.yamlload import Problems, read_yaml
+
     try:
         document = read_yaml(path, str(path), what="a credentials file", limit=MAX_CREDENTIALS_BYTES)
     except OSError as exc:
@@ -379,6 +385,8 @@ def entry_for(folder: Path, url: str) -> tuple[str, Path] | None:
     ``.example-screeps.yaml`` starters ship): the name of the first entry written for ``url`` (same host, and port,
     scheme and path where the entry states them), and the file it is in; ``None`` when there is none. Only names and
     addresses are read; a secret in the file is never looked at."""
+    from gitops.config.yamlload import Problems, read_yaml
+
     for name in (".screeps.yaml", ".example-screeps.yaml"):
         path = folder / name
         if not path.is_file() or path.is_symlink():

@@ -1,48 +1,42 @@
-"""The manifest (``gitops.yaml``): servers, branches, and the module globs that make up each branch.
+"""The manifest (``gitops.yaml``): loading it, and the classes the rest of the tool uses.
 
-The whole schema is readable here, in three parts:
+This module imports neither pydantic nor pyyaml, so that every ``from gitops.config.manifest import ...`` stays
+cheap. The classes are the frozen dataclasses of :mod:`gitops.config.model` (re-exported here); the rules, the
+messages and the JSON Schema are :mod:`gitops.config.schema`'s pydantic models, imported only to validate.
 
-1. the models (types, defaults, descriptions) — ``schemas/gitops.schema.json`` is generated from them
-   (``gitops schema``), and a test keeps the two in sync;
-2. the rules one value must follow (``_check_*``: URLs, environment variable names, branch names, globs);
-3. the rules that relate values (``_*_rules``: one way of credentials per server, branches naming known servers,
-   each branch listed once, reserve keys from the limits table). They run once, in :func:`_validate`, on the data
-   as loaded; the models hold only the rules for one value, so a model built directly checks no cross-field rule
-   (:func:`manifest_from_data` checks them all).
-
-:func:`load_manifest` reads the YAML with line numbers (``gitops.config.yamlload``) and reports every problem at
-once, each as
-``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``. Values that could be secrets are never
-echoed in a message.
+:func:`load_manifest` reads the file's bytes and looks them up in the validated-manifest cache
+(:mod:`gitops.config.manifestcache`, keyed by the SHA-256 of the exact bytes and by the tool's version): a manifest
+validated before is built from the cache entry without parsing YAML or importing pydantic. Otherwise it parses the
+YAML with line numbers (:mod:`gitops.config.yamlload`), validates it, reports every problem at once, each as
+``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``, and caches a valid manifest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
-import re
-import types
-import typing
+import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictInt,
-    ValidationError,
-    WithJsonSchema,
-    field_validator,
+from gitops.config import manifestcache
+from gitops.config.model import (
+    DEFAULT_MANIFEST,
+    ActiveName,
+    BranchConfig,
+    BudgetConfig,
+    BuildCommand,
+    LoadedManifest,
+    Manifest,
+    Naming,
+    RequiresConfig,
+    ServerConfig,
+    VerifyConfig,
+    deployed_names,
 )
-from pydantic_core import PydanticCustomError
-
-from gitops.config.yamlload import MAX_FILE_BYTES, Loc, Problems, Unreadable, counted, format_loc, line_of, read_yaml
-from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
+from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted, format_loc, read_capped
 from gitops.errors import ManifestError
 
 __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's vocabulary too
@@ -51,11 +45,15 @@ __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's 
     "ActiveName",
     "BranchConfig",
     "BudgetConfig",
+    "BuildCommand",
     "LoadedManifest",
     "Loc",
     "Manifest",
     "Naming",
+    "RequiresConfig",
     "ServerConfig",
+    "VerifyConfig",
+    "deployed_names",
     "format_loc",
     "load_manifest",
     "manifest_digest",
@@ -63,684 +61,30 @@ __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's 
     "manifest_json_schema",
 ]
 
-DEFAULT_MANIFEST = "gitops.yaml"
-SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-SCHEMA_ID = "urn:screeps-gitops:manifest:v1"
-
-ActiveName = Literal["world", "sim"]
 #: The largest manifest read (a manifest needs a few kilobytes); a larger one is refused before it is parsed.
 MAX_MANIFEST_BYTES = MAX_FILE_BYTES
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_TOKEN_LIKE = re.compile(r"(?=.*[0-9])[0-9A-Fa-f-]{20,}")
-_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _fail(message: str) -> PydanticCustomError:
-    # The message goes through the context: a template would read "{'binary': ...}" as a placeholder.
-    return PydanticCustomError("gitops", "{message}", {"message": message})
-
-
-# --- rules for one value -------------------------------------------------------------------------------------
-
-
-def _check_env_name(value: str) -> str:
-    if not _ENV_NAME.fullmatch(value):
-        # Never echo the value: a pasted token is the usual reason it is not a variable name.
-        raise _fail(
-            "is not an environment variable name (letters, digits and '_', not starting with a digit; the value is "
-            "not shown in case it is a secret); name the variable that holds the secret, e.g. SCREEPS_TOKEN"
-        )
-    if _TOKEN_LIKE.fullmatch(value):
-        raise _fail(
-            "looks like a token, not the name of an environment variable; literal secrets are refused: put the "
-            "token in an environment variable and name that variable here, e.g. SCREEPS_TOKEN"
-        )
-    return value
-
-
-def _check_credentials_entry(value: str) -> str:
-    if not value.strip():
-        raise _fail("is empty; name a server entry of the unified credentials file (.screeps.yaml), e.g. main")
-    return value
-
-
-def _check_branch_name(value: str) -> str:
-    if not value:
-        raise _fail("is empty; name the branch, e.g. main")
-    if value.startswith("$"):
-        raise _fail(
-            f"{value!r} starts with '$', which the server reads as 'the active branch' ($activeWorld, $activeSim), "
-            "so no branch can have such a name; name the branch itself, e.g. main"
-        )
-    return value
-
-
-def _control_problem(value: str, fix: str) -> PydanticCustomError | None:
-    # A NUL cannot reach the file system at all, and no file name needs a newline or a tab: refuse them all here,
-    # where the message can name the line, rather than fail on them when the files are read.
-    found = _CONTROL.search(value)
-    if found is None:
-        return None
-    return _fail(f"{value!r} contains the control character {found.group()!r}; {fix}")
-
-
-def _check_root(value: str) -> str:
-    control = _control_problem(value, "write the folder's name without it, e.g. src")
-    if control is not None:
-        raise control
-    if not value:
-        raise _fail("is empty; use '.' for the manifest's own folder, or a folder such as src")
-    if "\\" in value:
-        raise _fail(f"{value!r} contains '\\'; separate folders with '/', e.g. src/bot")
-    if value.startswith("/") or re.match(r"[A-Za-z]:", value):
-        raise _fail(f"{value!r} is absolute; give a folder relative to the manifest, e.g. src")
-    return value
-
-
-def _check_glob(value: str) -> str:
-    control = _control_problem(value, "write the glob without it, e.g. '**/*.js'")
-    if control is not None:
-        raise control
-    if value.startswith("./"):
-        value = value[2:]
-    if not value:
-        raise _fail("is an empty glob; write one such as '**/*.js', or remove it")
-    if value.startswith("/"):
-        raise _fail(f"{value!r} is absolute; globs are relative to the branch root, e.g. '**/*.js'")
-    if ".." in value.split("/"):
-        raise _fail(f"{value!r} contains '..'; globs only match files under root: move root up instead")
-    return value
-
-
-def _check_separator(value: str) -> str:
-    if len(value) != 1:
-        raise _fail(
-            f"{value!r} is not one character; write the one character that stands for a folder boundary in module "
-            "names: '/', '.', or the one your upload script flattens folders with, such as '_'"
-        )
-    if value == "\\" or _CONTROL.search(value) or value.isspace():
-        raise _fail(f"{value!r} cannot stand between the parts of a module name; use '/', '.' or '_'")
-    return value
-
-
-def _check_suffix(value: str) -> str:
-    if len(value) < 2 or not value.startswith("."):
-        raise _fail(f"{value!r} is not a file suffix; write it with its dot, e.g. '.js'")
-    return value
-
-
-# The JSON Schema says what it can of each rule (editors check as you type); the validators say the rest.
-EnvName = Annotated[
-    str, AfterValidator(_check_env_name), WithJsonSchema({"type": "string", "pattern": f"^{_ENV_NAME.pattern}$"})
-]
-CredentialsEntry = Annotated[
-    str, AfterValidator(_check_credentials_entry), WithJsonSchema({"type": "string", "minLength": 1})
-]
-BranchName = Annotated[str, AfterValidator(_check_branch_name), WithJsonSchema({"type": "string", "pattern": "^[^$]"})]
-RootPath = Annotated[str, AfterValidator(_check_root), WithJsonSchema({"type": "string", "pattern": "^[^/\\\\]"})]
-Glob = Annotated[str, AfterValidator(_check_glob), WithJsonSchema({"type": "string", "minLength": 1})]
-Separator = Annotated[
-    str,
-    AfterValidator(_check_separator),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1, "pattern": "^[^\\s\\\\]$", "default": "/"}),
-]
-Suffix = Annotated[str, AfterValidator(_check_suffix), WithJsonSchema({"type": "string", "pattern": "^[.].+"})]
-
-
-def _normalise_url(value: str) -> str:
-    """The base URL without a trailing ``/``; refuses anything that is not a plain http(s) base URL."""
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        raise _fail("is not a valid URL; write it like https://screeps.com or http://127.0.0.1:21025") from None
-    # Check the places a secret could hide first, and do not echo the URL then.
-    if "@" in parts.netloc:
-        raise _fail(
-            "must not contain a user name or password; put them in environment variables and name them with "
-            "username_env and password_env (or use token_env)"
-        )
-    if parts.query or parts.fragment or "?" in value or "#" in value:
-        raise _fail(
-            "must not have a query or a fragment; give the base URL only, e.g. https://screeps.com/ptr (a token "
-            "goes in an environment variable named by token_env)"
-        )
-    if any(ch.isspace() for ch in value):
-        raise _fail(f"{value!r} contains white space; write the base URL only, e.g. https://screeps.com")
-    if not parts.scheme:
-        raise _fail(
-            f"{value!r} has no scheme; write https:// (the official server) or http:// (a private server), "
-            "e.g. https://screeps.com or http://127.0.0.1:21025"
-        )
-    if parts.scheme not in ("http", "https"):
-        raise _fail(f"scheme '{parts.scheme}://' is not supported; use https:// or http://")
-    if not parts.hostname:
-        raise _fail(f"{value!r} has no host; write it like https://screeps.com or http://127.0.0.1:21025")
-    if port == 0:
-        raise _fail(f"{value!r} has port 0; give the server's port, e.g. http://127.0.0.1:21025")
-    return value.rstrip("/")
-
-
-# --- the models ----------------------------------------------------------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerConfig(_Model):
-    """A game server and how to authenticate to it. Credentials are only ever named, never written here.
-
-    Exactly one way of credentials: ``token_env``; or ``username_env`` with ``password_env``; or ``credentials``.
-    """
-
-    url: str = Field(
-        json_schema_extra={"pattern": "^https?://[^/?#@]+"},
-        description="Base URL, with any path prefix: https://screeps.com, https://screeps.com/ptr, "
-        "https://screeps.com/season, http://127.0.0.1:21025. No user name, password, query or fragment; a "
-        "trailing '/' is dropped.",
-    )
-    token_env: EnvName | None = Field(
-        None, description="Name of the environment variable that holds the token (official servers)."
-    )
-    username_env: EnvName | None = Field(
-        None,
-        description="Private servers: name of the environment variable holding the user name or e-mail "
-        "(together with password_env).",
-    )
-    password_env: EnvName | None = Field(
-        None, description="Private servers: name of the environment variable holding the password."
-    )
-    credentials: CredentialsEntry | None = Field(
-        None, description="Name of a server entry in the screepers unified credentials file (.screeps.yaml)."
-    )
-    compress: Literal["auto", "always", "never"] = Field(
-        "auto",
-        description="Send uploads compressed (Content-Encoding: deflate; Screeps code shrinks 4 to 7 times): 'auto' "
-        "where the server is known to take it (a private server signed in with a password, or learnt once with a "
-        "harmless probe and kept in the ledger), 'always' (no probe), 'never'.",
-    )
-
-    @field_validator("url", mode="after")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _normalise_url(value)
-
-
-class Naming(_Model):
-    """How a file's path under the branch root becomes a module name."""
-
-    separator: Separator = Field(
-        "/",
-        description="What a folder boundary becomes in the module name: role/harvester.js becomes "
-        "'role/harvester' with '/', 'role.harvester' with '.' (require('role.harvester')), 'role_harvester' with "
-        "'_'. Any one character the code's requires use.",
-    )
-    strip_suffixes: list[Suffix] = Field(
-        default_factory=lambda: [".js"],
-        json_schema_extra={"default": [".js"]},
-        description="Suffixes removed from module names (the longest that matches), binary modules included: "
-        "add '.wasm' to name pkg/mybot_bg.wasm 'pkg/mybot_bg' (require('mybot_bg') with root: pkg). With the "
-        "default, lib/pathfinder.wasm stays 'lib/pathfinder.wasm'.",
-    )
-
-
-def _check_build(value: str | list[str]) -> str | list[str]:
-    if isinstance(value, str) and not value.strip():
-        raise _fail("is an empty command; write the build command, e.g. 'npm ci && npm run build', or remove it")
-    if isinstance(value, list) and (not value or not value[0]):
-        raise _fail("is an empty argument list; write the program and its arguments, e.g. [npm, run, build]")
-    return value
-
-
-#: A build command: a string runs through the shell (``sh -c``), a list is the program and its arguments.
-BuildCommand = Annotated[
-    str | list[str],
-    AfterValidator(_check_build),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "string", "minLength": 1},
-                {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            ]
-        }
-    ),
-]
-_BUILD_DESCRIPTION = (
-    "A command that writes the branch's root (a build output folder such as dist), run once before the code is "
-    "read, with the manifest's folder as working directory: a string runs through the shell (sh -c), a list is "
-    "the program and its arguments. With --ref it runs in a temporary checkout of that commit. Branches sharing "
-    "a command run it once. See: gitops help layouts."
-)
-
-
-class RequiresConfig(_Model):
-    """The check of literal require('name') calls against the modules the branch will hold."""
-
-    check: bool = Field(True, description="Refuse a branch whose JavaScript requires a module it will not hold.")
-    ignore: list[str] = Field(
-        default_factory=list,
-        description="Module names a require may name without the branch holding them (optional or dynamic requires).",
-    )
-
-
-def _check_pattern(value: str) -> str:
-    try:
-        re.compile(value)
-    except re.error as exc:
-        raise _fail(f"is not a regular expression ({exc}); fix it, or quote it in single quotes in YAML") from exc
-    return value
-
-
-FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_pattern)]
-
-
-class VerifyConfig(_Model):
-    """Watch the game's console after apply and judge whether the new code runs (gitops help safe-deploys)."""
-
-    ticks: int = Field(10, ge=1, le=1000, description="Ticks to watch after the code landed.")
-    error_share: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="The deploy is failing when at least this share of the watched ticks failed (an uncaught "
-        "error, a CPU-limit termination, a line matching fail_on); 0: any failed tick.",
-    )
-    timeout: float = Field(
-        120, gt=0, le=3600, description="Seconds to wait for the ticks; fewer ticks in that time: unknown."
-    )
-    on_failure: Literal["report", "rollback"] = Field(
-        "report", description="When failing: 'report' (leave the code in place) or 'rollback' (undo the deploy)."
-    )
-    rollback: Literal["restore", "standby"] = Field(
-        "restore",
-        description="How to undo: 'restore' uploads the code the server held before (1 upload, reserved in the "
-        "plan); 'standby' (blue/green) deploys to whichever of the branch and its standby is not active, activates "
-        "it, and on failure activates the other again (no upload; 1 activation reserved per activate entry).",
-    )
-    standby: BranchName | None = Field(
-        None, description="rollback: standby: the second branch, taking turns with this one (not in branches)."
-    )
-    fail_on: list[FailPattern] = Field(
-        default_factory=list,
-        description="Regular expressions: a console log line matching one makes its tick a failed one (errors "
-        "the bot catches and logs itself).",
-    )
-
-
-class BranchConfig(_Model):
-    """One code branch on one server, and the files that make it up."""
-
-    server: str = Field(description="Key of an entry under 'servers'.")
-    branch: BranchName = Field(description="Branch name on the server; it must exist there or be created by apply.")
-    root: RootPath = Field(
-        ".", description="Folder, relative to the manifest's folder, that globs and module names are relative to."
-    )
-    include: list[Glob] = Field(
-        default_factory=lambda: ["**/*.js"],
-        description="Globs of the files under root that are modules ('**' spans folders; '*' does not match a "
-        "leading dot). Every glob must match at least one file.",
-        json_schema_extra={"minItems": 1, "default": ["**/*.js"]},
-    )
-    exclude: list[Glob] = Field(
-        default_factory=list, description="Globs of files under root to leave out, even if included."
-    )
-    binary: list[Glob] = Field(
-        default_factory=lambda: ["**/*.wasm"],
-        json_schema_extra={"default": ["**/*.wasm"]},
-        description="Globs picking which included files are binary modules, sent as {'binary': base64}. They "
-        "must be included too: include: ['**/*.js', '**/*.wasm'].",
-    )
-    naming: Naming = Field(default_factory=Naming)
-    activate: list[ActiveName] = Field(
-        default_factory=list,
-        description="Make this branch the active one for the world and/or the simulation: [world], [sim], "
-        "[world, sim].",
-    )
-    remote_only: Literal["remove", "keep"] = Field(
-        "remove",
-        description="Modules on the server but not in the repository: 'remove' them (default; an upload replaces "
-        "the branch) or 'keep' them (re-sent with every upload).",
-    )
-    build: BuildCommand | None = Field(None, description=_BUILD_DESCRIPTION)
-    source_maps: Literal["wrap", "raw", "omit"] = Field(
-        "wrap",
-        description="What a matched *.js.map file becomes: 'wrap' (module NAME.js.map holding "
-        "'module.exports = <the map>;', as rollup-plugin-screeps uploads it), 'raw' (the file as it is) or "
-        "'omit' (left out).",
-    )
-    requires: RequiresConfig = Field(default_factory=RequiresConfig)
-    verify: VerifyConfig | None = Field(
-        None,
-        description="After apply, watch the account's console and judge the deploy; off when left out. Needs "
-        "activate (the console shows the active code).",
-    )
-
-    @field_validator("include", mode="after")
-    @classmethod
-    def _include_not_empty(cls, value: list[str]) -> list[str]:
-        if not value:
-            raise _fail(
-                "is empty, so the branch would have no modules; list at least one glob, e.g. ['**/*.js'], or "
-                "leave include out for that default"
-            )
-        return value
-
-    @field_validator("activate", mode="after")
-    @classmethod
-    def _activate_once(cls, value: list[ActiveName]) -> list[ActiveName]:
-        for name in ("world", "sim"):
-            if value.count(name) > 1:
-                raise _fail(f"lists '{name}' twice; list it once")
-        return value
-
-
-class BudgetConfig(_Model):
-    """How the tool spends the token's rate limits."""
-
-    reserve: dict[str, StrictInt] = Field(
-        default_factory=dict,
-        description="Requests kept back for the person, per endpoint of the limits table "
-        "('POST /api/user/code': 20). Each value is 0 or more and below that limit.",
-        json_schema_extra={
-            "propertyNames": {"enum": [*ENDPOINT_LIMITS]},
-            "additionalProperties": {"type": "integer", "minimum": 0},
-        },
-    )
-    trust_own_upload_seconds: int = Field(
-        600,
-        ge=0,
-        description="With --refresh=auto, a branch this tool uploaded less than this long ago is planned from "
-        "the ledger instead of downloaded.",
-    )
-
-
-class Manifest(_Model):
-    """The whole manifest (gitops.yaml)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, title="screeps-gitops manifest")
-
-    version: Literal[1] = Field(description="Manifest format version; 1.")
-    servers: dict[str, ServerConfig] = Field(
-        description="Game servers by name (letters, digits, '-', '_', '.'); branches refer to these names.",
-        json_schema_extra={"minProperties": 1, "propertyNames": {"pattern": f"^{_SERVER_NAME.pattern}$"}},
-    )
-    branches: list[BranchConfig] = Field(
-        description="The code branches to deploy; each (server, branch) once.", json_schema_extra={"minItems": 1}
-    )
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    build: BuildCommand | None = Field(
-        None, description=_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."
-    )
-
-
-# --- rules that relate values (run on raw YAML data, so they must accept anything) ----------------------------
-
-_SECRET_KEYS = {
-    "token": "token",
-    "token_value": "token",
-    "auth_token": "token",
-    "api_token": "token",
-    "access_token": "token",
-    "api_key": "token",
-    "apikey": "token",
-    "secret": "token",
-    "password": "password",
-    "passwd": "password",
-    "pass": "password",
-}
-_LITERAL_USER_KEYS = {"username", "user", "email"}
-
-
-def _given(raw: Mapping[str, Any], key: str) -> bool:
-    return raw.get(key) is not None
-
-
-def _server_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
-    problems: list[tuple[Loc, str]] = []
-    token, user, password, entry = (
-        _given(raw, k) for k in ("token_env", "username_env", "password_env", "credentials")
-    )
-    if user and not password:
-        problems.append(
-            (("username_env",), "needs password_env too (private servers sign in with both); add password_env")
-        )
-    if password and not user:
-        problems.append(
-            (("password_env",), "needs username_env too (private servers sign in with both); add username_env")
-        )
-    ways = [name for name, on in (("token_env", token), ("username_env/password_env", user or password)) if on]
-    if entry:
-        ways.append("credentials")
-    if len(ways) > 1:
-        problems.append(((), f"names credentials in more than one way ({', '.join(ways)}); keep exactly one"))
-    elif not ways and not any(k in _SECRET_KEYS or k in _LITERAL_USER_KEYS for k in raw):
-        problems.append(
-            (
-                (),
-                "names no credentials; add token_env (a token, official servers), username_env and password_env "
-                "(private servers), or credentials (an entry of the unified credentials file .screeps.yaml)",
-            )
-        )
-    return problems
-
-
-def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
-    problems: list[tuple[Loc, str]] = []
-    reserve = raw.get("reserve")
-    if not isinstance(reserve, dict):
-        return problems
-    # The global limit is paced by the client, not reserved: a reserve names an endpoint of the table.
-    known: dict[str, Limit] = dict(ENDPOINT_LIMITS)
-    for key, value in reserve.items():
-        if not isinstance(key, str):
-            continue
-        limit = known.get(key)
-        if limit is None:
-            close = _close_matches(key, list(known))
-            fix = f"did you mean '{close[0]}'?" if close else "use an endpoint of the limits table"
-            problems.append(
-                (("reserve", key), f"is not a rate-limited endpoint; {fix} (see the limits: gitops help manifest)")
-            )
-            continue
-        if isinstance(value, bool) or not isinstance(value, int):
-            continue  # pydantic reports the type
-        if value < 0:
-            problems.append((("reserve", key), f"{value} is negative; keep back 0 requests or more"))
-        elif value >= limit.count:
-            problems.append(
-                (
-                    ("reserve", key),
-                    f"{value} is not below the limit ({limit.describe()}); keep back fewer requests than that",
-                )
-            )
-    return problems
-
-
-def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
-    """Rules across servers and branches (not the per-server and budget rules, which their models check)."""
-    problems: list[tuple[Loc, str]] = []
-    servers = raw.get("servers")
-    if isinstance(servers, dict):
-        if not servers:
-            problems.append(
-                (("servers",), "lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, token_env: ...}")
-            )
-        for name in servers:
-            if isinstance(name, str) and not _SERVER_NAME.fullmatch(name):
-                problems.append(
-                    (
-                        ("servers", name),
-                        "is not a usable server name; use letters, digits, '-', '_' and '.', starting with a "
-                        "letter or digit",
-                    )
-                )
-    branches = raw.get("branches")
-    if not isinstance(branches, list):
-        return problems
-    if not branches:
-        problems.append((("branches",), "lists no branches; add one, e.g. - {server: local, branch: main}"))
-    seen: dict[tuple[str, str], int] = {}
-    standbys: dict[str, dict[str, int]] = {}
-    active: dict[tuple[str, str], list[int]] = {}
-    per_server: dict[str, set[str]] = {}
-    for i, b in enumerate(branches):
-        if not isinstance(b, dict):
-            continue
-        server, name = b.get("server"), b.get("branch")
-        if isinstance(server, str) and isinstance(servers, dict) and servers and server not in servers:
-            known = ", ".join(str(s) for s in servers)
-            problems.append(
-                (("branches", i, "server"), f"'{server}' is not a server of this manifest; use one of: {known}")
-            )
-        if not (isinstance(server, str) and isinstance(name, str)):
-            continue
-        per_server.setdefault(server, set()).add(name)
-        first = seen.setdefault((server, name), i)
-        if first != i:
-            problems.append(
-                (
-                    ("branches", i),
-                    f"branch '{name}' of server '{server}' is already listed at branches[{first}]; list each "
-                    "branch once",
-                )
-            )
-            continue
-        activate = b.get("activate")
-        verify = b.get("verify")
-        if isinstance(verify, dict):
-            standby = verify.get("standby")
-            if verify.get("rollback") == "standby" and not isinstance(standby, str):
-                problems.append(
-                    (
-                        ("branches", i, "verify"),
-                        "rollback: standby needs standby: BRANCH, the second branch that takes turns with this one",
-                    )
-                )
-            if isinstance(standby, str) and verify.get("rollback") != "standby":
-                problems.append((("branches", i, "verify", "standby"), "is only for rollback: standby; add it"))
-            if isinstance(standby, str) and standby == name:
-                problems.append((("branches", i, "verify", "standby"), "must differ from the branch itself"))
-            if isinstance(standby, str):
-                standbys.setdefault(server, {})[standby] = i
-        if isinstance(verify, dict) and not (isinstance(activate, list) and activate):
-            problems.append(
-                (
-                    ("branches", i, "verify"),
-                    "needs the branch to be activated (the console shows the active code); add activate: [world]",
-                )
-            )
-        if isinstance(activate, list):
-            for which in dict.fromkeys(a for a in activate if a in ("world", "sim")):
-                active.setdefault((server, which), []).append(i)
-    for server, standby_of in standbys.items():
-        for standby, i in standby_of.items():
-            if (server, standby) in seen:
-                problems.append(
-                    (
-                        ("branches", i, "verify", "standby"),
-                        f"'{standby}' is also listed under branches; a standby branch is this tool's to switch, "
-                        "list it only here",
-                    )
-                )
-    for (server, which), indexes in active.items():
-        for i in indexes[1:]:
-            problems.append(
-                (
-                    ("branches", i, "activate"),
-                    f"branches[{indexes[0]}] already activates '{which}' on server '{server}', and a server has "
-                    f"one active {which} branch; keep activate: [{which}] on one of them",
-                )
-            )
-    for server_name, names in per_server.items():
-        if len(names) > MAX_BRANCHES:
-            problems.append(
-                (
-                    ("branches",),
-                    f"server '{server_name}' gets {len(names)} branches, but a user has at most {MAX_BRANCHES}; "
-                    "deploy fewer branches",
-                )
-            )
-    return problems
-
-
-def _all_rules(raw: Any) -> list[tuple[Loc, str]]:
-    """Every cross-field rule, on raw YAML data of any shape."""
-    if not isinstance(raw, dict):
-        return []
-    problems = list(_manifest_rules(raw))
-    servers = raw.get("servers")
-    if isinstance(servers, dict):
-        for name, server in servers.items():
-            if isinstance(server, dict):
-                problems += [(("servers", name, *loc), msg) for loc, msg in _server_rules(server)]
-    budget = raw.get("budget")
-    if isinstance(budget, dict):
-        problems += [(("budget", *loc), msg) for loc, msg in _budget_rules(budget)]
-    return problems
-
-
-# --- loading, with line numbers -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LoadedManifest:
-    """A validated manifest and where it came from.
-
-    ``path`` is the manifest file (absolute), ``base_dir`` its folder (roots are relative to it), ``digest`` the
-    SHA-256 of the canonical JSON of the validated model (a saved plan compares it). ``display`` is the path as
-    the user gave it (for messages) and ``locations`` maps a key path such as ``("branches", 0, "include", 1)``
-    to its line in the file.
-    """
-
-    manifest: Manifest
-    path: Path
-    base_dir: Path
-    digest: str
-    display: str = DEFAULT_MANIFEST
-    locations: Mapping[Loc, int] = field(default_factory=dict, repr=False, compare=False)
-    #: Every server of the file, also when a run is narrowed to some (``--server``): a build must see none of their
-    #: credentials, whichever servers the run talks to.
-    all_servers: Mapping[str, ServerConfig] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def every_server(self) -> Mapping[str, ServerConfig]:
-        """The servers of the whole file (:attr:`all_servers`), or of the manifest when it was made in memory."""
-        return self.all_servers or self.manifest.servers
-
-    def where(self, loc: Loc) -> str:
-        """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""
-        return f"{self.display}:{line_of(self.locations, loc)}: {format_loc(loc)}"
-
-
-def deployed_names(config: BranchConfig) -> set[str]:
-    """The server branches a manifest branch may be deployed to: itself, and its standby (blue/green)."""
-    names = {config.branch}
-    if config.verify is not None and config.verify.rollback == "standby" and config.verify.standby:
-        names.add(config.verify.standby)
-    return names
-
 
 def manifest_digest(manifest: Manifest) -> str:
-    """SHA-256 of the canonical JSON of a validated manifest."""
-    canonical = json.dumps(manifest.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """SHA-256 of the canonical JSON of a validated manifest (the same JSON pydantic's ``model_dump(mode="json")``
+    gives of the validated model: every value is a string, number, boolean, null, list or mapping)."""
+    canonical = json.dumps(dataclasses.asdict(manifest), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def load_manifest(path: Path) -> LoadedManifest:
+def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedManifest:
     """Read and validate a manifest (a folder means its ``gitops.yaml``).
 
     Raises :class:`~gitops.errors.ManifestError` listing every problem, each with file, line and key. A file over
-    :data:`MAX_MANIFEST_BYTES` is refused before it is parsed.
+    :data:`MAX_MANIFEST_BYTES` is refused before it is parsed. ``env`` (default: the process environment) locates
+    the validated-manifest cache (:func:`gitops.config.manifestcache.default_cache_dir`).
     """
     display = str(path)
     if path.is_dir():
         path = path / DEFAULT_MANIFEST
         display = str(path)
     try:
-        document = read_yaml(path, display, what="a manifest", limit=MAX_MANIFEST_BYTES)
+        raw = read_capped(path, display, limit=MAX_MANIFEST_BYTES, what="a manifest")
     except FileNotFoundError:
         raise ManifestError(
             f"manifest {display} not found",
@@ -751,23 +95,41 @@ def load_manifest(path: Path) -> LoadedManifest:
         raise ManifestError(f"manifest {display} cannot be read: {exc.strerror or exc}") from None
     except Unreadable as exc:
         raise _invalid(display, exc.problems) from None
+    cache_env = os.environ if env is None else env
+    cached = manifestcache.lookup(raw, cache_env)
+    if cached is not None:
+        return _loaded(path, display, cached.manifest, cached.digest, cached.locations)
+    # Not validated before: parse and validate (this is where pyyaml and pydantic are imported).
+    from gitops.config.schema import validate
+    from gitops.config.yamlload import Problems, decode, parse
+
+    try:
+        document = parse(decode(raw, display), display, what="a manifest")
+    except Unreadable as exc:
+        raise _invalid(display, exc.problems) from None
     if document.data is None:
         raise _invalid(
             display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see gitops help manifest)"]
         )
     problems = Problems(display, document.locations)
     problems.cover(document.problems)
-    manifest = _validate(document.data, problems)
+    manifest = validate(document.data, problems)
     if problems or manifest is None:
         raise _invalid(display, problems.texts())
+    digest = manifest_digest(manifest)
+    manifestcache.store(raw, cache_env, manifest, digest, document.locations)
+    return _loaded(path, display, manifest, digest, document.locations)
+
+
+def _loaded(path: Path, display: str, manifest: Manifest, digest: str, locations: Mapping[Loc, int]) -> LoadedManifest:
     resolved = path.resolve()
     return LoadedManifest(
         manifest=manifest,
         path=resolved,
         base_dir=resolved.parent,
-        digest=manifest_digest(manifest),
+        digest=digest,
         display=display,
-        locations=document.locations,
+        locations=locations,
         all_servers=dict(manifest.servers),
     )
 
@@ -777,166 +139,26 @@ def manifest_from_data(data: Any) -> Manifest:
 
     Raises :class:`~gitops.errors.ManifestError` listing every problem as ``key: problem``.
     """
+    from gitops.config.schema import validate
+    from gitops.config.yamlload import Problems
+
     problems = Problems(None, {})
-    manifest = _validate(data, problems)
+    manifest = validate(data, problems)
     if problems or manifest is None:
         raise _invalid("data", problems.texts())
     return manifest
 
 
-def _validate(data: Any, problems: Problems) -> Manifest | None:
-    """The one place the rules run: pydantic's models check each value, then :func:`_all_rules` relates them.
+def manifest_json_schema() -> dict[str, Any]:
+    """The manifest's JSON Schema, as ``schemas/gitops.schema.json`` holds it (``gitops schema`` prints it)."""
+    from gitops.config.schema import manifest_json_schema as generated
 
-    The cross-field rules read the data as loaded (not the models), so they are reported even where a type error
-    elsewhere means there is no model.
-    """
-    manifest: Manifest | None = None
-    try:
-        manifest = Manifest.model_validate(data)
-    except ValidationError as exc:
-        problems.extend(_pydantic_problem(err) for err in exc.errors())
-    problems.extend(_all_rules(data))
-    return manifest
+    return generated()
 
 
 def _invalid(display: str, problems: list[str]) -> ManifestError:
-    count = counted(problems)
     return ManifestError(
-        f"manifest {display} is invalid ({count}):",
+        f"manifest {display} is invalid ({counted(problems)}):",
         problems,
         hint="The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema.",
     )
-
-
-# --- pydantic errors in our words -----------------------------------------------------------------------------
-
-
-def _close_matches(key: str, candidates: list[str]) -> list[str]:
-    # difflib is imported only for a manifest with a mistake: it costs every run that has none ~5 ms.
-    import difflib
-
-    return difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
-
-
-_MISSING_HINTS = {
-    "version": "add 'version: 1' at the top",
-    "servers": "add a 'servers:' mapping, e.g. local: {url: http://127.0.0.1:21025, token_env: SCREEPS_TOKEN}",
-    "branches": "add a 'branches:' list, e.g. - {server: local, branch: main}",
-    "url": "add the server's base URL, e.g. url: https://screeps.com",
-    "server": "name a key under servers, e.g. server: local",
-    "branch": "name the branch, e.g. branch: main",
-}
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
-def _pydantic_problem(err: Mapping[str, Any]) -> tuple[Loc, str]:
-    loc: Loc = tuple(err["loc"])
-    kind, value, ctx = err["type"], err.get("input"), err.get("ctx") or {}
-    if loc and loc[-1] == "[key]":
-        return loc[:-1], f"the key must be a string, not {_kind(loc[-2] if len(loc) > 1 else None)}"
-    name = loc[-1] if loc else ""
-    if kind == "gitops":
-        return loc, str(ctx.get("message", err["msg"]))
-    if kind == "missing":
-        hint = _MISSING_HINTS.get(str(name), "add it")
-        return loc, f"is required but missing; {hint}"
-    if kind == "extra_forbidden":
-        return loc, _unknown_key_text(loc)
-    if kind == "string_type":
-        return loc, f"must be a string, not {_kind(value)}; put the value in quotes"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return loc, f"must be a whole number, not {_kind(value)}"
-    if kind == "list_type":
-        return loc, f"must be a list, not {_kind(value)}; write [a, b] or one '- item' per line"
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
-        return loc, f"must be a mapping (key: value lines), not {_kind(value)}"
-    if kind == "literal_error":
-        shown = repr(value) if isinstance(value, str | int) and not isinstance(value, bool) else _kind(value)
-        if loc == ("version",):
-            return loc, f"{shown} is not a manifest version this screeps-gitops reads; write 'version: 1'"
-        return loc, f"must be {ctx.get('expected', 'one of the allowed values')}, not {shown}"
-    if kind == "greater_than_equal":
-        return loc, f"must be {ctx.get('ge')} or more"
-    msg = str(err["msg"])
-    return loc, msg[0].lower() + msg[1:] if msg else kind
-
-
-def _unknown_key_text(loc: Loc) -> str:
-    key = str(loc[-1])
-    secret = _SECRET_KEYS.get(key.lower())
-    if secret is not None:
-        return f"literal secrets are refused; put the {secret} in an environment variable and name it with {secret}_env"
-    if key.lower() in _LITERAL_USER_KEYS:
-        return "user names are not written here; put it in an environment variable and name it with username_env"
-    allowed = _keys_at(loc[:-1])
-    close = _close_matches(key, allowed)
-    if close:
-        return f"unknown key; did you mean '{close[0]}'?"
-    if allowed:
-        return f"unknown key; the keys here are: {', '.join(allowed)}"
-    return "unknown key; remove it"
-
-
-def _keys_at(loc: Loc) -> list[str]:
-    """The field names of the model found at ``loc`` (an empty list where there is no model)."""
-    current: Any = Manifest
-    for part in loc:
-        current = _unwrap(current)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            info = current.model_fields.get(str(part))
-            if info is None:
-                return []
-            current = info.annotation
-        elif typing.get_origin(current) in (list, dict):
-            current = typing.get_args(current)[-1]
-        else:
-            return []
-    current = _unwrap(current)
-    if isinstance(current, type) and issubclass(current, BaseModel):
-        return list(current.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    """``X`` from ``X | None`` and ``Annotated[X, ...]``."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            args = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(args) != 1:
-                return annotation
-            annotation = args[0]
-        else:
-            return annotation
-
-
-# --- the JSON Schema -------------------------------------------------------------------------------------------
-
-
-def manifest_json_schema() -> dict[str, Any]:
-    """The manifest's JSON Schema, as ``schemas/gitops.schema.json`` holds it (``gitops schema`` prints it)."""
-    schema = Manifest.model_json_schema(mode="validation")
-    return {
-        "$schema": SCHEMA_DIALECT,
-        "$id": SCHEMA_ID,
-        **schema,
-        "description": "The manifest of screeps-gitops (gitops.yaml): game servers, and the code branches to "
-        "deploy to them from this repository. Reference: gitops help manifest.",
-    }

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from gitops.core.endpoints import is_official
 from gitops.core.layout import Layout
 
 DEFAULT_URL = "https://screeps.com"
@@ -40,11 +41,6 @@ class ServerChoice:
     password_env: str | None = None
     #: What was guessed about the server (how it signs in), for the manifest's comments and the terminal.
     assumed: tuple[str, ...] = ()
-
-
-def is_official(url: str) -> bool:
-    """Whether ``url`` is the official server (screeps.com, with or without /ptr or /season)."""
-    return (urlsplit(url).hostname or "").lower() in ("screeps.com", "www.screeps.com")
 
 
 def signin_for(url: str, version: Mapping[str, object] | None) -> tuple[str, tuple[str, ...], tuple[str, ...]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 MINUTE = 60
 HOUR = 60 * MINUTE
@@ -179,3 +180,9 @@ def reset_time(value: float, now: float) -> float:
     elif value < 1e9:
         value = now + value
     return min(value, now + LONGEST_PERIOD)
+
+
+def is_official(url: str) -> bool:
+    """Whether ``url`` is the official server (screeps.com, with or without /ptr or /season): its branch list
+    carries no modules, and it takes tokens."""
+    return (urlsplit(url).hostname or "").lower() in ("screeps.com", "www.screeps.com")

@@ -12,6 +12,7 @@ either where the branch's globs reach it.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -335,7 +336,7 @@ def build_branch(
             continue
         name = module_name(path, binary=binary, naming=config.naming)
         if kind == "source map":  # NAME.js.map, whatever strip_suffixes says
-            name = module_name(path, binary=True, naming=config.naming.model_copy(update={"strip_suffixes": []}))
+            name = module_name(path, binary=True, naming=dataclasses.replace(config.naming, strip_suffixes=[]))
         reason = refused_name_reason(name)
         if reason is not None:
             problems.append(f"{label}: {shown(path)} becomes module {name!r}, but {reason}; rename it, or exclude it")

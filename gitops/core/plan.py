@@ -288,12 +288,12 @@ def build_plan(
         enabled = config.verify is not None and (verify or VerifyOverrides()).enabled
         pair = _blue_green(config, view) if enabled else None
         if pair is not None and pair[1] is not None:
-            running = config.model_copy(update={"branch": pair[1]})
+            running = dataclasses.replace(config, branch=pair[1])
             if not _plan_branch(running, entry.code, view, view.branches.get(pair[1]))[0].steps:
                 pair = None  # the active one of the pair holds the code already: nothing to deploy
                 config = running
         if pair is not None:
-            config = config.model_copy(update={"branch": pair[0]})
+            config = dataclasses.replace(config, branch=pair[0])
         seen_branch = view.branches.get(config.branch)
         branch_plan, payload = _plan_branch(config, entry.code, view, seen_branch)
         if config.verify is not None and enabled and branch_plan.steps:

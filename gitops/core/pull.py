@@ -10,6 +10,7 @@ and local files the server does not have (the next apply uploads them). Hostile 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -111,7 +112,7 @@ class _Reading:
     def name(self, path: str) -> str:
         naming = self.config.naming
         if self.kind(path) == "source map":  # NAME.js.map, whatever strip_suffixes says
-            naming = naming.model_copy(update={"strip_suffixes": []})
+            naming = dataclasses.replace(naming, strip_suffixes=[])
         return module_name(path, binary=bool(self.binary(path)), naming=naming)
 
 
@@ -146,7 +147,7 @@ def _file_of(module: Module, config: BranchConfig, candidates: list[str]) -> tup
 def candidates_as_map(name: str, config: BranchConfig) -> list[str]:
     """The paths that the source-map rule reads as module ``name`` (``NAME.js.map`` itself, with no suffix
     stripped); empty when none does."""
-    naming = config.naming.model_copy(update={"strip_suffixes": []})
+    naming = dataclasses.replace(config.naming, strip_suffixes=[])
     try:
         return candidate_paths(name, binary=False, naming=naming)
     except ValueError:

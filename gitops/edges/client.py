@@ -32,11 +32,10 @@ import re
 import ssl
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NoReturn, Protocol
+from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 import httpx
 from tenacity import (
@@ -76,13 +75,16 @@ from gitops.core.endpoints import (
     window_key,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
+from gitops.edges.bodies import Ahead, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
+from gitops.edges.threads import start_quiet
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 
 __all__ = [
+    "DeferredObserver",
     "Observer",
     "ReadOnlyClient",
     "ServerAnswerError",
@@ -101,18 +103,18 @@ WRITE_ATTEMPTS = 2
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 8.0
 BACKOFF_TOTAL = 30.0
-#: How long an idle kept-alive connection is reused: a run's requests follow each other within milliseconds (a TLS
-#: handshake saved per request); after a rate-limit wait the next request opens a new connection.
-_KEEPALIVE_SECONDS = 1.0
+#: How long an idle kept-alive connection is reused: a run's requests follow each other within a second or two (the
+#: branch list, then the plan is built and printed, then the upload: a TLS handshake and a round trip saved); after a
+#: rate-limit wait the next request opens a new connection. Servers drop theirs later (Node's default is 5 s).
+_KEEPALIVE_SECONDS = 3.0
 
 #: The smallest request body worth compressing: below it the bytes saved do not pay for the work (a few packets).
 COMPRESS_MIN_BYTES = 64 * 1024
-#: zlib level 4: Screeps code (the game engine's own JavaScript, 4.7 MB) deflates 5.9 times in about 50 ms; level 1
-#: gives 4.8x in 35 ms, level 6 6.5x in 100 ms. Level 4 is the quickest whole upload from 20 to 100 Mbit/s up.
-COMPRESS_LEVEL = 4
 #: The branch name the compression probe activates: never a real one (the probe is sent only when the branch list
 #: shows no branch of that name), and too long for the game's own branch names.
 PROBE_BRANCH = "gitops-compression-probe-0000000"
+
+_T = TypeVar("_T")
 
 _RETRY_AFTER = re.compile(r"retry after\s+(\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
@@ -249,6 +251,70 @@ class _Unobserved:
         return None
 
 
+class DeferredObserver:
+    """The observer of a side client (a request sent beside the main one, on a connection of its own:
+    :mod:`gitops.app.ahead`): it keeps what the request teaches and hands it to the real observer when
+    :meth:`replay` is called, in the thread that owns that observer (the ledger is not thread-safe, and its owner
+    saves it while the side request runs). The two facts a client asks back are read from the real observer: a
+    side request's pacing so sees the main thread's requests, and the main thread sees the side request's once it is
+    replayed (at most the few side requests of a run are paced a moment late)."""
+
+    def __init__(self, real: Observer) -> None:
+        self._real = real
+        self._calls: list[tuple[str, tuple[Any, ...]]] = []
+        self._lock = threading.Lock()
+
+    def _keep(self, name: str, *args: Any) -> None:
+        with self._lock:
+            self._calls.append((name, args))
+
+    def replay(self) -> None:
+        """Tell the real observer everything kept so far, in order."""
+        with self._lock:
+            calls, self._calls = self._calls, []
+        for name, args in calls:
+            method = getattr(self._real, name, None)  # remember_scope: only the ledger has it
+            if method is not None:
+                method(*args)
+
+    def record_sent(self, endpoint: str) -> None:
+        self._keep("record_sent", endpoint)
+
+    def record_unsent(self, endpoint: str) -> None:
+        self._keep("record_unsent", endpoint)
+
+    def record_response(self, endpoint: str, status: int, headers: Mapping[str, str]) -> None:
+        self._keep("record_response", endpoint, status, dict(headers))
+
+    def remember_branch(self, branch: RemoteBranch) -> None:
+        self._keep("remember_branch", branch)
+
+    def forget_branch(self, name: str) -> None:
+        self._keep("forget_branch", name)
+
+    def remember_branch_list(self, branches: list[BranchInfo]) -> None:
+        self._keep("remember_branch_list", list(branches))
+
+    def remember_clone(self, name: str) -> None:
+        self._keep("remember_clone", name)
+
+    def remember_activation(self, name: str, which: ActiveName) -> None:
+        self._keep("remember_activation", name, which)
+
+    def set_unlimited_until(self, until: float | None) -> None:
+        self._keep("set_unlimited_until", until)
+
+    def remember_scope(self, full: bool, endpoints: tuple[str, ...]) -> None:
+        self._keep("remember_scope", full, endpoints)
+
+    def sent_times(self, endpoint: str, seconds: float) -> list[float]:
+        return self._real.sent_times(endpoint, seconds)
+
+    @property
+    def unlimited_until(self) -> float | None:
+        return self._real.unlimited_until
+
+
 class _Transient(Exception):
     """A failure worth another attempt; ``error`` is what the user sees when attempts run out."""
 
@@ -328,13 +394,14 @@ class ServiceClient:
         #: Send uploads (and clones that carry modules) compressed; the session sets it from the manifest's
         #: ``compress`` and what the server is known to take (``gitops.app.session.Session.writer``).
         self.compress = False
+        self._ahead = Ahead()
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
         #: The kept-alive connection's socket, for the deadline's watchdog (None: a test's transport, no sockets).
         self._connections: Connections | None = None
         if transport is None:
             self._connections = Connections()
-            # An idle connection is dropped after a second, well before servers drop theirs (Node's default is 5 s),
-            # so that a request never races the server closing the connection it reuses.
+            # An idle connection is dropped after 3 s, before servers drop theirs (Node's default is 5 s), so that a
+            # request never races the server closing the connection it reuses.
             limits = httpx.Limits(keepalive_expiry=_KEEPALIVE_SECONDS)
             if self.base_url.lower().startswith("http://"):
                 # A plain-HTTP server (a private server, the stand-in) needs no TLS: httpx's default transport
@@ -355,7 +422,8 @@ class ServiceClient:
     # --- lifecycle -------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pool (after any body still being deflated ahead of time)."""
+        self._ahead.join()
         self._http.close()
 
     def __enter__(self) -> ServiceClient:
@@ -416,15 +484,26 @@ class ServiceClient:
         any other failure) the server may have committed the upload: what the tool knew of the branch is dropped,
         so the next plan learns it from the server instead of from a record the upload may have made false.
         """
+        # The record of what the branch will hold is made while the upload is on its way.
+        written: _Background[CodeSet | None] = _Background(lambda: CodeSet.from_wire(dict(modules)))
         try:
             with _in_flight(f"the upload to {self.server_name}/{branch}"):
-                data = self._call(
-                    "POST", _CODE, body={"branch": branch, "modules": dict(modules)}, compress=self.compress
-                )
+                data = self._call("POST", _CODE, body=_upload_body(branch, modules), compress=self.compress)
         except BaseException:
+            written.join()
             self._observer.forget_branch(branch)
             raise
-        self._remember_written(branch, modules, data)
+        self._remember_written(branch, written, data)
+
+    def prepare_write(self, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False) -> None:
+        """Start deflating, in a background thread, the body that :meth:`upload_code` (or with ``clone``,
+        :meth:`clone_branch` creating the branch with these modules) will send, so that the work runs while the run
+        waits for something else (the compression probe's answer); nothing is sent. Pointless, and so skipped, for a
+        body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
+        body = _clone_body(branch, None, modules) if clone else _upload_body(branch, modules)
+        content = _json_body(body)
+        if len(content) >= COMPRESS_MIN_BYTES:
+            self._ahead.start(content)
 
     def clone_branch(
         self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
@@ -432,24 +511,30 @@ class ServiceClient:
         """Create ``new_name`` (``POST /api/user/clone-branch``) from ``source``, or holding ``modules``
         (``defaultModules``, as rollup-plugin-screeps creates branches: no upload is needed after it), or with the
         server's default modules when neither is given."""
-        body: dict[str, Any] = {"branch": source or "", "newName": new_name}
-        if modules is not None and source is None:
-            body["defaultModules"] = dict(modules)
+        body = _clone_body(new_name, source, modules)
+        written: _Background[CodeSet | None] = _Background(
+            lambda: None if modules is None else CodeSet.from_wire(dict(modules))
+        )
         try:
             with _in_flight(f"the creation of {self.server_name}/{new_name}"):
                 data = self._call("POST", CLONE.split(" ", 1)[1], body=body, compress=self.compress)
         except BaseException:
+            written.join()
             self._observer.forget_branch(new_name)
             raise
         self._observer.remember_clone(new_name)
         if "defaultModules" in body and modules is not None:
-            self._remember_written(new_name, modules, data)
+            self._remember_written(new_name, written, data)
+        else:
+            written.join()
 
-    def _remember_written(self, branch: str, modules: Mapping[str, WireModule], data: Mapping[str, Any]) -> None:
-        """What the branch holds after this tool wrote ``modules`` to it, with the server's new stamp."""
+    def _remember_written(self, branch: str, written: _Background[CodeSet | None], data: Mapping[str, Any]) -> None:
+        """What the branch holds after this tool wrote ``written``'s modules to it, with the server's new stamp."""
         try:
-            code = CodeSet.from_wire(dict(modules))
+            code = written.result()
         except ValueError:
+            code = None
+        if code is None:
             self._observer.forget_branch(branch)
         else:
             stamp = normal_stamp(data.get("timestamp"))
@@ -620,7 +705,7 @@ class ServiceClient:
             headers["Content-Type"] = "application/json; charset=utf-8"
             if encoding == "force" or (encoding == "deflate" and len(content) >= COMPRESS_MIN_BYTES):
                 # The server applies its limits (5 MB of code, 8 MiB of body) to the inflated body, as before.
-                content = zlib.compress(content, COMPRESS_LEVEL)
+                content = deflated(content)
                 headers["Content-Encoding"] = "deflate"
         paced = time.monotonic()
         self._pace()
@@ -1092,6 +1177,44 @@ def transport_detail(exc: BaseException) -> str:
             return f"{name} ({cause.strerror})"
         cause = cause.__cause__ or cause.__context__
     return name
+
+
+def _upload_body(branch: str, modules: Mapping[str, WireModule]) -> dict[str, Any]:
+    return {"branch": branch, "modules": dict(modules)}
+
+
+def _clone_body(new_name: str, source: str | None, modules: Mapping[str, WireModule] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"branch": source or "", "newName": new_name}
+    if modules is not None and source is None:
+        body["defaultModules"] = dict(modules)
+    return body
+
+
+class _Background(Generic[_T]):
+    """``work()`` in a background thread (one that leaves signals to the main thread); :meth:`result` waits for it
+    and returns its value or raises its exception. The work must be pure: it runs beside the caller's requests."""
+
+    def __init__(self, work: Callable[[], _T]) -> None:
+        self._work = work
+        self._value: _T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="gitops-background", daemon=True)
+        start_quiet(self._thread)
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except BaseException as exc:  # handed to result()
+            self._error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self) -> _T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]  # set by _run when it did not raise
 
 
 def _json_body(body: Any) -> bytes:

@@ -280,7 +280,7 @@ class Runner:
         self.jobs = 0
 
     def base_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(_JOB_PREFIXES)}
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_JOB_PREFIXES) or k == "GITOPS_CACHE_DIR"}
         env.update(self.job_env)
         return env
 

@@ -525,7 +525,11 @@ def test_unlock_workflow_waits_for_the_unlimited_token_and_never_shows_the_link(
     summary = tmp_path / "summary.md"
     script = tmp_path / "wait.sh"
     script.write_text(step["run"], encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "SCREEPS_", "GITHUB_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITOPS_", "SCREEPS_", "GITHUB_")) or k == "GITOPS_CACHE_DIR"
+    }
     env.update(
         {
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",

@@ -44,7 +44,11 @@ def test_the_install_step_runs_the_tool_from_the_action_folder_never_from_the_re
     (repo / "gitops" / "__init__.py").write_text("raise SystemExit('the repository shadowed the tool')\n")
     (repo / "gitops" / "__main__.py").write_text("raise SystemExit('the repository shadowed the tool')\n")
     deps = [sysconfig.get_paths()["purelib"], *site.getsitepackages()]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "GITHUB_", "PYTHON"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITOPS_", "GITHUB_", "PYTHON")) or k == "GITOPS_CACHE_DIR"
+    }
     env.update(
         {
             "PYTHON": sys.executable,

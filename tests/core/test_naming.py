@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gitops.config.manifest import BranchConfig, Naming
+from gitops.config.manifest import BranchConfig, Naming, manifest_from_data
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import build_branch, module_name
 from gitops.core.naming import Unmappable, module_path
@@ -75,7 +75,14 @@ def test_a_part_longer_than_a_file_name_is_unmappable() -> None:
 
 
 def config(**kwargs: object) -> BranchConfig:
-    return BranchConfig.model_validate({"server": "local", "branch": "main", "root": "src", **kwargs})
+    """A validated branch (a ``naming`` mapping becomes its class), as a manifest holding it gives it."""
+    return manifest_from_data(
+        {
+            "version": 1,
+            "servers": {"local": {"url": "http://127.0.0.1:21025", "token_env": "SCREEPS_TOKEN"}},
+            "branches": [{"server": "local", "branch": "main", "root": "src", **kwargs}],
+        }
+    ).branches[0]
 
 
 def test_a_pull_creates_updates_and_keeps_files() -> None:
