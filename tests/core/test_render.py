@@ -164,6 +164,21 @@ def test_json_holds_no_module_content_and_reads_back() -> None:
     }
 
 
+def test_json_of_a_verify_step_and_budget_rows_is_every_field_in_order() -> None:
+    loaded = manifest(branch(activate=["world"], verify={"ticks": 5, "on_failure": "rollback", "fail_on": ["x"]}))
+    server = view("local", on_server("main", {"main": "old\n"}), listed=listed("main", world="main"))
+    budgets = {"local": facts(window(UPLOAD, 9, 4))}
+    p = plan(loaded, local(("local", "main", {"main": "new\n"})), server, budgets=budgets)
+    (b,) = p.branches
+    assert b.verify is not None
+    document = plan_document(p, now=NOW)
+    assert list(document["branches"][0]["verify"].items()) == list(dataclasses.asdict(b.verify).items())
+    assert document["branches"][0]["verify"]["fail_on"] == ["x"]
+    assert document["branches"][0]["verify"]["fail_on"] is not b.verify.fail_on  # a copy, as pydantic's dump gave
+    assert [list(row.items()) for row in document["budget"]] == [list(dataclasses.asdict(r).items()) for r in p.budget]
+    assert [row["endpoint"] for row in document["budget"]] == [UPLOAD, GLOBAL_KEY]
+
+
 def test_json_of_an_unknown_server_has_no_age() -> None:
     p = plan(manifest(), local(("local", "main", {"main": "m"})))
     remote = plan_document(p, now=NOW)["branches"][0]["remote"]
