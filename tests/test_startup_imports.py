@@ -49,11 +49,13 @@ def test_a_plan_whose_manifest_was_validated_before_parses_no_yaml(tmp_path: Pat
     env = {"GITOPS_CACHE_DIR": str(tmp_path / "cache")}
     load_manifest(manifest, env)  # validated once, here
     before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning", *BEFORE_THE_WORKER]
+    # And what the worker imports meanwhile, and the local read: no pydantic anywhere on the way (issue 23).
+    worker = [*AFTER_THE_SERVERS, "gitops.edges.sources", "gitops.app.ahead"]
     loaded = _imported_after(
-        "\n".join(f"import {name}" for name in before)
+        "\n".join(f"import {name}" for name in [*before, *worker])
         + f"\nfrom pathlib import Path\nfrom gitops.config.manifest import load_manifest\n"
         f"load_manifest(Path({str(manifest)!r}), {env!r})"
     )
     assert "gitops.config.manifestcache" in loaded  # the check sees the real path
-    for heavy in ("yaml", "gitops.config.yamlload", "gitops.config.schema"):
+    for heavy in ("yaml", "gitops.config.yamlload", "gitops.config.schema", "pydantic", "annotated_types"):
         assert heavy not in loaded, f"a plan with a cached manifest imports {heavy}"
