@@ -1,7 +1,7 @@
 """The plan: per branch, what ``apply`` will do, the requests it will spend, and whether they fit the budget.
 
 :func:`build_plan` is a pure function of (manifest, local code, what is known of the servers, budget facts, time):
-no HTTP, git or clock inside. A :class:`Plan` is a frozen model; ``gitops plan --out FILE`` saves it (with the exact
+no HTTP, git or clock inside. A :class:`Plan` is a frozen dataclass; ``gitops plan --out FILE`` saves it (with the exact
 module content to upload) and ``gitops apply FILE`` carries it out. Renderers (``gitops.render.plan``) and ``apply``
 (``gitops.core.apply``) are two readers of the same steps, so they cannot disagree.
 """
