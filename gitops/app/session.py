@@ -123,17 +123,24 @@ class Session:
             self._clients[server] = self._new_client(server, self.ledger(server), self._early.get(server))
         return self._clients[server]
 
-    def _new_client(self, server: str, observer: Observer, early: EarlyConnection | None) -> ServiceClient:
+    def _new_client(
+        self, server: str, observer: Observer, early: EarlyConnection | None, *, side: bool = False
+    ) -> ServiceClient:
         from gitops.edges.client import ServiceClient
 
         config = self.loaded.manifest.servers[server]
+        transport = self.options.transport
+        if side and transport is not None:  # a test's transport: the main client's to close, not the side's
+            from gitops.edges.http import Borrowed
+
+            transport = Borrowed(transport)
         return ServiceClient(
             server_name=server,
             url=config.url,
             auth=self.auth(server),
             observer=observer,
             clock=self.options.clock,
-            transport=self.options.transport,
+            transport=transport,
             max_wait=self.options.max_wait,
             on_wait=self.options.on_wait,
             log=self.options.log,
@@ -175,7 +182,7 @@ class Session:
         same credentials and settings, its own connection (one opened early, when there is one left), and
         ``observer`` instead of the ledger. The caller closes it."""
         spare = self._side_early.get(server)
-        return self._new_client(server, observer, spare.pop() if spare else None)
+        return self._new_client(server, observer, spare.pop() if spare else None, side=True)
 
     def mark_queried(self, server: str) -> None:
         """The token of ``server`` was asked in this run (:meth:`learn_unlimited` does not ask again)."""
