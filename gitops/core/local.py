@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -147,10 +148,17 @@ def never_module(path: str) -> bool:
 
 
 def _matcher(patterns: list[str]) -> Callable[[str], bool]:
+    """Whether a path matches one of ``patterns`` (and none of their exclusions), as ``wcglob.compile(patterns,
+    flags=GLOB_FLAGS).match(path)`` says. The library's own regular expressions (``wcglob.translate``), matched here
+    directly: its matcher object adds ~5 µs of checks per call, a third of the local read of 2,000 files."""
     if not patterns:
         return lambda _path: False
-    compiled = wcglob.compile(patterns, flags=GLOB_FLAGS)
-    return lambda path: bool(compiled.match(path))
+    include, exclude = wcglob.translate(patterns, flags=GLOB_FLAGS)
+    included = re.compile("|".join(f"(?:{p})" for p in include)).fullmatch
+    if not exclude:
+        return lambda path: included(path) is not None
+    excluded = re.compile("|".join(f"(?:{p})" for p in exclude)).fullmatch
+    return lambda path: included(path) is not None and excluded(path) is None
 
 
 def printable(path: str) -> str:
@@ -275,8 +283,10 @@ def build_branch(
     def where_(loc: Loc) -> str:
         return where(loc) if where is not None else format_loc(loc)
 
+    base = prefix.rstrip("/") + "/" if prefix else ""
+
     def shown(path: str) -> str:
-        return printable(posixpath.join(prefix, path) if prefix else path)
+        return printable(base + path)  # as posixpath.join(prefix, path) for a relative path, without its cost
 
     problems: list[str] = []
     warnings: list[str] = []

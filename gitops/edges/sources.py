@@ -162,15 +162,14 @@ class _WorkTree:
         if "" in unlisted:
             return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
-        absolute = {p: os.path.join(root, p) for p in paths}
+        base = os.path.join(root, "")  # ends with the separator: a path under it is base + path
 
         def read(path: str) -> bytes:
             note = notes.get(path)
             if note is not None:
                 raise UnreadableFile(note)
             try:
-                with open(absolute[path], "rb") as fh:
-                    return fh.read()
+                return read_whole(base + path)
             except OSError as exc:
                 raise UnreadableFile(f"cannot be read ({exc.strerror}); check its permissions") from None
 
@@ -182,6 +181,28 @@ class _WorkTree:
             for folder, reason in unlisted.items()
         }
         return _Listing(paths, read, unlisted=unreadable)
+
+
+#: How a module's file is opened: read only, not inherited by a build's processes, no newline translation (Windows).
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_whole(path: str) -> bytes:
+    """A file's bytes, read with the system's calls: the size first, then one read (another until the end when the
+    file grew meanwhile). About 40% quicker than ``open(path, "rb").read()`` for a bot's 2,000 small files, whose
+    Python file objects cost more than the reading (issue 23)."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            return data
+        parts = [data]
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 _GIT_FOLDER = "Git's own folder (history, hooks and config, never code to deploy)"
