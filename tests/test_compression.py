@@ -215,3 +215,44 @@ def test_a_body_is_deflated_once_and_ahead_of_time_for_every_server_that_gets_it
         bodies.deflated(content + b" " * (n + 1))
     assert bodies.deflated(content) is not first
     assert bodies.deflated(content) == first
+
+
+def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local read's worker hands the code to the session, which deflates each upload body in a background
+    thread; the upload then finds the bytes ready (one deflate of the body in all, not in the main thread)."""
+    import threading
+
+    from gitops.edges import bodies
+
+    real = zlib.compress
+    big: list[str] = []
+    starters: list[str] = []
+
+    def counting(data: bytes, level: int = -1) -> bytes:
+        if len(data) >= COMPRESS_MIN_BYTES:
+            big.append(threading.current_thread().name)
+        return real(data, level)
+
+    real_start = bodies.Ahead.start
+
+    def start(self: bodies.Ahead, content: bytes) -> None:
+        starters.append(threading.current_thread().name)
+        real_start(self, content)
+
+    monkeypatch.setattr(bodies, "_memo", type(bodies._memo)())  # nothing deflated by an earlier test
+    monkeypatch.setattr(zlib, "compress", counting)  # the module bodies.py deflates with
+    monkeypatch.setattr(bodies.Ahead, "start", start)
+    result = project.apply("--yes")
+    assert result.code == 0, result.err
+    assert big == ["gitops-deflate"]  # once, in the background; the upload used it
+    assert starters[0] == "gitops-local-read"  # asked by the local read's worker, before the plan was made
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 1
+    assert standin.branch_modules(ALICE, "default") == _modules(_bot(200_000))
+    # A plan deflates nothing (it uploads nothing).
+    big.clear()
+    project.write({"src/role0.js": "module.exports.run = () => 2;\n"})
+    project.commit("small change")
+    assert project.plan().code == 2
+    assert big == []

@@ -153,10 +153,16 @@ class LocalRead:
     SWITCH_INTERVAL = 0.0005
 
     def __init__(
-        self, loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], then_import: tuple[str, ...] = ()
+        self,
+        loaded: LoadedManifest,
+        ref: str | None,
+        env: Mapping[str, str],
+        then_import: tuple[str, ...] = (),
+        then: Callable[[LocalCode], None] | None = None,
     ) -> None:
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
         self._then_import = then_import
+        self._then = then
         self._result: LocalCode | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -175,6 +181,8 @@ class LocalRead:
     def _work(self) -> None:
         try:
             self._result = self._read()
+            if self._then is not None:
+                self._then(self._result)
             for name in self._then_import:
                 importlib.import_module(name)
         except BaseException as exc:  # handed to the main thread by result()

@@ -76,7 +76,9 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
         with contextlib.suppress(*SERVER_ERRORS):
             s.ledger(server)
     # The local code is read while the servers are asked (LocalRead); when both fail, the local error is raised.
-    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS) as reading:
+    # apply --yes will most likely upload what it reads: the bodies are deflated meanwhile, beside the wait.
+    deflate = s.deflate_ahead() if options.probe_ahead else None
+    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, then=deflate) as reading:
         views = gather_remote(s, options.refresh, failed, before_requests=reading.start)
         local = reading.result()
     from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)

@@ -10,7 +10,7 @@ killed with ``kill -9`` so loses at most what it learnt in the step in progress;
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
@@ -23,6 +23,8 @@ from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
     from gitops.config.credentials import Auth
+    from gitops.core.local import LocalCode
+    from gitops.edges.bodies import Ahead
     from gitops.edges.client import Observer, ServiceClient
     from gitops.edges.early import EarlyConnection
     from gitops.edges.ledger import Ledger
@@ -47,6 +49,7 @@ class Session:
         #: The compression probes sent while the servers were read (gitops.app.ahead), and what each answered.
         self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
+        self._deflating: Ahead | None = None
 
     def servers(self) -> list[str]:
         """The servers the manifest's branches are on."""
@@ -232,6 +235,36 @@ class Session:
         self.client(server).compress = state == "on"
         return state == "on"
 
+    def deflate_ahead(self) -> Callable[[LocalCode], None]:
+        """What the local read's worker calls with the code it read (``apply --yes``): the upload body of each
+        branch is deflated in a background thread (:class:`gitops.edges.bodies.Ahead`), the bytes that
+        :meth:`gitops.edges.client.ServiceClient.upload_code` would send, so that the upload finds them ready
+        instead of waiting ~50 ms for them. Only for servers whose uploads may go compressed (decided here, in this
+        thread, from the manifest and the ledgers). A branch the plan does not upload has cost a background
+        deflate and nothing else; the threads are joined when the session closes."""
+        from gitops.edges.bodies import Ahead
+
+        maybe = set()
+        for server in self.servers():
+            mode = self.loaded.manifest.servers[server].compress
+            with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
+                if mode == "always" or (mode == "auto" and self.ledger(server).compression() is not False):
+                    maybe.add(server)  # compressed, or a probe or a password sign-in may say so
+        ahead = self._deflating = Ahead()
+
+        def deflate(local: LocalCode) -> None:
+            from gitops.core.codeset import request_body
+            from gitops.edges.client import COMPRESS_MIN_BYTES
+
+            for branch in local.branches:
+                if branch.server in maybe:
+                    wire = branch.code.wire()
+                    content = request_body({"branch": branch.branch, "modules": dict(sorted(wire.items()))})
+                    if len(content) >= COMPRESS_MIN_BYTES:
+                        ahead.start(content)
+
+        return deflate
+
     def learn_unlimited(self, server: str) -> bool:
         """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on
         the no-rate-limit page since the ledger last looked. The token query is not rate limited; it is skipped
@@ -328,6 +361,8 @@ class Session:
         try:
             self._save(durable=True)
         finally:
+            if self._deflating is not None:
+                self._deflating.join()
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
