@@ -92,42 +92,20 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     servers = [server for server in s.servers() if server not in failures]
     now = options.clock.now()
     budgets = {server: s.budget_facts(server) for server in servers}
-    result = build_plan(
-        loaded=s.loaded,
-        local=local,
-        remote=views,
-        budgets=budgets,
-        refresh=options.refresh,
-        now=now,
-        verify=options.verify,
+    # The same inputs each time; only the budget facts (after the token was asked) and the probe's needs change.
+    plan_with = functools.partial(
+        build_plan, loaded=s.loaded, local=local, remote=views, refresh=options.refresh, now=now, verify=options.verify
     )
+    result = plan_with(budgets=budgets)
     probes = probe_needs(result, s)
     if probes:
-        result = build_plan(
-            loaded=s.loaded,
-            local=local,
-            remote=views,
-            budgets=budgets,
-            refresh=options.refresh,
-            now=now,
-            extra_needs=probes,
-            verify=options.verify,
-        )
+        result = plan_with(budgets=budgets, extra_needs=probes)
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
     learnt = [s.learn_unlimited(server) for server in sorted(short)]
     if any(learnt):
         budgets = {server: s.budget_facts(server) for server in servers}
-        result = build_plan(
-            loaded=s.loaded,
-            local=local,
-            remote=views,
-            budgets=budgets,
-            refresh=options.refresh,
-            now=now,
-            extra_needs=probes,
-            verify=options.verify,
-        )
+        result = plan_with(budgets=budgets, extra_needs=probes)
     result = mark_drift(s, result, views)
     refused = scope_error(result, s, probes)
     if refused is not None:
