@@ -178,7 +178,10 @@ class Session:
         from gitops.edges.ledger import Ledger
 
         url = self.loaded.manifest.servers[server].url
-        return not Ledger.path_for(self.state_dir, url, None)[0].parent.exists()
+        try:
+            return not Ledger.path_for(self.state_dir, url, None)[0].parent.exists()
+        except OSError:  # a state folder that cannot be looked into: the ledger says so later, not this guess
+            return False
 
     def side_client(self, server: str, observer: Observer) -> ServiceClient:
         """A second client of the server, for one read sent beside the main client's (:mod:`gitops.app.ahead`):
