@@ -1,8 +1,9 @@
 """Fixtures for the suite that runs against the real npm Screeps private server (``tests/private/harness.py``).
 
-``private_server`` starts one server per test session (about 2 s once installed), registers a user and stops the
-server's whole process group at the end, also when tests fail. ``private_user`` registers a fresh user on that
-server for tests that must not see each other's branches (a user has at most 30).
+``private_server`` starts one server per test session (about 2 s once installed), pauses its world (no test of it
+needs ticks), registers a user and stops the server's whole process group at the end, also when tests fail.
+``private_user`` registers a fresh user on that server for tests that must not see each other's branches (a user
+has at most 30).
 
 A missing install fails these tests (it does not skip them): run ``bash scripts/private-server.sh install``.
 """
@@ -37,6 +38,10 @@ def private_server() -> Iterator[PrivateServer]:
     except PrivateServerError as exc:
         pytest.fail(str(exc), pytrace=False)
     try:
+        # No test of this shared server needs the world to run (those that do start a ticking server of their own),
+        # and a running world's engine once crashed the server's storage ("TypeError: fun is not a function" in
+        # lokijs, under load, during a registration), failing every later test of the session: it is paused.
+        server.cli("system.pauseSimulation()")
         server.register(Credentials("GitopsTester", "gitops-tester@example.invalid", secrets.token_urlsafe(12)))
         yield server
     finally:
