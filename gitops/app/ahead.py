@@ -32,11 +32,10 @@ which asks again if it needs the scope.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gitops.config.manifest import deployed_names
+from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import is_official
 from gitops.errors import BudgetError, GitopsError
@@ -53,26 +52,15 @@ class _Read:
     """One read in its own thread, by its own side client."""
 
     def __init__(self, client: ServiceClient, observer: DeferredObserver, work: Callable[[ServiceClient], Any]):
-        from gitops.edges.threads import start_quiet
+        from gitops.edges.threads import Background
 
         self.client = client
         self.observer = observer
-        self.value: Any = None
-        self.error: BaseException | None = None
-        self.at = 0.0
-        self._work = work
-        self._thread = threading.Thread(target=self._run, name="gitops-ahead", daemon=True)
-        start_quiet(self._thread)
-
-    def _run(self) -> None:
-        try:
-            self.value = self._work(self.client)
-        except BaseException as exc:  # handed to the thread that takes the answer
-            self.error = exc
+        self.answer: Background[Any] = Background(lambda: work(client), name="gitops-ahead")
 
     def take(self) -> None:
         """Wait for the answer, tell the ledger what it taught, close the side client."""
-        self._thread.join()
+        self.answer.join()
         try:
             self.observer.replay()
         finally:
@@ -120,9 +108,7 @@ class Ahead:
         if read is None:
             return None
         read.take()
-        if read.error is not None:
-            raise read.error
-        code, at = read.value
+        code, at = read.answer.result()  # its error, if it failed
         return code, at
 
     def finish(self) -> None:
@@ -133,12 +119,19 @@ class Ahead:
         self._query = self._probe = None
         for read in reads:
             read.take()
-            if read is probe and read.error is None:
-                self._s.ledger(self._server).record_compression(read.value)
-                self._s.probed_ahead[self._server] = read.value
-            if read.error is not None and self._s.options.log is not None:
-                detail = read.error.message if isinstance(read.error, GitopsError) else type(read.error).__name__
+            error = read.answer.error
+            if read is probe and error is None:
+                learnt = read.answer.result()
+                self._s.ledger(self._server).record_compression(learnt)
+                self._s.probed_ahead[self._server] = learnt
+            if error is not None and self._s.options.log is not None:
+                detail = error.message if isinstance(error, GitopsError) else type(error).__name__
                 self._s.options.log(f"a read sent ahead to server '{self._server}' failed: {detail}")
+
+
+def server_branches(loaded: LoadedManifest, server: str) -> list[str]:
+    """The server's branches the manifest deploys to (standbys included), sorted."""
+    return sorted({name for b in loaded.manifest.branches if b.server == server for name in deployed_names(b)})
 
 
 def wanted(s: Session, server: str) -> tuple[bool, list[str]]:
@@ -150,7 +143,7 @@ def wanted(s: Session, server: str) -> tuple[bool, list[str]]:
         return False, []
     ledger = s.ledger(server)
     query = ledger.scope() is None
-    names = sorted({name for b in s.loaded.manifest.branches if b.server == server for name in deployed_names(b)})
+    names = server_branches(s.loaded, server)
     # Only where the branch list is known to carry no code: elsewhere (the stand-in) the list is the download.
     unknown = [name for name in names if ledger.remembered_branch(name) is None]
     downloads = unknown if is_official(s.loaded.manifest.servers[server].url) else []

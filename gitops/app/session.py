@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
 from gitops.app.options import Options
-from gitops.config.manifest import LoadedManifest, deployed_names, load_manifest
+from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import GitopsError
@@ -166,11 +166,11 @@ class Session:
             if address is not None and server not in self._clients and server not in self._early:
                 self._early[server] = EarlyConnection(address)
                 if config.token_env is not None and self._first_contact(server):
-                    from gitops.app.ahead import MOST
+                    from gitops.app.ahead import MOST, server_branches
 
-                    names = {n for b in self.loaded.manifest.branches if b.server == server for n in deployed_names(b)}
                     # The token query and a download per branch: what a first contact asks.
-                    self._side_early[server] = [EarlyConnection(address) for _ in range(min(MOST, 1 + len(names)))]
+                    wanted = min(MOST, 1 + len(server_branches(self.loaded, server)))
+                    self._side_early[server] = [EarlyConnection(address) for _ in range(wanted)]
 
     def _first_contact(self, server: str) -> bool:
         """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
@@ -256,15 +256,11 @@ class Session:
         ahead = self._deflating = Ahead()
 
         def deflate(local: LocalCode) -> None:
-            from gitops.core.codeset import request_body
-            from gitops.edges.client import COMPRESS_MIN_BYTES
+            from gitops.edges.client import deflate_write_ahead
 
             for branch in local.branches:
-                if branch.server in maybe:
-                    wire = branch.code.wire()
-                    content = request_body({"branch": branch.branch, "modules": dict(sorted(wire.items()))})
-                    if len(content) >= COMPRESS_MIN_BYTES:
-                        ahead.start(content)
+                if branch.server in maybe:  # wire(): sorted by name, as apply's upload sends them
+                    deflate_write_ahead(ahead, branch.branch, branch.code.wire())
 
         return deflate
 

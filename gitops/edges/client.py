@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol
 
 import httpx
 from tenacity import (
@@ -79,7 +79,7 @@ from gitops.edges.bodies import Ahead, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
-from gitops.edges.threads import start_quiet
+from gitops.edges.threads import Background
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 
@@ -113,8 +113,6 @@ COMPRESS_MIN_BYTES = 64 * 1024
 #: The branch name the compression probe activates: never a real one (the probe is sent only when the branch list
 #: shows no branch of that name), and too long for the game's own branch names.
 PROBE_BRANCH = "gitops-compression-probe-0000000"
-
-_T = TypeVar("_T")
 
 _RETRY_AFTER = re.compile(r"retry after\s+(\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
@@ -485,7 +483,7 @@ class ServiceClient:
         so the next plan learns it from the server instead of from a record the upload may have made false.
         """
         # The record of what the branch will hold is made while the upload is on its way.
-        written: _Background[CodeSet | None] = _Background(lambda: CodeSet.from_wire(dict(modules)))
+        written: Background[CodeSet | None] = Background(lambda: CodeSet.from_wire(dict(modules)))
         try:
             with _in_flight(f"the upload to {self.server_name}/{branch}"):
                 data = self._call("POST", _CODE, body=_upload_body(branch, modules), compress=self.compress)
@@ -500,10 +498,7 @@ class ServiceClient:
         :meth:`clone_branch` creating the branch with these modules) will send, so that the work runs while the run
         waits for something else (the compression probe's answer); nothing is sent. Pointless, and so skipped, for a
         body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
-        body = _clone_body(branch, None, modules) if clone else _upload_body(branch, modules)
-        content = _json_body(body)
-        if len(content) >= COMPRESS_MIN_BYTES:
-            self._ahead.start(content)
+        deflate_write_ahead(self._ahead, branch, modules, clone=clone)
 
     def clone_branch(
         self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
@@ -512,7 +507,7 @@ class ServiceClient:
         (``defaultModules``, as rollup-plugin-screeps creates branches: no upload is needed after it), or with the
         server's default modules when neither is given."""
         body = _clone_body(new_name, source, modules)
-        written: _Background[CodeSet | None] = _Background(
+        written: Background[CodeSet | None] = Background(
             lambda: None if modules is None else CodeSet.from_wire(dict(modules))
         )
         try:
@@ -528,7 +523,7 @@ class ServiceClient:
         else:
             written.join()
 
-    def _remember_written(self, branch: str, written: _Background[CodeSet | None], data: Mapping[str, Any]) -> None:
+    def _remember_written(self, branch: str, written: Background[CodeSet | None], data: Mapping[str, Any]) -> None:
         """What the branch holds after this tool wrote ``written``'s modules to it, with the server's new stamp."""
         try:
             code = written.result()
@@ -1179,6 +1174,16 @@ def transport_detail(exc: BaseException) -> str:
     return name
 
 
+def deflate_write_ahead(ahead: Ahead, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False) -> None:
+    """Have ``ahead`` deflate the body that :meth:`ServiceClient.upload_code` (``clone``:
+    :meth:`ServiceClient.clone_branch` creating the branch with ``modules``) sends, byte for byte; nothing for a
+    body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
+    body = _clone_body(branch, None, modules) if clone else _upload_body(branch, modules)
+    content = _json_body(body)
+    if len(content) >= COMPRESS_MIN_BYTES:
+        ahead.start(content)
+
+
 def _upload_body(branch: str, modules: Mapping[str, WireModule]) -> dict[str, Any]:
     return {"branch": branch, "modules": dict(modules)}
 
@@ -1188,33 +1193,6 @@ def _clone_body(new_name: str, source: str | None, modules: Mapping[str, WireMod
     if modules is not None and source is None:
         body["defaultModules"] = dict(modules)
     return body
-
-
-class _Background(Generic[_T]):
-    """``work()`` in a background thread (one that leaves signals to the main thread); :meth:`result` waits for it
-    and returns its value or raises its exception. The work must be pure: it runs beside the caller's requests."""
-
-    def __init__(self, work: Callable[[], _T]) -> None:
-        self._work = work
-        self._value: _T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="gitops-background", daemon=True)
-        start_quiet(self._thread)
-
-    def _run(self) -> None:
-        try:
-            self._value = self._work()
-        except BaseException as exc:  # handed to result()
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> _T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value  # type: ignore[return-value]  # set by _run when it did not raise
 
 
 def _json_body(body: Any) -> bytes:
