@@ -68,7 +68,7 @@ class _Read:
 
 
 class Ahead:
-    """The reads of one server sent ahead (:func:`start`); taken in the server's planning thread."""
+    """The reads of one server sent ahead (:func:`send_reads_ahead`); taken in the server's planning thread."""
 
     def __init__(self, s: Session, server: str) -> None:
         self._s = s
@@ -150,7 +150,7 @@ def wanted(s: Session, server: str) -> tuple[bool, list[str]]:
     return query, downloads[: MOST - int(query)]
 
 
-def start(s: Session, server: str) -> Ahead | None:
+def send_reads_ahead(s: Session, server: str) -> Ahead | None:
     """Send ``server``'s reads ahead (see the module's docstring); ``None`` when there is nothing to send."""
     from gitops.app.planning import check_download_budget
 

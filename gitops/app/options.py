@@ -53,6 +53,7 @@ class Options:
     targets: Targets = field(default_factory=Targets)
     #: ``--no-verify`` and the overrides of ``verify:`` (ticks, time limit).
     verify: VerifyOverrides = field(default_factory=VerifyOverrides)
-    #: ``apply --yes`` (no saved plan, nothing to confirm): the compression probe, when due, is sent while the
-    #: servers are read instead of after the plan is shown (:mod:`gitops.app.ahead`).
-    probe_ahead: bool = False
+    #: ``apply --yes`` (no saved plan, nothing to confirm): what applying will need is prepared while the servers
+    #: are read, instead of after the plan is shown: the compression probe when it is due (:mod:`gitops.app.ahead`)
+    #: and the deflate of the upload bodies (:meth:`gitops.app.session.Session.deflate_ahead`).
+    unattended_apply: bool = False

@@ -14,8 +14,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from gitops.app import ahead
-from gitops.app.ahead import Ahead
+from gitops.app.ahead import Ahead, send_reads_ahead
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
 from gitops.app.session import Session
@@ -77,7 +76,7 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
             s.ledger(server)
     # The local code is read while the servers are asked (LocalRead); when both fail, the local error is raised.
     # apply --yes will most likely upload what it reads: the bodies are deflated meanwhile, beside the wait.
-    deflate = s.deflate_ahead() if options.probe_ahead else None
+    deflate = s.deflate_ahead() if options.unattended_apply else None
     with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, then=deflate) as reading:
         views = gather_remote(s, options.refresh, failed, before_requests=reading.start)
         local = reading.result()
@@ -293,7 +292,7 @@ def gather_remote(
         )
 
     def probe_early(server: str) -> None:
-        if not s.options.probe_ahead or server not in listings:  # listed now: the probe's branch does not exist
+        if not s.options.unattended_apply or server not in listings:  # listed now: the probe's branch does not exist
             return
         if s.compression(server) != "probe" or _short_rows(s, server, {ACTIVATE: 1}):
             return
@@ -311,7 +310,7 @@ def gather_remote(
             finish_ahead(servers)
 
     def send_ahead(server: str) -> None:
-        sent = ahead.start(s, server)
+        sent = send_reads_ahead(s, server)
         if sent is not None:
             aheads[server] = sent
 

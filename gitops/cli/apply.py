@@ -113,7 +113,7 @@ def apply(
 
     options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
-    options.probe_ahead = yes and not saved
+    options.unattended_apply = yes and not saved
     if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
         # Said before planning, so that no download is spent on a run that cannot go on.
         raise UsageError(
