@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 import gitops
 from gitops.config import model
+from gitops.config.folders import user_folder
 from gitops.config.model import Manifest
 from gitops.config.reading import Loc
 
@@ -66,12 +67,7 @@ _RULES = ("config/schema.py", "config/yamlload.py", "config/model.py", "config/r
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
     """``$GITOPS_CACHE_DIR``, else ``$XDG_CACHE_HOME/screeps-gitops``, else ``~/.cache/screeps-gitops``."""
-    if env.get(CACHE_DIR_ENV):
-        return Path(env[CACHE_DIR_ENV]).expanduser()
-    if env.get("XDG_CACHE_HOME"):
-        return Path(env["XDG_CACHE_HOME"]) / "screeps-gitops"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".cache" / "screeps-gitops"
+    return user_folder(env, CACHE_DIR_ENV, "XDG_CACHE_HOME", (".cache",))
 
 
 @dataclass(frozen=True)

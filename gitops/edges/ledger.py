@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from gitops.config.folders import user_folder
 from gitops.core.budget import WindowState
 from gitops.core.codeset import request_body
 from gitops.core.drift import AppliedRecord
@@ -105,12 +106,7 @@ def lock_wait(env: Mapping[str, str]) -> float:
 
 def default_state_dir(env: Mapping[str, str]) -> Path:
     """``$GITOPS_STATE_DIR``, else ``$XDG_STATE_HOME/screeps-gitops``, else ``~/.local/state/screeps-gitops``."""
-    if env.get(STATE_DIR_ENV):
-        return Path(env[STATE_DIR_ENV]).expanduser()
-    if env.get("XDG_STATE_HOME"):
-        return Path(env["XDG_STATE_HOME"]) / "screeps-gitops"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".local" / "state" / "screeps-gitops"
+    return user_folder(env, STATE_DIR_ENV, "XDG_STATE_HOME", (".local", "state"))
 
 
 # --- the file format -----------------------------------------------------------------------------------------

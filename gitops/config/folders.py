@@ -1,0 +1,19 @@
+"""The tool's per-user folders, after the XDG base directories: a variable of the tool's own names the folder, else
+the XDG variable's folder gets a ``screeps-gitops`` folder, else the XDG default under the home folder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+APP_FOLDER = "screeps-gitops"
+
+
+def user_folder(env: Mapping[str, str], own: str, xdg: str, default: tuple[str, ...]) -> Path:
+    """``$own``, else ``$xdg/screeps-gitops``, else ``~/<default...>/screeps-gitops`` (``HOME`` from ``env``)."""
+    if env.get(own):
+        return Path(env[own]).expanduser()
+    if env.get(xdg):
+        return Path(env[xdg]) / APP_FOLDER
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home.joinpath(*default, APP_FOLDER)
