@@ -246,6 +246,28 @@ def test_an_interrupted_build_leaves_no_checkout_and_no_process(tmp_path: Path, 
     assert _ended(build_pid), f"the build's shell (pid {build_pid}) is still running"
 
 
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_an_interrupt_while_the_build_starts_still_ends_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGTERM that lands once the build's process exists but before Popen has returned (a loaded machine)."""
+    from gitops.edges import build
+
+    spawned: list[int] = []
+    real_popen = subprocess.Popen
+
+    def spawn_then_interrupted(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        proc: subprocess.Popen[bytes] = real_popen(*args, **kwargs)  # type: ignore[call-overload]
+        spawned.append(proc.pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", spawn_then_interrupted)
+    with pytest.raises(KeyboardInterrupt), build.interrupts_as_keyboard():
+        build.run_build(["sleep", "60"], tmp_path, env=dict(os.environ))
+    monkeypatch.undo()
+    assert len(spawned) == 1
+    assert _ended(spawned[0]), f"the build (pid {spawned[0]}) is still running"
+
+
 def _ended(pid: int, within: float = 5.0) -> bool:
     """Whether process ``pid`` has ended: it is gone, or a zombie (dead, waiting for whoever adopted it to reap it,
     which a loaded machine's init does a moment later). Asked for up to ``within`` seconds."""

@@ -159,23 +159,27 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
     shown = describe(command)
     print(f"build: {shown}{where}", file=sys.stderr, flush=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
+    proc: subprocess.Popen[bytes] | None = None
     try:
-        proc = subprocess.Popen(
-            _argv(command),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: ended whole when the tool is interrupted
-        )
-    except OSError as exc:
-        raise SourceError(
-            f"the build command {shown!r} cannot start: {exc.strerror or exc}",
-            hint="Install the program, or fix build in the manifest (a string runs through sh -c, a list is the "
-            "program and its arguments).",
-        ) from None
-    try:
+        # An interrupt that lands while Popen is still returning would leave the started build without anyone
+        # holding its pid: it is held back until ``proc`` is known, then delivered here, where _stop ends the build.
+        with _interrupts_held():
+            try:
+                proc = subprocess.Popen(
+                    _argv(command),
+                    cwd=cwd,
+                    env=dict(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,  # its own process group: ended whole when the tool is interrupted
+                )
+            except OSError as exc:
+                raise SourceError(
+                    f"the build command {shown!r} cannot start: {exc.strerror or exc}",
+                    hint="Install the program, or fix build in the manifest (a string runs through sh -c, a list "
+                    "is the program and its arguments).",
+                ) from None
         assert proc.stdout is not None
         with proc.stdout:
             for raw in proc.stdout:
@@ -187,7 +191,8 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
                 tail.append(line.rstrip("\r\n"))
         code = proc.wait()
     except BaseException:
-        _stop(proc)
+        if proc is not None:
+            _stop(proc)
         raise
     if code != 0:
         last = "\n".join(f"    | {line}" for line in tail) or "    (no output)"
@@ -231,6 +236,30 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
     if proc.stdout is not None:
         proc.stdout.close()
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM are only noted; on leaving it (handlers restored) each one noted is
+    raised again, so that it acts as it would have, one step later. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    # A handler set from outside Python (getsignal() is None) cannot be put back, so that signal is left alone.
+    held = [signum for signum in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(signum) is not None]
+    previous = {signum: signal.signal(signum, note) for signum in held}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for pending in dict.fromkeys(noted):
+            signal.raise_signal(pending)
 
 
 @contextlib.contextmanager
