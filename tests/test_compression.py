@@ -5,7 +5,9 @@ anything, and keeps the answer in the ledger)."""
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
+import os
 import random
 import zlib
 from pathlib import Path
@@ -215,6 +217,51 @@ def test_a_body_is_deflated_once_and_ahead_of_time_for_every_server_that_gets_it
         bodies.deflated(content + b" " * (n + 1))
     assert bodies.deflated(content) is not first
     assert bodies.deflated(content) == first
+
+
+def test_a_large_body_is_deflated_in_parts_at_once_into_one_zlib_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from gitops.edges import bodies
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)  # as on a larger machine: at most MOST_PARTS parts
+    content = json.dumps({"branch": "main", "modules": _bot(4_700_000, seed=3)}).encode()
+    done: list[tuple[str, int, int]] = []
+    real_part = bodies._part
+
+    def part(body: bytes, start: int, end: int) -> bytes:
+        done.append((threading.current_thread().name, start, end))
+        return real_part(body, start, end)
+
+    monkeypatch.setattr(bodies, "_part", part)
+    packed = bodies._deflate(content)
+    inflater = zlib.decompressobj()
+    assert inflater.decompress(packed) + inflater.flush() == content
+    assert inflater.eof  # one stream, ending where the body ends
+    assert not inflater.unused_data
+    parts = min(bodies.MOST_PARTS, len(content) // bodies.PART_BYTES)
+    assert len(done) == parts >= 3
+    cuts = sorted((start, end) for _, start, end in done)
+    assert cuts[0][0] == 0
+    assert cuts[-1][1] == len(content)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))  # contiguous, no gap, no overlap
+    assert sorted(name for name, _, _ in done) == ["MainThread"] + ["gitops-deflate-part"] * (parts - 1)
+    # Each part continues from the window before it: hardly larger than one stream of the whole.
+    assert len(packed) <= len(zlib.compress(content, bodies.COMPRESS_LEVEL)) * 1.005
+    # A body below two parts is one zlib stream, exactly what zlib.compress gives.
+    small = content[: bodies.PART_BYTES * 2 - 1]
+    assert bodies._deflate(small) == zlib.compress(small, bodies.COMPRESS_LEVEL)
+
+
+def test_the_standin_reads_a_body_deflated_in_parts(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitops.edges import bodies
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    modules = _modules(_bot(3_000_000, seed=5))
+    body = json.dumps({"branch": "default", "modules": modules}).encode()
+    assert len(body) >= 2 * bodies.PART_BYTES
+    assert _post(standin, bodies._deflate(body), "deflate").json()["ok"] == 1
+    assert standin.branch_modules(ALICE, "default") == modules
 
 
 def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(

@@ -38,25 +38,21 @@ class Module:
     text: str | None = None
     binary: bytes | None = None
     digest: str = field(init=False, compare=False)
+    #: Bytes of content: UTF-8 length for text, raw length for binary (found with the digest, which encodes it).
+    size: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.text is None) == (self.binary is None):
             raise ValueError("a module is either text or binary")
         content = self.text if self.text is not None else self.binary
         assert content is not None
-        object.__setattr__(self, "digest", _DIGESTS.digest(content))
+        digest, size = _DIGESTS.facts(content)
+        object.__setattr__(self, "digest", digest)
+        object.__setattr__(self, "size", size)
 
     @property
     def is_binary(self) -> bool:
         return self.binary is not None
-
-    @property
-    def size(self) -> int:
-        """Bytes of content: UTF-8 length for text, raw length for binary."""
-        if self.text is not None:
-            return len(self.text.encode("utf-8", "surrogatepass"))
-        assert self.binary is not None
-        return len(self.binary)
 
     def wire(self) -> WireModule:
         """The module's value in the code endpoint's ``modules`` map."""
@@ -68,14 +64,20 @@ class Module:
 
 def content_digest(content: str | bytes) -> str:
     """The digest of a module's content: SHA-256 over a kind marker (``t`` text, ``b`` binary) and the bytes."""
+    return content_facts(content)[0]
+
+
+def content_facts(content: str | bytes) -> tuple[str, int]:
+    """The digest of a module's content (:func:`content_digest`) and its size in bytes (UTF-8 for text)."""
     h = hashlib.sha256()
     if isinstance(content, str):
+        data = content.encode("utf-8", "surrogatepass")
         h.update(b"t\0")
-        h.update(content.encode("utf-8", "surrogatepass"))
     else:
+        data = content
         h.update(b"b\0")
-        h.update(content)
-    return h.hexdigest()
+    h.update(data)
+    return h.hexdigest(), len(data)
 
 
 class _DigestMemo:
@@ -86,32 +88,33 @@ class _DigestMemo:
     same string object, whose hash Python keeps, so finding it costs next to nothing; an equal text from
     elsewhere (the server's answer) costs one comparison. A text and bytes never compare equal, so both kinds
     share the table. The contents kept referenced are bounded (:attr:`LIMIT` characters or bytes, the oldest
-    dropped first) for long runs such as ``gitops watch``. A result is always what :func:`content_digest` gives.
+    dropped first) for long runs such as ``gitops watch``. A result is always what :func:`content_facts` gives.
     """
 
     LIMIT = 64 * 1024 * 1024
 
     def __init__(self) -> None:
-        self._memo: OrderedDict[str | bytes, str] = OrderedDict()
+        self._memo: OrderedDict[str | bytes, tuple[str, int]] = OrderedDict()
         self._size = 0
         # A plan reads the local code in a second thread while this one parses the server's answer.
         self._lock = threading.Lock()
 
-    def digest(self, content: str | bytes) -> str:
+    def facts(self, content: str | bytes) -> tuple[str, int]:
+        """:func:`content_facts` of ``content``: the digest and the size in bytes."""
         with self._lock:
             known = self._memo.get(content)
         if known is not None:
             return known
-        digest = content_digest(content)
+        facts = content_facts(content)
         if len(content) <= self.LIMIT:
             with self._lock:
                 if content not in self._memo:
-                    self._memo[content] = digest
+                    self._memo[content] = facts
                     self._size += len(content)
                     while self._size > self.LIMIT:
                         old, _ = self._memo.popitem(last=False)
                         self._size -= len(old)
-        return digest
+        return facts
 
 
 _DIGESTS = _DigestMemo()

@@ -68,6 +68,8 @@ from gitops.secrets import redact
 if TYPE_CHECKING:  # at run time imported by _validated only (see there)
     from annotated_types import Ge
 
+    from gitops.edges.locking import FileLock
+
 __all__ = [
     "FORMAT_VERSION",
     "STATE_DIR_ENV",
@@ -402,7 +404,7 @@ class Ledger:
         #: counts as :attr:`changed`, so that the next save writes the file with its check.
         self._unchecked = False
         self._pointer_written = False
-        self._lock: Any = None
+        self._lock: FileLock | None = None
         #: Whether the ledger file (or the pointer) was written without fsync since (see :meth:`sync`).
         self._unsynced = False
         self._unsynced_pointer = False
@@ -461,9 +463,9 @@ class Ledger:
         return ledger
 
     def _acquire(self, wait: float, waiting: Waiting | None = None) -> None:
-        """Lock the ledger file for this run (filelock: ``flock`` on POSIX, ``msvcrt`` on Windows; released by the
-        operating system when the process dies, so a killed run never leaves a stale lock)."""
-        from filelock import FileLock, Timeout
+        """Lock the ledger file for this run (:mod:`gitops.edges.locking`: ``flock`` on POSIX, ``msvcrt`` on Windows;
+        released by the operating system when the process dies, so a killed run never leaves a stale lock)."""
+        from gitops.edges.locking import LockTimeout, file_lock
 
         lock_path = self.path.with_name(self.path.name + ".lock")
         owner_path = self.path.with_name(self.path.name + ".owner")
@@ -477,15 +479,15 @@ class Ledger:
                 )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(lock_path)
+            lock = file_lock(lock_path)
             try:
                 lock.acquire(timeout=0)
-            except Timeout:
+            except LockTimeout:
                 # Held by another run: say whose, and wait (as Terraform's "Acquiring state lock").
                 what = f"the ledger {self.path}, locked by another gitops run {_owner(owner_path)} (up to {wait:g} s)"
                 with waiting(what) if waiting is not None else contextlib.nullcontext():
                     lock.acquire(timeout=wait, poll_interval=0.05)
-        except Timeout:
+        except LockTimeout:
             raise LedgerBusyError(
                 f"another gitops run {_owner(owner_path)} is using the ledger {self.path}; waited {wait:g} s for it",
                 hint="Let it finish and run again (runs on one state folder take turns), or raise the wait with "

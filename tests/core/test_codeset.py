@@ -208,6 +208,8 @@ def test_a_digest_is_sha256_of_the_kind_and_the_bytes_whether_memoised_or_not() 
     assert Module("c", binary=b"\0asm").digest == expected_binary
     # A text and the bytes of it never share a digest, even though both kinds share the memo.
     assert Module("d", text="abc").digest != Module("e", binary=b"abc").digest
+    # The size comes with the digest, also when the memo knew the text already.
+    assert Module("f", text=again).size == len(again.encode()) == 43
 
 
 def test_the_digest_memo_keeps_a_bounded_amount_of_content() -> None:
@@ -215,9 +217,9 @@ def test_the_digest_memo_keeps_a_bounded_amount_of_content() -> None:
     memo.LIMIT = 100
     for n in range(50):
         content = f"{n:02d}" * 10  # 20 characters each
-        assert memo.digest(content) == content_digest(content)
+        assert memo.facts(content) == (content_digest(content), 20)
     assert sum(len(c) for c in memo._memo) <= 100
     assert list(memo._memo)[-1] == "49" * 10  # the newest stay, the oldest went first
     big = "x" * 101  # over the whole limit: hashed, never kept
-    assert memo.digest(big) == content_digest(big)
+    assert memo.facts(big) == (content_digest(big), 101)
     assert big not in memo._memo
