@@ -76,3 +76,40 @@ def test_a_failing_server_does_not_stop_the_others(
     assert three[0].branch_modules(ALICE, "default") == {"main": ""}
     assert three[2].branch_modules(ALICE, "default") == {"main": "module.exports.loop = () => {};\n"}
     assert p.apply("--yes").code == 0
+
+
+def test_one_bot_on_three_servers_is_read_once_and_recorded_once(
+    tmp_path: Path, three: list[StandIn], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same files for every server: each file is read once, and the record of what was uploaded (the digests of
+    every module) is made once and kept in each server's ledger."""
+    from gitops.app import applying
+    from gitops.core import drift
+    from gitops.edges import sources
+
+    p = _project(tmp_path, three, capsys, monkeypatch)
+    reads: list[str] = []
+    records: list[str] = []
+    real_read, real_record = sources.read_whole, drift.record_from_wire
+
+    def read(path: str) -> bytes:
+        reads.append(path)
+        return real_read(path)
+
+    def record(branch: str, *args: object, **kwargs: object) -> object:
+        records.append(branch)
+        return real_record(branch, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sources, "read_whole", read)
+    monkeypatch.setattr(applying, "record_from_wire", record)
+    result = p.apply("--yes")
+    assert result.code == 0, result.err
+    assert [Path(path).name for path in reads] == ["main.js"]
+    assert records == ["default"]
+    monkeypatch.setattr(sources, "read_whole", real_read)
+    monkeypatch.setattr(applying, "record_from_wire", real_record)
+    # Each server's ledger holds the record: nothing drifted.
+    found = p.gitops("drift")
+    assert found.code == 0, found.out + found.err
+    for n in (1, 2, 3):
+        assert f"s{n}/default: no drift: the server holds what this tool applied" in found.out

@@ -319,6 +319,57 @@ def test_a_branch_without_main_gets_a_warning(here: Path) -> None:
     ]
 
 
+SERVERS = {
+    name: {"url": f"http://127.0.0.1:{port}", "token_env": "SCREEPS_TOKEN"}
+    for name, port in (("mmo", 9), ("season", 10), ("home", 11))
+}
+
+
+def test_one_bot_on_several_servers_is_read_once(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same files under the same rules on three servers: each file read once, one code set shared; a branch
+    whose rules differ is read again."""
+    from gitops.edges import sources
+
+    make_repo(here, BOT)
+
+    def same(server: str) -> dict[str, object]:
+        return {"branch": "main", "root": "src", "include": ["**/*.js"], "server": server}
+
+    branches = [
+        same("mmo"),
+        {**same("season"), "activate": ["world"]},  # what is not read from the files may differ
+        same("home"),
+        {**BINARY_BRANCH, "server": "home", "branch": "wasm"},
+    ]
+    loaded = load(here, servers=SERVERS, branches=branches)
+    reads: list[str] = []
+    real = sources.read_whole
+
+    def counting(path: str) -> bytes:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(sources, "read_whole", counting)
+    local = read_local_code(loaded)
+    assert [b.label for b in local.branches] == ["mmo/main", "season/main", "home/main", "home/wasm"]
+    mmo, season, home, wasm = local.branches
+    assert mmo.code is season.code is home.code  # built once
+    assert wasm.code is not mmo.code
+    assert sorted(wasm.code.modules) == sorted([*mmo.code.modules, "lib/pathfinder.wasm"])
+    # Three .js files read for the three main branches together, then the four module files of the wasm branch.
+    assert len(reads) == 3 + 4
+
+
+def test_a_shared_bot_with_a_warning_names_each_server(here: Path) -> None:
+    write_files(here, {"src/loop.js": ""})
+    branches = [{"branch": "main", "root": "src", "server": name} for name in SERVERS]
+    local = read_local_code(load(here, servers=SERVERS, branches=branches))
+    assert local.warnings == [
+        f"{name}/main: no module 'main'; the server adds an empty one, so the code will not run; add src/main.js"
+        for name in SERVERS
+    ]
+
+
 def test_working_tree_leaves_out_ignored_files_and_skips_dot_git(here: Path) -> None:
     make_repo(here, {".gitignore": "src/dist/\n*.log.js\n", "src/main.js": ""})
     write_files(here, {"src/dist/bundle.js": "built", "src/.git/hooks/x.js": "", "src/.cache/y.js": ""})

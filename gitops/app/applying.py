@@ -323,8 +323,14 @@ def _records(s: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, str], 
     """The record of each set about to be uploaded (made once: the pending record and, when its step is done, the
     applied one)."""
     records: dict[tuple[str, str], AppliedRecord] = {}
+    # One bot uploaded to several servers is one record (the digests of 2,000 modules cost ~20 ms a time): equal
+    # modules maps, usually of the very same strings, compare quickly.
+    made: list[tuple[str, Mapping[str, WireModule], AppliedRecord | None]] = []
     for (server, branch), modules in uploads.items():
-        record = _record(s, plan, branch, modules)
+        known = [record for b, m, record in made if b == branch and m == modules]
+        record = known[0] if known else _record(s, plan, branch, modules)
+        if not known:
+            made.append((branch, modules, record))
         if record is not None:
             records[(server, branch)] = record
     return records

@@ -254,6 +254,22 @@ def _may_hold_modules(folder: str, config: BranchConfig) -> bool:
     return True
 
 
+def build_inputs(config: BranchConfig) -> tuple[object, ...]:
+    """What :func:`build_branch` reads of ``config``, except the server (which only names the branch in its
+    messages): two branches with equal inputs, read from the same listing, build the same code. Keep it in step
+    with :func:`build_branch`."""
+    return (
+        config.root,
+        config.branch,  # the upload body's size counts the branch's name
+        config.include,
+        config.exclude,
+        config.binary,
+        config.naming,
+        config.source_maps,
+        config.requires,
+    )
+
+
 def build_branch(
     config: BranchConfig,
     paths: Iterable[str],

@@ -50,6 +50,7 @@ from gitops.core.local import (
     SourceInfo,
     UnreadableFile,
     build_branch,
+    build_inputs,
     in_git_folder,
     module_name,
     printable,
@@ -629,6 +630,10 @@ def _read_branches(
     problems: list[str] = []
     branches: list[LocalBranch] = []
     listings: dict[str, _Listing | str] = {}
+    # One bot deployed to several servers (the official world, a season, a private server) is the same files with
+    # the same rules: built once, the code shared (each file read once). Only a build without problems or warnings
+    # is shared, since those name the branch's server and its place in the manifest.
+    clean_builds: list[tuple[tuple[object, ...], BranchBuild]] = []
     for i, config in enumerate(loaded.manifest.branches):
 
         def where(loc: Loc, i: int = i) -> str:
@@ -641,16 +646,21 @@ def _read_branches(
         if isinstance(listing, str):
             problems.append(f"{where(('root',))}: {config.root!r} {listing}")
             continue
-        build = build_branch(
-            config,
-            listing.paths,
-            listing.read,
-            prefix=prefix,
-            origin=listing.origin,
-            where=where,
-            prefetch=listing.prefetch,
-            unlisted=listing.unlisted,
-        )
+        inputs = build_inputs(config)
+        build = next((done for key, done in clean_builds if key == inputs), None)
+        if build is None:
+            build = build_branch(
+                config,
+                listing.paths,
+                listing.read,
+                prefix=prefix,
+                origin=listing.origin,
+                where=where,
+                prefetch=listing.prefetch,
+                unlisted=listing.unlisted,
+            )
+            if not build.problems and not build.warnings:
+                clean_builds.append((inputs, build))
         problems += build.problems
         warnings += build.warnings
         local = LocalBranch(config.server, config.branch, build.code, build.files, build.kinds)
