@@ -303,3 +303,34 @@ def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(
     project.commit("small change")
     assert project.plan().code == 2
     assert big == []
+
+
+def test_apply_yes_deflates_nothing_ahead_when_the_server_holds_the_code_already(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A deploy that changes nothing (the ledger knows the server holds this code) has no body deflated in the
+    background: the run would wait for that work at its end."""
+    import threading
+
+    from gitops.edges import bodies
+
+    assert project.apply("--yes").code == 0
+    deflated: list[str] = []
+    real_deflate = bodies._deflate
+
+    def deflate(content: bytes) -> bytes:
+        deflated.append(threading.current_thread().name)
+        return real_deflate(content)
+
+    monkeypatch.setattr(bodies, "_deflate", deflate)
+    monkeypatch.setattr(bodies, "_memo", type(bodies._memo)())  # as in a new run: nothing deflated yet
+    again = project.apply("--yes")
+    assert again.code == 0, again.err
+    assert "No changes" in again.out
+    assert deflated == []
+    project.write({"src/role0.js": "module.exports.run = () => 3;\n"})
+    project.commit("a change")
+    changed = project.apply("--yes")
+    assert changed.code == 0, changed.err
+    assert deflated == ["gitops-deflate"]  # a body that differs from what the server holds: deflated ahead again
+    assert standin.app.encodings[(UPLOAD, "deflate")] == 2

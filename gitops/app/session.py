@@ -244,22 +244,30 @@ class Session:
         :meth:`gitops.edges.client.ServiceClient.upload_code` would send, so that the upload finds them ready
         instead of waiting ~50 ms for them. Only for servers whose uploads may go compressed (decided here, in this
         thread, from the manifest and the ledgers). A branch the plan does not upload has cost a background
-        deflate and nothing else; the threads are joined when the session closes."""
+        deflate and nothing else; the threads are joined when the session closes. Code that the ledger says the
+        server holds already (a deploy that most likely changes nothing) is not deflated: the rare upload it needs
+        after all (the server was changed behind the tool's back) deflates its body then."""
         from gitops.edges.bodies import Ahead
 
         maybe = set()
+        held: dict[tuple[str, str], str | None] = {}
         for server in self.servers():
             mode = self.loaded.manifest.servers[server].compress
             with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
-                if mode == "always" or (mode == "auto" and self.ledger(server).compression() is not False):
+                ledger = self.ledger(server)
+                if mode == "always" or (mode == "auto" and ledger.compression() is not False):
                     maybe.add(server)  # compressed, or a probe or a password sign-in may say so
+                    for config in self.loaded.manifest.branches:
+                        if config.server == server:
+                            held[(server, config.branch)] = ledger.remembered_digest(config.branch)
         ahead = self._deflating = Ahead()
 
         def deflate(local: LocalCode) -> None:
             from gitops.edges.client import deflate_write_ahead
 
             for branch in local.branches:
-                if branch.server in maybe:  # wire(): sorted by name, as apply's upload sends them
+                if branch.server in maybe and held.get((branch.server, branch.branch)) != branch.code.digest:
+                    # wire(): sorted by name, as apply's upload sends them
                     deflate_write_ahead(ahead, branch.branch, branch.code.wire())
 
         return deflate

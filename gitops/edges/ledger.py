@@ -823,6 +823,14 @@ class Ledger:
         facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in record.modules.items()}
         return RemoteBranch(name, facts, record.digest, record.learnt_at, record.how, record.stamp)
 
+    def remembered_digest(self, name: str) -> str | None:
+        """The digest of the code the branch was last known to hold (:attr:`CodeSet.digest`); ``None`` when it is
+        not known or the branch did not exist. As :meth:`remembered_branch` without building its module facts."""
+        record = self._data.branches.get(name)
+        if record is None or not record.exists or record.modules is None:
+            return None
+        return record.digest
+
     def remember_branch_list(self, branches: list[BranchInfo]) -> None:
         """Keep the account's branch list with its active flags, as learnt now."""
         self._data.branch_list = _BranchList(
