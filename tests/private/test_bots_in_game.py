@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from tests.factories import git
-from tests.private.harness import PrivateServer
+from tests.private.harness import Credentials, PrivateServer, ServerUser
 
 pytestmark = pytest.mark.private_server
 
@@ -60,6 +60,18 @@ def ticking_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateServer]:
         # On a loaded machine the world's processes can die while starting (seen with two suites at once): a
         # server whose game time never advances is replaced once, before the test relies on it.
         server.stop()
+    real_register = server.register
+
+    def register_paused(credentials: Credentials | None = None) -> ServerUser:
+        # A registration while the engine ticks has crashed the server's storage (lokijs "fun is not a function";
+        # a fresh-clone run of 2026-11-26: the next request was refused). Users are made with the world paused.
+        server.cli("system.pauseSimulation()")
+        try:
+            return real_register(credentials)
+        finally:
+            server.cli("system.resumeSimulation()")
+
+    monkeypatch.setattr(server, "register", register_paused)
     try:
         yield server
     finally:
