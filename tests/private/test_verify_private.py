@@ -128,7 +128,7 @@ def test_restore_and_healthy_on_the_real_server(
     user = server.register()
     bot = Bot(server, user, tmp_path, {"ticks": 3, "timeout": 60, "on_failure": "rollback"})
     code, _doc, err = bot.deploy(GOOD % ("v1", "v1"), verify=False)
-    assert code == 0, err
+    assert code == 0, err + "\n" + server.diagnosis()
     _activate_user(server, user)
     bot.wait_running("v1")
 
@@ -140,7 +140,7 @@ def test_restore_and_healthy_on_the_real_server(
     bot.wait_running("v1", after=tick if isinstance(tick, int) else 0)
 
     code, doc, err = bot.deploy(GOOD % ("v2", "v2"), verify=True)
-    assert code == 0, err
+    assert code == 0, err + "\n" + server.diagnosis()
     [verify] = doc["verify"]
     assert verify["result"] == "healthy"
     assert verify["health"]["ticks_seen"] == 3
@@ -156,7 +156,7 @@ def test_standby_on_the_real_server(
     verify = {"ticks": 3, "timeout": 60, "on_failure": "rollback", "rollback": "standby", "standby": "bots-b"}
     bot = Bot(server, user, tmp_path, verify)
     code, _doc, err = bot.deploy(GOOD % ("v1", "v1"), verify=False)  # the user's code runs only from here on
-    assert code == 0, err
+    assert code == 0, err + "\n" + server.diagnosis()
     _activate_user(server, user)
     bot.wait_running("v1")
 
