@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -404,6 +404,47 @@ class PrivateServer:
         """Every process log of this run, concatenated."""
         files = [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]
         return "\n".join(p.read_text("utf-8", errors="replace") for p in files if p.exists())
+
+    def wait_backend_settled(self, within: float = 60.0, calm: float = 5.0) -> None:
+        """Wait until the backend has run its first round of periodic jobs (all at once, a second after it starts)
+        and stayed up for ``calm`` seconds since; after a crash in that round (see
+        :meth:`run_riding_out_its_crash`) the launcher restarts the backend, which runs the round again."""
+        deadline = time.monotonic() + within
+        calm_since: float | None = None
+        seen = (-1, -1)
+        while time.monotonic() < deadline:
+            logs = self.logs()
+            state = (logs.count("Running cronjob 'expandStrongholds'"), logs.count("exited with code 1, restarting"))
+            if state[0] > state[1] and state == seen:
+                calm_since = calm_since or time.monotonic()
+                if time.monotonic() - calm_since >= calm:
+                    return
+            else:
+                calm_since = None
+            seen = state
+            time.sleep(0.5)
+
+    def run_riding_out_its_crash(
+        self, command: Callable[[], subprocess.CompletedProcess[str]]
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` (a gitops run against this server); when it could not connect because the game server's
+        own backend crashed meanwhile, run it once more after the launcher restarted the backend.
+
+        The private server's storage (lokijs) sometimes fails a query of the backend's periodic jobs with "fun is
+        not a function" while a world ticks; the backend does not catch it, exits, and is restarted by the launcher
+        a few seconds later (seen in a fresh-clone run of 2026-11-26, with these logs). That is the game server's
+        bug, not the tool's: only with that crash in the logs is the run repeated, on a backend that answers."""
+        done = command()
+        crashed = "fun is not a function" in self.logs() and "exited with code 1, restarting" in self.logs()
+        if done.returncode == 0 or "cannot connect" not in done.stderr or not crashed:
+            return done
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.TransportError, ValueError):
+                if self.http.get("/api/version", timeout=2.0).json().get("ok") == 1:
+                    break
+            time.sleep(0.5)
+        return command()
 
     def members(self) -> list[int]:
         """The live (non-zombie) processes of the server's process group."""

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from tests.factories import git
-from tests.private.harness import Credentials, PrivateServer, ServerUser
+from tests.private.harness import PrivateServer, PrivateServerError
 
 pytestmark = pytest.mark.private_server
 
@@ -60,19 +60,8 @@ def ticking_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateServer]:
         # On a loaded machine the world's processes can die while starting (seen with two suites at once): a
         # server whose game time never advances is replaced once, before the test relies on it.
         server.stop()
-    real_register = server.register
-
-    def register_paused(credentials: Credentials | None = None) -> ServerUser:
-        # A registration while the engine ticks has crashed the server's storage (lokijs "fun is not a function";
-        # a fresh-clone run of 2026-11-26: the next request was refused). Users are made with the world paused.
-        server.cli("system.pauseSimulation()")
-        try:
-            return real_register(credentials)
-        finally:
-            server.cli("system.resumeSimulation()")
-
-    monkeypatch.setattr(server, "register", register_paused)
     try:
+        server.wait_backend_settled()
         yield server
     finally:
         server.stop()
@@ -89,8 +78,8 @@ def _ticks(server: PrivateServer, within: float = 30.0) -> bool:
     while time.monotonic() < deadline:
         try:
             now = server.http.get("/api/game/time", timeout=2.0).json().get("time")
-        except (httpx.HTTPError, ValueError):
-            return False  # refused or garbled: the server is gone
+        except (httpx.HTTPError, ValueError, PrivateServerError):
+            return False  # refused or garbled: the server is gone (or its backend is restarting after a crash)
         if isinstance(now, int):
             if first is not None and now > first:
                 return True
@@ -142,14 +131,16 @@ def test_a_wrapped_source_map_and_a_wasm_module_without_suffix_load_in_a_tick(
         "GITOPS_STATE_DIR": str(tmp_path / "state"),
         "NO_COLOR": "1",
     }
-    done = subprocess.run(
-        [sys.executable, "-m", "gitops", "apply", "--yes"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = server.run_riding_out_its_crash(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "gitops", "apply", "--yes"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     )
     assert done.returncode == 0, done.stderr
     held = user.code("bots")

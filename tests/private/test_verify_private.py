@@ -85,14 +85,16 @@ class Bot:
             "GITOPS_STATE_DIR": str(self.tmp / "state"),
             "NO_COLOR": "1",
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "gitops", "apply", "--yes", "--json"],
-            cwd=self.repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
+        done = self.server.run_riding_out_its_crash(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "gitops", "apply", "--yes", "--json"],
+                cwd=self.repo,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
         )
         assert self.user.password not in done.stdout + done.stderr
         return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
