@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
+from gitops.core.codeset import remember_digests
 from gitops.edges.build import (
     build_commands,
     build_environment,
@@ -29,6 +30,7 @@ from gitops.edges.build import (
     temporary_checkout,
 )
 from gitops.edges.environ import seal_process
+from gitops.edges.forked import ForkedCall
 from gitops.edges.threads import start_quiet
 from gitops.errors import SourceError
 from gitops.secrets import leaked_in, register
@@ -44,11 +46,7 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
-    secret = secret_names(env, loaded.every_server)
-    # Known before any code is read or built: a build's output, and code that carries a credential, are judged
-    # against them (the credentials themselves are read later, by the session).
-    for value in secret_values(env, loaded.every_server):
-        register(value)
+    secret = register_secrets(loaded, env)
     local = _read_code(loaded, ref, env, secret)
     if not build_commands(loaded.manifest):
         return local  # the repository's own files: a build is what could write a credential into the code
@@ -62,6 +60,16 @@ def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -
                     "(it runs without them; see 'build' in the manifest documentation).",
                 )
     return local
+
+
+def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozenset[str]:
+    """Register the values of the run's secret variables (:func:`gitops.secrets.register`); their names.
+
+    Known before any code is read or built: a build's output, and code that carries a credential, are judged
+    against them (the credentials themselves are read later, by the session)."""
+    for value in secret_values(env, loaded.every_server):
+        register(value)
+    return secret_names(env, loaded.every_server)
 
 
 def _read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], secret: frozenset[str]) -> LocalCode:
@@ -129,19 +137,25 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
 
 
 class LocalRead:
-    """The local code, read in a second thread while this one waits for the servers.
+    """The local code, read beside the wait for the servers: in a child process when it can, else in a thread.
 
     A plan mostly waits for the servers (the sign-in, the branch list). Reading and hashing the files, and importing
-    the modules that do it, can fill that wait instead of coming before it. The caller calls :meth:`start` just
-    before its first request. The worker then reads the code and imports ``then_import``: the modules the caller
-    needs once the servers have answered. The worker only reads files (and runs ``git`` to ask about them). It
-    touches no ledger, no client and no terminal, so nothing is shared but the result. It is a daemon thread: a
-    Ctrl-C in the main thread ends the run without waiting for it.
+    the modules that do it, can fill that wait instead of coming before it. Made before the HTTP client is imported
+    and the ledgers are read, it forks a child that reads the code (:class:`gitops.edges.forked.ForkedCall`: on
+    Linux, while the process has one thread), so that the read runs on another core beside those imports instead of
+    sharing this interpreter with them. The caller calls :meth:`start` just before its first request. A worker
+    thread then waits for the child's code (or, where nothing was forked, reads it itself), calls ``then`` with it
+    and imports ``then_import``: the modules the caller needs once the servers have answered. Neither the child nor
+    the worker touches a ledger, a client or the terminal, so nothing is shared but the result. The worker is a
+    daemon thread: a Ctrl-C in the main thread ends the run without waiting for it (the child is killed).
 
-    With a ``build`` command the code is read at once, in this thread, before any server is asked. The build may
-    take minutes, it must run in the main thread (only that thread receives Ctrl-C), and the servers are then
-    checked after it, as close to the upload as before. When :meth:`start` was never called, :meth:`result` reads
-    the code in this thread.
+    The child never reports an error: when its read fails, or its result cannot come back, the worker reads the
+    code again in this process, so that an error is raised, worded and exited with exactly as before.
+
+    With a ``build`` command nothing is forked: the code is read at :meth:`start`, in this thread, before any server
+    is asked. The build may take minutes, it must run in the main thread (only that thread receives Ctrl-C), and the
+    servers are then checked after it, as close to the upload as before. When :meth:`start` was never called,
+    :meth:`result` reads the code in this thread (or takes the child's).
 
     Used as a context manager: when the caller's block fails (a server's error), the local code's own error is
     raised instead, if it has one: a run without servers would have said that first.
@@ -153,40 +167,58 @@ class LocalRead:
     SWITCH_INTERVAL = 0.0005
 
     def __init__(
-        self,
-        loaded: LoadedManifest,
-        ref: str | None,
-        env: Mapping[str, str],
-        then_import: tuple[str, ...] = (),
-        then: Callable[[LocalCode], None] | None = None,
+        self, loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], then_import: tuple[str, ...] = ()
     ) -> None:
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
         self._then_import = then_import
-        self._then = then
+        self._then: Callable[[LocalCode], None] | None = None
         self._result: LocalCode | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._switch = sys.getswitchinterval()
-        if build_commands(loaded.manifest):
-            self._result = self._read()
+        self._builds = bool(build_commands(loaded.manifest))
+        self._forked: ForkedCall[LocalCode] | None = None
+        self._cancelled = False
+        if not self._builds:
+            # The parent judges output against the same secrets as the child would (read_code registers them).
+            register_secrets(loaded, env)
+            self._forked = ForkedCall.start(self._read)
 
-    def start(self) -> None:
-        """Start the worker (once; nothing when the code is read already)."""
+    def start(self, then: Callable[[LocalCode], None] | None = None) -> None:
+        """Start the worker, which calls ``then`` with the code (once; with a build, read the code now)."""
+        if self._builds and self._result is None and self._error is None:
+            self._result = self._read()
         if self._result is not None or self._error is not None or self._thread is not None:
             return
+        self._then = then
         self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         start_quiet(self._thread)  # a Ctrl-C must reach the main thread, waiting in a socket read
 
     def _work(self) -> None:
         try:
-            self._result = self._read()
+            if self._forked is not None:
+                # While the child reads: what its result is made of (unpickling needs it) and what comes after.
+                for name in ("gitops.edges.sources", *self._then_import):
+                    importlib.import_module(name)
+            self._result = self._take()
             if self._then is not None:
                 self._then(self._result)
             for name in self._then_import:
-                importlib.import_module(name)
+                importlib.import_module(name)  # nothing left to do after a child's read
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
+
+    def _take(self) -> LocalCode:
+        """The child's code, or this process's own read when there is no child or it failed."""
+        local = self._forked.result() if self._forked is not None else None
+        if local is None:
+            if self._cancelled:
+                raise KeyboardInterrupt  # the run is ending: no read of its own instead of the child's
+            return self._read()
+        for branch in local.branches:
+            remember_digests(branch.code)
+        return local
 
     def result(self) -> LocalCode:
         """The local code; the read's own error (e.g. :class:`SourceError`) if it failed."""
@@ -195,11 +227,20 @@ class LocalRead:
             self._thread = None
             sys.setswitchinterval(self._switch)
         elif self._result is None and self._error is None:
-            self._result = self._read()
+            try:
+                self._result = self._take()
+            except BaseException as exc:
+                self._error = exc
         if self._error is not None:
             raise self._error
         assert self._result is not None
         return self._result
+
+    def cancel(self) -> None:
+        """Stop the child, if one is still reading (a Ctrl-C); the worker then ends without reading itself."""
+        self._cancelled = True
+        if self._forked is not None:
+            self._forked.cancel()
 
     def __enter__(self) -> LocalRead:
         return self
@@ -208,6 +249,9 @@ class LocalRead:
         if kind is None:
             return
         if issubclass(kind, KeyboardInterrupt):
+            self.cancel()
             sys.setswitchinterval(self._switch)
+        elif self._builds and self._result is None and self._error is None:
+            return  # failed before the build ran: the caller's error stands, and no build starts now
         else:
             self.result()

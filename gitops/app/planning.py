@@ -66,19 +66,20 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     """
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
-    s.connect_early()  # the handshakes run during these imports and the ledgers' reading
-    for name in BEFORE_THE_WORKER:
-        importlib.import_module(name)
-    # Every ledger is read before any build runs: a build may write where the ledgers live, and the plan must not
-    # rest on what it wrote (the ledger notices a file changed under it, and says so).
-    for server in s.servers():
-        with contextlib.suppress(*SERVER_ERRORS):
-            s.ledger(server)
-    # The local code is read while the servers are asked (LocalRead); when both fail, the local error is raised.
-    # apply --yes will most likely upload what it reads: the bodies are deflated meanwhile, beside the wait.
-    deflate = s.deflate_ahead() if options.unattended_apply else None
-    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, then=deflate) as reading:
-        views = gather_remote(s, options.refresh, failed, before_requests=reading.start)
+    # The local code is read beside the imports, the ledgers' reading and the wait for the servers (LocalRead: in a
+    # child process forked here, while this process has one thread); when both fail, the local error is raised.
+    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS) as reading:
+        s.connect_early()  # the handshakes run during these imports and the ledgers' reading
+        for name in BEFORE_THE_WORKER:
+            importlib.import_module(name)
+        # Every ledger is read before any build runs (at reading.start): a build may write where the ledgers live,
+        # and the plan must not rest on what it wrote (the ledger notices a file changed under it, and says so).
+        for server in s.servers():
+            with contextlib.suppress(*SERVER_ERRORS):
+                s.ledger(server)
+        # apply --yes will most likely upload what it reads: the bodies are deflated meanwhile, beside the wait.
+        deflate = s.deflate_ahead() if options.unattended_apply else None
+        views = gather_remote(s, options.refresh, failed, before_requests=functools.partial(reading.start, deflate))
         local = reading.result()
     from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)
 

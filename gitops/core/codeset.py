@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -106,6 +106,11 @@ class _DigestMemo:
         if known is not None:
             return known
         facts = content_facts(content)
+        self.remember(content, facts)
+        return facts
+
+    def remember(self, content: str | bytes, facts: tuple[str, int]) -> None:
+        """Keep ``facts``, which must be :func:`content_facts` of ``content`` (found here, or by a child process)."""
         if len(content) <= self.LIMIT:
             with self._lock:
                 if content not in self._memo:
@@ -114,10 +119,18 @@ class _DigestMemo:
                     while self._size > self.LIMIT:
                         old, _ = self._memo.popitem(last=False)
                         self._size -= len(old)
-        return facts
 
 
 _DIGESTS = _DigestMemo()
+
+
+def remember_digests(modules: Iterable[Module]) -> None:
+    """Let this process know the digests of modules made in another one (the local read's child process), so that
+    meeting their texts again (the upload's record) costs no hashing."""
+    for module in modules:
+        content = module.text if module.text is not None else module.binary
+        assert content is not None
+        _DIGESTS.remember(content, (module.digest, module.size))
 
 
 def module_from_wire(name: str, value: Any, *, strict: bool = False) -> Module:

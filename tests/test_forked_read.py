@@ -1,0 +1,260 @@
+"""The local code read in a child process (``gitops.edges.forked``, ``gitops.app.localcode.LocalRead``; issue 23).
+
+A fork is only safe in a process with a single thread; the test process has several (the stand-in's, xdist's), so
+every check that forks runs in a fresh interpreter of its own: a small script for :class:`ForkedCall` itself, and
+``python -m gitops`` for a whole run, with the fork observed from inside that process (``_OBSERVE``). What is
+checked: the child's result is the code a read in this process gives; every child is collected, also after a
+Ctrl-C or a failure; a child dies with its parent; a read that fails in the child is done again in the parent, so
+that the error, its wording and its exit code are those of a run without a child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gitops.edges.forked import ForkedCall, can_fork
+from gitops.standin.testing import ALICE, StandIn
+from tests.factories import interruptible_python
+from tests.project import Project, one_branch_project
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork is used on Linux only")
+
+LIST = "GET /api/user/branches"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (not gone, not a zombie waiting for its parent)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _script(tmp_path: Path, body: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    code = "import os, sys, time, json\nfrom gitops.edges.forked import ForkedCall, can_fork\n" + textwrap.dedent(body)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=tmp_path, check=False
+    )
+
+
+def test_nothing_is_forked_in_a_process_with_threads() -> None:
+    release = threading.Event()
+    other = threading.Thread(target=release.wait, args=(30,))
+    other.start()
+    try:
+        assert not can_fork()
+        assert ForkedCall.start(lambda: 1) is None
+    finally:
+        release.set()
+        other.join()
+
+
+def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path) -> None:
+    done = _script(
+        tmp_path,
+        """
+        from gitops.core.codeset import CodeSet, Module
+        code = CodeSet.of([Module("main", text="x" * 3_000_000), Module("wasm", binary=bytes(range(256)))])
+        call = ForkedCall.start(lambda: (os.getpid(), code))
+        assert call is not None and can_fork()
+        pid, back = call.result()
+        assert pid == call.pid != os.getpid()
+        assert back == code and [m.digest for m in back] == [m.digest for m in code]
+        try:
+            os.waitpid(call.pid, os.WNOHANG)
+            print("not collected")
+        except ChildProcessError:
+            print("collected")
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["collected"]
+    assert done.stderr == ""
+
+
+@pytest.mark.parametrize("work", ["raise SystemExit(3)", "raise ValueError('secret-canary-0123')", "return lambda: 1"])
+def test_a_child_that_fails_answers_none_and_says_nothing(tmp_path: Path, work: str) -> None:
+    """An exception, an exit or a result that cannot be pickled: ``None`` (the caller reads again itself), and
+    the child writes nothing to the terminal (no traceback of its own beside the parent's message)."""
+    done = _script(
+        tmp_path,
+        f"""
+        def work():
+            {work}
+        call = ForkedCall.start(work)
+        print(call.result())
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None"]
+    assert done.stderr == ""
+
+
+def test_cancel_kills_and_collects_a_child_still_at_work(tmp_path: Path) -> None:
+    done = _script(
+        tmp_path,
+        """
+        call = ForkedCall.start(lambda: time.sleep(60))
+        started = time.monotonic()
+        call.cancel()
+        print(json.dumps({"pid": call.pid, "seconds": time.monotonic() - started, "result": call.result()}))
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["result"] is None
+    assert out["seconds"] < 30  # killed, not waited for (60 s)
+    assert not _alive(out["pid"])
+
+
+def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
+    """A parent killed outright (SIGKILL: no handler, no cleanup) leaves no child reading on."""
+    pid_file = tmp_path / "child.pid"
+    code = textwrap.dedent(
+        f"""
+        import os, time
+        from gitops.edges.forked import ForkedCall
+        def work():
+            open({str(pid_file)!r} + ".tmp", "w").write(str(os.getpid()))
+            os.replace({str(pid_file)!r} + ".tmp", {str(pid_file)!r})
+            time.sleep(60)
+        call = ForkedCall.start(work)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = int(pid_file.read_text())
+        assert _alive(child)
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child), "the child outlived its parent"
+
+
+#: Run ``python -m gitops ARGS`` with the fork observed: each ForkedCall started is logged (its pid) to the file
+#: in $OBSERVE; with $SLOW_READ set, the read sleeps that long first (in whichever process reads).
+_OBSERVE = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from gitops.edges import forked, sources
+    original_start = forked.ForkedCall.start.__func__
+    def start(cls, work):
+        call = original_start(cls, work)
+        with open(os.environ["OBSERVE"], "a") as fh:
+            fh.write(json.dumps({"pid": call.pid if call else None, "parent": os.getpid()}) + "\\n")
+        return call
+    forked.ForkedCall.start = classmethod(start)
+    original_read = sources.read_local_code
+    def read_local_code(*args, **kwargs):
+        with open(os.environ["OBSERVE"], "a") as fh:
+            fh.write(json.dumps({"read_by": os.getpid()}) + "\\n")
+        time.sleep(float(os.environ.get("SLOW_READ", "0")))
+        return original_read(*args, **kwargs)
+    sources.read_local_code = read_local_code
+    sys.argv = ["gitops", *sys.argv[1:]]
+    from gitops.cli import main
+    main()
+    """
+)
+
+
+def _observed_run(
+    p: Project, observe: Path, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-c", _OBSERVE, *args, "-m", str(p.root / "gitops.yaml"), "--state-dir", str(p.state_dir)]
+    env = {**os.environ, "NO_COLOR": "1", "OBSERVE": str(observe), **(extra_env or {})}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+def _events(observe: Path) -> list[dict[str, int | None]]:
+    return [json.loads(line) for line in observe.read_text().splitlines()]
+
+
+def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({f"src/lib/m{n:03d}.js": f"module.exports = {n};\n" for n in range(50)})
+    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    observe = tmp_path / "observe.jsonl"
+    first = _observed_run(p, observe, "apply", "--yes")
+    assert first.returncode == 0, first.stderr
+    events = _events(observe)
+    child = events[0]["pid"]
+    assert isinstance(child, int)
+    assert events[1:] == [{"read_by": child}]  # read once, by the child: the parent took its result
+    assert not _alive(child)
+    expected = {f"lib/m{n:03d}": f"module.exports = {n};\n" for n in range(50)}
+    assert standin.branch_modules(ALICE, "main") == {"main": "module.exports.loop = () => {};\n", **expected}
+    # The same code planned again, in this process (a thread, no child): nothing to do, as the child's read said.
+    assert "no changes" in p.plan().out.lower()
+
+
+def test_a_read_that_fails_in_the_child_fails_as_in_a_run_without_one(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/notes.txt": "not a module\n"})
+    p.manifest([{"branch": "main", "root": "src", "include": ["**/*"]}])
+    p.commit()
+    observe = tmp_path / "observe.jsonl"
+    forked = _observed_run(p, observe, "plan")
+    here = p.gitops("plan")  # in this process: no child
+    assert forked.returncode == here.code == 6, forked.stderr
+    assert forked.stderr == here.err
+    assert "notes.txt" in forked.stderr
+    assert "Traceback" not in forked.stderr
+    events = _events(observe)
+    child, parent = events[0]["pid"], events[0]["parent"]
+    assert [e["read_by"] for e in events[1:]] == [child, parent]  # failed in the child, read again in the parent
+    assert not _alive(child)  # type: ignore[arg-type]
+
+
+def test_ctrl_c_during_the_childs_read_kills_the_child(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGINT to the gitops process alone (not its group): the run ends with 130, and its child, still reading
+    (for a minute), is gone when the run has ended (killed by the run, or by the kernel as its parent died)."""
+    p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
+    observe = tmp_path / "observe.jsonl"
+    argv = interruptible_python("-c", _OBSERVE, "plan", "-m", str(p.root / "gitops.yaml"))
+    env = {**os.environ, "NO_COLOR": "1", "OBSERVE": str(observe), "SLOW_READ": "60"}
+    proc = subprocess.Popen([*argv, "--state-dir", str(p.state_dir)], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while standin.count(LIST) == 0 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert standin.count(LIST) == 1, "the branch list was not asked"
+        events = _events(observe)
+        child = events[0]["pid"]
+        assert isinstance(child, int)
+        assert _alive(child)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=25)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert not _alive(child)
