@@ -199,7 +199,7 @@ class LocalRead:
         try:
             if self._forked is not None:
                 # While the child reads: what its result is made of (unpickling needs it) and what comes after.
-                for name in ("gitops.edges.sources", *self._then_import):
+                for name in ("gitops.core.local", *self._then_import):
                     importlib.import_module(name)
             self._result = self._take()
             if self._then is not None:
