@@ -16,6 +16,11 @@ again in its own process, where the error is raised, worded and exited with exac
 without Python's handlers, and dies with its parent (``PR_SET_PDEATHSIG``): a parent killed outright leaves no
 reader behind. The parent always collects it: :meth:`ForkedCall.result` waits for it, :meth:`ForkedCall.cancel`
 kills and waits for it.
+
+What it costs: about 60 ms more CPU per run than the thread (measured on a no-op of 2,000 modules: the pages the two
+processes then write are copied, the child imports the read's modules itself, and the code is pickled both ways),
+on a core that would otherwise wait. Not the standard ``multiprocessing``: importing its fork machinery takes ~25 ms,
+and its other start methods start a fresh interpreter that imports the tool again.
 """
 
 from __future__ import annotations
