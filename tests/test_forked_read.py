@@ -71,6 +71,8 @@ def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path)
         pid, back = call.result()
         assert pid == call.pid != os.getpid()
         assert back == code and [m.digest for m in back] == [m.digest for m in code]
+        assert call.ready() and call.result() is None  # taken once
+        call.collect()
         try:
             os.waitpid(call.pid, os.WNOHANG)
             print("not collected")
@@ -94,6 +96,7 @@ def test_a_child_that_fails_answers_none_and_says_nothing(tmp_path: Path, work: 
             {work}
         call = ForkedCall.start(work)
         print(call.result())
+        call.collect()
         """,
     )
     assert done.returncode == 0, done.stderr
@@ -184,8 +187,13 @@ def _observed_run(
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
-def _events(observe: Path) -> list[dict[str, int | None]]:
-    return [json.loads(line) for line in observe.read_text().splitlines()]
+def _events(observe: Path) -> tuple[dict[str, int | None], list[int]]:
+    """The fork's record (its pid and the parent's), and which process read the code, in order. The parent logs
+    the fork after the child began, so the child's read may be logged first."""
+    events = [json.loads(line) for line in observe.read_text().splitlines()]
+    started = [e for e in events if "pid" in e]
+    assert len(started) == 1, events
+    return started[0], [e["read_by"] for e in events if "read_by" in e]
 
 
 def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
@@ -199,10 +207,10 @@ def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
     observe = tmp_path / "observe.jsonl"
     first = _observed_run(p, observe, "apply", "--yes")
     assert first.returncode == 0, first.stderr
-    events = _events(observe)
-    child = events[0]["pid"]
+    started, reads = _events(observe)
+    child = started["pid"]
     assert isinstance(child, int)
-    assert events[1:] == [{"read_by": child}]  # read once, by the child: the parent took its result
+    assert reads == [child]  # read once, by the child: the parent took its result
     assert not _alive(child)
     expected = {f"lib/m{n:03d}": f"module.exports = {n};\n" for n in range(50)}
     assert standin.branch_modules(ALICE, "main") == {"main": "module.exports.loop = () => {};\n", **expected}
@@ -224,10 +232,11 @@ def test_a_read_that_fails_in_the_child_fails_as_in_a_run_without_one(
     assert forked.stderr == here.err
     assert "notes.txt" in forked.stderr
     assert "Traceback" not in forked.stderr
-    events = _events(observe)
-    child, parent = events[0]["pid"], events[0]["parent"]
-    assert [e["read_by"] for e in events[1:]] == [child, parent]  # failed in the child, read again in the parent
-    assert not _alive(child)  # type: ignore[arg-type]
+    started, reads = _events(observe)
+    child, parent = started["pid"], started["parent"]
+    assert isinstance(child, int)
+    assert reads == [child, parent]  # failed in the child, read again in the parent
+    assert not _alive(child)
 
 
 def test_ctrl_c_during_the_childs_read_kills_the_child(
@@ -245,8 +254,10 @@ def test_ctrl_c_during_the_childs_read_kills_the_child(
         while standin.count(LIST) == 0 and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.02)
         assert standin.count(LIST) == 1, "the branch list was not asked"
-        events = _events(observe)
-        child = events[0]["pid"]
+        deadline = time.monotonic() + 30
+        while not (observe.exists() and '"pid"' in observe.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child = _events(observe)[0]["pid"]
         assert isinstance(child, int)
         assert _alive(child)
         proc.send_signal(signal.SIGINT)

@@ -198,16 +198,23 @@ class LocalRead:
     def _work(self) -> None:
         try:
             if self._forked is not None:
-                # While the child reads: what its result is made of (unpickling needs it) and what comes after.
-                for name in ("gitops.core.local", *self._then_import):
+                # While the child reads: what its result is made of (unpickling needs it), then what comes after,
+                # as long as the child is not done (its code is wanted first).
+                importlib.import_module("gitops.core.local")
+                for name in self._then_import:
+                    if self._forked.ready():
+                        break
                     importlib.import_module(name)
             self._result = self._take()
             if self._then is not None:
                 self._then(self._result)
             for name in self._then_import:
-                importlib.import_module(name)  # nothing left to do after a child's read
+                importlib.import_module(name)
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
+        finally:
+            if self._forked is not None:
+                self._forked.collect()
 
     def _take(self) -> LocalCode:
         """The child's code, or this process's own read when there is no child or it failed."""
@@ -231,6 +238,9 @@ class LocalRead:
                 self._result = self._take()
             except BaseException as exc:
                 self._error = exc
+            finally:
+                if self._forked is not None:
+                    self._forked.collect()
         if self._error is not None:
             raise self._error
         assert self._result is not None
