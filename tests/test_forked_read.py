@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from gitops.core.codeset import WireModule, upload_body
 from gitops.edges.forked import ForkedCall, can_fork
 from gitops.standin.testing import ALICE, StandIn
 from tests.factories import interruptible_python
@@ -66,8 +67,9 @@ def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path)
         """
         from gitops.core.codeset import CodeSet, Module
         code = CodeSet.of([Module("main", text="x" * 3_000_000), Module("wasm", binary=bytes(range(256)))])
-        call = ForkedCall.start(lambda: (os.getpid(), code))
+        call = ForkedCall.start(lambda: (os.getpid(), code), lambda result: b"made first " + str(result[0]).encode())
         assert call is not None and can_fork()
+        assert call.preface() == b"made first " + str(call.pid).encode()  # before the result is unpickled
         pid, back = call.result()
         assert pid == call.pid != os.getpid()
         assert back == code and [m.digest for m in back] == [m.digest for m in code]
@@ -159,8 +161,8 @@ _OBSERVE = textwrap.dedent(
     import json, os, sys, time
     from gitops.edges import forked, sources
     original_start = forked.ForkedCall.start.__func__
-    def start(cls, work):
-        call = original_start(cls, work)
+    def start(cls, work, *args):
+        call = original_start(cls, work, *args)
         with open(os.environ["OBSERVE"], "a") as fh:
             fh.write(json.dumps({"pid": call.pid if call else None, "parent": os.getpid()}) + "\\n")
         return call
@@ -172,6 +174,15 @@ _OBSERVE = textwrap.dedent(
         time.sleep(float(os.environ.get("SLOW_READ", "0")))
         return original_read(*args, **kwargs)
     sources.read_local_code = read_local_code
+    from gitops.app import localcode
+    original_bodies = localcode._bodies_from
+    def bodies_from(preface):
+        bodies = original_bodies(preface)
+        with open(os.environ["OBSERVE"], "a") as fh:
+            made = [[b.server, b.branch, len(b.content())] for b in bodies]
+            fh.write(json.dumps({"bodies_from_child": made}) + "\\n")
+        return bodies
+    localcode._bodies_from = bodies_from
     sys.argv = ["gitops", *sys.argv[1:]]
     from gitops.cli import main
     main()
@@ -187,10 +198,16 @@ def _observed_run(
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, check=False)
 
 
+def _bodies(observe: Path) -> list[list[object]]:
+    """The upload bodies the parent took from the child (server, branch, bytes), if it did."""
+    events = [json.loads(line) for line in observe.read_text().splitlines()]
+    return [body for e in events if "bodies_from_child" in e for body in e["bodies_from_child"]]
+
+
 def _events(observe: Path) -> tuple[dict[str, int | None], list[int]]:
     """The fork's record (its pid and the parent's), and which process read the code, in order. The parent logs
     the fork after the child began, so the child's read may be logged first."""
-    events = [json.loads(line) for line in observe.read_text().splitlines()]
+    events = [json.loads(line) for line in observe.read_text().splitlines() if "bodies_from_child" not in line]
     started = [e for e in events if "pid" in e]
     assert len(started) == 1, events
     return started[0], [e["read_by"] for e in events if "read_by" in e]
@@ -211,8 +228,11 @@ def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
     child = started["pid"]
     assert isinstance(child, int)
     assert reads == [child]  # read once, by the child: the parent took its result
-    assert not _alive(child)
+    # apply --yes: the child made the upload body too, for the deflate ahead (the bytes the upload sends).
     expected = {f"lib/m{n:03d}": f"module.exports = {n};\n" for n in range(50)}
+    wire = dict(sorted({"main": "module.exports.loop = () => {};\n", **expected}.items()))
+    assert _bodies(observe) == [["local", "main", len(upload_body("main", wire))]]
+    assert not _alive(child)
     assert standin.branch_modules(ALICE, "main") == {"main": "module.exports.loop = () => {};\n", **expected}
     # The same code planned again, in this process (a thread, no child): nothing to do, as the child's read said.
     assert "no changes" in p.plan().out.lower()
@@ -232,6 +252,7 @@ def test_a_read_that_fails_in_the_child_fails_as_in_a_run_without_one(
     assert forked.stderr == here.err
     assert "notes.txt" in forked.stderr
     assert "Traceback" not in forked.stderr
+    assert _bodies(observe) == []  # a plan uploads nothing: the child made no body
     started, reads = _events(observe)
     child, parent = started["pid"], started["parent"]
     assert isinstance(child, int)
@@ -296,3 +317,12 @@ def test_a_module_pickles_as_it_was_and_its_found_digest_is_not_computed_again()
     assert other == text
     assert other is not text
     assert Module("other", text=other).digest == content_facts(other)[0] == code.modules["main"].digest
+
+
+def test_the_childs_upload_body_is_the_clients() -> None:
+    """The body the child makes ahead is, byte for byte, the one the client sends (else its deflate is wasted)."""
+    from gitops.edges import client
+
+    modules: dict[str, WireModule] = {"main": "loop();\n", "lib/ü": "// é\n", "bin": {"binary": "AAEC"}}
+    wire = dict(sorted(modules.items()))
+    assert upload_body("default", wire) == client._json_body(client._upload_body("default", wire))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import pickle
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
-from gitops.core.codeset import remember_digests
+from gitops.core.codeset import remember_digests, upload_body
 from gitops.edges.build import (
     build_commands,
     build_environment,
@@ -36,6 +37,7 @@ from gitops.errors import SourceError
 from gitops.secrets import leaked_in, register
 
 if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
+    from gitops.core.local import LocalBranch
     from gitops.edges.sources import LocalCode
 
 
@@ -136,6 +138,52 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
     return len(commands)
 
 
+@dataclasses.dataclass(frozen=True)
+class UploadBody:
+    """The body that uploads one branch's local code (:func:`gitops.core.codeset.upload_body`), for deflating
+    ahead: made by the local read's child process, or on demand (``content``) from the code read here."""
+
+    server: str
+    branch: str
+    digest: str  # the code's (CodeSet.digest)
+    content: Callable[[], bytes]
+
+
+def upload_bodies(local: LocalCode, servers: frozenset[str]) -> list[UploadBody]:
+    """The upload body of each branch of ``servers``, made when asked for (each distinct body once)."""
+    made: dict[tuple[str, str], bytes] = {}
+
+    def content(branch: LocalBranch) -> Callable[[], bytes]:
+        def make() -> bytes:
+            key = (branch.branch, branch.code.digest)
+            if key not in made:
+                made[key] = upload_body(branch.branch, branch.code.wire())  # wire(): sorted, as apply sends it
+            return made[key]
+
+        return make
+
+    return [UploadBody(b.server, b.branch, b.code.digest, content(b)) for b in local.branches if b.server in servers]
+
+
+def _bodies_made(servers: frozenset[str]) -> Callable[[LocalCode], bytes]:
+    """What the child process writes before its code: every upload body of ``servers``, made."""
+
+    def preface(local: LocalCode) -> bytes:
+        bodies = upload_bodies(local, servers)
+        return pickle.dumps([(b.server, b.branch, b.digest, b.content()) for b in bodies])
+
+    return preface
+
+
+def _bodies_from(preface: bytes) -> list[UploadBody]:
+    made: list[tuple[str, str, str, bytes]] = pickle.loads(preface)  # noqa: S301 - our own child's bytes
+    return [UploadBody(server, branch, digest, _given(content)) for server, branch, digest, content in made]
+
+
+def _given(content: bytes) -> Callable[[], bytes]:
+    return lambda: content
+
+
 class LocalRead:
     """The local code, read beside the wait for the servers: in a child process when it can, else in a thread.
 
@@ -167,11 +215,17 @@ class LocalRead:
     SWITCH_INTERVAL = 0.0005
 
     def __init__(
-        self, loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], then_import: tuple[str, ...] = ()
+        self,
+        loaded: LoadedManifest,
+        ref: str | None,
+        env: Mapping[str, str],
+        then_import: tuple[str, ...] = (),
+        bodies_for: frozenset[str] = frozenset(),
     ) -> None:
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
         self._then_import = then_import
-        self._then: Callable[[LocalCode], None] | None = None
+        self._bodies_for = bodies_for
+        self._then: Callable[[list[UploadBody]], None] | None = None
         self._result: LocalCode | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -182,10 +236,14 @@ class LocalRead:
         if not self._builds:
             # The parent judges output against the same secrets as the child would (read_code registers them).
             register_secrets(loaded, env)
-            self._forked = ForkedCall.start(self._read)
+            # The child makes the upload bodies of bodies_for's servers too, so that their deflate can start before
+            # its code is unpickled here.
+            self._forked = ForkedCall.start(self._read, _bodies_made(bodies_for) if bodies_for else None)
 
-    def start(self, then: Callable[[LocalCode], None] | None = None) -> None:
-        """Start the worker, which calls ``then`` with the code (once; with a build, read the code now)."""
+    def start(self, then: Callable[[list[UploadBody]], None] | None = None) -> None:
+        """Start the worker (once; with a build, read the code now). The worker calls ``then`` with the upload
+        bodies of the servers named by ``bodies_for`` (as soon as the child has made them, before its code is
+        unpickled here)."""
         if self._builds and self._result is None and self._error is None:
             self._result = self._read()
         if self._result is not None or self._error is not None or self._thread is not None:
@@ -205,9 +263,12 @@ class LocalRead:
                     if self._forked.ready():
                         break
                     importlib.import_module(name)
+            bodies = self._forked.preface() if self._forked is not None and self._bodies_for else None
+            if self._then is not None and bodies:
+                self._then(_bodies_from(bodies))
             self._result = self._take()
-            if self._then is not None:
-                self._then(self._result)
+            if self._then is not None and not bodies:
+                self._then(upload_bodies(self._result, self._bodies_for))
             for name in self._then_import:
                 importlib.import_module(name)
         except BaseException as exc:  # handed to the main thread by result()

@@ -152,6 +152,22 @@ class _DigestMemo:
 _DIGESTS = _DigestMemo()
 
 
+def set_digest(named: Iterable[tuple[str, str]]) -> str:
+    """:attr:`CodeSet.digest` from each module's name and content digest, in name order."""
+    h = hashlib.sha256()
+    for name, digest in named:
+        h.update(name.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+        h.update(digest.encode("ascii"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def text_facts(text: str) -> tuple[str, int]:
+    """A text module's digest and size, as :class:`Module` finds them (through this process's memo)."""
+    return _DIGESTS.facts(text)
+
+
 def remember_digests(modules: Iterable[Module]) -> None:
     """Let this process know the digests of modules made in another one (the local read's child process), so that
     meeting their texts again (the upload's record) costs no hashing."""
@@ -238,13 +254,7 @@ class CodeSet:
     @cached_property
     def digest(self) -> str:
         """A hash of the whole set (names and contents); equal sets have equal digests (computed once per set)."""
-        h = hashlib.sha256()
-        for m in self:
-            h.update(m.name.encode("utf-8", "surrogatepass"))
-            h.update(b"\0")
-            h.update(m.digest.encode("ascii"))
-            h.update(b"\n")
-        return h.hexdigest()
+        return set_digest((m.name, m.digest) for m in self)
 
     @property
     def total_size(self) -> int:
@@ -287,9 +297,15 @@ def request_body(body: Any) -> bytes:
         return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
+def upload_body(branch: str, wire_modules: Mapping[str, Any]) -> bytes:
+    """The body of ``POST /api/user/code`` that uploads ``wire_modules`` to ``branch``, byte for byte as the client
+    sends it."""
+    return request_body({"branch": branch, "modules": dict(wire_modules)})
+
+
 def upload_body_length(branch: str, wire_modules: Mapping[str, Any]) -> int:
     """Bytes of the body of ``POST /api/user/code`` that uploads ``wire_modules`` to ``branch`` (the 8 MiB limit)."""
-    return len(request_body({"branch": branch, "modules": dict(wire_modules)}))
+    return len(upload_body(branch, wire_modules))
 
 
 def dropped_name_reason(name: str) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from gitops.core.codeset import CodeSet, WireModule
+from gitops.core.codeset import CodeSet, WireModule, module_from_wire, set_digest, text_facts
 from gitops.core.remote import ModuleFacts, RemoteBranch
 
 if TYPE_CHECKING:  # plan.py imports Drift from here
@@ -67,9 +67,22 @@ def record_from_wire(
     commit: str | None = None,
     source: str | None = None,
 ) -> AppliedRecord:
-    """The record of a module set as sent to the server (the payload of an upload)."""
-    code = CodeSet.from_wire(dict(modules))
-    return record_from_branch(RemoteBranch.from_code(branch, code, at), how=how, commit=commit, source=source)
+    """The record of a module set as sent to the server (the payload of an upload): what
+    ``record_from_branch(RemoteBranch.from_code(branch, CodeSet.from_wire(modules), at))`` gives, made without the
+    module objects (an upload's record is on the way to the upload: 2,000 modules took ~20 ms that way).
+
+    Raises ``ValueError`` for a value that is not a module (:func:`module_from_wire`)."""
+    facts: dict[str, ModuleFacts] = {}
+    for key, value in modules.items():
+        name = str(key)
+        if isinstance(value, str):
+            digest, size = text_facts(value)
+            facts[name] = ModuleFacts(name, digest, size, False)
+        else:
+            module = module_from_wire(name, value)
+            facts[name] = ModuleFacts(name, module.digest, module.size, module.is_binary)
+    digest = set_digest((name, facts[name].digest) for name in sorted(facts))
+    return AppliedRecord(branch, facts, digest, at, how, commit, source)
 
 
 def record_from_branch(

@@ -1174,17 +1174,24 @@ def transport_detail(exc: BaseException) -> str:
     return name
 
 
+def deflate_ahead_body(ahead: Ahead, content: bytes) -> None:
+    """Have ``ahead`` deflate a request body (its bytes) that will be sent compressed; nothing for one below
+    :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
+    if len(content) >= COMPRESS_MIN_BYTES:
+        ahead.start(content)
+
+
 def deflate_write_ahead(ahead: Ahead, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False) -> None:
     """Have ``ahead`` deflate the body that :meth:`ServiceClient.upload_code` (``clone``:
     :meth:`ServiceClient.clone_branch` creating the branch with ``modules``) sends, byte for byte; nothing for a
     body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
     body = _clone_body(branch, None, modules) if clone else _upload_body(branch, modules)
-    content = _json_body(body)
-    if len(content) >= COMPRESS_MIN_BYTES:
-        ahead.start(content)
+    deflate_ahead_body(ahead, _json_body(body))
 
 
 def _upload_body(branch: str, modules: Mapping[str, WireModule]) -> dict[str, Any]:
+    # Its JSON is gitops.core.codeset.upload_body's, which the local read's child process makes ahead (a test
+    # holds the two equal).
     return {"branch": branch, "modules": dict(modules)}
 
 

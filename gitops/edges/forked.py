@@ -30,6 +30,7 @@ import os
 import pickle
 import select
 import signal
+import struct
 import sys
 import threading
 from collections.abc import Callable
@@ -41,6 +42,8 @@ T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
 #: What the child writes to its ``ready`` pipe once its result is in the file.
 _DONE = b"\x01"
+#: The file's first bytes: the length of the preface that follows (then the pickled result).
+_HEADER = struct.Struct(">Q")
 
 
 def can_fork() -> bool:
@@ -53,12 +56,16 @@ class ForkedCall(Generic[T]):
 
     The child says it is done through a pipe (one byte, after its result is written), so the result is taken
     without waiting for the child's exit, whose teardown of a 50 MB address space takes milliseconds; the child is
-    collected afterwards (:meth:`collect`)."""
+    collected afterwards (:meth:`collect`). With ``preface``, the child also writes ``preface(result)``, bytes that
+    :meth:`preface` hands over before the result is unpickled (what the caller can start on at once).
+
+    One thread reads what the child wrote (:meth:`preface`, then :meth:`result`); another may :meth:`cancel`."""
 
     def __init__(self, pid: int, result_fd: int, ready_fd: int) -> None:
         self.pid = pid
-        self._result_fd = result_fd
-        self._ready_fd = ready_fd
+        self._fds = (ready_fd, result_fd)  # until the reader takes them (or cancel closes them)
+        self._taken: tuple[int, int] | None = None
+        self._done: bool | None = None  # whether the child wrote its result, once known
         self._lock = threading.Lock()
         self._collected = False
         self._pidfd: int | None = None
@@ -68,9 +75,9 @@ class ForkedCall(Generic[T]):
             self._pidfd = None
 
     @classmethod
-    def start(cls, work: Callable[[], T]) -> ForkedCall[T] | None:
-        """Fork a child that runs ``work``; ``None`` (nothing forked) where :func:`can_fork` says no or the
-        system refuses."""
+    def start(cls, work: Callable[[], T], preface: Callable[[T], bytes] | None = None) -> ForkedCall[T] | None:
+        """Fork a child that runs ``work`` (and ``preface`` of its result); ``None`` (nothing forked) where
+        :func:`can_fork` says no or the system refuses."""
         if not can_fork():
             return None
         try:
@@ -91,38 +98,42 @@ class ForkedCall(Generic[T]):
             return None
         if pid == 0:
             os.close(ready_r)
-            _child(work, fd, ready_w, parent)
+            _child(work, preface, fd, ready_w, parent)
         os.close(ready_w)
         return cls(pid, fd, ready_r)
 
     def ready(self) -> bool:
         """Whether :meth:`result` would answer at once (the child is done, or gone)."""
         with self._lock:
-            fd = self._ready_fd
-        if fd < 0:
+            fd = self._fds[0] if self._taken is None else self._taken[0]
+        if fd < 0 or self._done is not None:
             return True
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         return bool(poller.poll(0))
 
+    def preface(self) -> bytes | None:
+        """Wait until the child is done; the bytes of ``preface`` (empty without one), or ``None`` when it did not
+        end well (or was cancelled, or the result was taken)."""
+        fd = self._finished()
+        if fd < 0:
+            return None
+        (size,) = _HEADER.unpack(_read_at(fd, 0, _HEADER.size))
+        return _read_at(fd, _HEADER.size, size)
+
     def result(self) -> T | None:
         """Wait until the child is done; what ``work`` returned, or ``None`` when it did not end well (or was
-        cancelled, or the result was taken already)."""
-        with self._lock:
-            ready_fd, self._ready_fd = self._ready_fd, -1
-            result_fd, self._result_fd = self._result_fd, -1
+        cancelled, or the result was taken already). The child's files are closed after it."""
         try:
-            if ready_fd < 0 or result_fd < 0:
+            fd = self._finished()
+            if fd < 0:
                 return None
-            done = os.read(ready_fd, 1) == _DONE  # end of file: the child died without writing it
-            data = _read_all(result_fd) if done else None
+            (size,) = _HEADER.unpack(_read_at(fd, 0, _HEADER.size))
+            start = _HEADER.size + size
+            data = _read_at(fd, start, os.fstat(fd).st_size - start)
         finally:
-            for fd in (ready_fd, result_fd):
-                if fd >= 0:
-                    os.close(fd)
+            self._release()
         self._collect(block=False)
-        if data is None:
-            return None
         try:
             # Written by our own child into a file only the two processes hold (no name, no path to it).
             value: T = pickle.loads(data)  # noqa: S301
@@ -145,11 +156,30 @@ class ForkedCall(Generic[T]):
                         os.kill(self.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            fds = [fd for fd in (self._ready_fd, self._result_fd) if fd >= 0]
-            self._ready_fd = self._result_fd = -1
-        for fd in fds:  # not taken by result(): nobody reads them now
+            fds = [fd for fd in self._fds if fd >= 0]
+            self._fds = (-1, -1)
+        for fd in fds:  # not taken by the reader: nobody reads them now
             os.close(fd)
         self._collect(block=True)
+
+    def _finished(self) -> int:
+        """The result file once the child is done; -1 when it failed, was cancelled, or the result was taken."""
+        with self._lock:
+            if self._taken is None:
+                self._taken, self._fds = self._fds, (-1, -1)
+            ready_fd, result_fd = self._taken
+        if ready_fd < 0 or result_fd < 0:
+            return -1
+        if self._done is None:
+            self._done = os.read(ready_fd, 1) == _DONE  # end of file: the child died without writing it
+        return result_fd if self._done else -1
+
+    def _release(self) -> None:
+        with self._lock:
+            taken, self._taken = self._taken, (-1, -1)
+        for fd in taken or ():
+            if fd >= 0:
+                os.close(fd)
 
     def _collect(self, *, block: bool) -> None:
         with self._lock:
@@ -168,22 +198,21 @@ class ForkedCall(Generic[T]):
                 self._pidfd = None
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
+def _read_at(fd: int, offset: int, size: int) -> bytes:
     parts: list[bytes] = []
-    offset = 0
-    while offset < size:
-        part = os.pread(fd, size - offset, offset)
+    while size > 0:
+        part = os.pread(fd, size, offset)
         if not part:
-            break
+            raise OSError("the child's result file is shorter than it says")
         parts.append(part)
         offset += len(part)
+        size -= len(part)
     return b"".join(parts)
 
 
-def _child(work: Callable[[], object], fd: int, ready: int, parent: int) -> NoReturn:
-    """The child's whole life: run, write the pickled result, say so on ``ready``, exit 0; anything else exits 1
-    (and ``ready`` reads as closed)."""
+def _child(work: Callable[[], T], preface: Callable[[T], bytes] | None, fd: int, ready: int, parent: int) -> NoReturn:
+    """The child's whole life: run, write the preface and the pickled result, say so on ``ready``, exit 0;
+    anything else exits 1 (and ``ready`` reads as closed)."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -191,9 +220,12 @@ def _child(work: Callable[[], object], fd: int, ready: int, parent: int) -> NoRe
         _die_with_parent()
         if os.getppid() != parent:  # the parent died before the line above took effect
             os._exit(1)
-        data = memoryview(pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL))
-        while data:
-            data = data[os.write(fd, data) :]
+        result = work()
+        first = preface(result) if preface is not None else b""
+        for chunk in (_HEADER.pack(len(first)), first, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)):
+            data = memoryview(chunk)
+            while data:
+                data = data[os.write(fd, data) :]
         os.write(ready, _DONE)
         code = 0
     except BaseException:  # noqa: S110 - the parent does the work again and reports its error

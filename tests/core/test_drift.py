@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.drift import (
     AppliedRecord,
     BranchDrift,
@@ -19,6 +20,7 @@ from gitops.core.drift import (
     source_text,
     with_drift,
 )
+from gitops.core.remote import RemoteBranch
 from gitops.render.plan import drift_document, drift_text, render_json, render_markdown, render_text
 from tests.core.factories import NOW, local, manifest, on_server, plan, view
 
@@ -159,3 +161,26 @@ def test_report() -> None:
     assert report.drifted == [drifted]
     assert drifted.label == "local/main"
     assert not DriftReport((quiet,), NOW).has_drift
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        APPLIED,
+        {"z": "last();\n", "a": "first();\n", "ü/名": "// é ☃ 𝄞\n", "": "empty name\n"},
+        {"main": "loop();\n", "wasm": {"binary": "AGFzbQEAAAA="}, "node64": {"binary": "AGFzbQEAAAA"}},
+        {},
+    ],
+)
+def test_an_uploads_record_is_that_of_the_code_it_sends(modules: dict[str, WireModule]) -> None:
+    """``record_from_wire`` skips the module objects for speed; its record is the one those objects give."""
+    made = record_from_wire("main", modules, at=NOW, how="upload", commit="c0ffee", source="worktree")
+    seen = RemoteBranch.from_code("main", CodeSet.from_wire(dict(modules)), NOW)
+    assert made == record_from_branch(seen, how="upload", commit="c0ffee", source="worktree")
+    assert list(made.modules) == list(modules)
+
+
+@pytest.mark.parametrize("value", [None, 3, ["x"], {"binary": 3}, {"text": "x"}, {"binary": "AA", "more": "x"}])
+def test_an_upload_of_something_that_is_not_a_module_has_no_record(value: object) -> None:
+    with pytest.raises(ValueError, match="module 'bad'"):
+        record_from_wire("main", {"main": "loop();\n", "bad": value}, at=NOW, how="upload")  # type: ignore[dict-item]
