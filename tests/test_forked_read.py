@@ -292,33 +292,6 @@ def test_ctrl_c_during_the_childs_read_kills_the_child(
     assert not _alive(child)
 
 
-def test_a_module_pickles_as_it_was_and_its_found_digest_is_not_computed_again() -> None:
-    """The child's modules come back with their digests and sizes (not found again); told to this process
-    (:func:`remember_digests`), meeting the very same text again costs no hashing, while an equal text made here is
-    hashed as always."""
-    import pickle
-
-    from gitops.core.codeset import CodeSet, Module, content_facts, remember_digests
-
-    code = CodeSet.of([Module("main", text="module.exports.loop = () => {};\n" * 50), Module("w", binary=b"\0asm")])
-    back = pickle.loads(pickle.dumps(code))  # noqa: S301 - our own bytes
-    assert back == code
-    assert [(m.digest, m.size, m.is_binary) for m in back] == [(m.digest, m.size, m.is_binary) for m in code]
-    text = back.modules["main"].text
-    assert text is not None
-    # Told facts that no hash of this text gives: a lookup of this object answers them without hashing it ...
-    planted = Module.__new__(Module)
-    for name, value in (("name", "main"), ("text", text), ("binary", None), ("digest", "f" * 64), ("size", 7)):
-        object.__setattr__(planted, name, value)
-    remember_digests([planted])
-    assert Module("again", text=text).digest == "f" * 64
-    # ... and an equal text that is another object is hashed as always.
-    other = "".join(["module.exports.loop = () => {};\n"] * 50)
-    assert other == text
-    assert other is not text
-    assert Module("other", text=other).digest == content_facts(other)[0] == code.modules["main"].digest
-
-
 def test_the_childs_upload_body_is_the_clients() -> None:
     """The body the child makes ahead is, byte for byte, the one the client sends (else its deflate is wasted)."""
     from gitops.edges import client
