@@ -17,10 +17,10 @@ without Python's handlers, and dies with its parent (``PR_SET_PDEATHSIG``): a pa
 reader behind. The parent always collects it: :meth:`ForkedCall.collect` after the result, :meth:`ForkedCall.cancel`
 kills and collects it.
 
-What it costs: about 80 ms more CPU per run than the thread (measured on a no-op of 2,000 modules: the pages the two
-processes then write are copied, the child imports the read's modules itself, and the code is pickled both ways),
-on a core that would otherwise wait. Not the standard ``multiprocessing``: importing its fork machinery takes ~25 ms,
-and its other start methods start a fresh interpreter that imports the tool again.
+What it costs: about 0.1 s more CPU per run than the thread (``bench/bench_fork.py``, 2,000 modules: the pages the
+two processes then write are copied, the child imports the read's modules itself, and the code is pickled both
+ways), on a core that would otherwise wait. Not the standard ``multiprocessing``: importing its fork machinery
+takes ~25 ms, and its other start methods start a fresh interpreter that imports the tool again.
 """
 
 from __future__ import annotations
