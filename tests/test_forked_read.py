@@ -106,6 +106,24 @@ def test_a_child_that_fails_answers_none_and_says_nothing(tmp_path: Path, work: 
     assert done.stderr == ""
 
 
+def test_a_torn_result_file_answers_none(tmp_path: Path) -> None:
+    """A result file shorter than its header says (cut here, after the child wrote it): no preface, no result, no
+    error: the caller reads the code itself, as for any other failure of the child."""
+    done = _script(
+        tmp_path,
+        """
+        call = ForkedCall.start(lambda: "x" * 100_000, lambda result: b"p" * 1000)
+        while not call.ready():
+            time.sleep(0.01)
+        os.ftruncate(call._fds[1], 500)  # inside the preface
+        print(call.preface(), call.result())
+        call.collect()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "None"]
+
+
 def test_cancel_kills_and_collects_a_child_still_at_work(tmp_path: Path) -> None:
     done = _script(
         tmp_path,

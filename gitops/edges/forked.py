@@ -116,24 +116,19 @@ class ForkedCall(Generic[T]):
         """Wait until the child is done; the bytes of ``preface`` (empty without one), or ``None`` when it did not
         end well (or was cancelled, or the result was taken)."""
         fd = self._finished()
-        if fd < 0:
-            return None
-        (size,) = _HEADER.unpack(_read_at(fd, 0, _HEADER.size))
-        return _read_at(fd, _HEADER.size, size)
+        return _section(fd, preface=True) if fd >= 0 else None
 
     def result(self) -> T | None:
         """Wait until the child is done; what ``work`` returned, or ``None`` when it did not end well (or was
         cancelled, or the result was taken already). The child's files are closed after it."""
         try:
             fd = self._finished()
-            if fd < 0:
-                return None
-            (size,) = _HEADER.unpack(_read_at(fd, 0, _HEADER.size))
-            start = _HEADER.size + size
-            data = _read_at(fd, start, os.fstat(fd).st_size - start)
+            data = _section(fd, preface=False) if fd >= 0 else None
         finally:
             self._release()
         self._collect(block=False)
+        if data is None:
+            return None
         try:
             # Written by our own child into a file only the two processes hold (no name, no path to it).
             value: T = pickle.loads(data)  # noqa: S301
@@ -196,6 +191,19 @@ class ForkedCall(Generic[T]):
             if self._pidfd is not None:
                 os.close(self._pidfd)
                 self._pidfd = None
+
+
+def _section(fd: int, *, preface: bool) -> bytes | None:
+    """The preface the child wrote, or (``preface`` false) the pickled result after it; ``None`` for a file shorter
+    than its header says (the caller then does the work itself, as for any other failure of the child)."""
+    try:
+        (size,) = _HEADER.unpack(_read_at(fd, 0, _HEADER.size))
+        if preface:
+            return _read_at(fd, _HEADER.size, size)
+        start = _HEADER.size + size
+        return _read_at(fd, start, os.fstat(fd).st_size - start)
+    except OSError:
+        return None
 
 
 def _read_at(fd: int, offset: int, size: int) -> bytes:
