@@ -67,9 +67,13 @@ def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path)
         """
         from gitops.core.codeset import CodeSet, Module
         code = CodeSet.of([Module("main", text="x" * 3_000_000), Module("wasm", binary=bytes(range(256)))])
-        call = ForkedCall.start(lambda: (os.getpid(), code), lambda result: b"made first " + str(result[0]).encode())
+        def preface(result, told):
+            return b"made first " + str(result[0]).encode() + b" after " + told
+        call = ForkedCall.start(lambda: (os.getpid(), code), preface)
         assert call is not None and can_fork()
-        assert call.preface() == b"made first " + str(call.pid).encode()  # before the result is unpickled
+        call.tell(b"being told")
+        call.tell(b"told twice")  # once only
+        assert call.preface() == b"made first " + str(call.pid).encode() + b" after being told"  # before the result
         pid, back = call.result()
         assert pid == call.pid != os.getpid()
         assert back == code and [m.digest for m in back] == [m.digest for m in code]
@@ -106,13 +110,36 @@ def test_a_child_that_fails_answers_none_and_says_nothing(tmp_path: Path, work: 
     assert done.stderr == ""
 
 
+@pytest.mark.parametrize("how", ["never told", "told too much"])
+def test_a_child_waiting_to_be_told_is_not_left_waiting(tmp_path: Path, how: str) -> None:
+    """A parent that waits for its child without telling it anything (or tells it more than the pipe holds at
+    once) neither blocks nor leaves the child waiting: the child's preface sees nothing told."""
+    done = _script(
+        tmp_path,
+        f"""
+        call = ForkedCall.start(lambda: 1, lambda result, told: repr(told).encode())
+        started = time.monotonic()
+        if {how!r} == "told too much":
+            call.tell(b"x" * 10_000_000)
+        preface = call.preface()
+        print(json.dumps({{"preface": preface.decode(), "result": call.result(), "s": time.monotonic() - started}}))
+        call.collect()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert (out["preface"], out["result"]) == ("None", 1)
+    assert out["s"] < 30
+
+
 def test_a_torn_result_file_answers_none(tmp_path: Path) -> None:
     """A result file shorter than its header says (cut here, after the child wrote it): no preface, no result, no
     error: the caller reads the code itself, as for any other failure of the child."""
     done = _script(
         tmp_path,
         """
-        call = ForkedCall.start(lambda: "x" * 100_000, lambda result: b"p" * 1000)
+        call = ForkedCall.start(lambda: "x" * 100_000, lambda result, told: b"p" * 1000)
+        call.tell(b"")
         while not call.ready():
             time.sleep(0.01)
         os.ftruncate(call._fds[1], 500)  # inside the preface
@@ -254,6 +281,19 @@ def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
     assert standin.branch_modules(ALICE, "main") == {"main": "module.exports.loop = () => {};\n", **expected}
     # The same code planned again, in this process (a thread, no child): nothing to do, as the child's read said.
     assert "no changes" in p.plan().out.lower()
+    # Applied again: the ledger says the server holds this code, so the child is told no body is wanted.
+    observe.unlink()
+    again = _observed_run(p, observe, "apply", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert _bodies(observe) == []
+    assert _events(observe)[1] == [_events(observe)[0]["pid"]]
+    # One module changed: its branch's body is wanted again.
+    p.write({"src/lib/m007.js": "module.exports = 'seven';\n"})
+    observe.unlink()
+    changed = _observed_run(p, observe, "apply", "--yes")
+    assert changed.returncode == 0, changed.stderr
+    wire["lib/m007"] = "module.exports = 'seven';\n"
+    assert _bodies(observe) == [["local", "main", len(upload_body("main", wire))]]
 
 
 def test_a_read_that_fails_in_the_child_fails_as_in_a_run_without_one(

@@ -149,8 +149,14 @@ class UploadBody:
     content: Callable[[], bytes]
 
 
-def upload_bodies(local: LocalCode, servers: frozenset[str]) -> list[UploadBody]:
-    """The upload body of each branch of ``servers``, made when asked for (each distinct body once)."""
+#: The branches whose upload bodies are wanted, by (server, branch): each with the digest of the code the server is
+#: known to hold (its ledger's), or ``None``. Code equal to it gets no body: a deploy that most likely uploads nothing.
+Wanted = Mapping[tuple[str, str], "str | None"]
+
+
+def upload_bodies(local: LocalCode, wanted: Wanted) -> list[UploadBody]:
+    """The upload body of each branch that ``wanted`` names and whose code its server does not hold, made when asked
+    for (each distinct body once)."""
     made: dict[tuple[str, str], bytes] = {}
 
     def content(branch: LocalBranch) -> Callable[[], bytes]:
@@ -162,17 +168,20 @@ def upload_bodies(local: LocalCode, servers: frozenset[str]) -> list[UploadBody]
 
         return make
 
-    return [UploadBody(b.server, b.branch, b.code.digest, content(b)) for b in local.branches if b.server in servers]
+    return [
+        UploadBody(b.server, b.branch, b.code.digest, content(b))
+        for b in local.branches
+        if (b.server, b.branch) in wanted and wanted[(b.server, b.branch)] != b.code.digest
+    ]
 
 
-def _bodies_made(servers: frozenset[str]) -> Callable[[LocalCode], bytes]:
-    """What the child process writes before its code: every upload body of ``servers``, made."""
-
-    def preface(local: LocalCode) -> bytes:
-        bodies = upload_bodies(local, servers)
-        return pickle.dumps([(b.server, b.branch, b.digest, b.content()) for b in bodies])
-
-    return preface
+def _bodies_made(local: LocalCode, told: bytes | None) -> bytes:
+    """What the child process writes before its code: the upload bodies the parent told it it wants (``None``:
+    nothing told, no body; the parent makes any it wants itself)."""
+    if told is None:
+        return b""
+    wanted: dict[tuple[str, str], str | None] = pickle.loads(told)  # noqa: S301 - our own parent's bytes
+    return pickle.dumps([(b.server, b.branch, b.digest, b.content()) for b in upload_bodies(local, wanted)])
 
 
 def _bodies_from(preface: bytes) -> list[UploadBody]:
@@ -220,12 +229,13 @@ class LocalRead:
         ref: str | None,
         env: Mapping[str, str],
         then_import: tuple[str, ...] = (),
-        bodies_for: frozenset[str] = frozenset(),
+        bodies: bool = False,
     ) -> None:
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
         self._then_import = then_import
-        self._bodies_for = bodies_for
+        self._bodies = bodies
         self._then: Callable[[list[UploadBody]], None] | None = None
+        self._wanted: dict[tuple[str, str], str | None] = {}
         self._result: LocalCode | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
@@ -236,19 +246,23 @@ class LocalRead:
         if not self._builds:
             # The parent judges output against the same secrets as the child would (read_code registers them).
             register_secrets(loaded, env)
-            # The child makes the upload bodies of bodies_for's servers too, so that their deflate can start before
-            # its code is unpickled here.
-            self._forked = ForkedCall.start(self._read, _bodies_made(bodies_for) if bodies_for else None)
+            # With bodies, the child makes the upload bodies that start() tells it are wanted, so that their deflate
+            # can start before its code is unpickled here.
+            self._forked = ForkedCall.start(self._read, _bodies_made if bodies else None)
 
-    def start(self, then: Callable[[list[UploadBody]], None] | None = None) -> None:
+    def start(self, then: Callable[[list[UploadBody]], None] | None = None, wanted: Wanted | None = None) -> None:
         """Start the worker (once; with a build, read the code now). The worker calls ``then`` with the upload
-        bodies of the servers named by ``bodies_for`` (as soon as the child has made them, before its code is
-        unpickled here)."""
+        bodies of the branches ``wanted`` names (:data:`Wanted`; as soon as the child has made them, before its
+        code is unpickled here). Only a LocalRead made with ``bodies`` has its child make them; otherwise the
+        worker makes them from the code."""
         if self._builds and self._result is None and self._error is None:
             self._result = self._read()
         if self._result is not None or self._error is not None or self._thread is not None:
             return
         self._then = then
+        self._wanted = dict(wanted or {})
+        if self._forked is not None and self._bodies and then is not None:
+            self._forked.tell(pickle.dumps(self._wanted))  # read by the child once its code is read
         self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         start_quiet(self._thread)  # a Ctrl-C must reach the main thread, waiting in a socket read
@@ -263,14 +277,14 @@ class LocalRead:
                     if self._forked.ready():
                         break
                     importlib.import_module(name)
-            preface = self._forked.preface() if self._forked is not None and self._bodies_for else None
+            preface = self._forked.preface() if self._forked is not None and self._bodies else None
             given = bool(preface)
             if self._then is not None and preface:
                 self._then(_bodies_from(preface))
             del preface  # 4.7 MB per body: what was not deflated is not kept
             self._result = self._take()
             if self._then is not None and not given:
-                self._then(upload_bodies(self._result, self._bodies_for))
+                self._then(upload_bodies(self._result, self._wanted))
             for name in self._then_import:
                 importlib.import_module(name)
         except BaseException as exc:  # handed to the main thread by result()

@@ -68,10 +68,10 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
     failed: dict[str, GitopsError] | None = {} if isolate else None
     # The local code is read beside the imports, the ledgers' reading and the wait for the servers (LocalRead: in a
     # child process forked here, while this process has one thread); when both fail, the local error is raised.
-    # apply --yes will most likely upload what it reads: the child makes the upload bodies too (for the servers that
-    # may take them compressed), and they are deflated (deflate_ahead) beside the wait.
-    bodies_for = s.may_compress() if options.unattended_apply else frozenset()
-    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, bodies_for=bodies_for) as reading:
+    # apply --yes will most likely upload what it reads: the child makes the upload bodies too (those deflate_ahead
+    # wants, told to the child once the ledgers are read), and they are deflated beside the wait.
+    unattended = options.unattended_apply
+    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, bodies=unattended) as reading:
         s.connect_early()  # the handshakes run during these imports and the ledgers' reading
         for name in BEFORE_THE_WORKER:
             importlib.import_module(name)
@@ -80,8 +80,10 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
         for server in s.servers():
             with contextlib.suppress(*SERVER_ERRORS):
                 s.ledger(server)
-        deflate = s.deflate_ahead() if options.unattended_apply else None
-        views = gather_remote(s, options.refresh, failed, before_requests=functools.partial(reading.start, deflate))
+        deflate, wanted = s.deflate_ahead() if unattended else (None, None)
+        views = gather_remote(
+            s, options.refresh, failed, before_requests=functools.partial(reading.start, deflate, wanted)
+        )
         local = reading.result()
     from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)
 

@@ -238,37 +238,36 @@ class Session:
         self.client(server).compress = state == "on"
         return state == "on"
 
-    def deflate_ahead(self) -> Callable[[list[UploadBody]], None]:
-        """What the local read's worker calls with the upload bodies it has (``apply --yes``): the body of each
-        branch is deflated in a background thread (:class:`gitops.edges.bodies.Ahead`), the bytes that
-        :meth:`gitops.edges.client.ServiceClient.upload_code` would send, so that the upload finds them ready
-        instead of waiting ~50 ms for them. Only for servers whose uploads may go compressed (decided here, in this
-        thread, from the manifest and the ledgers; :meth:`may_compress`). A branch the plan does not upload has cost
-        a background deflate and nothing else; the threads are joined when the session closes. Code that the
-        ledger says the server holds already (a deploy that most likely changes nothing) is not deflated: the rare
-        upload it needs after all (the server was changed behind the tool's back) deflates its body then."""
+    def deflate_ahead(self) -> tuple[Callable[[list[UploadBody]], None], dict[tuple[str, str], str | None]]:
+        """What the local read's worker calls with the upload bodies it has (``apply --yes``), and which bodies
+        those are (:data:`gitops.app.localcode.Wanted`). The body of each branch is deflated in a background thread
+        (:class:`gitops.edges.bodies.Ahead`), the bytes that :meth:`gitops.edges.client.ServiceClient.upload_code`
+        would send, so that the upload finds them ready instead of waiting ~50 ms for them. Only for servers whose
+        uploads may go compressed (decided here, in this thread, from the manifest and the ledgers;
+        :meth:`may_compress`). A branch the plan does not upload has cost a background deflate and nothing else;
+        the threads are joined when the session closes. Code that the ledger says the server holds already (a
+        deploy that most likely changes nothing) gets no body: the rare upload it needs after all (the server was
+        changed behind the tool's back) deflates its body then."""
         from gitops.edges.bodies import Ahead
 
-        maybe = set()
-        held: dict[tuple[str, str], str | None] = {}
+        wanted: dict[tuple[str, str], str | None] = {}
         for server in self.may_compress():
             with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
                 ledger = self.ledger(server)
                 if self.loaded.manifest.servers[server].compress == "always" or ledger.compression() is not False:
-                    maybe.add(server)  # compressed, or a probe or a password sign-in may say so
+                    # compressed, or a probe or a password sign-in may say so
                     for config in self.loaded.manifest.branches:
                         if config.server == server:
-                            held[(server, config.branch)] = ledger.remembered_digest(config.branch)
+                            wanted[(server, config.branch)] = ledger.remembered_digest(config.branch)
         ahead = self._deflating = Ahead()
 
         def deflate(bodies: list[UploadBody]) -> None:
             from gitops.edges.client import deflate_ahead_body
 
             for body in bodies:
-                if body.server in maybe and held.get((body.server, body.branch)) != body.digest:
-                    deflate_ahead_body(ahead, body.content())
+                deflate_ahead_body(ahead, body.content())
 
-        return deflate
+        return deflate, wanted
 
     def may_compress(self) -> frozenset[str]:
         """The servers whose uploads the manifest lets go compressed (``compress`` is not ``never``)."""

@@ -21,6 +21,10 @@ What it costs: about 0.1 s more CPU per run than the thread (``bench/bench_fork.
 two processes then write are copied, the child imports the read's modules itself, and the code is pickled both
 ways), on a core that would otherwise wait. Not the standard ``multiprocessing``: importing its fork machinery
 takes ~25 ms, and its other start methods start a fresh interpreter that imports the tool again.
+
+The parent may also tell the child something it learnt after the fork (:meth:`ForkedCall.tell`, once): the child
+reads it after its work, before its preface. The parent's end of that pipe is closed as soon as it waits for the
+child (or tells it, or cancels it), so a parent that never tells cannot leave the child waiting.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ T = TypeVar("T")
 _PR_SET_PDEATHSIG = 1
 #: What the child writes to its ``ready`` pipe once its result is in the file.
 _DONE = b"\x01"
-#: The file's first bytes: the length of the preface that follows (then the pickled result).
+#: The file's first bytes: the length of the preface that follows (then the pickled result). Also the length
+#: before the message the parent tells the child.
 _HEADER = struct.Struct(">Q")
 
 
@@ -56,14 +61,16 @@ class ForkedCall(Generic[T]):
 
     The child says it is done through a pipe (one byte, after its result is written), so the result is taken
     without waiting for the child's exit, whose teardown of a 50 MB address space takes milliseconds; the child is
-    collected afterwards (:meth:`collect`). With ``preface``, the child also writes ``preface(result)``, bytes that
-    :meth:`preface` hands over before the result is unpickled (what the caller can start on at once).
+    collected afterwards (:meth:`collect`). With ``preface``, the child also writes ``preface(result, told)``, bytes
+    that :meth:`preface` hands over before the result is unpickled (what the caller can start on at once); ``told``
+    is what the parent said with :meth:`tell`, or ``None`` when it said nothing.
 
     One thread reads what the child wrote (:meth:`preface`, then :meth:`result`); another may :meth:`cancel`."""
 
-    def __init__(self, pid: int, result_fd: int, ready_fd: int) -> None:
+    def __init__(self, pid: int, result_fd: int, ready_fd: int, told_fd: int = -1) -> None:
         self.pid = pid
         self._fds = (ready_fd, result_fd)  # until the reader takes them (or cancel closes them)
+        self._told = told_fd  # the parent's end of the pipe for tell(), until it is closed
         self._taken: tuple[int, int] | None = None
         self._done: bool | None = None  # whether the child wrote its result, once known
         self._lock = threading.Lock()
@@ -75,35 +82,60 @@ class ForkedCall(Generic[T]):
             self._pidfd = None
 
     @classmethod
-    def start(cls, work: Callable[[], T], preface: Callable[[T], bytes] | None = None) -> ForkedCall[T] | None:
-        """Fork a child that runs ``work`` (and ``preface`` of its result); ``None`` (nothing forked) where
-        :func:`can_fork` says no or the system refuses."""
+    def start(
+        cls, work: Callable[[], T], preface: Callable[[T, bytes | None], bytes] | None = None
+    ) -> ForkedCall[T] | None:
+        """Fork a child that runs ``work`` (and ``preface`` of its result and of what it is told); ``None``
+        (nothing forked) where :func:`can_fork` says no or the system refuses."""
         if not can_fork():
             return None
+        opened: list[int] = []
         try:
-            fd = os.memfd_create("gitops-result", os.MFD_CLOEXEC)  # closed in the processes the child executes
+            opened.append(os.memfd_create("gitops-result", os.MFD_CLOEXEC))  # closed in what the child executes
+            opened += os.pipe2(os.O_CLOEXEC)  # ready: child to parent
+            if preface is not None:
+                opened += os.pipe2(os.O_CLOEXEC)  # told: parent to child
         except OSError:
+            for end in opened:
+                os.close(end)
             return None
-        try:
-            ready_r, ready_w = os.pipe2(os.O_CLOEXEC)
-        except OSError:
-            os.close(fd)
-            return None
+        fd, ready_r, ready_w, *told = opened
+        told_r, told_w = told or (-1, -1)
         parent = os.getpid()
         try:
             pid = os.fork()
         except OSError:
-            for end in (fd, ready_r, ready_w):
+            for end in opened:
                 os.close(end)
             return None
         if pid == 0:
-            os.close(ready_r)
-            _child(work, preface, fd, ready_w, parent)
-        os.close(ready_w)
-        return cls(pid, fd, ready_r)
+            for end in (ready_r, told_w):
+                if end >= 0:
+                    os.close(end)
+            _child(work, preface, fd, ready_w, told_r, parent)
+        for end in (ready_w, told_r):
+            if end >= 0:
+                os.close(end)
+        return cls(pid, fd, ready_r, told_w)
+
+    def tell(self, message: bytes) -> None:
+        """Hand ``message`` to the child's preface (once; later calls, and calls after the parent began to wait for
+        the child, are ignored). Never blocks: a message the pipe cannot take at once (about 64 KiB) reaches the
+        child cut short, and the child then takes it as nothing told."""
+        fd = self._close_told(keep=True)
+        if fd < 0:
+            return
+        try:
+            os.set_blocking(fd, False)
+            os.write(fd, _HEADER.pack(len(message)) + message)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
     def ready(self) -> bool:
-        """Whether :meth:`result` would answer at once (the child is done, or gone)."""
+        """Whether :meth:`result` would answer at once (the child is done, or gone). A child with a preface is
+        done only once it was told (:meth:`tell`) or the parent began to wait for it."""
         with self._lock:
             fd = self._fds[0] if self._taken is None else self._taken[0]
         if fd < 0 or self._done is not None:
@@ -155,10 +187,22 @@ class ForkedCall(Generic[T]):
             self._fds = (-1, -1)
         for fd in fds:  # not taken by the reader: nobody reads them now
             os.close(fd)
+        self._close_told()
         self._collect(block=True)
+
+    def _close_told(self, *, keep: bool = False) -> int:
+        """Close the parent's end of the told pipe (the child reads nothing told), or with ``keep`` hand it to
+        the caller, who closes it; -1 when it is closed already."""
+        with self._lock:
+            fd, self._told = self._told, -1
+        if fd >= 0 and not keep:
+            os.close(fd)
+            return -1
+        return fd
 
     def _finished(self) -> int:
         """The result file once the child is done; -1 when it failed, was cancelled, or the result was taken."""
+        self._close_told()  # a child waiting to be told is told nothing, instead of waiting for this wait to end
         with self._lock:
             if self._taken is None:
                 self._taken, self._fds = self._fds, (-1, -1)
@@ -218,9 +262,16 @@ def _read_at(fd: int, offset: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _child(work: Callable[[], T], preface: Callable[[T], bytes] | None, fd: int, ready: int, parent: int) -> NoReturn:
-    """The child's whole life: run, write the preface and the pickled result, say so on ``ready``, exit 0;
-    anything else exits 1 (and ``ready`` reads as closed)."""
+def _child(
+    work: Callable[[], T],
+    preface: Callable[[T, bytes | None], bytes] | None,
+    fd: int,
+    ready: int,
+    told: int,
+    parent: int,
+) -> NoReturn:
+    """The child's whole life: run, read what it is told, write the preface and the pickled result, say so on
+    ``ready``, exit 0; anything else exits 1 (and ``ready`` reads as closed)."""
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -229,7 +280,7 @@ def _child(work: Callable[[], T], preface: Callable[[T], bytes] | None, fd: int,
         if os.getppid() != parent:  # the parent died before the line above took effect
             os._exit(1)
         result = work()
-        first = preface(result) if preface is not None else b""
+        first = preface(result, _told(told)) if preface is not None else b""
         for chunk in (_HEADER.pack(len(first)), first, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)):
             data = memoryview(chunk)
             while data:
@@ -240,6 +291,18 @@ def _child(work: Callable[[], T], preface: Callable[[T], bytes] | None, fd: int,
         pass
     finally:
         os._exit(code)
+
+
+def _told(fd: int) -> bytes | None:
+    """What the parent told (read until it closes its end); ``None`` for nothing told or a message cut short."""
+    parts: list[bytes] = []
+    while part := os.read(fd, 1 << 16):
+        parts.append(part)
+    data = b"".join(parts)
+    if len(data) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(data[: _HEADER.size])
+    return data[_HEADER.size :] if len(data) == _HEADER.size + size else None
 
 
 def _die_with_parent() -> None:
