@@ -78,8 +78,8 @@ def test_the_worker_reads_the_same_code_as_a_read_in_this_thread(
     p.commit()
     here = LocalRead(loaded, None, {}).result()  # never started: read in this thread
     threads_before = set(threading.enumerate())
-    reading = LocalRead(loaded, "HEAD", {}, then_import=("gitops.render.plan",))
-    reading.start()
+    reading = LocalRead(loaded, "HEAD", {})
+    reading.start(then_import=("gitops.render.plan",))
     there = reading.result()
     # Joined: no thread is left that was not there before (others, the stand-in's, may end meanwhile).
     assert set(threading.enumerate()) - threads_before == set()

@@ -37,6 +37,7 @@ from gitops.errors import SourceError
 from gitops.secrets import leaked_in, register
 
 if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
+    from gitops.app.options import Options
     from gitops.core.local import LocalBranch
     from gitops.edges.sources import LocalCode
 
@@ -200,7 +201,9 @@ class LocalRead:
     the modules that do it, can fill that wait instead of coming before it. Made before the HTTP client is imported
     and the ledgers are read, it forks a child that reads the code (:class:`gitops.edges.forked.ForkedCall`: on
     Linux, while the process has one thread), so that the read runs on another core beside those imports instead of
-    sharing this interpreter with them. The caller calls :meth:`start` just before its first request. A worker
+    sharing this interpreter with them. The commands that plan make it as soon as the manifest is loaded
+    (:func:`read_ahead`), before they import the planning itself. The caller calls :meth:`start` just before its
+    first request. A worker
     thread then waits for the child's code (or, where nothing was forked, reads it itself), calls ``then`` with it
     and imports ``then_import``: the modules the caller needs once the servers have answered. Neither the child nor
     the worker touches a ledger, a client or the terminal, so nothing is shared but the result. The worker is a
@@ -228,11 +231,11 @@ class LocalRead:
         loaded: LoadedManifest,
         ref: str | None,
         env: Mapping[str, str],
-        then_import: tuple[str, ...] = (),
         bodies: bool = False,
     ) -> None:
+        self.loaded = loaded
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
-        self._then_import = then_import
+        self._then_import: tuple[str, ...] = ()
         self._bodies = bodies
         self._then: Callable[[list[UploadBody]], None] | None = None
         self._wanted: dict[tuple[str, str], str | None] = {}
@@ -250,16 +253,22 @@ class LocalRead:
             # can start before its code is unpickled here.
             self._forked = ForkedCall.start(self._read, _bodies_made if bodies else None)
 
-    def start(self, then: Callable[[list[UploadBody]], None] | None = None, wanted: Wanted | None = None) -> None:
+    def start(
+        self,
+        then: Callable[[list[UploadBody]], None] | None = None,
+        wanted: Wanted | None = None,
+        then_import: tuple[str, ...] = (),
+    ) -> None:
         """Start the worker (once; with a build, read the code now). The worker calls ``then`` with the upload
         bodies of the branches ``wanted`` names (:data:`Wanted`; as soon as the child has made them, before its
-        code is unpickled here). Only a LocalRead made with ``bodies`` has its child make them; otherwise the
-        worker makes them from the code."""
+        code is unpickled here), and imports ``then_import``. Only a LocalRead made with ``bodies`` has its child
+        make them; otherwise the worker makes them from the code."""
         if self._builds and self._result is None and self._error is None:
             self._result = self._read()
         if self._result is not None or self._error is not None or self._thread is not None:
             return
         self._then = then
+        self._then_import = then_import
         self._wanted = dict(wanted or {})
         if self._forked is not None and self._bodies and then is not None:
             self._forked.tell(pickle.dumps(self._wanted))  # read by the child once its code is read
@@ -342,3 +351,19 @@ class LocalRead:
             return  # failed before the build ran: the caller's error stands, and no build starts now
         else:
             self.result()
+
+
+def read_ahead(options: Options) -> LocalRead:
+    """The local read of a command that plans, begun as soon as the manifest is loaded: :class:`LocalRead` of the
+    manifest narrowed to ``options.targets`` (its ``loaded``, which the command's session then takes). Made before
+    the command imports the planning, the session and the ledgers, so that its child reads beside those imports.
+    The caller hands it to :func:`gitops.app.planning.make_plan`, and calls :meth:`LocalRead.cancel` when it ends
+    (a child still reading because the command failed before it planned is stopped; after the plan, nothing).
+
+    Raises what loading the manifest raises (:class:`~gitops.errors.ManifestError`), and :class:`UsageError` for
+    targets the manifest does not have, as opening the session would."""
+    from gitops.app.targets import select
+    from gitops.config.manifest import load_manifest
+
+    loaded = select(load_manifest(options.manifest), options.targets)
+    return LocalRead(loaded, options.ref, options.env, bodies=options.unattended_apply)

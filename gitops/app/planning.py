@@ -55,23 +55,27 @@ Needs = Mapping[str, Mapping[str, int]]
 SERVER_ERRORS: tuple[type[GitopsError], ...] = (ServiceError, AuthError, BudgetError)
 
 
-def make_plan(s: Session, *, isolate: bool = False) -> Plan:
+def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = None) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit).
 
     With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
     are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
-    anything is written.
+    anything is written. ``reading`` is the local read the command began for ``s.loaded``
+    (:func:`gitops.app.localcode.read_ahead`); without it, one begins here.
     """
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
     # The local code is read beside the imports, the ledgers' reading and the wait for the servers (LocalRead: in a
-    # child process forked here, while this process has one thread); when both fail, the local error is raised.
+    # child process forked here, or by the command as soon as the manifest was loaded, while this process has one
+    # thread); when both fail, the local error is raised.
     # apply --yes will most likely upload what it reads: the child makes the upload bodies too (those deflate_ahead
     # wants, told to the child once the ledgers are read), and they are deflated beside the wait.
     unattended = options.unattended_apply
-    with LocalRead(s.loaded, options.ref, options.env, then_import=AFTER_THE_SERVERS, bodies=unattended) as reading:
+    if reading is None:  # else begun by the command (gitops.app.localcode.read_ahead), for the same manifest
+        reading = LocalRead(s.loaded, options.ref, options.env, bodies=unattended)
+    with reading:
         s.connect_early()  # the handshakes run during these imports and the ledgers' reading
         for name in BEFORE_THE_WORKER:
             importlib.import_module(name)
@@ -82,7 +86,10 @@ def make_plan(s: Session, *, isolate: bool = False) -> Plan:
                 s.ledger(server)
         deflate, wanted = s.deflate_ahead() if unattended else (None, None)
         views = gather_remote(
-            s, options.refresh, failed, before_requests=functools.partial(reading.start, deflate, wanted)
+            s,
+            options.refresh,
+            failed,
+            before_requests=functools.partial(reading.start, deflate, wanted, then_import=AFTER_THE_SERVERS),
         )
         local = reading.result()
     from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)

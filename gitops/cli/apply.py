@@ -93,10 +93,8 @@ def apply(
     still hold what it was made from and that the manifest is unchanged. With --server/--branch, only that part
     of the saved plan is applied.
     """
-    from gitops.app.planning import make_plan
-    from gitops.app.session import open_session
-
     if TYPE_CHECKING:
+        from gitops.app.localcode import LocalRead
         from gitops.core.apply import Outcome
 
     options = options_from(
@@ -120,62 +118,74 @@ def apply(
             "apply needs confirmation and there is no terminal to ask at",
             hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
         )
-    with open_session(options) as s:
-        if plan_file is None:
-            result = make_plan(s, isolate=keep_going)
-        else:
-            from gitops.app.applying import load_saved_plan
+    reading: LocalRead | None = None
+    if plan_file is None:
+        from gitops.app.localcode import read_ahead
 
-            result = load_saved_plan(plan_file, s)
-        # Imported once the plan is made: make_plan imports them while it waits for the servers.
-        from gitops.app.applying import run_apply
-        from gitops.render.plan import render_text
+        reading = read_ahead(options)  # its child reads the code while the planning is imported
+    try:
+        from gitops.app.planning import make_plan
+        from gitops.app.session import open_session
 
-        outcomes: list[Outcome] = []
-        if as_json:
-            # The plan goes to stderr for the person; stdout holds only the document, printed at the end.
-            click.echo(redact(render_text(result, now=options.clock.now(), full=full)), nl=False, err=True)
-        else:
-            text = render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)
-            click.echo(redact(text), nl=False)
-        if result.failed and not keep_going:
-            raise PlanFileError(
-                "the saved plan leaves out servers whose planning failed ("
-                + ", ".join(f.server for f in result.failed)
-                + "); nothing was applied",
-                hint="Apply the rest with --keep-going, or plan again once the servers answer.",
-            )
+        with open_session(options, reading.loaded if reading is not None else None) as s:
+            if plan_file is None:
+                result = make_plan(s, isolate=keep_going, reading=reading)
+            else:
+                from gitops.app.applying import load_saved_plan
 
-        def confirm() -> bool:
-            return click.confirm("Apply this plan?", default=False, err=as_json)
+                result = load_saved_plan(plan_file, s)
+            # Imported once the plan is made: make_plan imports them while it waits for the servers.
+            from gitops.app.applying import run_apply
+            from gitops.render.plan import render_text
 
-        def progress(outcome: Outcome) -> None:
-            outcomes.append(outcome)
-            click.echo(outcome.line(), err=as_json)
+            outcomes: list[Outcome] = []
+            if as_json:
+                # The plan goes to stderr for the person; stdout holds only the document, printed at the end.
+                click.echo(redact(render_text(result, now=options.clock.now(), full=full)), nl=False, err=True)
+            else:
+                text = render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)
+                click.echo(redact(text), nl=False)
+            if result.failed and not keep_going:
+                raise PlanFileError(
+                    "the saved plan leaves out servers whose planning failed ("
+                    + ", ".join(f.server for f in result.failed)
+                    + "); nothing was applied",
+                    hint="Apply the rest with --keep-going, or plan again once the servers answer.",
+                )
 
-        ask = None if saved or yes else confirm
-        if keep_going:
-            if ask is not None and result.has_changes and not ask():
+            def confirm() -> bool:
+                return click.confirm("Apply this plan?", default=False, err=as_json)
+
+            def progress(outcome: Outcome) -> None:
+                outcomes.append(outcome)
+                click.echo(outcome.line(), err=as_json)
+
+            ask = None if saved or yes else confirm
+            if keep_going:
+                if ask is not None and result.has_changes and not ask():
+                    click.echo("Apply cancelled; nothing was changed.", err=True)
+                    return ExitCode.FAILURE
+                return _apply_each(s, result, saved=saved, progress=progress)
+            try:
+                report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
+            except BudgetError as refusal:
+                print_unlock_links(refusal)
+                raise
+            if as_json:
+                _print_document(result, outcomes, report.applied, now=options.clock.now(), report=report)
+            if report.cancelled:
                 click.echo("Apply cancelled; nothing was changed.", err=True)
+                # The person answered no: nothing was applied (an error for scripts that expected a deploy).
                 return ExitCode.FAILURE
-            return _apply_each(s, result, saved=saved, progress=progress)
-        try:
-            report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
-        except BudgetError as refusal:
-            print_unlock_links(refusal)
-            raise
-        if as_json:
-            _print_document(result, outcomes, report.applied, now=options.clock.now(), report=report)
-        if report.cancelled:
-            click.echo("Apply cancelled; nothing was changed.", err=True)
-            # The person answered no: nothing was applied (an error for scripts that expected a deploy).
-            return ExitCode.FAILURE
-        if report.applied_line is not None:
-            click.echo(report.applied_line, err=as_json)
-        for verification in report.verifications:
-            for line in verification.lines():
-                click.echo(redact(line), err=as_json)
-    return report.verify_exit_code
+            if report.applied_line is not None:
+                click.echo(report.applied_line, err=as_json)
+            for verification in report.verifications:
+                for line in verification.lines():
+                    click.echo(redact(line), err=as_json)
+        return report.verify_exit_code
+    finally:
+        if reading is not None:
+            reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
 
 
 def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float, report: Any = None) -> None:

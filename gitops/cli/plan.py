@@ -54,8 +54,6 @@ def plan(
     not stop the others: they are planned and shown, the failed one is marked, and the exit code is the worst
     failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
-    from gitops.app.planning import budget_error, make_plan
-    from gitops.app.session import open_session
     from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
@@ -69,32 +67,41 @@ def plan(
         servers=servers,
         branches=branches,
     )
-    with open_session(options) as s:
-        result = make_plan(s, isolate=True)
-        # Imported once the plan is made (make_plan has them imported while it waits for the servers).
-        from gitops.edges.planfile import save_plan
-        from gitops.render.plan import render_json, render_markdown, render_text
+    from gitops.app.localcode import read_ahead
 
-        now = options.clock.now()
-        if fmt == "json":
-            echo_json(render_json(result, now=now))
-        elif fmt == "markdown":
-            click.echo(redact(render_markdown(result, now=now)), nl=False)
-        else:
-            click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
-        for failure in result.failed:
-            click.echo(redact(f"Error: {failure.message}"), err=True)
-        refusal = budget_error(result, s)
-        if refusal is not None:
-            print_unlock_links(refusal)
-            if result.failure_code is None:
-                raise refusal
-            click.echo(redact(f"Error: {refusal}"), err=True)
-        if out is not None and refusal is None:
-            save_plan(result, out)
-            click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
-            if result.failed:
-                click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)
+    reading = read_ahead(options)  # its child reads the code while the planning is imported
+    try:
+        from gitops.app.planning import budget_error, make_plan
+        from gitops.app.session import open_session
+
+        with open_session(options, reading.loaded) as s:
+            result = make_plan(s, isolate=True, reading=reading)
+            # Imported once the plan is made (make_plan has them imported while it waits for the servers).
+            from gitops.edges.planfile import save_plan
+            from gitops.render.plan import render_json, render_markdown, render_text
+
+            now = options.clock.now()
+            if fmt == "json":
+                echo_json(render_json(result, now=now))
+            elif fmt == "markdown":
+                click.echo(redact(render_markdown(result, now=now)), nl=False)
+            else:
+                click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
+            for failure in result.failed:
+                click.echo(redact(f"Error: {failure.message}"), err=True)
+            refusal = budget_error(result, s)
+            if refusal is not None:
+                print_unlock_links(refusal)
+                if result.failure_code is None:
+                    raise refusal
+                click.echo(redact(f"Error: {refusal}"), err=True)
+            if out is not None and refusal is None:
+                save_plan(result, out)
+                click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
+                if result.failed:
+                    click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)
+    finally:
+        reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
     if result.failure_code is not None:
         return max(result.failure_code, ExitCode.BUDGET if refusal is not None else 0)
     return ExitCode.CHANGES if result.has_changes else ExitCode.OK
