@@ -261,25 +261,38 @@ class CodeSet:
         return sum(m.size for m in self.modules.values())
 
     def server_length(self) -> int:
-        """``JSON.stringify(modules).length`` as the server computes it (UTF-16 code units)."""
-        return code_length(self.wire())
+        """``JSON.stringify(modules).length`` as the server computes it (UTF-16 code units): what
+        :func:`code_length` says of :meth:`wire`, computed once per set."""
+        return self._json_lengths[0]
+
+    def upload_body_length(self, branch: str) -> int:
+        """Bytes of the body that uploads this set to ``branch``: what :func:`upload_body_length` says of
+        :meth:`wire`, from the same encoding as :meth:`server_length` (the body is the modules' JSON inside an
+        envelope that names the branch)."""
+        return len(upload_body(branch, {})) - len(b"{}") + self._json_lengths[1]
+
+    @cached_property
+    def _json_lengths(self) -> tuple[int, int]:
+        """The compact JSON of :meth:`wire`: its length in UTF-16 units as the server counts it, and in bytes as
+        the client sends it. One encoding of the ~5 MB for both; kept with the set (a pickled set keeps it, so
+        the local read's child process computes it for the plan)."""
+        encoded = request_body(self.wire())
+        return _utf16_length(encoded), len(encoded)
 
 
 def code_length(wire_modules: Mapping[str, Any]) -> int:
     """UTF-16 length of the compact JSON of a modules map, matching JavaScript's ``JSON.stringify(x).length``."""
-    try:
-        # orjson writes the same compact JSON as json.dumps(ensure_ascii=False) (as UTF-8), ~10x faster.
-        encoded = orjson.dumps(wire_modules)
-    except TypeError:  # orjson.JSONEncodeError: a lone surrogate, which only the standard library writes
-        text = json.dumps(wire_modules, ensure_ascii=False, separators=(",", ":"))
-    else:
-        if encoded.isascii():
-            return len(encoded)
-        text = encoded.decode("utf-8")
-    # JavaScript strings are UTF-16: characters outside the BMP count twice. JSON.stringify writes a lone surrogate
-    # as a six-character escape (\udXXX, well-formed JSON.stringify since Node 12), where the text holds one unit.
-    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
-    return units + 5 * len(_LONE_SURROGATE.findall(text))
+    return _utf16_length(request_body(wire_modules))
+
+
+def _utf16_length(encoded: bytes) -> int:
+    """The UTF-16 length of JSON that :func:`request_body` wrote (orjson writes the same compact JSON as
+    ``json.dumps(ensure_ascii=False)``, as UTF-8, ~10x faster; a lone surrogate is written as its six-character
+    escape, as ``JSON.stringify`` writes it since Node 12)."""
+    if encoded.isascii():
+        return len(encoded)
+    # JavaScript strings are UTF-16: characters outside the BMP count twice.
+    return len(encoded.decode("utf-8").encode("utf-16-le")) // 2
 
 
 #: A surrogate that is not half of a pair, as JavaScript would see it once the text is UTF-16.

@@ -25,7 +25,7 @@ from wcmatch import fnmatch as wcfnmatch
 from wcmatch import glob as wcglob
 
 from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
-from gitops.core.codeset import CodeSet, Module, code_length, refused_name_reason, upload_body_length
+from gitops.core.codeset import CodeSet, Module, refused_name_reason
 from gitops.core.endpoints import MAX_BODY_BYTES, MAX_CODE_LENGTH
 from gitops.core.modulekinds import Kind, describe_kinds, kind_of, wrap_source_map
 from gitops.core.requires import check_requires, guarded_warnings, summarise
@@ -436,14 +436,13 @@ def build_branch(
         warnings += guarded_warnings(missing, label)
 
     code = CodeSet.of(modules)
-    wire = code.wire()
-    length = code_length(wire)
+    length = code.server_length()
     if length > MAX_CODE_LENGTH:
         problems.append(
             f"{label}: the code is {length:,} characters as the server counts them (JSON.stringify of the "
             f"modules), over the 5 MB limit of {MAX_CODE_LENGTH:,}; exclude files or minify the code"
         )
-    elif (body := upload_body_length(config.branch, wire)) > MAX_BODY_BYTES:
+    elif (body := code.upload_body_length(config.branch)) > MAX_BODY_BYTES:
         # Under 5 MB of UTF-16 units can still be over 8 MiB of UTF-8 (3 bytes for most non-Latin characters).
         problems.append(
             f"{label}: the upload would be {body:,} bytes of JSON (UTF-8), over the server's request body limit of "

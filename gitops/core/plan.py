@@ -479,7 +479,9 @@ def _plan_branch(
     else:
         action = "none"
     upload_modules, missing_kept = _upload_set(code, diff, seen)
-    length = code_length(upload_modules)
+    # Without modules kept from the server the upload is exactly `code`, whose lengths the read computed already.
+    whole = not diff.kept
+    length = code.server_length() if whole else code_length(upload_modules)
     if writes and length > MAX_CODE_LENGTH:
         # The sources check the repository's part; modules kept from the server can push the upload over.
         raise SourceError(
@@ -488,7 +490,7 @@ def _plan_branch(
             "server (remote_only: keep)",
             hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
         )
-    if writes and (body := upload_body_length(config.branch, upload_modules)) > MAX_BODY_BYTES:
+    if writes and (body := _body_length(config.branch, code, upload_modules, whole)) > MAX_BODY_BYTES:
         raise SourceError(
             f"{config.server}/{config.branch}: the upload would be {body:,} bytes of JSON (UTF-8), over the server's "
             f"request body limit of {MAX_BODY_BYTES:,} (8 MiB), though under 5 MB as the server counts characters",
@@ -520,6 +522,11 @@ def _plan_branch(
     if writes:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
+
+
+def _body_length(branch: str, code: CodeSet, upload_modules: dict[str, WireModule], whole: bool) -> int:
+    """Bytes of the upload's body: ``code``'s own (computed once per set) when the upload is exactly ``code``."""
+    return code.upload_body_length(branch) if whole else upload_body_length(branch, upload_modules)
 
 
 def _seconds(at: float | None) -> float | None:

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from gitops.core import codeset
 from gitops.core.codeset import (
     CodeSet,
     Module,
@@ -17,6 +18,8 @@ from gitops.core.codeset import (
     module_from_wire,
     node_base64,
     refused_name_reason,
+    upload_body,
+    upload_body_length,
 )
 from gitops.core.endpoints import MAX_CODE_LENGTH
 
@@ -179,6 +182,7 @@ def test_equal_sets_have_equal_digests_whatever_the_order() -> None:
         ({"main": "𝄞"}, 13),  # an astral character is two UTF-16 units, as JavaScript counts
         ({"main": 'a"\n'}, 16),  # escapes count as the JSON text spells them: \" and \n
         ({"m": {"binary": "AA=="}}, 23),  # {"m":{"binary":"AA=="}}
+        ({"main": "\ud800"}, 17),  # a lone surrogate is written as its six-character escape, \ud800
     ],
 )
 def test_code_length_counts_like_json_stringify(modules: dict[str, object], length: int) -> None:
@@ -193,6 +197,45 @@ def test_server_length_and_the_5_mb_line() -> None:
     astral = {"main": "𝄞" * ((MAX_CODE_LENGTH - 10) // 2)}
     assert code_length(astral) > MAX_CODE_LENGTH
     assert CodeSet.of([Module("main", text="𝄞")]).server_length() == 13
+
+
+@pytest.mark.parametrize("branch", ["default", "é-branch", "𝄞"])
+@pytest.mark.parametrize(
+    "modules",
+    [
+        [],
+        [Module("main", text="module.exports.loop = () => {};")],
+        [Module("main", text='é 𝄞 \ud800 \n " \\ \u2028 \x7f')],
+        [Module("wasm", binary=b"\0\1\2"), Module("main", text="x")],
+    ],
+)
+def test_a_sets_lengths_are_those_of_its_wire_from_one_encoding(branch: str, modules: list[Module]) -> None:
+    code = CodeSet.of(modules)
+    assert code.server_length() == code_length(code.wire())
+    expected = upload_body_length(branch, code.wire())
+    assert code.upload_body_length(branch) == expected == len(upload_body(branch, code.wire()))
+
+
+def test_a_pickled_set_keeps_its_lengths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local read's child computes the lengths; the plan, given the pickled set, does not encode it again."""
+    import pickle
+
+    code = CodeSet.of([Module("main", text="x" * 10_000), Module("lib", text="é")])
+    expected = (code.server_length(), code.upload_body_length("default"))
+    back = pickle.loads(pickle.dumps(code))  # noqa: S301 - our own bytes
+    encoded: list[object] = []
+    original = codeset.request_body
+
+    def spy(body: object) -> bytes:
+        encoded.append(body)
+        return original(body)
+
+    monkeypatch.setattr(codeset, "request_body", spy)
+    assert (back.server_length(), back.upload_body_length("default")) == expected
+    wire = back.wire()
+    assert not any(b == wire or (isinstance(b, dict) and b.get("modules")) for b in encoded), "encoded again"
+    assert CodeSet.of([Module("main", text="y")]).server_length() == 12  # a set of its own: encoded here
+    assert {"main": "y"} in encoded
 
 
 def test_a_digest_is_sha256_of_the_kind_and_the_bytes_whether_memoised_or_not() -> None:
