@@ -334,3 +334,45 @@ def test_apply_yes_deflates_nothing_ahead_when_the_server_holds_the_code_already
     assert changed.code == 0, changed.err
     assert deflated == ["gitops-deflate"]  # a body that differs from what the server holds: deflated ahead again
     assert standin.app.encodings[(UPLOAD, "deflate")] == 2
+
+
+def test_a_body_prepared_for_a_write_is_sent_as_encoded_for_those_very_modules(
+    standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prepare_write`` encodes the body's JSON (or is given it: the body the local read made) once, and the write
+    of that very modules object sends those bytes; a write of another object, even an equal one, encodes its own."""
+    from types import MappingProxyType
+
+    from gitops.config.credentials import TokenAuth
+    from gitops.core.codeset import upload_body
+    from gitops.edges import client as client_module
+    from gitops.secrets import Secret
+
+    encoded: list[object] = []
+    original = client_module._json_body
+
+    def counting(body: object) -> bytes:
+        encoded.append(body)
+        return original(body)
+
+    monkeypatch.setattr(client_module, "_json_body", counting)
+    c = client_module.ServiceClient(
+        server_name="s", url=standin.url, auth=TokenAuth(Secret(FULL_TOKEN), "the variable T")
+    )
+    try:
+        modules = MappingProxyType(_modules(_bot(20_000)))
+        c.prepare_write("default", modules)
+        c.upload_code("default", modules)
+        assert sum(1 for b in encoded if isinstance(b, dict) and "modules" in b) == 1  # once, not twice
+        assert standin.branch_modules(ALICE, "default") == dict(modules)
+        # Given the body, it is sent as it is (here another set's, to show where the bytes come from).
+        given = upload_body("default", {"main": "given();"})
+        c.prepare_write("default", modules, content=given)
+        c.upload_code("default", modules)
+        assert standin.branch_modules(ALICE, "default") == {"main": "given();"}
+        # Another object with the same modules: encoded here, from the modules it was given.
+        c.prepare_write("default", modules, content=given)
+        c.upload_code("default", dict(modules))
+        assert standin.branch_modules(ALICE, "default") == dict(modules)
+    finally:
+        c.close()

@@ -228,6 +228,14 @@ _OBSERVE = textwrap.dedent(
             fh.write(json.dumps({"bodies_from_child": made}) + "\\n")
         return bodies
     localcode._bodies_from = bodies_from
+    from gitops.edges import client
+    original_json = client._json_body
+    def json_body(body):
+        if isinstance(body, dict) and ("modules" in body or "defaultModules" in body):
+            with open(os.environ["OBSERVE"], "a") as fh:
+                fh.write(json.dumps({"encoded_by": os.getpid()}) + "\\n")
+        return original_json(body)
+    client._json_body = json_body
     sys.argv = ["gitops", *sys.argv[1:]]
     from gitops.cli import main
     main()
@@ -252,7 +260,7 @@ def _bodies(observe: Path) -> list[list[object]]:
 def _events(observe: Path) -> tuple[dict[str, int | None], list[int]]:
     """The fork's record (its pid and the parent's), and which process read the code, in order. The parent logs
     the fork after the child began, so the child's read may be logged first."""
-    events = [json.loads(line) for line in observe.read_text().splitlines() if "bodies_from_child" not in line]
+    events = [json.loads(line) for line in observe.read_text().splitlines() if '"pid"' in line or '"read_by"' in line]
     started = [e for e in events if "pid" in e]
     assert len(started) == 1, events
     return started[0], [e["read_by"] for e in events if "read_by" in e]
@@ -294,6 +302,11 @@ def test_a_run_reads_its_code_in_a_child_and_plans_as_before(
     assert changed.returncode == 0, changed.stderr
     wire["lib/m007"] = "module.exports = 'seven';\n"
     assert _bodies(observe) == [["local", "main", len(upload_body("main", wire))]]
+    # The upload sent the child's body: this process encoded no upload body of its own.
+    assert '"encoded_by"' not in observe.read_text()
+    held = standin.branch_modules(ALICE, "main")
+    assert held is not None
+    assert held["lib/m007"] == "module.exports = 'seven';\n"
 
 
 def test_a_read_that_fails_in_the_child_fails_as_in_a_run_without_one(

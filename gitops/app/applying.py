@@ -143,7 +143,10 @@ def run_apply(
                     for b in part.branches:
                         creates = any(step.kind == "clone-branch" for step in b.steps)
                         if b.writes_code and (b.server, b.branch) in uploads:
-                            s.client(server).prepare_write(b.branch, uploads[(b.server, b.branch)], clone=creates)
+                            # The body the local read made, when it is this upload's: not encoded again.
+                            made = None if creates else s.body_ahead(b.server, b.branch, b.upload_digest)
+                            modules = uploads[(b.server, b.branch)]
+                            s.client(server).prepare_write(b.branch, modules, clone=creates, content=made)
                 s.prepare_compression(server)
 
             def done(outcome: Outcome) -> None:

@@ -50,6 +50,8 @@ class Session:
         self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
         self._deflating: Ahead | None = None
+        #: The upload bodies the local read made ahead, by (server, branch): the code's digest and the body's JSON.
+        self._bodies_ahead: dict[tuple[str, str], tuple[str, bytes]] = {}
 
     def servers(self) -> list[str]:
         """The servers the manifest's branches are on."""
@@ -265,9 +267,18 @@ class Session:
             from gitops.edges.client import deflate_ahead_body
 
             for body in bodies:
-                deflate_ahead_body(ahead, body.content())
+                content = body.content()
+                self._bodies_ahead[(body.server, body.branch)] = (body.digest, content)
+                deflate_ahead_body(ahead, content)
 
         return deflate, wanted
+
+    def body_ahead(self, server: str, branch: str, digest: str | None) -> bytes | None:
+        """The JSON of the upload body of ``branch`` that :meth:`deflate_ahead` was given, when it uploads code of
+        ``digest`` (:attr:`gitops.core.plan.BranchPlan.upload_digest`): equal digests, equal modules, and so the
+        same bytes as the client would encode (:func:`gitops.core.codeset.upload_body`); ``None`` otherwise."""
+        held = self._bodies_ahead.get((server, branch))
+        return held[1] if held is not None and digest is not None and held[0] == digest else None
 
     def may_compress(self) -> frozenset[str]:
         """The servers whose uploads the manifest lets go compressed (``compress`` is not ``never``)."""

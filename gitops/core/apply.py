@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from gitops.core.codeset import CodeSet, WireModule
@@ -36,16 +37,17 @@ class Outcome:
 
 def verify_plan(
     plan: Plan, readers: Mapping[str, RemoteReader], *, saved: bool
-) -> dict[tuple[str, str], dict[str, WireModule]]:
+) -> dict[tuple[str, str], Mapping[str, WireModule]]:
     """Check that the servers still hold what the plan saw, before anything is written.
 
     For a saved plan (``saved``) every branch that the plan uploads to is downloaded again and compared with the
     state the plan was made from; any difference makes the plan stale. Server-only modules that the plan keeps but
-    does not hold are taken from this download. Returns the module sets to upload, per (server, branch).
+    does not hold are taken from this download. Returns the module sets to upload, per (server, branch): read-only,
+    so that a body encoded from one of them ahead of its write (the client's ``prepare_write``) stays its body.
     """
     stale: list[str] = []
     edited: list[str] = []
-    uploads: dict[tuple[str, str], dict[str, WireModule]] = {}
+    uploads: dict[tuple[str, str], Mapping[str, WireModule]] = {}
     for branch in plan.branches:
         if branch.steps and branch.remote.how == "unknown":
             # Never write blind: cloning onto a branch that exists after all would reset it.
@@ -68,7 +70,7 @@ def verify_plan(
             if current is not None:
                 _fill_kept(modules, payload, current)
                 edited += server_problems(branch, payload, current) if saved else []
-        uploads[(branch.server, branch.branch)] = dict(sorted(modules.items()))
+        uploads[(branch.server, branch.branch)] = MappingProxyType(dict(sorted(modules.items())))
     if edited:
         # The seal (checked when the file was loaded) cannot cover the modules planned as unchanged, nor bind the
         # shown diffs to the payload; the download can.

@@ -393,6 +393,9 @@ class ServiceClient:
         #: ``compress`` and what the server is known to take (``gitops.app.session.Session.writer``).
         self.compress = False
         self._ahead = Ahead()
+        #: The bodies prepare_write encoded, by branch and kind (clone or not), each for the write of those very
+        #: modules (by identity) that follows it.
+        self._prepared: dict[tuple[str, bool], tuple[Mapping[str, WireModule], bytes]] = {}
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
         #: The kept-alive connection's socket, for the deadline's watchdog (None: a test's transport, no sockets).
         self._connections: Connections | None = None
@@ -484,21 +487,40 @@ class ServiceClient:
         """
         # The record of what the branch will hold is made while the upload is on its way.
         written: Background[CodeSet | None] = Background(lambda: CodeSet.from_wire(dict(modules)))
+        body = self._take_prepared(branch, modules, clone=False) or _upload_body(branch, modules)
         try:
             with _in_flight(f"the upload to {self.server_name}/{branch}"):
-                data = self._call("POST", _CODE, body=_upload_body(branch, modules), compress=self.compress)
+                data = self._call("POST", _CODE, body=body, compress=self.compress)
         except BaseException:
             written.join()
             self._observer.forget_branch(branch)
             raise
         self._remember_written(branch, written, data)
 
-    def prepare_write(self, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False) -> None:
+    def prepare_write(
+        self, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False, content: bytes | None = None
+    ) -> None:
         """Start deflating, in a background thread, the body that :meth:`upload_code` (or with ``clone``,
         :meth:`clone_branch` creating the branch with these modules) will send, so that the work runs while the run
         waits for something else (the compression probe's answer); nothing is sent. Pointless, and so skipped, for a
-        body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
-        deflate_write_ahead(self._ahead, branch, modules, clone=clone)
+        body below :data:`COMPRESS_MIN_BYTES` (sent as it is).
+
+        The body's JSON is kept for the next write of ``branch``: when that write is given the very same
+        ``modules`` object (unchanged: the caller's, read-only), it sends these bytes instead of encoding the ~5 MB
+        again. ``content`` is that JSON when the caller has it already (the upload body the local read made, for
+        code of the same digest: :func:`gitops.core.codeset.upload_body`, byte for byte)."""
+        if content is None:
+            content = _json_body(_clone_body(branch, None, modules) if clone else _upload_body(branch, modules))
+        self._prepared[(branch, clone)] = (modules, content)
+        deflate_ahead_body(self._ahead, content)
+
+    def _take_prepared(self, branch: str, modules: Mapping[str, WireModule], *, clone: bool) -> _Encoded | None:
+        """The body :meth:`prepare_write` encoded for this write (the same branch, kind and ``modules`` object);
+        ``None`` otherwise. Taken once."""
+        prepared = self._prepared.pop((branch, clone), None)
+        if prepared is None or prepared[0] is not modules:
+            return None
+        return _Encoded(prepared[1])
 
     def clone_branch(
         self, new_name: str, source: str | None = None, modules: Mapping[str, WireModule] | None = None
@@ -507,12 +529,15 @@ class ServiceClient:
         (``defaultModules``, as rollup-plugin-screeps creates branches: no upload is needed after it), or with the
         server's default modules when neither is given."""
         body = _clone_body(new_name, source, modules)
+        prepared = (
+            self._take_prepared(new_name, modules, clone=True) if modules is not None and source is None else None
+        )
         written: Background[CodeSet | None] = Background(
             lambda: None if modules is None else CodeSet.from_wire(dict(modules))
         )
         try:
             with _in_flight(f"the creation of {self.server_name}/{new_name}"):
-                data = self._call("POST", CLONE.split(" ", 1)[1], body=body, compress=self.compress)
+                data = self._call("POST", CLONE.split(" ", 1)[1], body=prepared or body, compress=self.compress)
         except BaseException:
             written.join()
             self._observer.forget_branch(new_name)
@@ -696,7 +721,7 @@ class ServiceClient:
         headers = self._auth_headers(path)
         content = None
         if body is not None:
-            content = _json_body(body)
+            content = body.content if isinstance(body, _Encoded) else _json_body(body)
             headers["Content-Type"] = "application/json; charset=utf-8"
             if encoding == "force" or (encoding == "deflate" and len(content) >= COMPRESS_MIN_BYTES):
                 # The server applies its limits (5 MB of code, 8 MiB of body) to the inflated body, as before.
@@ -1181,12 +1206,11 @@ def deflate_ahead_body(ahead: Ahead, content: bytes) -> None:
         ahead.start(content)
 
 
-def deflate_write_ahead(ahead: Ahead, branch: str, modules: Mapping[str, WireModule], *, clone: bool = False) -> None:
-    """Have ``ahead`` deflate the body that :meth:`ServiceClient.upload_code` (``clone``:
-    :meth:`ServiceClient.clone_branch` creating the branch with ``modules``) sends, byte for byte; nothing for a
-    body below :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
-    body = _clone_body(branch, None, modules) if clone else _upload_body(branch, modules)
-    deflate_ahead_body(ahead, _json_body(body))
+@dataclass(frozen=True)
+class _Encoded:
+    """A request body already encoded: its JSON bytes, as :func:`_json_body` would make them."""
+
+    content: bytes
 
 
 def _upload_body(branch: str, modules: Mapping[str, WireModule]) -> dict[str, Any]:
