@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 Files = Mapping[str, str | bytes]
@@ -122,3 +123,17 @@ _FOREGROUND_SHIM = (
 def interruptible_python(*args: str) -> list[str]:
     """The argv of ``python ARGS...`` that Ctrl-C (SIGINT) reaches, whatever the test process inherited."""
     return [sys.executable, "-c", _FOREGROUND_SHIM, *args]
+
+
+def record_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
+    """Wrap ``owner.name`` (a function of one argument) for the test: each call still runs, and its argument is
+    appended to the list returned."""
+    calls: list[Any] = []
+    original = getattr(owner, name)
+
+    def recording(argument: Any) -> Any:
+        calls.append(argument)
+        return original(argument)
+
+    monkeypatch.setattr(owner, name, recording)
+    return calls

@@ -18,6 +18,7 @@ import pytest
 from gitops.edges.client import COMPRESS_MIN_BYTES, PROBE_BRANCH
 from gitops.standin.bounds import MAX_BODY
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
+from tests.factories import record_calls
 from tests.project import Project
 
 UPLOAD = "POST /api/user/code"
@@ -348,14 +349,7 @@ def test_a_body_prepared_for_a_write_is_sent_as_encoded_for_those_very_modules(
     from gitops.edges import client as client_module
     from gitops.secrets import Secret
 
-    encoded: list[object] = []
-    original = client_module._json_body
-
-    def counting(body: object) -> bytes:
-        encoded.append(body)
-        return original(body)
-
-    monkeypatch.setattr(client_module, "_json_body", counting)
+    encoded = record_calls(monkeypatch, client_module, "_json_body")
     c = client_module.ServiceClient(
         server_name="s", url=standin.url, auth=TokenAuth(Secret(FULL_TOKEN), "the variable T")
     )

@@ -15,7 +15,7 @@ from gitops.core.endpoints import MAX_CODE_LENGTH
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
 from gitops.standin.testing import StandIn
-from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest
+from tests.factories import commit_all, git, make_repo, manifest_data, record_calls, write_files, write_manifest
 
 WASM = b"\0asm\x01\0\0\0"
 BOT: dict[str, str | bytes] = {
@@ -342,14 +342,7 @@ def test_one_bot_on_several_servers_is_read_once(here: Path, monkeypatch: pytest
         {**BINARY_BRANCH, "server": "home", "branch": "wasm"},
     ]
     loaded = load(here, servers=SERVERS, branches=branches)
-    reads: list[str] = []
-    real = sources.read_whole
-
-    def counting(path: str) -> bytes:
-        reads.append(path)
-        return real(path)
-
-    monkeypatch.setattr(sources, "read_whole", counting)
+    reads = record_calls(monkeypatch, sources, "read_whole")
     local = read_local_code(loaded)
     assert [b.label for b in local.branches] == ["mmo/main", "season/main", "home/main", "home/wasm"]
     mmo, season, home, wasm = local.branches

@@ -22,6 +22,7 @@ from gitops.core.codeset import (
     upload_body_length,
 )
 from gitops.core.endpoints import MAX_CODE_LENGTH
+from tests.factories import record_calls
 
 
 @pytest.mark.parametrize("name", ["main", "role.harvester", "lib/util", "win\\path", "a$b", "a$DOT", "a$dot$b"])
@@ -223,14 +224,7 @@ def test_a_pickled_set_keeps_its_lengths(monkeypatch: pytest.MonkeyPatch) -> Non
     code = CodeSet.of([Module("main", text="x" * 10_000), Module("lib", text="é")])
     expected = (code.server_length(), code.upload_body_length("default"))
     back = pickle.loads(pickle.dumps(code))  # noqa: S301 - our own bytes
-    encoded: list[object] = []
-    original = codeset.request_body
-
-    def spy(body: object) -> bytes:
-        encoded.append(body)
-        return original(body)
-
-    monkeypatch.setattr(codeset, "request_body", spy)
+    encoded = record_calls(monkeypatch, codeset, "request_body")
     assert (back.server_length(), back.upload_body_length("default")) == expected
     wire = back.wire()
     assert not any(b == wire or (isinstance(b, dict) and b.get("modules")) for b in encoded), "encoded again"
