@@ -203,11 +203,11 @@ class LocalRead:
     Linux, while the process has one thread), so that the read runs on another core beside those imports instead of
     sharing this interpreter with them. The commands that plan make it as soon as the manifest is loaded
     (:func:`read_ahead`), before they import the planning itself. The caller calls :meth:`start` just before its
-    first request. A worker
-    thread then waits for the child's code (or, where nothing was forked, reads it itself), calls ``then`` with it
-    and imports ``then_import``: the modules the caller needs once the servers have answered. Neither the child nor
-    the worker touches a ledger, a client or the terminal, so nothing is shared but the result. The worker is a
-    daemon thread: a Ctrl-C in the main thread ends the run without waiting for it (the child is killed).
+    first request. A worker thread then waits for the child's code (or, where nothing was forked, reads it itself),
+    calls ``then`` with it and imports ``then_import``: the modules the caller needs once the servers have
+    answered. Neither the child nor the worker touches a ledger, a client or the terminal, so nothing is shared but
+    the result. The worker is a daemon thread: a Ctrl-C in the main thread ends the run without waiting for it (the
+    child is killed).
 
     The child never reports an error: when its read fails, or its result cannot come back, the worker reads the
     code again in this process, so that an error is raised, worded and exited with exactly as before.
