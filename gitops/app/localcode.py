@@ -128,9 +128,7 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
     commands = build_commands(loaded.manifest)
     if not commands:
         return 0
-    secret = secret_names(env, loaded.every_server)
-    for value in secret_values(env, loaded.every_server):
-        register(value)
+    secret = register_secrets(loaded, env)
     build_env = build_environment(env, secret)
     seal_process(secret)
     with interrupts_as_keyboard():
