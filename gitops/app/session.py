@@ -245,18 +245,19 @@ class Session:
         those are (:data:`gitops.app.localcode.Wanted`). The body of each branch is deflated in a background thread
         (:class:`gitops.edges.bodies.Ahead`), the bytes that :meth:`gitops.edges.client.ServiceClient.upload_code`
         would send, so that the upload finds them ready instead of waiting ~50 ms for them. Only for servers whose
-        uploads may go compressed (decided here, in this thread, from the manifest and the ledgers;
-        :meth:`may_compress`). A branch the plan does not upload has cost a background deflate and nothing else;
-        the threads are joined when the session closes. Code that the ledger says the server holds already (a
+        uploads may go compressed (decided here, in this thread, from the manifest and the ledgers). A branch the
+        plan does not upload has cost a background deflate and nothing else; the threads are joined when the
+        session closes. Code that the ledger says the server holds already (a
         deploy that most likely changes nothing) gets no body: the rare upload it needs after all (the server was
         changed behind the tool's back) deflates its body then."""
         from gitops.edges.bodies import Ahead
 
         wanted: dict[tuple[str, str], str | None] = {}
-        for server in self.may_compress():
+        for server in self.servers():
+            mode = self.loaded.manifest.servers[server].compress
             with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
                 ledger = self.ledger(server)
-                if self.loaded.manifest.servers[server].compress == "always" or ledger.compression() is not False:
+                if mode == "always" or (mode == "auto" and ledger.compression() is not False):
                     # compressed, or a probe or a password sign-in may say so
                     for config in self.loaded.manifest.branches:
                         if config.server == server:
@@ -279,10 +280,6 @@ class Session:
         same bytes as the client would encode (:func:`gitops.core.codeset.upload_body`); ``None`` otherwise."""
         held = self._bodies_ahead.get((server, branch))
         return held[1] if held is not None and digest is not None and held[0] == digest else None
-
-    def may_compress(self) -> frozenset[str]:
-        """The servers whose uploads the manifest lets go compressed (``compress`` is not ``never``)."""
-        return frozenset(s for s in self.servers() if self.loaded.manifest.servers[s].compress != "never")
 
     def learn_unlimited(self, server: str) -> bool:
         """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on
