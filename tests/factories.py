@@ -6,9 +6,11 @@ the tests do not depend on the machine's Git configuration.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +139,23 @@ def record_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> l
 
     monkeypatch.setattr(owner, name, recording)
     return calls
+
+
+def wait_while_running(proc: subprocess.Popen[Any], condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll ``condition`` every 20 ms until it holds, ``proc`` has ended or ``timeout`` seconds have passed; the
+    caller asserts what it waited for."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
+    """``proc`` for the block; killed and collected after it if it still runs (a test that failed midway leaves no
+    process behind)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

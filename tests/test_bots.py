@@ -22,7 +22,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.factories import git, interruptible_python
+from tests.factories import git, interruptible_python, reaped
 from tests.project import Project, Result
 
 REPO = Path(__file__).resolve().parent.parent
@@ -227,7 +227,7 @@ def test_an_interrupted_build_leaves_no_checkout_and_no_process(tmp_path: Path, 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    try:
+    with reaped(proc):
         deadline = time.monotonic() + 30
         while not (started.exists() and started.read_text().strip()) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -235,10 +235,6 @@ def test_an_interrupted_build_leaves_no_checkout_and_no_process(tmp_path: Path, 
         build_pid = int(started.read_text())
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 130, err.decode()
     assert b"interrupted" in err
     assert worktrees(repo) == [f"worktree {repo}"]

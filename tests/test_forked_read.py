@@ -25,7 +25,7 @@ import pytest
 from gitops.core.codeset import WireModule, upload_body
 from gitops.edges.forked import ForkedCall, can_fork
 from gitops.standin.testing import ALICE, StandIn
-from tests.factories import interruptible_python
+from tests.factories import interruptible_python, reaped, wait_while_running
 from tests.project import Project, one_branch_project
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork is used on Linux only")
@@ -341,23 +341,15 @@ def test_ctrl_c_during_the_childs_read_kills_the_child(
     argv = interruptible_python("-c", _OBSERVE, "plan", "-m", str(p.root / "gitops.yaml"))
     env = {**os.environ, "NO_COLOR": "1", "OBSERVE": str(observe), "SLOW_READ": "60"}
     proc = subprocess.Popen([*argv, "--state-dir", str(p.state_dir)], env=env, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while standin.count(LIST) == 0 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+    with reaped(proc):
+        wait_while_running(proc, lambda: standin.count(LIST) > 0)
         assert standin.count(LIST) == 1, "the branch list was not asked"
-        deadline = time.monotonic() + 30
-        while not (observe.exists() and '"pid"' in observe.read_text()) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_while_running(proc, lambda: observe.exists() and '"pid"' in observe.read_text())
         child = _events(observe)[0]["pid"]
         assert isinstance(child, int)
         assert _alive(child)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=25)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     assert not _alive(child)

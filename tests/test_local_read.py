@@ -17,7 +17,7 @@ from gitops.app.localcode import LocalRead
 from gitops.config.manifest import load_manifest
 from gitops.edges.threads import start_quiet
 from gitops.standin.testing import StandIn
-from tests.factories import interruptible_python
+from tests.factories import interruptible_python, reaped, wait_while_running
 from tests.project import Project, one_branch_project
 
 LIST = "GET /api/user/branches"
@@ -109,10 +109,8 @@ def test_ctrl_c_while_the_server_is_awaited_ends_the_run_at_once(
     proc = subprocess.Popen(
         interruptible_python(*argv), env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    try:
-        deadline = time.monotonic() + 30
-        while standin.count(LIST) == 0 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+    with reaped(proc):
+        wait_while_running(proc, lambda: standin.count(LIST) > 0)
         assert standin.count(LIST) == 1, "the branch list was not asked"
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
@@ -124,10 +122,6 @@ def test_ctrl_c_while_the_server_is_awaited_ends_the_run_at_once(
             _, err = proc.communicate(timeout=15)
             pytest.fail("the run did not end within 25 s of the Ctrl-C; its threads:\n" + err.decode())
         waited = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 130, err.decode()
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1, err.decode()
@@ -162,17 +156,11 @@ def test_ctrl_c_during_an_upload_says_it_may_have_landed(
     proc = subprocess.Popen(
         interruptible_python(*argv), env={**os.environ, "NO_COLOR": "1"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    try:
-        deadline = time.monotonic() + 30
-        while standin.count("POST /api/user/code") == 0 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.02)
+    with reaped(proc):
+        wait_while_running(proc, lambda: standin.count("POST /api/user/code") > 0)
         assert standin.count("POST /api/user/code") == 1, "the upload was not sent"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=25)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 130, err.decode()
     text = err.decode()
     assert "interrupted while the upload to local/default was in flight: the server may have received it" in text

@@ -19,7 +19,7 @@ from gitops.app.options import Options
 from gitops.app.watch import WatchSettings, WatchState, watch
 from gitops.edges.watching import file_changes
 from gitops.standin.testing import ALICE, StandIn
-from tests.factories import interruptible_python
+from tests.factories import interruptible_python, reaped
 from tests.project import Project
 
 UPLOAD = "POST /api/user/code"
@@ -204,15 +204,11 @@ def test_ctrl_c_stops_the_cli_cleanly(project: Project, standin: StandIn, tmp_pa
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with reaped(child):
         assert wait_for(lambda: main_module(standin) is not None, 20)
         time.sleep(0.5)
         child.send_signal(signal.SIGINT)
         out, err = child.communicate(timeout=15)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.communicate()
     assert child.returncode == 0, err
     assert "Traceback" not in err
     assert "deployed local/main" in out
