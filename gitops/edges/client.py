@@ -75,7 +75,7 @@ from gitops.core.endpoints import (
     window_key,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
-from gitops.edges.bodies import Ahead, deflated
+from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
@@ -108,8 +108,6 @@ BACKOFF_TOTAL = 30.0
 #: rate-limit wait the next request opens a new connection. Servers drop theirs later (Node's default is 5 s).
 _KEEPALIVE_SECONDS = 3.0
 
-#: The smallest request body worth compressing: below it the bytes saved do not pay for the work (a few packets).
-COMPRESS_MIN_BYTES = 64 * 1024
 #: The branch name the compression probe activates: never a real one (the probe is sent only when the branch list
 #: shows no branch of that name), and too long for the game's own branch names.
 PROBE_BRANCH = "gitops-compression-probe-0000000"
