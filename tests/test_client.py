@@ -199,6 +199,26 @@ def test_get_retries_500_then_succeeds(make_client: Callable[..., ServiceClient]
     assert clock.slept == [0.5]
 
 
+def test_retries_after_the_first_attempt_count_it_as_their_first(
+    make_client: Callable[..., ServiceClient], clock: ManualClock
+) -> None:
+    """The first attempt is sent without tenacity (imported only when it fails, gitops.edges.retries); the retries
+    count it all the same: three failures, then the answer, with the backoff and the debug lines of one loop."""
+    lines: list[str] = []
+    rec = Recorder(
+        httpx.Response(500, text="oops"),
+        httpx.Response(502, text="bad"),
+        httpx.RemoteProtocolError("Server disconnected"),
+        ok({"list": []}),
+    )
+    assert make_client(rec, log=lines.append).list_branches() == []
+    assert len(rec.requests) == 4
+    assert clock.slept == [0.5, 1.0, 2.0]
+    retried = [line for line in lines if "retrying" in line]
+    assert [line.split(" failed")[0] for line in retried] == ["attempt 1", "attempt 2", "attempt 3"]
+    assert retried[0].endswith("retrying in 0.5 s")
+
+
 def test_get_retries_dropped_connection(make_client: Callable[..., ServiceClient]) -> None:
     rec = Recorder(httpx.RemoteProtocolError("Server disconnected"), ok({"list": []}))
     assert make_client(rec).list_branches() == []

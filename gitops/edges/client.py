@@ -13,7 +13,8 @@ for the service):
   ``X-RateLimit-*`` headers, branch states, the branch list and the token's unlimited period go to an
   :class:`Observer` that the caller supplies (the ledger is one). The client never writes a file: saving what was
   learnt is the session's job, once per logical step;
-* transient failures: a read is retried with exponential backoff (tenacity), a write at most once;
+* transient failures: a read is retried with exponential backoff (tenacity, imported at the first failure), a
+  write at most once;
 * bounds: each request, retries included, ends within ``timeout`` seconds, and each answer is read up to the cap of
   its endpoint (:mod:`gitops.edges.http` reads; :func:`gitops.core.endpoints.answer_cap` says how much);
 * secrets: log lines carry method, sanitised URL, status and time, never headers or bodies; every message is
@@ -35,18 +36,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import httpx
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_any,
-    wait_exponential,
-)
-from tenacity.stop import stop_base
 
 from gitops import __version__
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
@@ -82,6 +74,9 @@ from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse
 from gitops.edges.threads import Background
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
+
+if TYPE_CHECKING:  # tenacity is imported when a first attempt fails (gitops.edges.retries)
+    from tenacity import RetryCallState
 
 __all__ = [
     "DeferredObserver",
@@ -688,20 +683,24 @@ class ServiceClient:
         send the same again)."""
         outer = self._deadline  # a sign-in is sent from inside another request's attempt: keep that one's
         self._deadline = time.monotonic() + self._timeout
-        retrying = Retrying(
-            stop=stop_any(
-                stop_after_attempt(READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS),
-                _StopAfterWaiting(),
-                _StopAtDeadline(lambda: self._deadline),
-            ),
-            wait=wait_exponential(multiplier=BACKOFF_FIRST, min=BACKOFF_FIRST, max=BACKOFF_MAX),
-            retry=retry_if_exception_type(_Transient),
-            sleep=self._retry_sleep,
-            before_sleep=self._log_retry,
-            reraise=True,
-        )
         try:
-            return retrying(self._attempt, method, path, endpoint, params, body, encoding)
+            failed: list[BaseException] = []  # handed over, not kept here: its answer may be large
+            try:
+                return self._attempt(method, path, endpoint, params, body, encoding)
+            except _Transient as exc:
+                failed.append(exc)
+            # The rest of the attempts go through tenacity, imported only now (gitops.edges.retries).
+            from gitops.edges.retries import after_first
+
+            return after_first(
+                failed,
+                lambda: self._attempt(method, path, endpoint, params, body, encoding),
+                attempts=READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS,
+                backoff=(BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_TOTAL),
+                deadline=lambda: self._deadline,
+                sleep=self._retry_sleep,
+                before_sleep=self._log_retry,
+            )
         except _Transient as exc:
             raise exc.error from None
         finally:
@@ -1093,24 +1092,6 @@ class ReadOnlyClient:
     def get_code(self, branch: str) -> CodeSet | None:
         """The modules of ``branch``, or ``None`` when the branch does not exist."""
         return self._client.get_code(branch)
-
-
-class _StopAtDeadline(stop_base):
-    """No retry after the request's deadline (a :func:`time.monotonic` instant), nor one its backoff would start
-    after it: a silent server is reported after the timeout, not after each attempt's."""
-
-    def __init__(self, deadline: Callable[[], float]) -> None:
-        self._deadline = deadline
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return time.monotonic() + retry_state.upcoming_sleep >= self._deadline()
-
-
-class _StopAfterWaiting(stop_base):
-    """Bounded in time as well as in count: ``idle_for`` is the backoff already waited (on the injected clock)."""
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        return retry_state.idle_for >= BACKOFF_TOTAL
 
 
 def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit:
