@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitops.app.targets import Targets
-from gitops.core.health import VerifyOverrides
 from gitops.edges.clock import Clock, SystemClock, Waiting
+
+if TYPE_CHECKING:
+    from gitops.core.health import VerifyOverrides
 
 Refresh = Literal["always", "auto", "never"]
 #: ``--refresh``: always download every branch; auto: skip branches this tool uploaded recently; never: the ledger.
@@ -51,8 +53,9 @@ class Options:
     waiting: Waiting | None = None
     #: ``--server``/``--branch``: the session sees only these (:func:`gitops.app.targets.select`).
     targets: Targets = field(default_factory=Targets)
-    #: ``--no-verify`` and the overrides of ``verify:`` (ticks, time limit).
-    verify: VerifyOverrides = field(default_factory=VerifyOverrides)
+    #: ``--no-verify`` and the overrides of ``verify:`` (ticks, time limit); ``None``: none, the manifest's
+    #: ``verify:`` as written (:mod:`gitops.core.health` is then not imported before the plan needs it).
+    verify: VerifyOverrides | None = None
     #: ``apply --yes`` (no saved plan, nothing to confirm): what applying will need is prepared while the servers
     #: are read, instead of after the plan is shown: the compression probe when it is due (:mod:`gitops.app.ahead`)
     #: and the deflate of the upload bodies (:meth:`gitops.app.session.Session.deflate_ahead`).

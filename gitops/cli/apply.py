@@ -107,9 +107,10 @@ def apply(
         servers=servers,
         branches=branches,
     )
-    from gitops.core.health import VerifyOverrides
+    if no_verify or verify_ticks is not None or verify_timeout is not None:
+        from gitops.core.health import VerifyOverrides
 
-    options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
+        options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
     options.unattended_apply = yes and not saved
     if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
