@@ -145,7 +145,7 @@ def wanted(s: Session, server: str) -> tuple[bool, list[str]]:
     query = ledger.scope() is None
     names = server_branches(s.loaded, server)
     # Only where the branch list is known to carry no code: elsewhere (the stand-in) the list is the download.
-    unknown = [name for name in names if ledger.remembered_branch(name) is None]
+    unknown = [name for name in names if not ledger.knows_branch(name)]
     downloads = unknown if is_official(s.loaded.manifest.servers[server].url) else []
     return query, downloads[: MOST - int(query)]
 
