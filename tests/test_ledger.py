@@ -222,6 +222,41 @@ def test_branches_are_remembered_without_text(tmp_path: Path, clock: ManualClock
     assert again.unlimited_until == START + 7200
 
 
+def test_a_remembered_branch_follows_its_record(tmp_path: Path, clock: ManualClock) -> None:
+    """remembered_branch builds a record's module facts once (a plan asks for a branch several times), and never
+    answers with the facts of a record it replaced: a new state, a missing branch, a stamp, a forgotten branch."""
+    ledger = open_ledger(tmp_path, clock)
+    assert not ledger.knows_branch("default")
+    first = CodeSet.of([Module("main", text="one")])
+    ledger.remember_branch(RemoteBranch.from_code("default", first, START, "download"))
+    asked = ledger.remembered_branch("default")
+    again = ledger.remembered_branch("default")
+    assert asked is not None
+    assert again is not None
+    assert ledger.knows_branch("default")
+    assert again.modules is asked.modules  # built once
+    second = CodeSet.of([Module("main", text="two"), Module("util", text="three")])
+    ledger.remember_branch(RemoteBranch.from_code("default", second, START + 1, "own-upload"))
+    now = ledger.remembered_branch("default")
+    assert now is not None
+    assert now.modules is not None
+    assert {n: m.digest for n, m in now.modules.items()} == {m.name: m.digest for m in second}
+    assert (now.digest, now.how) == (second.digest, "own-upload")
+    ledger.stamp_branch("default", "1700000000000")
+    stamped = ledger.remembered_branch("default")
+    assert stamped is not None
+    assert stamped.stamp == "1700000000000"
+    assert stamped.modules == now.modules
+    ledger.remember_branch(RemoteBranch.missing("default", START + 2))
+    missing = ledger.remembered_branch("default")
+    assert missing is not None
+    assert not missing.exists
+    assert ledger.knows_branch("default")
+    ledger.forget_branch("default")
+    assert ledger.remembered_branch("default") is None
+    assert not ledger.knows_branch("default")
+
+
 def test_no_fingerprint_opens_the_last_one_used(tmp_path: Path, clock: ManualClock) -> None:
     assert open_ledger(tmp_path, clock, None).remembered_branch_list() is None
     first = open_ledger(tmp_path, clock, "aaaaaaaaaaaaaaaa")
