@@ -91,6 +91,32 @@ def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path)
     assert done.stderr == ""
 
 
+def test_the_childs_code_comes_with_its_digest(tmp_path: Path) -> None:
+    """The child computes each branch's code digest before pickling the code: the plan needs it, and this
+    process then does not hash the 2,000 module digests again (the digest is kept with the set)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.js").write_text("module.exports.loop = () => {};\n", encoding="utf-8")
+    (tmp_path / "gitops.yaml").write_text(
+        "version: 1\nservers:\n  local:\n    url: http://127.0.0.1:21025\n    token_env: SCREEPS_TOKEN\n"
+        "branches:\n  - server: local\n    branch: main\n    root: src\n",
+        encoding="utf-8",
+    )
+    done = _script(
+        tmp_path,
+        """
+        from pathlib import Path
+        from gitops.app.localcode import LocalRead
+        from gitops.config.manifest import load_manifest
+        reading = LocalRead(load_manifest(Path("gitops.yaml")), None, {})
+        forked = reading._forked is not None
+        code = reading.result().branches[0].code
+        print(json.dumps({"forked": forked, "digest_kept": "digest" in vars(code), "main": code.names()}))
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"forked": True, "digest_kept": True, "main": ["main"]}
+
+
 @pytest.mark.parametrize("work", ["raise SystemExit(3)", "raise ValueError('secret-canary-0123')", "return lambda: 1"])
 def test_a_child_that_fails_answers_none_and_says_nothing(tmp_path: Path, work: str) -> None:
     """An exception, an exit or a result that cannot be pickled: ``None`` (the caller reads again itself), and

@@ -188,6 +188,14 @@ def _bodies_from(preface: bytes) -> list[UploadBody]:
     return [UploadBody(server, branch, digest, _given(content)) for server, branch, digest, content in made]
 
 
+def _digested(local: LocalCode) -> LocalCode:
+    """``local``, each branch's code digest computed (kept with the set, which the child pickles): the plan needs
+    it, and the child's core has the time."""
+    for branch in local.branches:
+        _ = branch.code.digest
+    return local
+
+
 def _given(content: bytes) -> Callable[[], bytes]:
     return lambda: content
 
@@ -249,7 +257,7 @@ class LocalRead:
             register_secrets(loaded, env)
             # With bodies, the child makes the upload bodies that start() tells it are wanted, so that their deflate
             # can start before its code is unpickled here.
-            self._forked = ForkedCall.start(self._read, _bodies_made if bodies else None)
+            self._forked = ForkedCall.start(lambda: _digested(self._read()), _bodies_made if bodies else None)
 
     def start(
         self,
