@@ -21,20 +21,12 @@ from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
-from gitops.core.drift import (
-    Drift,
-    compare,
-    equal_to_repository,
-    record_from_branch,
-    source_commit,
-    source_text,
-    with_drift,
-)
 from gitops.core.endpoints import ACTIVATE, DOWNLOAD
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
+    from gitops.core.drift import Drift
     from gitops.core.plan import Plan
 
 #: The modules that talk to a server. This thread imports them before :class:`LocalRead` starts its worker: two
@@ -193,6 +185,15 @@ def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
     (``verified``) first: what the server holds is then what Git holds, so nothing was lost outside Git. A pending
     upload found on the server (its answer was lost) becomes the applied record. Saved as one step.
     """
+    from gitops.core.drift import (  # imported by the worker meanwhile (with gitops.core.plan)
+        compare,
+        equal_to_repository,
+        record_from_branch,
+        source_commit,
+        source_text,
+        with_drift,
+    )
+
     drifts: dict[tuple[str, str], Drift] = {}
     for branch in plan.branches:
         ledger = s.ledger(branch.server)

@@ -47,7 +47,6 @@ import orjson
 from gitops.config.folders import user_folder
 from gitops.core.budget import WindowState
 from gitops.core.codeset import request_body
-from gitops.core.drift import AppliedRecord
 from gitops.core.endpoints import (
     ENDPOINT_LIMITS,
     GLOBAL_KEY,
@@ -68,6 +67,7 @@ from gitops.secrets import redact
 if TYPE_CHECKING:  # at run time imported by _validated only (see there)
     from annotated_types import Ge
 
+    from gitops.core.drift import AppliedRecord  # imported by _record: once the servers answered
     from gitops.edges.locking import FileLock
 
 __all__ = [
@@ -925,6 +925,8 @@ def _applied(record: AppliedRecord) -> _Applied:
 def _record(name: str, stored: _Applied | None) -> AppliedRecord | None:
     if stored is None:
         return None
+    from gitops.core.drift import AppliedRecord
+
     facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in stored.modules.items()}
     return AppliedRecord(name, facts, stored.digest, stored.applied_at, stored.how, stored.commit, stored.source)
 
