@@ -695,6 +695,7 @@ class ServiceClient:
             return after_first(
                 failed,
                 lambda: self._attempt(method, path, endpoint, params, body, encoding),
+                retry_on=_Transient,
                 attempts=READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS,
                 backoff=(BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_TOTAL),
                 deadline=lambda: self._deadline,

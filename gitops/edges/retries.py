@@ -29,19 +29,19 @@ def after_first(
     failed: list[BaseException],
     attempt: Callable[[], T],
     *,
+    retry_on: type[BaseException],
     attempts: int,
     backoff: tuple[float, float, float],
     deadline: Callable[[], float],
     sleep: Callable[[float], None],
     before_sleep: Callable[[RetryCallState], None],
 ) -> T:
-    """What ``attempt`` returns once it succeeds, after ``failed`` (a list holding the first attempt's exception, of
-    the type that is retried; taken out of it, so that nothing keeps that attempt's answer alive during the next
-    one); the last attempt's exception when they run out. ``attempts`` counts the first one; ``backoff`` is
-    (first wait, longest wait, longest total waited) in seconds; no attempt starts at or after ``deadline()`` (a
-    :func:`time.monotonic` instant), nor one whose wait would end past it."""
+    """What ``attempt`` returns once it succeeds, after ``failed`` (a list holding the first attempt's exception, a
+    ``retry_on``; taken out of it, so that nothing keeps that attempt's answer alive during the next one). Only
+    ``retry_on`` exceptions are retried; the last attempt's exception is raised when they run out. ``attempts``
+    counts the first one; ``backoff`` is (first wait, longest wait, longest total waited) in seconds; no attempt
+    starts at or after ``deadline()`` (a :func:`time.monotonic` instant), nor one whose wait would end past it."""
     first, longest, total = backoff
-    retried = type(failed[0])
 
     def again() -> T:
         if failed:
@@ -51,7 +51,7 @@ def after_first(
     retrying = Retrying(
         stop=stop_any(stop_after_attempt(attempts), _StopAfterWaiting(total), _StopAtDeadline(deadline)),
         wait=wait_exponential(multiplier=first, min=first, max=longest),
-        retry=retry_if_exception_type(retried),
+        retry=retry_if_exception_type(retry_on),
         sleep=sleep,
         before_sleep=before_sleep,
         reraise=True,
