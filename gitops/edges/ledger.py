@@ -827,7 +827,7 @@ class Ledger:
             # Built once per record: a plan asks for the same branch several times (2,000 modules: ~5 ms each).
             # A record's modules are never changed in place (remember_branch makes a new record), and the cache
             # holds the map it was built from, so the identity check cannot match another map.
-            made = (record.modules, {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in record.modules.items()})
+            made = (record.modules, _module_facts(record.modules))
             self._facts[name] = made
         return RemoteBranch(name, made[1], record.digest, record.learnt_at, record.how, record.stamp)
 
@@ -927,8 +927,13 @@ def _record(name: str, stored: _Applied | None) -> AppliedRecord | None:
         return None
     from gitops.core.drift import AppliedRecord
 
-    facts = {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in stored.modules.items()}
+    facts = _module_facts(stored.modules)
     return AppliedRecord(name, facts, stored.digest, stored.applied_at, stored.how, stored.commit, stored.source)
+
+
+def _module_facts(modules: dict[str, _Module]) -> dict[str, ModuleFacts]:
+    """A stored module map as the facts the rest of the tool reads (digests and sizes, no text)."""
+    return {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in modules.items()}
 
 
 def _owner(owner_path: Path) -> str:
