@@ -32,7 +32,7 @@ from gitops.edges.build import (
 )
 from gitops.edges.environ import seal_process
 from gitops.edges.forked import ForkedCall
-from gitops.edges.threads import start_quiet
+from gitops.edges.threads import Background, start_quiet
 from gitops.errors import SourceError
 from gitops.secrets import leaked_in, register
 
@@ -196,6 +196,16 @@ def _digested(local: LocalCode) -> LocalCode:
     return local
 
 
+def _hand_bodies(forked: ForkedCall[LocalCode], then: Callable[[list[UploadBody]], None]) -> bool:
+    """Hand the bodies the child made to ``then`` as soon as it wrote them (in a thread of its own); whether it
+    did."""
+    preface = forked.preface()
+    if not preface:
+        return False
+    then(_bodies_from(preface))  # 4.7 MB per body: what was not deflated is not kept after this
+    return True
+
+
 def _given(content: bytes) -> Callable[[], bytes]:
     return lambda: content
 
@@ -251,6 +261,7 @@ class LocalRead:
         self._switch = sys.getswitchinterval()
         self._builds = bool(build_commands(loaded.manifest))
         self._forked: ForkedCall[LocalCode] | None = None
+        self._prefacing: Background[bool] | None = None  # the thread that waits for the child's bodies
         self._cancelled = False
         if not self._builds:
             # The parent judges output against the same secrets as the child would (read_code registers them).
@@ -278,6 +289,10 @@ class LocalRead:
         self._wanted = dict(wanted or {})
         if self._forked is not None and self._bodies and then is not None:
             self._forked.tell(pickle.dumps(self._wanted))  # read by the child once its code is read
+            # Its own thread waits for the child's bodies, so that their deflate starts the moment they are made,
+            # not when the worker is done with the import it is in (tens of milliseconds beside the main thread).
+            forked = self._forked
+            self._prefacing = Background(lambda: _hand_bodies(forked, then), name="gitops-local-bodies")
         self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
         sys.setswitchinterval(self.SWITCH_INTERVAL)
         start_quiet(self._thread)  # a Ctrl-C must reach the main thread, waiting in a socket read
@@ -292,11 +307,7 @@ class LocalRead:
                     if self._forked.ready():
                         break
                     importlib.import_module(name)
-            preface = self._forked.preface() if self._forked is not None and self._bodies else None
-            given = bool(preface)
-            if self._then is not None and preface:
-                self._then(_bodies_from(preface))
-            del preface  # 4.7 MB per body: what was not deflated is not kept
+            given = self._prefacing.result() if self._prefacing is not None else False
             self._result = self._take()
             if self._then is not None and not given:
                 self._then(upload_bodies(self._result, self._wanted))
@@ -305,6 +316,8 @@ class LocalRead:
         except BaseException as exc:  # handed to the main thread by result()
             self._error = exc
         finally:
+            if self._prefacing is not None:
+                self._prefacing.join()  # it ends with the child, which collect() waits for anyway
             if self._forked is not None:
                 self._forked.collect()
 
