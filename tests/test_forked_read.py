@@ -91,6 +91,39 @@ def test_the_childs_result_comes_back_and_the_child_is_collected(tmp_path: Path)
     assert done.stderr == ""
 
 
+def test_the_preface_is_handed_over_before_the_child_pickles_its_result(tmp_path: Path) -> None:
+    """The child says when its preface is written, so the parent starts on it (the bodies' deflate) while the child
+    still pickles its code. Here the result's pickling waits until the parent has taken the preface: a preface that
+    waited for the whole result would wait out the child's 20 s first."""
+    done = _script(
+        tmp_path,
+        """
+        import pathlib
+        flag = pathlib.Path("preface-taken")
+        class Late:
+            def __reduce__(self):
+                deadline = time.monotonic() + 20
+                while not flag.exists() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                return (bool, (flag.exists(),))
+        call = ForkedCall.start(lambda: Late(), lambda result, told: b"bodies")
+        call.tell(b"")
+        started = time.monotonic()
+        preface = call.preface()
+        waited = time.monotonic() - started
+        assert not call.ready()  # the result is not written yet
+        flag.touch()
+        print(json.dumps({"preface": preface.decode(), "waited": waited, "result": call.result()}))
+        call.collect()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["preface"] == "bodies"
+    assert out["result"] is True  # pickled after the parent had the preface
+    assert out["waited"] < 10
+
+
 def test_the_childs_code_comes_with_its_digest(tmp_path: Path) -> None:
     """The child computes each branch's code digest before pickling the code: the plan needs it, and this
     process then does not hash the 2,000 module digests again (the digest is kept with the set)."""
@@ -229,7 +262,7 @@ def test_a_child_dies_with_its_parent(tmp_path: Path) -> None:
 #: in $OBSERVE; with $SLOW_READ set, the read sleeps that long first (in whichever process reads).
 _OBSERVE = textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, os, sys, threading, time
     from gitops.edges import forked, sources
     original_start = forked.ForkedCall.start.__func__
     def start(cls, work, *args):
@@ -251,7 +284,7 @@ _OBSERVE = textwrap.dedent(
         bodies = original_bodies(preface)
         with open(os.environ["OBSERVE"], "a") as fh:
             made = [[b.server, b.branch, len(b.content())] for b in bodies]
-            fh.write(json.dumps({"bodies_from_child": made}) + "\\n")
+            fh.write(json.dumps({"bodies_from_child": made, "thread": threading.current_thread().name}) + "\\n")
         return bodies
     localcode._bodies_from = bodies_from
     from gitops.edges import client
@@ -278,9 +311,12 @@ def _observed_run(
 
 
 def _bodies(observe: Path) -> list[list[object]]:
-    """The upload bodies the parent took from the child (server, branch, bytes), if it did."""
+    """The upload bodies the parent took from the child (server, branch, bytes), if it did; always in the thread
+    that waits for them alone (so that their deflate starts at once, whatever the worker is doing)."""
     events = [json.loads(line) for line in observe.read_text().splitlines()]
-    return [body for e in events if "bodies_from_child" in e for body in e["bodies_from_child"]]
+    taken = [e for e in events if "bodies_from_child" in e]
+    assert all(e["thread"] == "gitops-local-bodies" for e in taken), taken
+    return [body for e in taken for body in e["bodies_from_child"]]
 
 
 def _events(observe: Path) -> tuple[dict[str, int | None], list[int]]:
