@@ -228,9 +228,9 @@ def test_the_deflate_is_zlib_ngs_where_pyproject_installs_it() -> None:
 
     # pyproject.toml installs zlib-ng on these machines; an import that broke would quietly cost a quarter more CPU.
     if platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
-        assert bodies.packing.__name__ == "zlib_ng.zlib_ng"
+        assert bodies.library().__name__ == "zlib_ng.zlib_ng"
     else:
-        assert bodies.packing is zlib
+        assert bodies.library() is zlib
 
 
 @pytest.mark.parametrize("library", ["installed", "standard"])
@@ -242,7 +242,7 @@ def test_a_large_body_is_deflated_in_parts_at_once_into_one_zlib_stream(
     from gitops.edges import bodies
 
     if library == "standard":  # what a machine without zlib-ng's wheel deflates with
-        monkeypatch.setattr(bodies, "packing", zlib)
+        monkeypatch.setattr(bodies, "library", lambda: zlib)
     monkeypatch.setattr(os, "cpu_count", lambda: 8)  # as on a larger machine: at most MOST_PARTS parts
     content = json.dumps({"branch": "main", "modules": _bot(4_700_000, seed=3)}).encode()
     done: list[tuple[str, int, int]] = []
@@ -266,10 +266,10 @@ def test_a_large_body_is_deflated_in_parts_at_once_into_one_zlib_stream(
     assert all(a[1] == b[0] for a, b in itertools.pairwise(cuts))  # contiguous, no gap, no overlap
     assert sorted(name for name, _, _ in done) == ["MainThread"] + ["gitops-deflate-part"] * (parts - 1)
     # Each part continues from the window before it: hardly larger than one stream of the whole.
-    assert len(packed) <= len(bodies.packing.compress(content, bodies.COMPRESS_LEVEL)) * 1.005
+    assert len(packed) <= len(bodies.library().compress(content, bodies.COMPRESS_LEVEL)) * 1.005
     # A body below two parts is one zlib stream, exactly what one compress call gives.
     small = content[: bodies.PART_BYTES * 2 - 1]
-    assert bodies._deflate(small) == bodies.packing.compress(small, bodies.COMPRESS_LEVEL)
+    assert bodies._deflate(small) == bodies.library().compress(small, bodies.COMPRESS_LEVEL)
 
 
 def test_the_standin_reads_a_body_deflated_in_parts(standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -292,14 +292,15 @@ def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(
 
     from gitops.edges import bodies
 
-    real = bodies.packing.compress
+    real = bodies.library().compress
     big: list[str] = []
     starters: list[str] = []
 
     def counting(data: bytes, level: int = -1) -> bytes:
         if len(data) >= COMPRESS_MIN_BYTES:
             big.append(threading.current_thread().name)
-        return real(data, level)
+        packed: bytes = real(data, level)
+        return packed
 
     real_start = bodies.Ahead.start
 
@@ -308,7 +309,7 @@ def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(
         real_start(self, content)
 
     monkeypatch.setattr(bodies, "_memo", type(bodies._memo)())  # nothing deflated by an earlier test
-    monkeypatch.setattr(bodies.packing, "compress", counting)  # the module bodies.py deflates with
+    monkeypatch.setattr(bodies.library(), "compress", counting)  # the module bodies.py deflates with
     monkeypatch.setattr(bodies.Ahead, "start", start)
     result = project.apply("--yes")
     assert result.code == 0, result.err

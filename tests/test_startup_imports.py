@@ -30,7 +30,14 @@ def test_the_plan_and_apply_commands_leave_the_plan_models_to_the_worker() -> No
     before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning", *BEFORE_THE_WORKER]
     loaded = _imported_after("\n".join(f"import {name}" for name in before))
     assert "gitops.config.manifest" in loaded  # the check sees the real path (it would pass vacuously otherwise)
-    late_modules = (*AFTER_THE_SERVERS, "gitops.core.diff", "gitops.core.drift", "gitops.core.health", "tenacity")
+    late_modules = (
+        *AFTER_THE_SERVERS,
+        "gitops.core.diff",
+        "gitops.core.drift",
+        "gitops.core.health",
+        "tenacity",
+        "zlib_ng",
+    )
     for late in (*late_modules, "websockets", "gitops.edges.socket"):
         assert late not in loaded, f"{late} is imported before the first request"
 

@@ -12,7 +12,7 @@ the first starts from the 32 KiB before it (a preset window, so references back 
 each part but the last ends with a sync flush (byte-aligned, not final), and the parts joined under one zlib header
 and the whole body's Adler-32 make one ordinary zlib stream, which any inflater reads (the private server's Node
 zlib, the stand-in's). It is about 0.03 % larger than one stream, and takes half the time on two cores. The deflate
-is zlib-ng's where it is installed (:data:`packing`), else the standard library's.
+is zlib-ng's where it is installed (:func:`library`), else the standard library's.
 
 The memo holds at most :data:`KEPT` bodies (the newest), keyed by the body's bytes: equal bytes, equal deflate. It
 is per process, which is one run (``gitops watch`` uploads new bodies as files change; the bound keeps it small).
@@ -25,17 +25,13 @@ import os
 import threading
 import zlib
 from collections import OrderedDict
-from functools import partial
+from functools import cache, partial
+from typing import TYPE_CHECKING
 
 from gitops.edges.threads import Background, start_quiet
 
-try:
-    # zlib-ng's deflate writes the same zlib format with a quarter less CPU and 4 % fewer bytes at the same level
-    # (below), and like zlib it works without the interpreter lock. The standard zlib does it where PyPI has no
-    # wheel of zlib-ng (pyproject.toml installs it only on the machines it has wheels for).
-    from zlib_ng import zlib_ng as packing
-except ImportError:
-    packing = zlib  # type: ignore[misc]  # the same functions and constants
+if TYPE_CHECKING:
+    from types import ModuleType
 
 #: Level 5. On the benchmark's 4.7 MB of bot-like JavaScript the standard zlib gives 5.6x in 58 ms at level 4,
 #: 6.1x in 81 ms at 5 and 6.6x in 133 ms at 6 (one core); zlib-ng gives 6.0x in 50 ms, 6.3x in 60 ms and 6.7x in
@@ -49,7 +45,7 @@ PART_BYTES = 1 << 20
 #: At most this many parts (and threads) per body; fewer on a machine with fewer cores.
 MOST_PARTS = 4
 #: What zlib writes before the deflate stream at :data:`COMPRESS_LEVEL` (the method, window and level bits).
-_HEADER = packing.compress(b"", COMPRESS_LEVEL)[:2]
+_HEADER = zlib.compress(b"", COMPRESS_LEVEL)[:2]  # the same two bytes from zlib-ng
 #: The deflate window: a part's compressor is given the bytes before it, up to this many.
 _WINDOW = 32 * 1024
 #: How many bodies' deflates are remembered (the newest): a run's uploads are one body per branch.
@@ -70,6 +66,21 @@ _lock = threading.Lock()
 _memo: OrderedDict[bytes, _Entry] = OrderedDict()
 
 
+@cache
+def library() -> ModuleType:
+    """zlib-ng's ``zlib_ng`` module, imported at the first deflate (not before a run's first request), or the
+    standard ``zlib`` where it is not installed.
+
+    zlib-ng's deflate writes the same zlib format with a quarter less CPU and 4 % fewer bytes at the same level
+    (:data:`COMPRESS_LEVEL`), and like zlib it works without the interpreter lock. pyproject.toml installs it on the
+    machines PyPI has its wheels for; elsewhere the standard zlib does the work."""
+    try:
+        from zlib_ng import zlib_ng
+    except ImportError:
+        return zlib
+    return zlib_ng
+
+
 def _claim(content: bytes) -> tuple[_Entry, bool]:
     """The entry of ``content`` and whether the caller must compute it (nobody else is)."""
     with _lock:
@@ -88,21 +99,24 @@ def _part(content: bytes, start: int, end: int) -> bytes:
     """Raw deflate of ``content[start:end]`` that continues the stream of the bytes before it (see the module)."""
     window = content[max(0, start - _WINDOW) : start]
     packer = (
-        packing.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, window)
+        library().compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS, 8, zlib.Z_DEFAULT_STRATEGY, window)
         if window
-        else packing.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+        else library().compressobj(COMPRESS_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     )
     last = end >= len(content)
-    return packer.compress(memoryview(content)[start:end]) + packer.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+    packed: bytes = packer.compress(memoryview(content)[start:end])
+    tail: bytes = packer.flush(zlib.Z_FINISH if last else zlib.Z_SYNC_FLUSH)
+    return packed + tail
 
 
 def _deflate(content: bytes) -> bytes:
-    """``content`` as one zlib stream (what ``packing.compress`` gives, byte for byte for a small body); a large body
+    """``content`` as one zlib stream (what ``library().compress`` gives, byte for byte for a small body); a large body
     in parts at once, one in this thread and the others in helper threads (zlib works without the interpreter
     lock)."""
     parts = min(MOST_PARTS, os.cpu_count() or 1, len(content) // PART_BYTES)
     if parts < 2:
-        return packing.compress(content, COMPRESS_LEVEL)
+        whole: bytes = library().compress(content, COMPRESS_LEVEL)
+        return whole
     size = -(-len(content) // parts)
     cuts = [(start, min(start + size, len(content))) for start in range(0, len(content), size)]
     helpers = [Background(partial(_part, content, start, end), name="gitops-deflate-part") for start, end in cuts[1:]]
