@@ -26,6 +26,7 @@ Errors are :mod:`gitops.errors` exceptions whose messages say what to do next; n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -479,7 +480,7 @@ class ServiceClient:
         so the next plan learns it from the server instead of from a record the upload may have made false.
         """
         # The record of what the branch will hold is made while the upload is on its way.
-        written: Background[CodeSet | None] = Background(lambda: CodeSet.from_wire(dict(modules)))
+        written: Background[RemoteBranch | None] = Background(lambda: _branch_written(branch, modules))
         body = self._take_prepared(branch, modules, clone=False) or _upload_body(branch, modules)
         try:
             with _in_flight(f"the upload to {self.server_name}/{branch}"):
@@ -525,8 +526,8 @@ class ServiceClient:
         prepared = (
             self._take_prepared(new_name, modules, clone=True) if modules is not None and source is None else None
         )
-        written: Background[CodeSet | None] = Background(
-            lambda: None if modules is None else CodeSet.from_wire(dict(modules))
+        written: Background[RemoteBranch | None] = Background(
+            lambda: None if modules is None else _branch_written(new_name, modules)
         )
         try:
             with _in_flight(f"the creation of {self.server_name}/{new_name}"):
@@ -541,17 +542,18 @@ class ServiceClient:
         else:
             written.join()
 
-    def _remember_written(self, branch: str, written: Background[CodeSet | None], data: Mapping[str, Any]) -> None:
-        """What the branch holds after this tool wrote ``written``'s modules to it, with the server's new stamp."""
+    def _remember_written(self, branch: str, written: Background[RemoteBranch | None], data: Mapping[str, Any]) -> None:
+        """What the branch holds after this tool wrote ``written``'s modules to it, stamped now and with the
+        server's new stamp."""
         try:
-            code = written.result()
+            made = written.result()
         except ValueError:
-            code = None
-        if code is None:
+            made = None
+        if made is None:
             self._observer.forget_branch(branch)
         else:
             stamp = normal_stamp(data.get("timestamp"))
-            self._observer.remember_branch(RemoteBranch.from_code(branch, code, self._clock.now(), "own-upload", stamp))
+            self._observer.remember_branch(dataclasses.replace(made, learnt_at=self._clock.now(), stamp=stamp))
 
     def set_active_branch(self, branch: str, which: ActiveName) -> None:
         """Make ``branch`` the active branch for the world or the simulation (``POST
@@ -1191,6 +1193,12 @@ class _Encoded:
     """A request body already encoded: its JSON bytes, as :func:`_json_body` would make them."""
 
     content: bytes
+
+
+def _branch_written(branch: str, modules: Mapping[str, WireModule]) -> RemoteBranch:
+    """What ``branch`` holds once ``modules`` are written to it (stamped by the caller when the server said so), made
+    in a background thread while the request is on its way. Raises ``ValueError`` for what is not a module."""
+    return RemoteBranch.from_code(branch, CodeSet.from_wire(dict(modules)), 0.0, "own-upload")
 
 
 def _upload_body(branch: str, modules: Mapping[str, WireModule]) -> dict[str, Any]:
