@@ -124,6 +124,26 @@ def test_the_preface_is_handed_over_before_the_child_pickles_its_result(tmp_path
     assert out["waited"] < 10
 
 
+def test_collect_closes_the_childs_files_when_the_result_was_not_taken(tmp_path: Path) -> None:
+    """A caller that stops after the preface (its work with the preface failed) still collects the child, and that
+    closes the child's result file and pipe: no descriptor is left open."""
+    done = _script(
+        tmp_path,
+        """
+        def open_fds():
+            return sorted(int(fd) for fd in os.listdir("/proc/self/fd"))
+        before = open_fds()
+        call = ForkedCall.start(lambda: 42, lambda result, told: b"bodies")
+        assert open_fds() != before  # the result file, the pipes and the pidfd
+        assert call.preface() == b"bodies"
+        call.collect()  # no result() taken
+        print(json.dumps({"left": [fd for fd in open_fds() if fd not in before]}))
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["left"] == []
+
+
 def test_the_childs_code_comes_with_its_digest(tmp_path: Path) -> None:
     """The child computes each branch's code digest before pickling the code: the plan needs it, and this
     process then does not hash the 2,000 module digests again (the digest is kept with the set)."""
