@@ -91,7 +91,10 @@ def record_from_branch(
     """The record of a branch's state (which must exist): digests and sizes, the text dropped."""
     if seen.modules is None or seen.digest is None:
         raise ValueError(f"branch {seen.name!r} does not exist: only an existing branch can be applied")
-    facts = {n: ModuleFacts(f.name, f.digest, f.size, f.is_binary) for n, f in seen.modules.items()}
+    # Facts without text are taken as they are (frozen; a branch confirmed from the ledger has 2,000 of them).
+    facts = {
+        n: f if f.text is None else ModuleFacts(f.name, f.digest, f.size, f.is_binary) for n, f in seen.modules.items()
+    }
     return AppliedRecord(seen.name, facts, seen.digest, seen.learnt_at, how, commit, source)
 
 

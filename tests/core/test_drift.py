@@ -82,6 +82,9 @@ def test_records_keep_digests_not_text() -> None:
     record = record_from_branch(on_server("main", APPLIED), how="verified")
     assert all(m.text is None for m in record.modules.values())
     assert record.digest == applied().digest
+    # Facts that carry no text (a branch confirmed from the ledger) are the record's as they are.
+    again = record_from_branch(RemoteBranch("main", record.modules, record.digest, NOW, "ledger"), how="verified")
+    assert all(again.modules[n] is m for n, m in record.modules.items())
     with pytest.raises(ValueError, match="does not exist"):
         record_from_branch(on_server("main", None), how="verified")
 
