@@ -9,8 +9,13 @@ account of one official-mode stand-in behind one ``netem`` path; every run is ch
 (the branch holds exactly the repository's modules). Reported: the median over rounds of the per-pair ratio B/A of
 wall time, and each side's median.
 
+With ``--peer``, node-screeps-api's ``code.set`` (``bench_network.py``'s peer) runs in the same rounds too, in the
+rotation, on an account of its own: the table adds A/peer and B/peer, so that both versions are set against the
+goals' yardstick under the same load (two runs of ``bench_network.py`` an hour apart do not tell a few per cent).
+
     .venv/bin/python bench/ab_network.py --a main --b HEAD                   # RTT 80 ms, 20/100 Mbit/s, 5 rounds
     .venv/bin/python bench/ab_network.py --a main --b HEAD --rtt-ms 20 --up-mbit 100
+    .venv/bin/python bench/ab_network.py --a main --b HEAD --peer --rounds 11 --rtt-ms 20 --up-mbit 100
 """
 
 from __future__ import annotations
@@ -26,8 +31,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench_network import change_modules, expected_modules, make_repo, services, write_manifest  # noqa: E402
-from bench_peer import BenchError, measure  # noqa: E402
+from bench_network import (  # noqa: E402
+    BRANCH,
+    PEER_SCRIPT,
+    change_modules,
+    expected_modules,
+    make_repo,
+    services,
+    write_manifest,
+)
+from bench_peer import PEER_PREFIX, BenchError, install_peer, measure  # noqa: E402
 from netem import Link, proxy  # noqa: E402
 from official_standin import token_of  # noqa: E402
 from proc_usage import clean_env  # noqa: E402
@@ -57,45 +70,68 @@ def main() -> None:
     parser.add_argument("--rtt-ms", type=float, default=80)
     parser.add_argument("--up-mbit", type=float, default=20)
     parser.add_argument("--down-mbit", type=float, default=100)
+    parser.add_argument("--peer", action="store_true", help="run node-screeps-api's code.set in the same rounds")
     args = parser.parse_args()
     if not PYTHON.exists():
         raise SystemExit("run bash bench/network.sh once first: it makes .bench/gitops-venv")
+    if args.peer:
+        install_peer()
     link = Link.of(args.rtt_ms, args.up_mbit, args.down_mbit)
-    walls: dict[str, dict[str, list[float]]] = {s: {"A": [], "B": []} for s in SCENARIOS}
+    sides = ["A", "B", "peer"] if args.peer else ["A", "B"]
+    walls: dict[str, dict[str, list[float]]] = {s: {side: [] for side in sides} for s in SCENARIOS}
     with tempfile.TemporaryDirectory(prefix="gitops-bench-ab-") as folder:
         tmp = Path(folder)
         scripts = {"A": checkout(args.a, tmp / "A"), "B": checkout(args.b, tmp / "B")}
         repo = tmp / "repo"
         repo.mkdir()
         make_repo(repo, 2000, 4_580_000)
-        with services(tmp, 1, 2 * args.rounds + 2) as svc, proxy(svc[0].url, link) as url:
+        with services(tmp, 1, len(sides) * args.rounds + 2) as svc, proxy(svc[0].url, link) as url:
             for round_no in range(args.rounds):
-                order = ["A", "B"] if round_no % 2 == 0 else ["B", "A"]
+                turn = round_no % len(sides)
+                order = sides[turn:] + sides[:turn]  # each side first, second (and third) in turn
                 kept = {side: tmp / f"kept-{round_no}-{side}" for side in order}
                 for scenario in SCENARIOS:
                     if scenario == "20 changed":
                         change_modules(repo / "src", round_no)
                     expected = expected_modules(repo / "src")
                     for side in order:
-                        user = 1 + 2 * round_no + (side == "B")
+                        user = 1 + len(sides) * round_no + sides.index(side)
                         if scenario == "first deploy":
                             svc[0].reset(user)
-                        fresh = tmp / f"fresh-{round_no}-{side}"
-                        state = fresh if scenario == "no-op, fresh ledger" else kept[side]
-                        write_manifest(repo, [url], [token_of(user)])
-                        env = {**clean_env(), "NO_COLOR": "1", "BENCH_TOKEN_0": token_of(user)}
-                        argv = [str(scripts[side]), "apply", "--yes", "--state-dir", str(state)]
+                        if side == "peer":  # code.set of the whole repository, whatever the scenario
+                            argv = ["node", str(PEER_SCRIPT), str(repo / "src"), BRANCH]
+                            env = {
+                                **clean_env(),
+                                "NODE_PATH": str(PEER_PREFIX / "node_modules"),
+                                "SCREEPS_URL": url,
+                                "SCREEPS_TOKEN": token_of(user),
+                            }
+                        else:
+                            fresh = tmp / f"fresh-{round_no}-{side}"
+                            state = fresh if scenario == "no-op, fresh ledger" else kept[side]
+                            write_manifest(repo, [url], [token_of(user)])
+                            env = {**clean_env(), "NO_COLOR": "1", "BENCH_TOKEN_0": token_of(user)}
+                            argv = [str(scripts[side]), "apply", "--yes", "--state-dir", str(state)]
                         walls[scenario][side].append(measure(argv, env, repo, f"{side} ({scenario})").wall)
                         if svc[0].held(user) != expected:
                             raise BenchError(f"{side} ({scenario}): the server does not hold the repository's modules")
                 subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
                 print(f"round {round_no + 1}/{args.rounds} done", file=sys.stderr)
     print(f"A = {args.a}, B = {args.b}; path: {link.describe()}; {args.rounds} paired rounds (medians)")
-    print(f"{'scenario':22s} {'B/A wall':>9s} | {'A s':>6s} {'B s':>6s}")
-    for scenario, sides in walls.items():
-        ratio = statistics.median(b / a for a, b in zip(sides["A"], sides["B"], strict=True))
-        a_wall, b_wall = statistics.median(sides["A"]), statistics.median(sides["B"])
-        print(f"{scenario:22s} {ratio:9.2f} | {a_wall:6.3f} {b_wall:6.3f}")
+    peer_head = f" {'A/peer':>7s} {'B/peer':>7s}" if args.peer else ""
+    peer_s = f" {'peer s':>6s}" if args.peer else ""
+    print(f"{'scenario':22s} {'B/A wall':>9s}{peer_head} | {'A s':>6s} {'B s':>6s}{peer_s}")
+    for scenario, times in walls.items():
+        ratio = statistics.median(b / a for a, b in zip(times["A"], times["B"], strict=True))
+        a_wall, b_wall = statistics.median(times["A"]), statistics.median(times["B"])
+        against = ""
+        absolute = ""
+        if args.peer:
+            a_peer = statistics.median(a / p for a, p in zip(times["A"], times["peer"], strict=True))
+            b_peer = statistics.median(b / p for b, p in zip(times["B"], times["peer"], strict=True))
+            against = f" {a_peer:7.2f} {b_peer:7.2f}"
+            absolute = f" {statistics.median(times['peer']):6.3f}"
+        print(f"{scenario:22s} {ratio:9.2f}{against} | {a_wall:6.3f} {b_wall:6.3f}{absolute}")
 
 
 if __name__ == "__main__":
