@@ -79,3 +79,22 @@ def test_an_early_connection_sends_nothing_and_closes_when_nobody_takes_it() -> 
             early.close()
             assert accepted.recv(1024) == b""  # end of stream, and not a byte before it
     assert early.take(early.address, 0) is None
+
+
+def test_a_client_closes_the_early_connection_it_was_given_and_never_used() -> None:
+    """A read sent ahead whose request never went out (its side client closed unused) leaves no socket open: the
+    client closes the early connection it was given, and the server sees the connection end."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(10)
+        early = EarlyConnection(listener.getsockname())
+        accepted, _ = listener.accept()
+        with accepted:
+            accepted.settimeout(10)
+            _connected(early)
+            host, port = listener.getsockname()
+            with _client(f"http://{host}:{port}", early=early):
+                pass  # no request
+            assert early._socket is None
+            assert accepted.recv(1024) == b""  # closed by the client's close, not left to the garbage collector

@@ -393,6 +393,7 @@ class ServiceClient:
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points.
         #: The kept-alive connection's socket, for the deadline's watchdog (None: a test's transport, no sockets).
         self._connections: Connections | None = None
+        self._early: EarlyConnection | None = None
         if transport is None:
             self._connections = Connections()
             # An idle connection is dropped after 3 s, before servers drop theirs (Node's default is 5 s), so that a
@@ -407,6 +408,7 @@ class ServiceClient:
                 transport = httpx.HTTPTransport(limits=limits)
             if early is not None:
                 use_early(transport, early)
+                self._early = early  # closed with the client unless its first connection took it
         self._http = httpx.Client(
             transport=transport,
             timeout=timeout,
@@ -417,9 +419,12 @@ class ServiceClient:
     # --- lifecycle -------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection pool (after any body still being deflated ahead of time)."""
+        """Close the connection pool (after any body still being deflated ahead of time), and the connection opened
+        early for it if no request ever took it (a read sent ahead that never went out)."""
         self._ahead.join()
         self._http.close()
+        if self._early is not None:
+            self._early.close()
 
     def __enter__(self) -> ServiceClient:
         return self
