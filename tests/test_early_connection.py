@@ -4,7 +4,9 @@ closed. Real sockets on loopback, the real stand-in."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -66,7 +68,9 @@ def test_a_refused_early_connect_fails_as_the_clients_own_connect() -> None:
     early.close()
 
 
-def test_an_early_connection_sends_nothing_and_closes_when_nobody_takes_it() -> None:
+@contextlib.contextmanager
+def _early_to_listener() -> Iterator[tuple[EarlyConnection, socket.socket]]:
+    """An early connection to a loopback listener of this test, connected, and the listener's end of it."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
@@ -76,25 +80,22 @@ def test_an_early_connection_sends_nothing_and_closes_when_nobody_takes_it() -> 
         with accepted:
             accepted.settimeout(10)
             _connected(early)
-            early.close()
-            assert accepted.recv(1024) == b""  # end of stream, and not a byte before it
+            yield early, accepted
+
+
+def test_an_early_connection_sends_nothing_and_closes_when_nobody_takes_it() -> None:
+    with _early_to_listener() as (early, accepted):
+        early.close()
+        assert accepted.recv(1024) == b""  # end of stream, and not a byte before it
     assert early.take(early.address, 0) is None
 
 
 def test_a_client_closes_the_early_connection_it_was_given_and_never_used() -> None:
     """A read sent ahead whose request never went out (its side client closed unused) leaves no socket open: the
     client closes the early connection it was given, and the server sees the connection end."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        listener.settimeout(10)
-        early = EarlyConnection(listener.getsockname())
-        accepted, _ = listener.accept()
-        with accepted:
-            accepted.settimeout(10)
-            _connected(early)
-            host, port = listener.getsockname()
-            with _client(f"http://{host}:{port}", early=early):
-                pass  # no request
-            assert early._socket is None
-            assert accepted.recv(1024) == b""  # closed by the client's close, not left to the garbage collector
+    with _early_to_listener() as (early, accepted):
+        host, port = early.address
+        with _client(f"http://{host}:{port}", early=early):
+            pass  # no request
+        assert early._socket is None
+        assert accepted.recv(1024) == b""  # closed by the client's close, not left to the garbage collector
