@@ -191,11 +191,7 @@ class ForkedCall(Generic[T]):
         """Wait for the child's exit (it is done or ending) and collect it; its files are closed if the caller
         stopped before taking the result (no other thread may be waiting for the child then). Once is enough, more
         is harmless."""
-        with self._lock:
-            left = [fd for fd in (*(self._taken or ()), *self._fds) if fd >= 0]
-            self._taken, self._fds = (-1, -1), (-1, -1)
-        for fd in left:
-            os.close(fd)
+        self._release()
         self._collect(block=True)
 
     def cancel(self) -> None:
@@ -249,11 +245,12 @@ class ForkedCall(Generic[T]):
         self._ended = self._said != _PREFACED
 
     def _release(self) -> None:
+        """Close the child's result file and ``ready`` pipe, taken by a reader or not (each once)."""
         with self._lock:
-            taken, self._taken = self._taken, (-1, -1)
-        for fd in taken or ():
-            if fd >= 0:
-                os.close(fd)
+            left = [fd for fd in (*(self._taken or ()), *self._fds) if fd >= 0]
+            self._taken, self._fds = (-1, -1), (-1, -1)
+        for fd in left:
+            os.close(fd)
 
     def _collect(self, *, block: bool) -> None:
         with self._lock:
