@@ -32,15 +32,14 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench_network import (  # noqa: E402
-    BRANCH,
-    PEER_SCRIPT,
     change_modules,
     expected_modules,
     make_repo,
+    peer_command,
     services,
     write_manifest,
 )
-from bench_peer import PEER_PREFIX, BenchError, install_peer, measure  # noqa: E402
+from bench_peer import BenchError, install_peer, measure  # noqa: E402
 from netem import Link, proxy  # noqa: E402
 from official_standin import token_of  # noqa: E402
 from proc_usage import clean_env  # noqa: E402
@@ -99,13 +98,7 @@ def main() -> None:
                         if scenario == "first deploy":
                             svc[0].reset(user)
                         if side == "peer":  # code.set of the whole repository, whatever the scenario
-                            argv = ["node", str(PEER_SCRIPT), str(repo / "src"), BRANCH]
-                            env = {
-                                **clean_env(),
-                                "NODE_PATH": str(PEER_PREFIX / "node_modules"),
-                                "SCREEPS_URL": url,
-                                "SCREEPS_TOKEN": token_of(user),
-                            }
+                            argv, env = peer_command(clean_env(), url, user, repo)
                         else:
                             fresh = tmp / f"fresh-{round_no}-{side}"
                             state = fresh if scenario == "no-op, fresh ledger" else kept[side]

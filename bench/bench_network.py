@@ -218,13 +218,19 @@ class Sides:
         return measure(argv, env, self.repo, f"gitops ({what})")
 
     def peer(self, user: int, what: str) -> Usage:
-        env = {
-            **self.base_env,
-            "NODE_PATH": str(PEER_PREFIX / "node_modules"),
-            "SCREEPS_URL": self.one_url,
-            "SCREEPS_TOKEN": token_of(user),
-        }
-        return measure(["node", str(PEER_SCRIPT), str(self.repo / "src"), BRANCH], env, self.repo, f"peer ({what})")
+        argv, env = peer_command(self.base_env, self.one_url, user, self.repo)
+        return measure(argv, env, self.repo, f"peer ({what})")
+
+
+def peer_command(base_env: dict[str, str], url: str, user: int, repo: Path) -> tuple[list[str], dict[str, str]]:
+    """The peer's run (node-screeps-api's ``code.set`` of the whole repository, token mode) and its environment."""
+    env = {
+        **base_env,
+        "NODE_PATH": str(PEER_PREFIX / "node_modules"),
+        "SCREEPS_URL": url,
+        "SCREEPS_TOKEN": token_of(user),
+    }
+    return ["node", str(PEER_SCRIPT), str(repo / "src"), BRANCH], env
 
 
 def change_modules(src: Path, round_no: int) -> None:
