@@ -12,6 +12,7 @@ import pytest
 from gitops.config.manifest import LoadedManifest, Naming, load_manifest
 from gitops.core.codeset import Module
 from gitops.core.endpoints import MAX_CODE_LENGTH
+from gitops.edges import sources
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
 from gitops.standin.testing import StandIn
@@ -152,6 +153,59 @@ def test_worktree_source_before_the_first_commit_and_after_a_change_outside_the_
     assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, False)
     write_files(here, {"src/role/harvester.js": "// edited\n"})
     assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, True)
+
+
+def _child_commands() -> list[str]:
+    """The command names of this process's children, those not yet collected included (zombies)."""
+    pids = [
+        pid
+        for task in os.listdir(f"/proc/{os.getpid()}/task")
+        for pid in Path(f"/proc/{os.getpid()}/task/{task}/children").read_text("ascii").split()
+    ]
+    names = []
+    for pid in pids:
+        try:
+            names.append(Path(f"/proc/{pid}/stat").read_text("utf-8", "replace").split("(", 1)[1].rsplit(")", 1)[0])
+        except OSError:  # collected meanwhile
+            continue
+    return names
+
+
+def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The working tree's commit and dirtiness come from a ``git status`` started before the files are read and
+    asked once they are: it walks the same files, so it does not add its time to the read's (issue 23)."""
+    make_repo(here, BOT)
+    loaded = load(here)
+    head = commit_all(here, "manifest")
+    seen: list[list[str]] = []
+    read_whole = sources.read_whole
+
+    def noting(path: str) -> bytes:
+        seen.append(_child_commands())
+        return read_whole(path)
+
+    monkeypatch.setattr(sources, "read_whole", noting)
+    local = read_local_code(loaded)
+    assert (local.source.commit, local.source.dirty) == (head, False)
+    assert seen
+    assert "git" in seen[0]  # started, not yet collected, when the first file was read
+    assert "git" not in _child_commands()  # collected once asked
+
+
+def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
+    here: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_repo(here, BOT)
+    loaded = load(here)
+    commit_all(here, "manifest")
+
+    def interrupted(path: str) -> bytes:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sources, "read_whole", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        read_local_code(loaded)
+    assert "git" not in _child_commands()
 
 
 def test_ref_finds_the_repository_above_the_manifest_and_older_commits(here: Path) -> None:

@@ -572,35 +572,61 @@ def _leads(state: str) -> Leads:
     return "outside" if state == "outside" else "git" if state == "git" else "root"
 
 
-def _worktree_info(loaded: LoadedManifest) -> SourceInfo:
-    """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git)."""
-    cwd = loaded.base_dir
-    # No index lock (status must not collide with a git command the user runs at the same time); roots are paths,
-    # not pathspec patterns.
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
-    commit: str | None = None
-    dirty: bool | None = None
-    specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
-    try:
-        # One process for both facts: porcelain v2's '--branch' header names HEAD's commit ('(initial)' before the
-        # first commit); every other record is a change. No ahead/behind count: it walks the upstream's history.
-        status = subprocess.run(
-            ["git", "status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--", *specs],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            check=False,
-        )
-    except OSError:  # git is not installed: the working tree is still readable
-        return SourceInfo("worktree", None, None, None)
-    if status.returncode == 0:
-        records = [r for r in status.stdout.split(b"\0") if r]
-        for record in records:
-            if record.startswith(b"# branch.oid "):
-                oid = record[len(b"# branch.oid ") :].decode("ascii", "replace").strip()
-                commit = oid if oid and oid != "(initial)" else None
-        dirty = any(not r.startswith(b"# ") for r in records)
-    return SourceInfo("worktree", None, commit, dirty)
+class _WorktreeStatus:
+    """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git), asked of
+    ``git status`` while the files are read: started first, its answer taken once the read is done (:meth:`info`).
+    The status walks the same files as the read (~20 ms for 2,000 modules): beside it, not before it (issue 23)."""
+
+    def __init__(self, loaded: LoadedManifest) -> None:
+        # No index lock (status must not collide with a git command the user runs at the same time); roots are
+        # paths, not pathspec patterns.
+        env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_LITERAL_PATHSPECS": "1"}
+        specs = sorted({loaded.path.name, *(_root_prefix(b.root) or "." for b in loaded.manifest.branches)})
+        self._process: subprocess.Popen[bytes] | None
+        try:
+            # One process for both facts: porcelain v2's '--branch' header names HEAD's commit ('(initial)' before
+            # the first commit); every other record is a change. No ahead/behind count: it walks the upstream's
+            # history.
+            self._process = subprocess.Popen(
+                ["git", "status", "--porcelain=v2", "-z", "--branch", "--no-ahead-behind", "--", *specs],
+                cwd=loaded.base_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except OSError:  # git is not installed: the working tree is still readable
+            self._process = None
+        self._info: SourceInfo | None = None
+
+    def info(self) -> SourceInfo:
+        """What the status said (waits for it, once)."""
+        if self._info is None:
+            self._info = self._answer()
+        return self._info
+
+    def _answer(self) -> SourceInfo:
+        if self._process is None:
+            return SourceInfo("worktree", None, None, None)
+        with self._process as process:
+            out, _ = process.communicate()
+        commit: str | None = None
+        dirty: bool | None = None
+        if process.returncode == 0:
+            records = [r for r in out.split(b"\0") if r]
+            for record in records:
+                if record.startswith(b"# branch.oid "):
+                    oid = record[len(b"# branch.oid ") :].decode("ascii", "replace").strip()
+                    commit = oid if oid and oid != "(initial)" else None
+            dirty = any(not r.startswith(b"# ") for r in records)
+        return SourceInfo("worktree", None, commit, dirty)
+
+    def close(self) -> None:
+        """Stop a status nobody waited for (the read failed or was interrupted), and collect it."""
+        if self._info is None and self._process is not None:
+            with self._process as process:
+                process.kill()
+            self._info = SourceInfo("worktree", None, None, None)
 
 
 def _root_prefix(root: str) -> str:
@@ -614,19 +640,24 @@ def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode
     Raises :class:`~gitops.errors.SourceError` listing every problem of every branch.
     """
     if ref is None:
-        return _read_branches(loaded, _WorkTree(loaded.base_dir), _worktree_info(loaded), [])
+        status = _WorktreeStatus(loaded)
+        try:
+            return _read_branches(loaded, _WorkTree(loaded.base_dir), status.info, [])
+        finally:
+            status.close()
     gtree = _GitTree.open(loaded.base_dir, ref)
     try:
         note = gtree.manifest_warning(loaded)
         source = SourceInfo("ref", ref, gtree.commit.hexsha, None)
-        return _read_branches(loaded, gtree, source, [note] if note else [])
+        return _read_branches(loaded, gtree, lambda: source, [note] if note else [])
     finally:
         gtree.close()
 
 
 def _read_branches(
-    loaded: LoadedManifest, tree: _WorkTree | _GitTree, source: SourceInfo, warnings: list[str]
+    loaded: LoadedManifest, tree: _WorkTree | _GitTree, source_of: Callable[[], SourceInfo], warnings: list[str]
 ) -> LocalCode:
+    """Every branch's code from ``tree``; ``source_of()``, asked once the files are read, says where it came from."""
     problems: list[str] = []
     branches: list[LocalBranch] = []
     listings: dict[str, _Listing | str] = {}
@@ -667,6 +698,7 @@ def _read_branches(
         local.__dict__["server_length"] = build.server_length  # computed already; spare the cached property
         branches.append(local)
 
+    source = source_of()
     if problems:
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         raise SourceError(
