@@ -232,6 +232,29 @@ def test_a_pickled_set_keeps_its_lengths(monkeypatch: pytest.MonkeyPatch) -> Non
     assert {"main": "y"} in encoded
 
 
+def test_a_pickled_set_comes_back_in_order_with_every_fact_and_nothing_hashed_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The child's set travels as columns: the same modules in the same order, text and binary, each with its digest
+    and size, and the set's own digest, none of them computed again on this side."""
+    import pickle
+
+    code = CodeSet({"z": Module("z", text="é" * 3), "a": Module("a", binary=b"\0asm"), "m": Module("m", text="")})
+    set_digest = code.digest
+    blob = pickle.dumps(code)
+    hashed = record_calls(monkeypatch, codeset, "content_facts")
+    digested = record_calls(monkeypatch, codeset, "set_digest")
+    back = pickle.loads(blob)  # noqa: S301 - our own bytes
+    assert list(back.modules) == ["z", "a", "m"]
+    assert [(m.name, m.text, m.binary, m.digest, m.size) for m in back.modules.values()] == [
+        (m.name, m.text, m.binary, m.digest, m.size) for m in code.modules.values()
+    ]
+    assert back.digest == set_digest
+    assert (hashed, digested) == ([], [])
+    with pytest.raises(AttributeError):
+        back.modules["z"].text = "changed"  # type: ignore[misc]  # still frozen
+
+
 def test_a_digest_is_sha256_of_the_kind_and_the_bytes_whether_memoised_or_not() -> None:
     text = "module.exports.loop = function () {}; // é"
     expected_text = hashlib.sha256(b"t\0" + text.encode("utf-8")).hexdigest()
