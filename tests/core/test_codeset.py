@@ -252,7 +252,7 @@ def test_a_pickled_set_comes_back_in_order_with_every_fact_and_nothing_hashed_ag
     assert back.digest == set_digest
     assert (hashed, digested) == ([], [])
     with pytest.raises(AttributeError):
-        back.modules["z"].text = "changed"  # type: ignore[misc]  # still frozen
+        back.modules["z"].text = "changed"  # still frozen
 
 
 def test_a_digest_is_sha256_of_the_kind_and_the_bytes_whether_memoised_or_not() -> None:
