@@ -42,6 +42,46 @@ def test_the_plan_and_apply_commands_leave_the_plan_models_to_the_worker() -> No
         assert late not in loaded, f"{late} is imported before the first request"
 
 
+def test_the_parent_of_a_forked_read_takes_its_code_without_the_glob_library() -> None:
+    """The parent unpickles the code its child read, and plans with it: it imports what the code is made of
+    (``gitops.core.local``), never the glob matching or the requires check that made it (~12 ms of CPU while the
+    servers answer)."""
+    import pickle
+
+    from gitops.core.codeset import CodeSet, Module
+    from gitops.core.local import LocalBranch, LocalCode, SourceInfo
+
+    local = LocalCode(
+        [
+            LocalBranch(
+                "s", "main", CodeSet.of([Module("main", text="x")]), {"main": "src/main.js"}, {"main": "javascript"}
+            )
+        ],
+        SourceInfo("worktree", None, None, None),
+        [],
+    )
+    names = ["gitops.cli", "gitops.cli.apply", "gitops.app.planning", *BEFORE_THE_WORKER, *AFTER_THE_SERVERS]
+    loaded = _imported_after(
+        "\n".join(f"import {name}" for name in names)
+        + f"\nimport pickle\nlocal = pickle.loads(bytes.fromhex({pickle.dumps(local).hex()!r}))"
+        + "\nassert local.branches[0].code.modules['main'].text == 'x'"
+    )
+    assert "gitops.core.local" in loaded  # the check sees the real path
+    for matching in ("wcmatch", "bracex", "gitops.core.requires"):
+        assert matching not in loaded, f"the parent of a forked read imports {matching}"
+
+
+def test_the_plan_models_leave_difflib_to_a_diff_or_a_misspelt_branch() -> None:
+    """difflib (~4 ms) is imported for a changed text module's diff, or to name the branch a missing one was most
+    likely meant to be: not by every plan."""
+    loaded = _imported_after("\n".join(f"import {name}" for name in AFTER_THE_SERVERS))
+    assert "gitops.core.plan" in loaded  # the check sees the real path
+    assert "difflib" not in loaded
+    misspelt = "print(similar_branch('defualt', ['default']))"
+    loaded = _imported_after(f"from gitops.core.plan import similar_branch\n{misspelt}")
+    assert "difflib" in loaded
+
+
 def test_help_imports_no_models_and_no_http() -> None:
     loaded = _imported_after("from gitops.cli import cli\ntry:\n    cli(['--help'])\nexcept SystemExit:\n    pass")
     assert "click" in loaded

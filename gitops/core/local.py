@@ -18,24 +18,24 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Literal
-
-import bracex
-from wcmatch import fnmatch as wcfnmatch
-from wcmatch import glob as wcglob
+from typing import Literal
 
 from gitops.config.manifest import BranchConfig, Loc, Naming, format_loc
 from gitops.core.codeset import CodeSet, Module, refused_name_reason
 from gitops.core.endpoints import MAX_BODY_BYTES, MAX_CODE_LENGTH
 from gitops.core.modulekinds import Kind, describe_kinds, kind_of, wrap_source_map
-from gitops.core.requires import check_requires, guarded_warnings, summarise
 
-if TYPE_CHECKING:
-    pass
 
-#: ``**`` spans folders; ``{a,b}`` alternatives; ``/`` separators and case-sensitive matching on every platform.
-#: ``*`` does not match a leading dot (as in a shell): a module name starting with ``.`` would be dropped anyway.
-GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.FORCEUNIX
+def glob_flags() -> int:
+    """wcmatch's flags for the manifest's globs: ``**`` spans folders; ``{a,b}`` alternatives; ``/`` separators and
+    case-sensitive matching on every platform. ``*`` does not match a leading dot (as in a shell): a module name
+    starting with ``.`` would be dropped anyway.
+
+    wcmatch (and the requires check) are imported by what matches globs and builds branches, not by this module:
+    a plan's parent process imports it to take the code its child read, and never matches a glob (~12 ms)."""
+    from wcmatch import glob as wcglob
+
+    return wcglob.GLOBSTAR | wcglob.BRACE | wcglob.FORCEUNIX
 
 
 class UnreadableFile(Exception):
@@ -149,11 +149,13 @@ def never_module(path: str) -> bool:
 
 def _matcher(patterns: list[str]) -> Callable[[str], bool]:
     """Whether a path matches one of ``patterns`` (and none of their exclusions), as ``wcglob.compile(patterns,
-    flags=GLOB_FLAGS).match(path)`` says. The library's own regular expressions (``wcglob.translate``), matched here
+    flags=glob_flags()).match(path)`` says. The library's own regular expressions (``wcglob.translate``), matched here
     directly: its matcher object adds ~5 µs of checks per call, a third of the local read of 2,000 files."""
     if not patterns:
         return lambda _path: False
-    include, exclude = wcglob.translate(patterns, flags=GLOB_FLAGS)
+    from wcmatch import glob as wcglob
+
+    include, exclude = wcglob.translate(patterns, flags=glob_flags())
     included = re.compile("|".join(f"(?:{p})" for p in include)).fullmatch
     if not exclude:
         return lambda path: included(path) is not None
@@ -195,6 +197,8 @@ def _undecodable_part(path: str) -> str | None:
 
 def _alternatives(pattern: str) -> list[list[str]]:
     """The ``/``-separated parts of each alternative of a glob (``{a,b}`` expanded)."""
+    import bracex
+
     try:
         expanded = bracex.expand(pattern)
     except bracex.ExpansionLimitException:
@@ -203,11 +207,13 @@ def _alternatives(pattern: str) -> list[list[str]]:
 
 
 def _part_matches(name: str, part: str) -> bool:
+    from wcmatch import fnmatch as wcfnmatch
+
     return bool(wcfnmatch.fnmatch(name, part, flags=wcfnmatch.FORCEUNIX))
 
 
 def _reaches_into(parts: list[str], folder: list[str]) -> bool:
-    """Whether a glob (its parts) could match some file under ``folder``, as ``GLOB_FLAGS`` match: ``**`` spans
+    """Whether a glob (its parts) could match some file under ``folder``, as ``glob_flags()`` match: ``**`` spans
     folders but not ones whose names start with a dot. Errs on yes."""
     if not folder:
         return bool(parts)
@@ -422,6 +428,8 @@ def build_branch(
         kinds_out[name] = kinds[path]
 
     if config.requires.check:
+        from gitops.core.requires import check_requires, guarded_warnings, summarise
+
         missing = check_requires(
             (
                 (m.name, files[m.name], m.text)

@@ -9,7 +9,6 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
@@ -439,6 +438,8 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
     folded = {n.casefold(): n for n in existing}
     if name.casefold() in folded:
         return folded[name.casefold()]
+    import difflib  # only for a branch the server does not have: other plans do not pay for the import (~4 ms)
+
     close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
     return close[0] if close else None
 

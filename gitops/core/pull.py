@@ -17,7 +17,7 @@ from typing import Literal
 
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.local import GLOB_FLAGS, module_name, never_module
+from gitops.core.local import glob_flags, module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
 from gitops.core.protected import collisions, refusal
@@ -71,7 +71,7 @@ def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
     patterns = list(patterns)
     if not patterns:
         return lambda _path: False
-    compiled = wcglob.compile(patterns, flags=GLOB_FLAGS)
+    compiled = wcglob.compile(patterns, flags=glob_flags())
     return lambda path: bool(compiled.match(path))
 
 

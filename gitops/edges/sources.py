@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     import git
 
 from gitops.core.local import (
-    GLOB_FLAGS,
     NEVER_MODULE_FOLDERS,
     BranchBuild,
     LocalBranch,
@@ -51,6 +50,7 @@ from gitops.core.local import (
     UnreadableFile,
     build_branch,
     build_inputs,
+    glob_flags,
     in_git_folder,
     module_name,
     printable,
@@ -708,13 +708,13 @@ def _read_branches(
 
 
 __all__ = [
-    "GLOB_FLAGS",
     "BranchBuild",
     "LocalBranch",
     "LocalCode",
     "SourceInfo",
     "UnreadableFile",
     "build_branch",
+    "glob_flags",
     "module_name",
     "printable",
     "read_local_code",

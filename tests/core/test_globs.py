@@ -7,7 +7,7 @@ import itertools
 
 from wcmatch import glob as wcglob
 
-from gitops.core.local import GLOB_FLAGS, _matcher
+from gitops.core.local import _matcher, glob_flags
 
 GLOBS = [
     "**/*.js", "*.js", "src/**", "**/*.{js,wasm}", "lib/*.js", "**/.hidden/*", "a/**/b/*.map", "**", "**/*",
@@ -24,7 +24,7 @@ def test_the_matcher_answers_as_the_library_for_every_glob_pair_and_path() -> No
     checked = 0
     for size in (1, 2):
         for globs in itertools.combinations(GLOBS, size):
-            library = wcglob.compile(list(globs), flags=GLOB_FLAGS)
+            library = wcglob.compile(list(globs), flags=glob_flags())
             ours = _matcher(list(globs))
             for path in PATHS:
                 assert ours(path) == bool(library.match(path)), (globs, path)
