@@ -155,20 +155,18 @@ def test_worktree_source_before_the_first_commit_and_after_a_change_outside_the_
     assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, True)
 
 
-def _child_commands() -> list[str]:
-    """The command names of this process's children, those not yet collected included (zombies)."""
-    pids = [
-        pid
-        for task in os.listdir(f"/proc/{os.getpid()}/task")
-        for pid in Path(f"/proc/{os.getpid()}/task/{task}/children").read_text("ascii").split()
-    ]
-    names = []
-    for pid in pids:
-        try:
-            names.append(Path(f"/proc/{pid}/stat").read_text("utf-8", "replace").split("(", 1)[1].rsplit(")", 1)[0])
-        except OSError:  # collected meanwhile
-            continue
-    return names
+def _git_children() -> set[int]:
+    """This process's child processes that run git, those not yet collected included (zombies)."""
+    me = os.getpid()
+    pids = [int(pid) for task in os.listdir(f"/proc/{me}/task") for pid in _read(f"/proc/{me}/task/{task}/children")]
+    return {pid for pid in pids if _read(f"/proc/{pid}/stat")[1:2] == ["(git)"]}  # "PID (NAME) STATE ..."
+
+
+def _read(path: str) -> list[str]:
+    try:
+        return Path(path).read_text("utf-8", "replace").split()
+    except OSError:  # gone meanwhile
+        return []
 
 
 def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -177,19 +175,20 @@ def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: p
     make_repo(here, BOT)
     loaded = load(here)
     head = commit_all(here, "manifest")
-    seen: list[list[str]] = []
+    before = _git_children()
+    seen: list[set[int]] = []
     read_whole = sources.read_whole
 
     def noting(path: str) -> bytes:
-        seen.append(_child_commands())
+        seen.append(_git_children() - before)
         return read_whole(path)
 
     monkeypatch.setattr(sources, "read_whole", noting)
     local = read_local_code(loaded)
     assert (local.source.commit, local.source.dirty) == (head, False)
     assert seen
-    assert "git" in seen[0]  # started, not yet collected, when the first file was read
-    assert "git" not in _child_commands()  # collected once asked
+    assert seen[0]  # a git process started, and not yet collected, when the first file was read
+    assert not _git_children() - before  # collected once asked
 
 
 def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
@@ -198,6 +197,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     make_repo(here, BOT)
     loaded = load(here)
     commit_all(here, "manifest")
+    before = _git_children()
 
     def interrupted(path: str) -> bytes:
         raise KeyboardInterrupt
@@ -205,7 +205,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     monkeypatch.setattr(sources, "read_whole", interrupted)
     with pytest.raises(KeyboardInterrupt):
         read_local_code(loaded)
-    assert "git" not in _child_commands()
+    assert not _git_children() - before
 
 
 def test_ref_finds_the_repository_above_the_manifest_and_older_commits(here: Path) -> None:

@@ -273,7 +273,7 @@ class CodeSet:
             [m.digest for m in modules],
             [m.size for m in modules],
         )
-        known = {key: self.__dict__[key] for key in ("digest", "_json_lengths") if key in self.__dict__}
+        known = {key: value for key, value in self.__dict__.items() if key != "modules"}  # the cached properties
         return (_restored_set, (*columns, known))
 
     @cached_property
