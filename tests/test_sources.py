@@ -16,6 +16,7 @@ from gitops.edges import sources
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
 from gitops.standin.testing import StandIn
+from tests.conftest import _children
 from tests.factories import commit_all, git, make_repo, manifest_data, record_calls, write_files, write_manifest
 
 WASM = b"\0asm\x01\0\0\0"
@@ -155,40 +156,26 @@ def test_worktree_source_before_the_first_commit_and_after_a_change_outside_the_
     assert (read_local_code(loaded).source.commit, read_local_code(loaded).source.dirty) == (head, True)
 
 
-def _git_children() -> set[int]:
-    """This process's child processes that run git, those not yet collected included (zombies)."""
-    me = os.getpid()
-    pids = [int(pid) for task in os.listdir(f"/proc/{me}/task") for pid in _read(f"/proc/{me}/task/{task}/children")]
-    return {pid for pid in pids if _read(f"/proc/{pid}/stat")[1:2] == ["(git)"]}  # "PID (NAME) STATE ..."
-
-
-def _read(path: str) -> list[str]:
-    try:
-        return Path(path).read_text("utf-8", "replace").split()
-    except OSError:  # gone meanwhile
-        return []
-
-
 def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The working tree's commit and dirtiness come from a ``git status`` started before the files are read and
     asked once they are: it walks the same files, so it does not add its time to the read's (issue 23)."""
     make_repo(here, BOT)
     loaded = load(here)
     head = commit_all(here, "manifest")
-    before = _git_children()
+    before = set(_children())
     seen: list[set[int]] = []
     read_whole = sources.read_whole
 
     def noting(path: str) -> bytes:
-        seen.append(_git_children() - before)
+        seen.append(set(_children()) - before)
         return read_whole(path)
 
     monkeypatch.setattr(sources, "read_whole", noting)
     local = read_local_code(loaded)
     assert (local.source.commit, local.source.dirty) == (head, False)
     assert seen
-    assert seen[0]  # a git process started, and not yet collected, when the first file was read
-    assert not _git_children() - before  # collected once asked
+    assert seen[0]  # git status started, and not yet collected, when the first file was read
+    assert not set(_children()) - before  # collected once asked
 
 
 def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
@@ -197,7 +184,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     make_repo(here, BOT)
     loaded = load(here)
     commit_all(here, "manifest")
-    before = _git_children()
+    before = set(_children())
 
     def interrupted(path: str) -> bytes:
         raise KeyboardInterrupt
@@ -205,7 +192,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     monkeypatch.setattr(sources, "read_whole", interrupted)
     with pytest.raises(KeyboardInterrupt):
         read_local_code(loaded)
-    assert not _git_children() - before
+    assert not set(_children()) - before
 
 
 def test_ref_finds_the_repository_above_the_manifest_and_older_commits(here: Path) -> None:
