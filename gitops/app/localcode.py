@@ -270,6 +270,11 @@ class LocalRead:
             # can start before its code is unpickled here.
             self._forked = ForkedCall.start(lambda: _digested(self._read()), _bodies_made if bodies else None)
 
+    @property
+    def builds(self) -> bool:
+        """Whether a build runs first: then no request may leave before it has succeeded."""
+        return self._builds
+
     def start(
         self,
         then: Callable[[list[UploadBody]], None] | None = None,

@@ -68,14 +68,16 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
     if reading is None:  # else begun by the command (gitops.app.localcode.read_ahead), for the same manifest
         reading = LocalRead(s.loaded, options.ref, options.env, bodies=unattended)
     with reading:
-        s.connect_early()  # the handshakes run during these imports and the ledgers' reading
-        for name in BEFORE_THE_WORKER:
-            importlib.import_module(name)
+        s.connect_early()  # the handshakes run during the ledgers' reading and these imports
         # Every ledger is read before any build runs (at reading.start): a build may write where the ledgers live,
         # and the plan must not rest on what it wrote (the ledger notices a file changed under it, and says so).
         for server in s.servers():
             with contextlib.suppress(*SERVER_ERRORS):
                 s.ledger(server)
+        if not reading.builds:  # a build runs before any request is sent (and a failed one sends none)
+            s.send_list_ahead()  # before the HTTP client is imported: its answer travels meanwhile
+        for name in BEFORE_THE_WORKER:
+            importlib.import_module(name)
         deflate, wanted = s.deflate_ahead() if unattended else (None, None)
         views = gather_remote(
             s,

@@ -10,6 +10,7 @@ killed with ``kill -9`` so loses at most what it learnt in the step in progress;
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
@@ -173,6 +174,44 @@ class Session:
                     # The token query and a download per branch: what a first contact asks.
                     wanted = min(MOST, 1 + len(server_branches(self.loaded, server)))
                     self._side_early[server] = [EarlyConnection(address) for _ in range(wanted)]
+
+    def send_list_ahead(self) -> None:
+        """Send each server's branch list on its early connection (:meth:`connect_early`) as soon as it is made, before
+        the HTTP client is imported: a plan's first request to each server, whose answer then travels while the run
+        starts (:mod:`gitops.edges.early`). Call it once the ledgers are open. Only where the client's own first
+        request will be exactly that one: a plain-HTTP server (no TLS on the early socket), a token (a password
+        signs in first), and a ledger under which it would not wait for the global limit (the client paces its
+        requests; the one sent ahead is not paced). The client counts the request in the ledger when it sends it;
+        one it never claims is counted when the connection is given up or the session closes."""
+        from gitops.config.credentials import TokenAuth
+        from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, pacing_wait
+        from gitops.edges.early import request_head
+        from gitops.edges.headers import CLIENT_HEADERS
+
+        now = self.options.clock.now()
+        pending: dict[int, list[float]] = {}  # the requests sent ahead under each ledger (two names, one ledger)
+        for server, early in self._early.items():
+            url = self.loaded.manifest.servers[server].url
+            if not url.strip().lower().startswith("http://") or not self.has_credentials(server):
+                continue
+            try:
+                auth, ledger = self.auth(server), self.ledger(server)
+            except GitopsError:  # its error comes when the client is made
+                continue
+            if not isinstance(auth, TokenAuth):
+                continue
+            if not self._unlimited_now(server):
+                sent = pending.setdefault(id(ledger), [])
+                if pacing_wait([*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent], now) > 0:
+                    continue
+                sent.append(now)
+            try:
+                head = request_head(url, LIST.split(" ", 1)[1], {**CLIENT_HEADERS, "X-Token": auth.token.reveal()})
+            except UnicodeEncodeError:  # a token the client refuses to send with its own message
+                continue
+            early.send_ahead(head, functools.partial(ledger.record_sent, LIST))
+            if self.options.log is not None:
+                self.options.log(f"server '{server}': the branch list is sent ahead on the early connection")
 
     def _first_contact(self, server: str) -> bool:
         """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
@@ -374,6 +413,8 @@ class Session:
 
     def close(self) -> None:
         """Save what was learnt (durably) and close the clients."""
+        for early in self._early.values():
+            early.settle()  # a branch list sent ahead that no request claimed is counted before the save
         try:
             self._save(durable=True)
         finally:

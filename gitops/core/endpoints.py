@@ -87,6 +87,16 @@ APPLY_ENDPOINTS: tuple[str, ...] = (UPLOAD, CLONE, ACTIVATE)
 GLOBAL_KEY = "global"
 GLOBAL_LIMIT = Limit(GLOBAL_KEY, 120, MINUTE)
 
+
+def pacing_wait(sent: list[float], now: float) -> float:
+    """Seconds to wait before one more request fits the global limit (120 per minute), given the times of the
+    requests sent in the last minute, oldest first; 0 when it fits now."""
+    if len(sent) < GLOBAL_LIMIT.count:
+        return 0.0
+    # Once the oldest of the last 120 requests leaves the minute, one more fits.
+    return max(0.0, sent[len(sent) - GLOBAL_LIMIT.count] + MINUTE - now)
+
+
 ENDPOINT_LIMITS: dict[str, Limit] = {
     limit.endpoint: limit
     for limit in (

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import httpx
 
-from gitops import __version__
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import CodeSet, WireModule, request_body
@@ -64,6 +63,7 @@ from gitops.core.endpoints import (
     endpoint_key,
     header_number,
     limit_for,
+    pacing_wait,
     reset_time,
     window_key,
 )
@@ -71,6 +71,7 @@ from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
 from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
+from gitops.edges.headers import CLIENT_HEADERS
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.edges.threads import Background
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
@@ -407,13 +408,13 @@ class ServiceClient:
             else:
                 transport = httpx.HTTPTransport(limits=limits)
             if early is not None:
-                use_early(transport, early)
+                use_early(transport, early, self._connections.remember)
                 self._early = early  # closed with the client unless its first connection took it
         self._http = httpx.Client(
             transport=transport,
             timeout=timeout,
             follow_redirects=False,
-            headers={"User-Agent": f"screeps-gitops/{__version__}", "Accept": "application/json"},
+            headers=CLIENT_HEADERS,
         )
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -871,12 +872,8 @@ class ServiceClient:
         """Wait, if needed, so that the next request stays under the global limit (120 per minute)."""
         if not isinstance(self._auth, TokenAuth) or self._unlimited():
             return
-        now = self._clock.now()
         times = self._observer.sent_times(GLOBAL_KEY, MINUTE)
-        if len(times) < GLOBAL_LIMIT.count:
-            return
-        # Once the oldest of the last 120 requests leaves the minute, one more fits.
-        wait = times[len(times) - GLOBAL_LIMIT.count] + MINUTE - now
+        wait = pacing_wait(times, self._clock.now())
         if wait > 0:
             self._debug(f"pacing: {len(times)} requests in the last minute; waiting {wait:.1f} s")
             self._wait(wait, GLOBAL_KEY)

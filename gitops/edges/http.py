@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 import orjson
 
+from gitops.edges.headers import ACCEPT_ENCODINGS
 from gitops.edges.threads import start_quiet
 
 __all__ = [
@@ -53,7 +54,6 @@ PIECE = 64 * 1024
 #: The deepest nesting of a JSON answer accepted; the service's answers are a few levels deep.
 MAX_JSON_DEPTH = 64
 
-_ENCODINGS = ("gzip", "deflate")
 _REFUSED = object()
 
 
@@ -102,6 +102,11 @@ class Connections:
     def __init__(self) -> None:
         self.socket: socket.socket | None = None
 
+    def remember(self, sock: socket.socket) -> None:
+        """The connection in use is now ``sock`` (one that replaced the early connection, see
+        :func:`gitops.edges.early.use_early`)."""
+        self.socket = sock
+
 
 def send_bounded(
     client: httpx.Client,
@@ -123,7 +128,7 @@ def send_bounded(
     if connections is None:
         # Without a record of the connections, only a new connection tells the watchdog its socket.
         request.headers["Connection"] = "close"
-    request.headers["Accept-Encoding"] = ", ".join(_ENCODINGS)
+    request.headers["Accept-Encoding"] = ", ".join(ACCEPT_ENCODINGS)
     # No single wait may outlast the deadline either (connect, a write, one read).
     request.extensions["timeout"] = httpx.Timeout(remaining).as_dict()
     watchdog = _Watchdog(remaining, connections if connections is not None else Connections())
