@@ -22,7 +22,7 @@ from gitops.edges.headers import CLIENT_HEADERS
 from gitops.errors import NetworkError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.project import Project
+from tests.project import Project, one_branch_project
 
 
 def _client(url: str, **kwargs: Any) -> ServiceClient:
@@ -183,13 +183,19 @@ def test_request_head_host_as_the_client_writes_it() -> None:
     ]
 
 
+def _sent_ahead(standin: StandIn, unclaimed: list[str]) -> EarlyConnection:
+    """An early connection to the stand-in with the branch list sent ahead on it, which the server has received
+    (before any client exists); ``unclaimed`` notes when it is counted as unclaimed."""
+    early = EarlyConnection(address_of(standin.url) or ("", 0))
+    early.send_ahead(_list_head(standin.url), lambda: unclaimed.append("list"))
+    _wait_for(lambda: standin.count(LIST) == 1, "the branch list was not sent ahead")
+    return early
+
+
 def test_a_list_sent_ahead_is_the_answer_to_the_clients_first_request(standin: StandIn) -> None:
     unclaimed: list[str] = []
-    early = EarlyConnection(address_of(standin.url) or ("", 0))
+    early = _sent_ahead(standin, unclaimed)
     try:
-        early.send_ahead(_list_head(standin.url), lambda: unclaimed.append("list"))
-        # The server has the request before any client exists: it went out ahead.
-        _wait_for(lambda: standin.count(LIST) == 1, "the branch list was not sent ahead")
         with _client(standin.url, clock=standin.clock, early=early) as client:
             names = [b.name for b in client.list_branches()]
             assert "default" in names
@@ -206,10 +212,8 @@ def test_a_list_sent_ahead_is_the_answer_to_the_clients_first_request(standin: S
 def test_another_first_request_goes_out_on_a_new_connection(standin: StandIn) -> None:
     """The answer on the early connection is the list's: a download asked first must not read it as its own."""
     unclaimed: list[str] = []
-    early = EarlyConnection(address_of(standin.url) or ("", 0))
+    early = _sent_ahead(standin, unclaimed)
     try:
-        early.send_ahead(_list_head(standin.url), lambda: unclaimed.append("list"))
-        _wait_for(lambda: standin.count(LIST) == 1, "the branch list was not sent ahead")
         early_end = _connected_end(early)
         with _client(standin.url, clock=standin.clock, early=early) as client:
             code = client.get_code("default")
@@ -230,9 +234,7 @@ def test_another_first_request_goes_out_on_a_new_connection(standin: StandIn) ->
 
 def test_a_list_sent_ahead_that_nobody_takes_is_counted_once(standin: StandIn) -> None:
     unclaimed: list[str] = []
-    early = EarlyConnection(address_of(standin.url) or ("", 0))
-    early.send_ahead(_list_head(standin.url), lambda: unclaimed.append("list"))
-    _wait_for(lambda: standin.count(LIST) == 1, "the branch list was not sent ahead")
+    early = _sent_ahead(standin, unclaimed)
     early.close()
     early.settle()
     early.settle()
@@ -282,10 +284,7 @@ def deployed(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Project:
     """A project deployed once to the stand-in (its ledger kept), over real sockets: the CLI's own connections."""
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "default", "root": "src"}])
-    p.commit()
+    p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
     assert p.apply("--yes").code == 0
     return p
 
