@@ -160,19 +160,18 @@ class EarlyConnection:
         with self._lock:
             if self._given or address != self.address:
                 return None
-        finished = self._done.wait(timeout)
+        self._done.wait(timeout)
         with self._lock:
             if self._given:
                 return None
-            self._given = True
+            self._given = True  # a connect still under way closes its socket when it ends
             taken, self._socket = self._socket, None
-        if not finished:
-            return None
-        if taken is None and self._error is not None:
-            raise self._error
-        if taken is not None:
+        if taken is not None:  # connected, if only just after the wait ended: used rather than dropped
             taken.settimeout(None)  # the pool sets a timeout per operation
-        return taken
+            return taken
+        if self._done.is_set() and self._error is not None:
+            raise self._error
+        return None
 
     @property
     def taken(self) -> bool:
