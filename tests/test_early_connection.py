@@ -315,3 +315,15 @@ def test_no_list_is_sent_ahead_when_the_minute_is_full(deployed: Project) -> Non
     assert "sent ahead" not in result.err
     assert "pacing" in result.err  # the client's own request waited for the minute instead
     assert deployed.service.count(LIST) == on_server + 1
+
+
+def test_a_socket_connected_as_the_wait_gives_up_is_used_not_dropped() -> None:
+    """The connect ends just after the client's wait for it did: the socket (which may carry the list sent ahead) is
+    the client's, not dropped unclosed."""
+    with _early_to_listener() as (early, accepted):
+        early._done.clear()  # the moment between the socket being kept and the connect saying it is done
+        taken = early.take(early.address, 0)
+        assert taken is not None
+        with taken:
+            taken.sendall(b"x")
+            assert accepted.recv(1) == b"x"  # the early connection itself
