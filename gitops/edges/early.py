@@ -30,9 +30,10 @@ sent ahead: the early socket is a TCP handshake only (no bytes, no credentials),
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -76,7 +77,7 @@ class EarlyConnection:
         #: The request to send ahead (it carries the credentials: dropped once it is claimed or settled).
         self._ahead: bytes | None = None
         self._ahead_sent = False
-        self._settled = False  # the request sent ahead was claimed by the client, or counted as unclaimed
+        #: Called if the request sent ahead goes unclaimed; ``None`` once it was claimed or counted (or none was sent).
         self._on_unclaimed: Callable[[], None] | None = None
         start_quiet(threading.Thread(target=self._connect, name="gitops-early-connect", daemon=True))
 
@@ -130,28 +131,24 @@ class EarlyConnection:
         whose next answer is the one to the request sent ahead), ``None`` when nothing is pending (nothing was sent
         ahead, or this was asked before)."""
         with self._lock:
-            if not self._ahead_sent or self._settled:
+            if not self._ahead_sent or self._on_unclaimed is None:
                 return None
-            self._settled = True
             ahead, self._ahead = self._ahead, None
             unclaimed, self._on_unclaimed = self._on_unclaimed, None
         if ahead is not None and same_request(head, ahead):
             return True
-        if unclaimed is not None:
-            unclaimed()
+        unclaimed()
         return False
 
     def settle(self) -> None:
         """Count a request sent ahead that no client's request claimed (``on_unclaimed``), once; called when the
         session ends, before its ledgers are saved."""
         with self._lock:
-            if not self._ahead_sent or self._settled:
+            if not self._ahead_sent or self._on_unclaimed is None:
                 return
-            self._settled = True
             self._ahead = None
             unclaimed, self._on_unclaimed = self._on_unclaimed, None
-        if unclaimed is not None:
-            unclaimed()
+        unclaimed()
 
     def take(self, address: tuple[str, int], timeout: float | None) -> socket.socket | None:
         """The connected socket, the first time it is asked for ``address``; ``None`` otherwise (another address, a
@@ -262,6 +259,16 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
     import httpcore
     from httpcore._backends.sync import SyncStream
 
+    @contextlib.contextmanager
+    def connect_errors() -> Iterator[None]:
+        # A connect's errors as httpcore's own connect maps them (socket.timeout is a TimeoutError).
+        try:
+            yield
+        except TimeoutError as exc:
+            raise httpcore.ConnectTimeout(str(exc)) from exc
+        except OSError as exc:
+            raise httpcore.ConnectError(str(exc)) from exc
+
     class AheadStream(httpcore.NetworkStream):
         """The early socket with a request sent ahead: the client's first write claims it (:meth:`claim`)."""
 
@@ -277,12 +284,8 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
                 return  # on the wire already: its answer is on its way
             if claimed is False:  # the answer coming on this socket is not this request's: a new connection
                 self._stream.close()
-                try:
+                with connect_errors():
                     fresh = connect(early.address, timeout)
-                except TimeoutError as exc:
-                    raise httpcore.ConnectTimeout(str(exc)) from exc
-                except OSError as exc:
-                    raise httpcore.ConnectError(str(exc)) from exc
                 on_socket(fresh)
                 self._stream = SyncStream(fresh)
             self._stream.write(buffer, timeout)
@@ -308,12 +311,8 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
             socket_options: Any = None,
         ) -> httpcore.NetworkStream:
             if local_address is None and not socket_options:
-                try:
+                with connect_errors():
                     taken = early.take((host, port), timeout)
-                except TimeoutError as exc:  # socket.timeout: as httpcore's own connect maps it
-                    raise httpcore.ConnectTimeout(str(exc)) from exc
-                except OSError as exc:
-                    raise httpcore.ConnectError(str(exc)) from exc
                 if taken is not None:
                     return AheadStream(taken) if early.sent_ahead else SyncStream(taken)
             return super().connect_tcp(host, port, timeout, local_address, socket_options)
