@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gitops.core.endpoints import PROBE_BRANCH
 from gitops.edges.bodies import COMPRESS_MIN_BYTES
-from gitops.edges.client import PROBE_BRANCH
 from gitops.standin.bounds import MAX_BODY
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.factories import record_calls

@@ -252,7 +252,7 @@ class Session:
         and ``gzip`` bodies); ``probe`` when nothing is known and the ledger's branch list shows that the probe's
         branch name is free (else ``off``)."""
         from gitops.config.credentials import PasswordAuth
-        from gitops.edges.client import PROBE_BRANCH
+        from gitops.core.endpoints import PROBE_BRANCH
 
         mode = self.loaded.manifest.servers[server].compress
         if mode != "auto":
@@ -304,7 +304,7 @@ class Session:
         ahead = self._deflating = Ahead()
 
         def deflate(bodies: list[UploadBody]) -> None:
-            from gitops.edges.client import deflate_ahead_body
+            from gitops.edges.bodies import deflate_ahead_body
 
             for body in bodies:
                 content = body.content()

@@ -84,6 +84,10 @@ PLAN_ENDPOINTS: tuple[str, ...] = (DOWNLOAD,)
 LIST_ENDPOINT = LIST
 APPLY_ENDPOINTS: tuple[str, ...] = (UPLOAD, CLONE, ACTIVATE)
 
+#: The branch name the compression probe activates: never a real one (the probe is sent only when the branch list
+#: shows no branch of that name), and too long for the game's own branch names.
+PROBE_BRANCH = "gitops-compression-probe-0000000"
+
 GLOBAL_KEY = "global"
 GLOBAL_LIMIT = Limit(GLOBAL_KEY, 120, MINUTE)
 

@@ -56,6 +56,25 @@ class BranchInfo:
         return self.active_world if which == "world" else self.active_sim
 
 
+def branch_list(data: Mapping[str, Any]) -> list[BranchInfo] | None:
+    """The branches of an answer to ``GET /api/user/branches`` (its JSON object); ``None`` when its ``list`` is not a
+    list of branches. The private server's entries carry each branch's modules, and its active flags may be missing
+    ("not true" is inactive); both it and the stand-in give a modification time (``timestamp``)."""
+    raw = data.get("list")
+    if not isinstance(raw, list) or not all(isinstance(b, dict) and isinstance(b.get("branch"), str) for b in raw):
+        return None
+    return [
+        BranchInfo(
+            b["branch"],
+            b.get("activeWorld") is True,
+            b.get("activeSim") is True,
+            normal_stamp(b.get("timestamp")),
+            b["modules"] if isinstance(b.get("modules"), dict) else None,
+        )
+        for b in raw
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class ModuleFacts:
     """What is known of one module on the server: always digest and size, the content when downloaded."""

@@ -174,3 +174,10 @@ class Ahead:
         for thread in self._threads:
             thread.join()
         self._threads.clear()
+
+
+def deflate_ahead_body(ahead: Ahead, content: bytes) -> None:
+    """Have ``ahead`` deflate a request body (its bytes) that will be sent compressed; nothing for one below
+    :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
+    if len(content) >= COMPRESS_MIN_BYTES:
+        ahead.start(content)

@@ -56,6 +56,7 @@ from gitops.core.endpoints import (
     LIST_ENDPOINT,
     MINUTE,
     PLAN_ENDPOINTS,
+    PROBE_BRANCH,
     QUERY_TOKEN,
     SIGNIN,
     Limit,
@@ -67,11 +68,11 @@ from gitops.core.endpoints import (
     reset_time,
     window_key,
 )
-from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
-from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflated
+from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_stamp
+from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflate_ahead_body, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
-from gitops.edges.headers import CLIENT_HEADERS
+from gitops.edges.headers import CLIENT_HEADERS, KEEPALIVE_SECONDS, REQUEST_SECONDS
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.edges.threads import Background
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
@@ -100,14 +101,6 @@ WRITE_ATTEMPTS = 2
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 8.0
 BACKOFF_TOTAL = 30.0
-#: How long an idle kept-alive connection is reused: a run's requests follow each other within a second or two (the
-#: branch list, then the plan is built and printed, then the upload: a TLS handshake and a round trip saved); after a
-#: rate-limit wait the next request opens a new connection. Servers drop theirs later (Node's default is 5 s).
-_KEEPALIVE_SECONDS = 3.0
-
-#: The branch name the compression probe activates: never a real one (the probe is sent only when the branch list
-#: shows no branch of that name), and too long for the game's own branch names.
-PROBE_BRANCH = "gitops-compression-probe-0000000"
 
 _RETRY_AFTER = re.compile(r"retry after\s+(\d+(?:\.\d+)?)\s*ms", re.IGNORECASE)
 _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
@@ -360,7 +353,7 @@ class ServiceClient:
         max_wait: float = 60.0,
         on_wait: Callable[[float, str], None] | None = None,
         log: Callable[[str], None] | None = None,
-        timeout: float = 30.0,
+        timeout: float = REQUEST_SECONDS,
         waiting: Waiting | None = None,
         early: EarlyConnection | None = None,
     ) -> None:
@@ -399,7 +392,7 @@ class ServiceClient:
             self._connections = Connections()
             # An idle connection is dropped after 3 s, before servers drop theirs (Node's default is 5 s), so that a
             # request never races the server closing the connection it reuses.
-            limits = httpx.Limits(keepalive_expiry=_KEEPALIVE_SECONDS)
+            limits = httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS)
             if self.base_url.lower().startswith("http://"):
                 # A plain-HTTP server (a private server, the stand-in) needs no TLS: httpx's default transport
                 # would load the whole CA bundle into an SSL context (~30-200 ms) for nothing. This context has no
@@ -438,21 +431,9 @@ class ServiceClient:
     def list_branches(self) -> list[BranchInfo]:
         """All branches of the account with their active flags (``GET /api/user/branches``)."""
         data = self._call("GET", LIST.split(" ", 1)[1])
-        raw = data.get("list")
-        if not isinstance(raw, list) or not all(isinstance(b, dict) and isinstance(b.get("branch"), str) for b in raw):
+        branches = branch_list(data)
+        if branches is None:
             raise self._shape_error(LIST, "'list' is not a list of branches")
-        # The private server's entries carry each branch's modules, and its active flags may be missing ("not
-        # true" is inactive); both it and the stand-in give a modification time ('timestamp').
-        branches = [
-            BranchInfo(
-                b["branch"],
-                b.get("activeWorld") is True,
-                b.get("activeSim") is True,
-                normal_stamp(b.get("timestamp")),
-                b["modules"] if isinstance(b.get("modules"), dict) else None,
-            )
-            for b in raw
-        ]
         self._observer.remember_branch_list(branches)
         return branches
 
@@ -1181,13 +1162,6 @@ def transport_detail(exc: BaseException) -> str:
             return f"{name} ({cause.strerror})"
         cause = cause.__cause__ or cause.__context__
     return name
-
-
-def deflate_ahead_body(ahead: Ahead, content: bytes) -> None:
-    """Have ``ahead`` deflate a request body (its bytes) that will be sent compressed; nothing for one below
-    :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
-    if len(content) >= COMPRESS_MIN_BYTES:
-        ahead.start(content)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,7 @@ grows its memory without end. :func:`send_bounded` sends with ``stream=True`` an
   ``trace`` extension; a caller that keeps connections alive passes a :class:`Connections` record, from which a
   request over a reused connection learns its socket (without one, the request asks for ``Connection: close``, so
   that every request opens its own connection). Keep-alive saves a TLS handshake (~100 ms) per request;
-* :func:`parse_json` reads JSON without Python's recursion limit in the way (100,000 ``[`` is a clear error, not a
-  ``RecursionError``), refusing nesting deeper than :data:`MAX_JSON_DEPTH`. (``NaN`` and ``1e400`` are read as
-  floats; the client ignores numbers that are not finite where it reads them.)
+* the answer's JSON is read by :func:`gitops.edges.jsontext.parse_json` (re-exported here).
 
 Over the cap or past the deadline the answer is closed and :class:`AnswerTooLarge` or :class:`DeadlinePassed` is
 raised; the caller words the message (it knows the server's name).
@@ -25,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import socket
 import threading
 import time
@@ -34,9 +31,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
-import orjson
 
 from gitops.edges.headers import ACCEPT_ENCODINGS
+from gitops.edges.jsontext import MAX_JSON_DEPTH, UnreadableJSON, parse_json
 from gitops.edges.threads import start_quiet
 
 __all__ = [
@@ -51,10 +48,6 @@ __all__ = [
 
 #: The most bytes one step of decompression may produce (and so the most a bomb adds before the cap is checked).
 PIECE = 64 * 1024
-#: The deepest nesting of a JSON answer accepted; the service's answers are a few levels deep.
-MAX_JSON_DEPTH = 64
-
-_REFUSED = object()
 
 
 class AnswerTooLarge(Exception):
@@ -70,10 +63,6 @@ class DeadlinePassed(httpx.TimeoutException):
 
     A :class:`httpx.TimeoutException`, so that code handling httpx's own timeouts handles this one alike.
     """
-
-
-class UnreadableJSON(ValueError):
-    """The body is not JSON the tool reads: malformed, not UTF-8, or nested too deeply."""
 
 
 class Borrowed(httpx.BaseTransport):
@@ -153,39 +142,6 @@ def send_bounded(
     )
 
 
-def parse_json(body: bytes) -> Any:
-    """The JSON value of ``body``, or :class:`UnreadableJSON` saying why not.
-
-    The C parser raises :class:`RecursionError` on deep nesting (the limit is the interpreter's, so the depth
-    accepted would depend on how deep the caller's stack is): that, and any nesting over :data:`MAX_JSON_DEPTH`,
-    is refused, so that later code walking the value cannot recurse too deeply either.
-    """
-    try:
-        # orjson first (a 4.5 MB branch list in ~10 ms instead of ~40); it refuses what the standard library
-        # reads (NaN, lone surrogates, integers over 64 bits, UTF-16 text, nesting over 1,024), so the standard
-        # library decides, and words the reason, whenever orjson says no.
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        value = _REFUSED
-    if value is _REFUSED:
-        # Outside the handler: orjson's error holds the whole body as text (``doc``), 60 MB for a 60 MB answer.
-        value = _loads_standard(body)
-    if _depth_over(value, MAX_JSON_DEPTH):
-        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep")
-    return value
-
-
-def _loads_standard(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except RecursionError:
-        raise UnreadableJSON(f"it is nested more than {MAX_JSON_DEPTH} levels deep") from None
-    except UnicodeDecodeError:
-        raise UnreadableJSON("it is not UTF-8 text") from None
-    except ValueError as exc:  # json.JSONDecodeError, and integers over the interpreter's digit limit
-        raise UnreadableJSON(str(exc).split(":", 1)[0]) from None
-
-
 # --- reading ------------------------------------------------------------------------------------------------
 
 
@@ -259,23 +215,6 @@ def _inflate(stream: Iterator[bytes], coding: str) -> Iterator[bytes]:
     # flush() is unbounded, but only returns what decompress(data, PIECE) held back: nothing, as every
     # unconsumed tail was drained above.
     yield rest
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests lists and objects more than ``limit`` deep (iteratively: no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
-    return False
 
 
 # --- the watchdog -------------------------------------------------------------------------------------------
