@@ -5,6 +5,7 @@ closed. Real sockets on loopback, the real stand-in."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import socket
 import threading
@@ -15,11 +16,23 @@ from typing import Any
 
 import pytest
 
+from gitops.app.localcode import read_ahead
+from gitops.app.options import Options
+from gitops.app.session import Session, open_session
 from gitops.config.credentials import TokenAuth
+from gitops.edges import early as early_module
 from gitops.edges.client import ServiceClient
-from gitops.edges.early import EarlyConnection, address_of, request_head, same_request
+from gitops.edges.early import (
+    EarlyConnection,
+    address_of,
+    begin_connect,
+    finish_connect,
+    plain_head,
+    request_head,
+    same_request,
+)
 from gitops.edges.headers import CLIENT_HEADERS
-from gitops.errors import NetworkError
+from gitops.errors import ExitCode, NetworkError, ServiceError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.project import Project, one_branch_project
@@ -327,3 +340,334 @@ def test_a_socket_connected_as_the_wait_gives_up_is_used_not_dropped() -> None:
         with taken:
             taken.sendall(b"x")
             assert accepted.recv(1) == b"x"  # the early connection itself
+
+
+# --- connects begun before the fork -----------------------------------------------------------------------------
+
+
+def test_a_connect_to_an_ip_is_begun_in_this_thread_and_finished_by_its_early_connection() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(10)
+        address: tuple[str, int] = listener.getsockname()
+        assert begin_connect(("localhost", address[1])) is None  # a name: resolved by the helper thread, as before
+        threads = threading.active_count()
+        begun = begin_connect(address)
+        assert begun is not None
+        assert threading.active_count() == threads  # no thread: it may run just before a fork
+        accepted, _ = listener.accept()  # the handshake was under way before any early connection existed
+        with accepted:
+            early = EarlyConnection(address, begun)
+            assert _connected(early) is begun  # finished, not connected again
+            assert begun.getblocking()  # as the pool's own sockets
+            assert begun.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            taken = early.take(address, 5)
+            assert taken is begun
+            with taken:
+                taken.sendall(b"x")
+                assert accepted.recv(1) == b"x"
+
+
+def test_a_refused_begun_connect_fails_as_the_clients_own_connect() -> None:
+    with socket.socket() as probe:  # a loopback port with nobody listening
+        probe.bind(("127.0.0.1", 0))
+        address: tuple[str, int] = probe.getsockname()
+    url = f"http://127.0.0.1:{address[1]}"
+    begun = begin_connect(address)  # refused at once (None), or once the helper thread waits for it
+    early = EarlyConnection(address, begun)
+    with _client(url, timeout=2, early=early) as client, pytest.raises(NetworkError) as info:
+        client.list_branches()
+    with _client(url, timeout=2) as client, pytest.raises(NetworkError) as own:
+        client.list_branches()
+    assert info.value.message == own.value.message
+    assert begun is None or begun.fileno() == -1  # closed, not left open
+    early.close()
+
+
+def _options(tmp_path: Path, urls: dict[str, str]) -> Options:
+    manifest = tmp_path / "gitops.yaml"
+    servers = {name: {"url": url, "token_env": "SCREEPS_TOKEN"} for name, url in urls.items()}
+    branches = [{"server": name, "branch": "main", "root": "src"} for name in urls]
+    manifest.write_text(json.dumps({"version": 1, "servers": servers, "branches": branches}), encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.js").write_text("module.exports.loop = () => {};\n", encoding="utf-8")
+    return Options(manifest=manifest, env={"SCREEPS_TOKEN": FULL_TOKEN}, state_dir=tmp_path / "state")
+
+
+def test_read_ahead_begins_the_connects_of_ip_servers_before_it_forks(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2)
+        listener.settimeout(10)
+        port = listener.getsockname()[1]
+        options = _options(tmp_path, {"ip": f"http://127.0.0.1:{port}", "named": f"http://localhost:{port}"})
+        reading = read_ahead(options)
+        try:
+            begun = reading.take_connections()
+            assert sorted(begun) == ["ip"]  # a host name is connected by the session's early connection
+            assert reading.take_connections() == {}  # handed over once
+            accepted, _ = listener.accept()
+            with accepted, begun["ip"]:
+                assert finish_connect(begun["ip"], 5).getpeername() == accepted.getsockname()
+        finally:
+            reading.cancel()
+        reading = read_ahead(options)
+        kept = dict(reading._connections)
+        reading.cancel()  # a run that failed before its session took them: closed, not leaked
+        assert sorted(kept) == ["ip"]
+        assert kept["ip"].fileno() == -1
+
+
+def test_a_session_closes_the_begun_connects_it_does_not_use(tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(10)
+        address: tuple[str, int] = listener.getsockname()
+        options = _options(tmp_path, {"ip": f"http://{address[0]}:{address[1]}"})
+        options.refresh = "never"  # a plan that asks nothing: no early connection
+        begun = begin_connect(address)
+        assert begun is not None
+        with open_session(options) as s:
+            s.connect_early({"ip": begun})
+        assert begun.fileno() == -1
+
+
+# --- the branch list read on the early connection ---------------------------------------------------------------
+
+
+def _answer(body: bytes, *fields: bytes) -> bytes:
+    head = b"".join(field + b"\r\n" for field in (b"HTTP/1.1 200 OK", *fields))
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@contextlib.contextmanager
+def _answering(*answers: bytes) -> Iterator[tuple[str, list[bytes]]]:
+    """A loopback server of this test that serves one connection: it keeps the head of each request it reads and
+    answers it with the next of ``answers`` (bytes as they go on the wire); its URL, and the heads it read."""
+    heads: list[bytes] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(10)
+
+        def serve() -> None:
+            accepted, _ = listener.accept()
+            with accepted:
+                accepted.settimeout(10)
+                data = b""
+                for answer in answers:
+                    while b"\r\n\r\n" not in data:
+                        piece = accepted.recv(65536)
+                        if not piece:
+                            return
+                        data += piece
+                    head, _, data = data.partition(b"\r\n\r\n")
+                    heads.append(head)
+                    accepted.sendall(answer)
+                with contextlib.suppress(OSError):
+                    while accepted.recv(65536):
+                        pass
+
+        server = threading.Thread(target=serve)
+        server.start()
+        try:
+            yield f"http://127.0.0.1:{listener.getsockname()[1]}", heads
+        finally:
+            server.join(15)
+
+
+def _list_sent_ahead(url: str, counted: list[str]) -> EarlyConnection:
+    early = EarlyConnection(address_of(url) or ("", 0))
+    early.send_ahead(_list_head(url), lambda: counted.append("list"))
+    return early
+
+
+BRANCHES = b'{"ok":1,"list":[{"branch":"main","activeWorld":true,"activeSim":false,"timestamp":1}]}'
+
+
+def test_a_plain_answer_is_read_on_the_early_connection_which_a_client_then_reuses() -> None:
+    counted: list[str] = []
+    with _answering(_answer(BRANCHES), _answer(b'{"ok":1,"list":[]}')) as (url, heads):
+        early = _list_sent_ahead(url, counted)
+        try:
+            answer = early.answer_ahead(time.monotonic() + 10, 1 << 20)
+            assert answer is not None
+            assert (answer.body, answer.close) == (BRANCHES, False)
+            assert answer.fields["content-length"] == str(len(BRANCHES))
+            assert counted == []  # read, not yet taken: the caller decides
+            early.accept_answer(answer)
+            assert counted == ["list"]  # counted once, as the client counts a request it sends
+            with _client(url, timeout=10, early=early) as client:
+                assert client.list_branches() == []  # its own request, on the same connection
+        finally:
+            early.close()
+    assert len(heads) == 2  # one connection carried both
+    assert counted == ["list"]
+
+
+def test_a_compressed_plain_answer_is_decoded() -> None:
+    packed = gzip.compress(BRANCHES)
+    with _answering(_answer(packed, b"Content-Encoding: gzip", b"Connection: close")) as (url, _heads):
+        early = _list_sent_ahead(url, [])
+        try:
+            answer = early.answer_ahead(time.monotonic() + 10, 1 << 20)
+            assert answer is not None
+            assert (answer.body, answer.close) == (BRANCHES, True)
+            early.accept_answer(answer)
+            assert early._socket is None  # the server closes it: no client may reuse it
+            assert early.take(early.address, 0) is None
+        finally:
+            early.close()
+
+
+def test_an_answer_that_is_not_plain_is_read_by_the_client_from_its_first_byte() -> None:
+    """A chunked answer (the HTTP client's to read): the bytes read on the early connection are the client's first,
+    so it reads the whole answer, and the request is neither sent again nor counted twice."""
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(BRANCHES), BRANCHES)
+    counted: list[str] = []
+    with _answering(chunked) as (url, heads):
+        early = _list_sent_ahead(url, counted)
+        try:
+            assert early.answer_ahead(time.monotonic() + 10, 1 << 20) is None
+            assert early._replay  # what was read waits for the client
+            with _client(url, timeout=10, early=early) as client:
+                assert [b.name for b in client.list_branches()] == ["main"]
+        finally:
+            early.close()
+    assert len(heads) == 1
+    assert counted == []  # claimed by the client, which counted it as its own
+
+
+def test_a_plain_answer_the_caller_does_not_take_is_the_clients_to_word() -> None:
+    refusal = b'{"ok":0,"error":"not today"}'
+    with _answering(_answer(refusal)) as (url, heads):
+        early = _list_sent_ahead(url, [])
+        try:
+            answer = early.answer_ahead(time.monotonic() + 10, 1 << 20)
+            assert answer is not None
+            assert answer.body == refusal  # not a list of branches: the session leaves it to the client
+            with _client(url, timeout=10, early=early) as client, pytest.raises(ServiceError) as info:
+                client.list_branches()
+        finally:
+            early.close()
+    assert "not today" in info.value.message
+    assert len(heads) == 1
+
+
+def test_an_answer_over_the_cap_or_late_is_left_to_the_client() -> None:
+    with _answering(_answer(BRANCHES)) as (url, _heads):
+        early = _list_sent_ahead(url, [])
+        try:
+            assert early.answer_ahead(time.monotonic() + 10, len(BRANCHES) - 1) is None
+            assert early.answer_ahead(time.monotonic() + 10, 1 << 20) is None  # read once: the client's now
+        finally:
+            early.close()
+    with _answering() as (url, _heads):  # a server that never answers
+        early = _list_sent_ahead(url, [])
+        try:
+            started = time.monotonic()
+            assert early.answer_ahead(started + 0.2, 1 << 20) is None
+            assert time.monotonic() - started < 5
+        finally:
+            early.close()
+
+
+def test_a_connection_idle_past_the_keepalive_is_not_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(early_module, "KEEPALIVE_SECONDS", 0.0)
+    with _answering(_answer(BRANCHES)) as (url, _heads):
+        early = _list_sent_ahead(url, [])
+        try:
+            answer = early.answer_ahead(time.monotonic() + 10, 1 << 20)
+            assert answer is not None
+            early.accept_answer(answer)
+            kept = early._socket
+            assert kept is not None
+            time.sleep(0.01)
+            assert early.take(early.address, 0) is None  # the pool connects afresh instead
+            assert kept.fileno() == -1
+        finally:
+            early.close()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2",
+        b"HTTP/1.1 200\r\nContent-Length: 0",
+        b"HTTP/1.1 200 OK\r\ncontent-length:2\r\nContent-Encoding: deflate\r\nX-RateLimit-Limit: 1",
+    ],
+)
+def test_plain_heads(head: bytes) -> None:
+    read = plain_head(head)
+    assert read is not None
+    assert read.length == int(read.fields["content-length"])
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2",
+        b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 2",
+        b"HTTP/1.1 204 No Content\r\nContent-Length: 0",
+        b"HTTP/1.1 200 OK",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2",
+        b"HTTP/1.1 200 OK\r\nContent-Length: -2",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Encoding: br",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Encoding: gzip, gzip",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Folded: a\r\n b",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nNo colon here",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Control: a\x01b",
+        b"HTTP/1.1 200 OK\r\nContent-Length : 2",
+    ],
+)
+def test_heads_that_are_not_plain(head: bytes) -> None:
+    assert plain_head(head) is None
+
+
+def test_the_rate_limit_fields_of_a_plain_answer_are_read_as_the_client_reads_them() -> None:
+    read = plain_head(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive, Close\r\nX-A: 1\r\nX-A: 2")
+    assert read is not None
+    assert read.close
+    assert read.fields["x-a"] == "1, 2"  # repeated fields joined, as httpx's headers give them
+
+
+def test_a_plan_that_changes_nothing_makes_no_http_client(deployed: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The list sent ahead is read on the early connection: a plan that needs nothing more never makes a client
+    (nor imports the HTTP client: ``tests/test_startup_imports.py``)."""
+
+    def no_client(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError("a client was made")
+
+    on_server = deployed.service.count(LIST)
+    in_ledger = len(_ledger_sent(deployed.state_dir)["sent"][LIST])
+    with monkeypatch.context() as patched:
+        patched.setattr(Session, "_new_client", no_client)
+        result = deployed.plan("--debug")
+    assert result.code == 0, result.err
+    assert "read on the early connection" in result.err
+    assert "No changes" in result.out
+    assert deployed.service.count(LIST) == on_server + 1
+    assert len(_ledger_sent(deployed.state_dir)["sent"][LIST]) == in_ledger + 1
+    # A change: the client is made for the upload, after the list was read without it.
+    deployed.write({"src/main.js": "module.exports.loop = () => { /* 2 */ };\n"})
+    result = deployed.apply("--yes", "--debug")
+    assert result.code == 0, result.err
+    assert "read on the early connection" in result.err
+    assert "2 */" in str((deployed.service.branch_modules(ALICE, "main") or {}).get("main"))
+    assert FULL_TOKEN not in result.out + result.err
+
+
+def test_a_refused_token_on_the_list_sent_ahead_is_the_clients_error(
+    deployed: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCREEPS_TOKEN", "x" * 40)
+    on_server = deployed.service.count(LIST)
+    result = deployed.plan("--debug")
+    assert result.code == ExitCode.CREDENTIALS, result.err
+    assert "the branch list is sent ahead" in result.err
+    assert "401 on GET /api/user/branches" in result.err
+    assert deployed.service.count(LIST) == on_server + 1  # read by the client, not asked again

@@ -8,12 +8,13 @@ Each check runs in a fresh interpreter, so that modules other tests imported do 
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-from gitops.app.planning import AFTER_THE_SERVERS, BEFORE_THE_WORKER
+from gitops.app.planning import AFTER_THE_SERVERS, BEFORE_THE_WORKER, CLIENT
 from gitops.config.manifest import load_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,3 +108,72 @@ def test_a_plan_whose_manifest_was_validated_before_parses_no_yaml(tmp_path: Pat
     assert "gitops.config.manifestcache" in loaded  # the check sees the real path
     for heavy in ("yaml", "gitops.config.yamlload", "gitops.config.schema", "pydantic", "annotated_types"):
         assert heavy not in loaded, f"a plan with a cached manifest imports {heavy}"
+
+
+def test_a_plan_whose_lists_were_read_ahead_imports_no_http_client() -> None:
+    """With every branch list read on the early connection (``Session.listed_ahead``), a plan that asks nothing
+    more imports neither httpx nor the client: ~60 ms of a no-op deploy (issue 23). What the plan and its apply
+    import on the way, the worker's share included."""
+    before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning"]
+    ahead = [name for name in BEFORE_THE_WORKER if name != CLIENT]
+    on_the_way = ["gitops.app.session", "gitops.edges.early", "gitops.edges.jsontext", "gitops.edges.bodies"]
+    loaded = _imported_after("\n".join(f"import {name}" for name in [*before, *ahead, *on_the_way, *AFTER_THE_SERVERS]))
+    assert CLIENT in BEFORE_THE_WORKER  # the check sees the real list
+    assert "gitops.edges.ledger" in loaded
+    for heavy in ("httpx", "httpcore", "h11", CLIENT, "gitops.edges.http"):
+        assert heavy not in loaded, f"a plan whose lists were read ahead imports {heavy}"
+
+
+def test_no_module_of_the_package_imports_back_a_module_that_imports_it() -> None:
+    """Two threads may import at once (the local read's worker, and a thread making the HTTP client when a list read
+    ahead was not plain): without import cycles at module level, neither can see the other's module half made."""
+    modules: dict[str, set[str]] = {}
+    for path in (ROOT / "gitops").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        modules[name] = _top_level_imports(ast.parse(path.read_text(encoding="utf-8")).body)
+    graph = {name: {d for d in deps if d in modules and d != name} for name, deps in modules.items()}
+    assert "gitops.app.session" in graph["gitops.app.planning"]  # it sees the imports
+    assert _a_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]  # and would see a cycle
+    cycle = _a_cycle(graph)
+    assert cycle is None, f"modules that import each other at their top: {' -> '.join(cycle or [])}"
+
+
+def _top_level_imports(body: list[ast.stmt]) -> set[str]:
+    found: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.If | ast.Try):
+            found |= _top_level_imports([*node.body, *node.orelse])
+            if isinstance(node, ast.Try):
+                found |= _top_level_imports([s for handler in node.handlers for s in handler.body])
+                found |= _top_level_imports(node.finalbody)
+    return found
+
+
+def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (a path that comes back to its start), or ``None``: a depth-first search."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None

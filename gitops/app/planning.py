@@ -29,10 +29,15 @@ if TYPE_CHECKING:  # imported where used: the plan model is needed once the serv
     from gitops.core.drift import Drift
     from gitops.core.plan import Plan
 
-#: The modules that talk to a server. This thread imports them before :class:`LocalRead` starts its worker: two
-#: threads importing modules that import each other can each see the other's module half made, so the worker's
-#: imports meet only modules that are complete.
-BEFORE_THE_WORKER = ("gitops.config.credentials", "gitops.edges.client", "gitops.edges.ledger")
+#: The HTTP client's module (with httpx: ~60 ms of imports).
+CLIENT = "gitops.edges.client"
+#: The modules that talk to a server, imported by this thread while the local read's child reads. The client's is
+#: left out when every server's branch list was sent ahead: a plan that then asks nothing more (nothing changed)
+#: never needs it (:meth:`Session.listed_ahead`), and one that does imports it when it makes a client, beside the
+#: worker's imports if it comes to that. Two threads may import at once: no module of the package imports, at
+#: its top, a module that imports it back (``tests/test_layout.py`` checks), so neither sees the other's module
+#: half made.
+BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
 
 #: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
 #: the servers.
@@ -68,7 +73,7 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
     if reading is None:  # else begun by the command (gitops.app.localcode.read_ahead), for the same manifest
         reading = LocalRead(s.loaded, options.ref, options.env, bodies=unattended)
     with reading:
-        s.connect_early()  # the handshakes run during the ledgers' reading and these imports
+        s.connect_early(reading.take_connections())  # the handshakes run during the ledgers' reading and imports
         # Every ledger is read before any build runs (at reading.start): a build may write where the ledgers live,
         # and the plan must not rest on what it wrote (the ledger notices a file changed under it, and says so).
         for server in s.servers():
@@ -77,7 +82,8 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
         if not reading.builds:  # a build runs before any request is sent (and a failed one sends none)
             s.send_list_ahead()  # before the HTTP client is imported: its answer travels meanwhile
         for name in BEFORE_THE_WORKER:
-            importlib.import_module(name)
+            if name != CLIENT or not all(s.lists_ahead(server) for server in s.servers()):
+                importlib.import_module(name)
         deflate, wanted = s.deflate_ahead() if unattended else (None, None)
         views = gather_remote(
             s,
@@ -269,8 +275,8 @@ def gather_remote(
         if refresh == "never":
             return
         try:
-            reader = s.reader(server)
-            listings[server] = reader.list_branches()
+            listed = s.listed_ahead(server)  # read on the early connection, or None: the client reads it
+            listings[server] = listed if listed is not None else s.reader(server).list_branches()
         except ScopeError:
             # A token restricted to the code endpoints: existence comes from the download, activation is unknown
             # (and so re-sent by apply).
@@ -342,7 +348,9 @@ def gather_remote(
     # account share a ledger, and so a thread): a player with three servers waits for the slowest, not the sum.
     def open_server(server: str) -> None:
         s.ledger(server)
-        if refresh != "never":  # planned from the ledger alone: no client, and no credentials needed
+        # Planned from the ledger alone (refresh=never): no client, and no credentials needed. A list sent ahead is
+        # read first (list_server), and the client is made only if something more is asked.
+        if refresh != "never" and not s.lists_ahead(server):
             s.reader(server)
 
     for server in s.servers():
