@@ -177,3 +177,26 @@ def _a_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if start not in state and (found := visit(start)) is not None:
             return found
     return None
+
+
+def test_bodies_made_ahead_have_the_client_imported_beside_the_wait(tmp_path: Path) -> None:
+    """``apply --yes`` whose local read made upload bodies (code the ledger says the server lacks) imports the HTTP
+    client while it waits: its list may have been read without one, and the upload needs it. No body, no import."""
+    manifest = tmp_path / "gitops.yaml"
+    manifest.write_bytes((ROOT / "examples" / "multi-server" / "gitops.yaml").read_bytes())
+    setup = (
+        "from pathlib import Path\n"
+        "from gitops.app.localcode import UploadBody\n"
+        "from gitops.app.options import Options\n"
+        "from gitops.app.session import open_session\n"
+        f"options = Options(manifest=Path({str(manifest)!r}), env={{}}, state_dir=Path({str(tmp_path / 's')!r}))\n"
+        "with open_session(options) as s:\n"
+        "    deflate, wanted = s.deflate_ahead()\n"
+        "    assert wanted, 'no body is wanted: the check would pass vacuously'\n"
+        "    deflate(BODIES)\n"
+    )
+    without = _imported_after(setup.replace("BODIES", "[]"))
+    assert "gitops.app.session" in without
+    assert CLIENT not in without
+    made = "[UploadBody(*next(iter(wanted)), 'digest', lambda: b'{}')]"
+    assert CLIENT in _imported_after(setup.replace("BODIES", made))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -368,6 +369,11 @@ class Session:
                 content = body.content()
                 self._bodies_ahead[(body.server, body.branch)] = (body.digest, content)
                 deflate_ahead_body(ahead, content)
+            if bodies:
+                # Code the ledger says the server does not hold: an upload most likely follows. Its client is made
+                # after the plan, and the branch list may have been read without one (listed_ahead): the client's
+                # module is imported here, beside the wait, not then (~60 ms before the upload could start).
+                importlib.import_module("gitops.edges.client")
 
         return deflate, wanted
 
