@@ -128,14 +128,14 @@ def interruptible_python(*args: str) -> list[str]:
 
 
 def record_calls(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list[Any]:
-    """Wrap ``owner.name`` (a function of one argument) for the test: each call still runs, and its argument is
-    appended to the list returned."""
+    """Wrap ``owner.name`` for the test: each call still runs, and its first argument is appended to the list
+    returned."""
     calls: list[Any] = []
     original = getattr(owner, name)
 
-    def recording(argument: Any) -> Any:
+    def recording(argument: Any, *rest: Any) -> Any:
         calls.append(argument)
-        return original(argument)
+        return original(argument, *rest)
 
     monkeypatch.setattr(owner, name, recording)
     return calls

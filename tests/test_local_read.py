@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gitops.app.localcode import LocalRead
+from gitops.app.localcode import LocalRead, read_ahead, read_marker
+from gitops.app.options import Options
 from gitops.config.manifest import load_manifest
 from gitops.edges.threads import start_quiet
 from gitops.standin.testing import StandIn
@@ -165,3 +166,109 @@ def test_ctrl_c_during_an_upload_says_it_may_have_landed(
     text = err.decode()
     assert "interrupted while the upload to local/default was in flight: the server may have received it" in text
     assert "The next 'gitops plan' checks the server" in text
+
+
+# --- the hint of changed files (LocalRead.changes_seen) ---------------------------------------------------------
+
+
+def _bot(tmp_path: Path, files: int = 30) -> Options:
+    """A manifest of one branch of ``files`` modules, and the options of a plan of it."""
+    src = tmp_path / "bot" / "src"
+    src.mkdir(parents=True)
+    for i in range(files):
+        (src / f"m{i:03}.js").write_text(f"module.exports.n = {i};\n", encoding="utf-8")
+    manifest = tmp_path / "bot" / "gitops.yaml"
+    manifest.write_text(
+        '{"version": 1, "servers": {"s": {"url": "http://127.0.0.1:9", "token_env": "T"}},'
+        ' "branches": [{"server": "s", "branch": "main", "root": "src"}]}',
+        encoding="utf-8",
+    )
+    return Options(manifest=manifest, env={"HOME": str(tmp_path)}, state_dir=tmp_path / "state", refresh="never")
+
+
+def _seen_after_the_read(reading: LocalRead) -> bool:
+    """``changes_seen`` once the child has read everything (its result taken)."""
+    try:
+        reading.start()
+        reading.result()
+        deadline = time.monotonic() + 10
+        seen = reading.changes_seen()
+        while not seen and reading._newer >= 0 and time.monotonic() < deadline:  # the end of the pipe, once it exits
+            time.sleep(0.01)
+            seen = reading.changes_seen()
+        return seen
+    finally:
+        reading.cancel()
+
+
+def test_no_recorded_read_counts_as_changed(tmp_path: Path) -> None:
+    options = _bot(tmp_path)
+    marker, since = read_marker(options)
+    assert since is None
+    assert marker is not None
+    assert not marker.exists()
+    reading = read_ahead(options)
+    try:
+        assert reading.changes_seen()  # unknown: what runs as before (the client imported at once)
+    finally:
+        reading.cancel()
+
+
+def test_a_read_sees_files_changed_since_the_code_was_last_found_on_the_servers(tmp_path: Path) -> None:
+    options = _bot(tmp_path)
+    reading = read_ahead(options)
+    _seen_after_the_read(reading)
+    reading.remember_read()  # as after a plan without changes, or an apply
+    marker, since = read_marker(options)
+    assert marker is not None
+    assert since == reading._began
+
+    assert not _seen_after_the_read(read_ahead(options))  # nothing changed since: no hint
+
+    changed = tmp_path / "bot" / "src" / "m017.js"
+    changed.write_text("module.exports.n = 'changed';\n", encoding="utf-8")
+    os.utime(changed, ns=(since + 10**9, since + 10**9))  # a second later than the recorded read
+    assert _seen_after_the_read(read_ahead(options))
+
+
+def test_when_changes_seen_calls_back_from_a_thread_that_ends_with_the_child(tmp_path: Path) -> None:
+    options = _bot(tmp_path, files=300)
+    first = read_ahead(options)
+    _seen_after_the_read(first)
+    first.remember_read()
+    _, since = read_marker(options)
+    assert since is not None
+    last = tmp_path / "bot" / "src" / "m299.js"  # read last: the callback comes from the waiting thread
+    os.utime(last, ns=(since + 10**9, since + 10**9))
+    called: list[str] = []
+    reading = read_ahead(options)
+    reading.when_changes_seen(lambda: called.append(threading.current_thread().name))
+    assert _seen_after_the_read(reading)
+    assert called in (["gitops-changes"], ["MainThread"])  # once: by the thread, or at once if already seen
+    quiet: list[str] = []
+    os.utime(last, ns=(since - 10**9, since - 10**9))
+    reading = read_ahead(options)
+    reading.when_changes_seen(lambda: quiet.append("called"))
+    assert not _seen_after_the_read(reading)
+    assert quiet == []
+    assert all(t.name != "gitops-changes" for t in threading.enumerate())  # joined by cancel()
+
+
+def test_a_plan_without_changes_and_an_apply_record_the_read_and_a_plan_with_changes_does_not(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
+    options = Options(manifest=p.root / "gitops.yaml", env=dict(os.environ), state_dir=p.state_dir)
+    assert read_marker(options)[1] is None
+    assert p.apply("--yes").code == 0
+    after_apply = read_marker(options)[1]
+    assert after_apply is not None
+    p.write({"src/main.js": "module.exports.loop = () => { /* new */ };\n"})
+    assert p.plan().code == 2  # changes: the servers do not hold this code
+    assert read_marker(options)[1] == after_apply
+    assert p.apply("--yes").code == 0
+    after_second = read_marker(options)[1]
+    assert after_second is not None
+    assert after_second > after_apply
+    assert p.plan().code == 0
+    assert (read_marker(options)[1] or 0) > after_second

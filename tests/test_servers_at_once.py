@@ -4,7 +4,7 @@ keeps the servers' order whatever answers first."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -92,9 +92,9 @@ def test_one_bot_on_three_servers_is_read_once_and_recorded_once(
     records: list[str] = []
     real_read, real_record = sources.read_whole, drift.record_from_wire
 
-    def read(path: str) -> bytes:
+    def read(path: str, seen: Callable[[int], None] | None = None) -> bytes:
         reads.append(path)
-        return real_read(path)
+        return real_read(path, seen)
 
     def record(branch: str, *args: object, **kwargs: object) -> object:
         records.append(branch)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -166,9 +166,9 @@ def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: p
     seen: list[set[int]] = []
     read_whole = sources.read_whole
 
-    def noting(path: str) -> bytes:
+    def noting(path: str, told: Callable[[int], None] | None = None) -> bytes:
         seen.append(set(_children()) - before)
-        return read_whole(path)
+        return read_whole(path, told)
 
     monkeypatch.setattr(sources, "read_whole", noting)
     local = read_local_code(loaded)
@@ -186,7 +186,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     commit_all(here, "manifest")
     before = set(_children())
 
-    def interrupted(path: str) -> bytes:
+    def interrupted(path: str, told: Callable[[int], None] | None = None) -> bytes:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(sources, "read_whole", interrupted)

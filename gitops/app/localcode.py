@@ -9,13 +9,18 @@ in a second thread while it waits for the servers.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import importlib
+import os
 import pickle
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -43,15 +48,19 @@ if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wa
     from gitops.edges.sources import LocalCode
 
 
-def read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str]) -> LocalCode:
+def read_code(
+    loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], seen: Callable[[int], None] | None = None
+) -> LocalCode:
     """The code of every branch, after its build: from the working tree, or built from commit ``ref``.
 
-    ``env`` is the run's environment; a build gets it without credentials (:func:`build_environment`).
+    ``env`` is the run's environment; a build gets it without credentials (:func:`build_environment`). ``seen``:
+    told the modification time of each file of the working tree read without a build
+    (:func:`gitops.edges.sources.read_local_code`).
 
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
     secret = register_secrets(loaded, env)
-    local = _read_code(loaded, ref, env, secret)
+    local = _read_code(loaded, ref, env, secret, seen)
     if not build_commands(loaded.manifest):
         return local  # the repository's own files: a build is what could write a credential into the code
     for branch in local.branches:
@@ -76,7 +85,13 @@ def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozense
     return secret_names(env, loaded.every_server)
 
 
-def _read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], secret: frozenset[str]) -> LocalCode:
+def _read_code(
+    loaded: LoadedManifest,
+    ref: str | None,
+    env: Mapping[str, str],
+    secret: frozenset[str],
+    seen: Callable[[int], None] | None,
+) -> LocalCode:
     from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 
     commands = build_commands(loaded.manifest)
@@ -87,7 +102,7 @@ def _read_code(loaded: LoadedManifest, ref: str | None, env: Mapping[str, str], 
             hint="Check the ref out with actions/checkout (its ref: input) instead of giving the action's ref input.",
         )
     if not commands or skip_build(env):
-        return read_local_code(loaded, ref)
+        return read_local_code(loaded, ref, seen=seen)
     build_env = build_environment(env, secret)
     seal_process(secret)
     with interrupts_as_keyboard():
@@ -211,6 +226,58 @@ def _given(content: bytes) -> Callable[[], bytes]:
     return lambda: content
 
 
+class _NewerFiles:
+    """The child's side of :meth:`LocalRead.changes_seen`: called with each file's modification time as it is read,
+    it writes one byte on a pipe the first time a file is newer than ``since``."""
+
+    def __init__(self, since: int, ends: tuple[int, int]) -> None:
+        self._since = since
+        self._read_end, self._write_end = ends
+        self._said = False
+
+    @classmethod
+    def open(cls, since: int) -> _NewerFiles | None:
+        try:
+            return cls(since, os.pipe2(os.O_CLOEXEC))  # not inherited by a git the child runs
+        except (OSError, AttributeError):  # no pipe2 (macOS): no hint, which reads as "changed"
+            return None
+
+    def __call__(self, mtime_ns: int) -> None:
+        if not self._said and mtime_ns > self._since:
+            self._said = True
+            with contextlib.suppress(OSError):
+                os.write(self._write_end, b"!")
+
+    def parent_end(self, *, forked: bool) -> int:
+        """After the fork: the end this process reads (non-blocking), the child's end closed here; ``-1`` (both
+        closed) when nothing was forked."""
+        os.close(self._write_end)
+        if not forked:
+            os.close(self._read_end)
+            return -1
+        os.set_blocking(self._read_end, False)
+        return self._read_end
+
+
+def read_marker(options: Options) -> tuple[Path | None, int | None]:
+    """Where a planning command records that the servers held its code (:meth:`LocalRead.remember_read`), and when
+    that read began (nanoseconds; ``None`` when none was recorded). One file per manifest and ref under the state
+    folder: ``reads/<digest>``, empty, its modification time the record. ``(None, None)`` for a path the system
+    refuses."""
+    from gitops.config.folders import default_state_dir
+
+    try:
+        key = f"{options.manifest.resolve()}\0{options.ref or ''}"
+    except (OSError, RuntimeError):
+        return None, None
+    state_dir = options.state_dir or default_state_dir(options.env)
+    marker = state_dir / "reads" / hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    try:
+        return marker, os.stat(marker).st_mtime_ns
+    except (OSError, ValueError):
+        return marker, None
+
+
 class LocalRead:
     """The local code, read beside the wait for the servers: in a child process when it can, else in a thread.
 
@@ -250,10 +317,15 @@ class LocalRead:
         env: Mapping[str, str],
         bodies: bool = False,
         connections: dict[str, socket.socket] | None = None,
+        marker: Path | None = None,
+        changed_since: int | None = None,
     ) -> None:
         self.loaded = loaded
         #: The servers' connects begun before the fork (:func:`read_ahead`), for the session (:meth:`take_connections`).
         self._connections = dict(connections or {})
+        #: Where :meth:`remember_read` records when this read began (``time.time_ns()``), and that time.
+        self._marker = marker
+        self._began = time.time_ns()
         self._read: Callable[[], LocalCode] = lambda: read_code(loaded, ref, env)
         self._then_import: tuple[str, ...] = ()
         self._bodies = bodies
@@ -267,12 +339,81 @@ class LocalRead:
         self._forked: ForkedCall[LocalCode] | None = None
         self._prefacing: Background[bool] | None = None  # the thread that waits for the child's bodies
         self._cancelled = False
+        #: The parent's end of the pipe on which the child says it read a file changed since ``changed_since``
+        #: (-1: none), and whether it said so (``None``: unknown, taken as changed).
+        self._newer = -1
+        self._changes: bool | None = None
+        self._watching: Background[None] | None = None  # when_changes_seen's thread
         if not self._builds:
             # The parent judges output against the same secrets as the child would (read_code registers them).
             register_secrets(loaded, env)
+            newer = _NewerFiles.open(changed_since) if changed_since is not None and ref is None else None
+            work = lambda: _digested(read_code(loaded, ref, env, newer))  # noqa: E731
             # With bodies, the child makes the upload bodies that start() tells it are wanted, so that their deflate
             # can start before its code is unpickled here.
-            self._forked = ForkedCall.start(lambda: _digested(self._read()), _bodies_made if bodies else None)
+            self._forked = ForkedCall.start(work, _bodies_made if bodies else None)
+            if newer is not None:
+                self._newer = newer.parent_end(forked=self._forked is not None)
+                self._changes = None if self._forked is None else False
+
+    def changes_seen(self) -> bool:
+        """Whether the child has read a file modified since ``changed_since`` (the last read that left the servers
+        equal to the code, :meth:`remember_read`), so far; ``True`` when that is unknown (no such read recorded, no
+        child, a build). Asked without waiting: a hint of whether an upload will follow, never a fact a plan rests
+        on (a removed file, or one whose time was set back, goes unseen)."""
+        if self._changes is False and self._newer >= 0 and self._watching is None:
+            try:
+                said = os.read(self._newer, 1)
+            except BlockingIOError:
+                return False
+            except OSError:
+                said = b""
+            self._changes = bool(said)
+            self._close_newer()
+        return self._changes is not False
+
+    def when_changes_seen(self, then: Callable[[], None]) -> None:
+        """Call ``then`` once :meth:`changes_seen`: now, in this thread, when it is so already (or unknown); else in
+        a thread of its own that waits for the child to say so; never when the child reads no changed file. The
+        thread is joined by :meth:`cancel`, and an error of ``then`` there is dropped (it is a head start: the
+        caller does the same again later, and meets the error then)."""
+        if self.changes_seen():
+            then()
+            return
+        if self._newer < 0 or self._watching is not None:
+            return
+        watched, self._newer = self._newer, -1  # the watcher's now: it closes it
+
+        def watch() -> None:
+            try:
+                os.set_blocking(watched, True)
+                said = os.read(watched, 1)  # a byte, or the end when the child exits without one
+            except OSError:
+                said = b""
+            finally:
+                os.close(watched)
+            self._changes = bool(said)
+            if said:
+                then()
+
+        self._watching = Background(watch, name="gitops-changes")
+
+    def remember_read(self) -> None:
+        """Record in the marker (:func:`read_marker`) that the code as this read found it is what the servers hold
+        (after a plan without changes, or a successful apply): its time is when this read began. Nothing without a
+        marker, or when it cannot be written (a read-only state folder): it is a hint."""
+        marker = self._marker
+        if marker is None:
+            return
+        with contextlib.suppress(OSError):
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+            os.utime(marker, ns=(self._began, self._began))
+
+    def _close_newer(self) -> None:
+        if self._newer >= 0:
+            os.close(self._newer)
+            self._newer = -1
 
     def take_connections(self) -> dict[str, socket.socket]:
         """The connects begun before the fork, by server (:func:`gitops.edges.early.begin_connect`), handed over
@@ -369,8 +510,11 @@ class LocalRead:
     def cancel(self) -> None:
         """Stop the child, if one is still reading (a Ctrl-C); the worker then ends without reading itself."""
         self._cancelled = True
+        self._close_newer()
         if self._forked is not None:
             self._forked.cancel()
+        if self._watching is not None:
+            self._watching.join()  # it ends with the child (the pipe's end), and then with its ``then``
         for sock in self.take_connections().values():  # the run failed before its session took them
             sock.close()
 
@@ -402,12 +546,15 @@ def read_ahead(options: Options) -> LocalRead:
     from gitops.config.manifest import load_manifest
 
     loaded = select(load_manifest(options.manifest), options.targets)
+    marker, since = read_marker(options)
     return LocalRead(
         loaded,
         options.ref,
         options.env,
         bodies=options.unattended_apply,
         connections=begin_connections(loaded, options),
+        marker=marker,
+        changed_since=since,
     )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gitops.app.ahead import Ahead, send_reads_ahead
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
-from gitops.app.session import Session
+from gitops.app.session import Session, import_client
 from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
@@ -32,9 +32,9 @@ if TYPE_CHECKING:  # imported where used: the plan model is needed once the serv
 #: The HTTP client's module (with httpx: ~60 ms of imports).
 CLIENT = "gitops.edges.client"
 #: The modules that talk to a server, imported by this thread while the local read's child reads. The client's is
-#: left out when every server's branch list was sent ahead: a plan that then asks nothing more (nothing changed)
-#: never needs it (:meth:`Session.listed_ahead`), and one that does imports it when it makes a client, beside the
-#: worker's imports if it comes to that. Two threads may import at once: no module of the package imports, at
+#: left out when every server's branch list was sent ahead: it is imported when the local read sees a changed file
+#: (:meth:`LocalRead.when_changes_seen`), or when a client is made; a plan that asks nothing more never needs it
+#: (:meth:`Session.listed_ahead`). Two threads may import at once: no module of the package imports, at
 #: its top, a module that imports it back (``tests/test_layout.py`` checks), so neither sees the other's module
 #: half made.
 BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
@@ -81,9 +81,16 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
                 s.ledger(server)
         if not reading.builds:  # a build runs before any request is sent (and a failed one sends none)
             s.send_list_ahead()  # before the HTTP client is imported: its answer travels meanwhile
+        # With every server's list read ahead, the client's modules are imported only once the local read sees a
+        # file changed since the code was last found on the servers (an upload most likely follows): at once if it
+        # has, else by a thread that waits for it to, while this one waits for the servers. A plan that finds
+        # nothing changed asks nothing more, and never imports them.
+        listed = all(s.lists_ahead(server) for server in s.servers())
         for name in BEFORE_THE_WORKER:
-            if name != CLIENT or not all(s.lists_ahead(server) for server in s.servers()):
+            if name != CLIENT or not listed:
                 importlib.import_module(name)
+        if listed:
+            reading.when_changes_seen(import_client)
         deflate, wanted = s.deflate_ahead() if unattended else (None, None)
         views = gather_remote(
             s,

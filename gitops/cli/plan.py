@@ -76,6 +76,8 @@ def plan(
 
         with open_session(options, reading.loaded) as s:
             result = make_plan(s, isolate=True, reading=reading)
+            if not result.has_changes and not result.failed:
+                reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
             # Imported once the plan is made (make_plan has them imported while it waits for the servers).
             from gitops.edges.planfile import save_plan
             from gitops.render.plan import render_json, render_markdown, render_text

@@ -17,3 +17,12 @@ def user_folder(env: Mapping[str, str], own: str, xdg: str, default: tuple[str, 
         return Path(env[xdg]) / APP_FOLDER
     home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     return home.joinpath(*default, APP_FOLDER)
+
+
+#: Environment variable that overrides the state folder (the CLI's ``--state-dir``).
+STATE_DIR_ENV = "GITOPS_STATE_DIR"
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    """``$GITOPS_STATE_DIR``, else ``$XDG_STATE_HOME/screeps-gitops``, else ``~/.local/state/screeps-gitops``."""
+    return user_folder(env, STATE_DIR_ENV, "XDG_STATE_HOME", (".local", "state"))

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from gitops.config.folders import user_folder
+from gitops.config.folders import STATE_DIR_ENV, default_state_dir
 from gitops.core.budget import WindowState
 from gitops.core.codeset import request_body
 from gitops.core.endpoints import (
@@ -80,9 +80,6 @@ __all__ = [
 #: Version of the ledger file format; a file of another version is set aside, not read.
 FORMAT_VERSION: Final = 1
 
-#: Environment variable that overrides the state folder (the CLI's ``--state-dir``).
-STATE_DIR_ENV = "GITOPS_STATE_DIR"
-
 #: Remembers which fingerprint last wrote a server's ledger, for runs without credentials (fork pull requests).
 _LAST_FINGERPRINT = "last-fingerprint"
 _FINGERPRINT_RE = re.compile(r"^[0-9a-f]{8,64}$")
@@ -104,11 +101,6 @@ def lock_wait(env: Mapping[str, str]) -> float:
     except ValueError:
         return LOCK_WAIT_SECONDS
     return value if 0 <= value <= 86400 else LOCK_WAIT_SECONDS
-
-
-def default_state_dir(env: Mapping[str, str]) -> Path:
-    """``$GITOPS_STATE_DIR``, else ``$XDG_STATE_HOME/screeps-gitops``, else ``~/.local/state/screeps-gitops``."""
-    return user_folder(env, STATE_DIR_ENV, "XDG_STATE_HOME", (".local", "state"))
 
 
 # --- the file format -----------------------------------------------------------------------------------------

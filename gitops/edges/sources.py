@@ -119,10 +119,13 @@ def _under(path: str, folder: str) -> bool:
 class _WorkTree:
     """Files on disk under the manifest's folder, and only those of the repository that holds it."""
 
-    def __init__(self, base_dir: Path, repository: _Repository | None = None) -> None:
+    def __init__(
+        self, base_dir: Path, repository: _Repository | None = None, seen: Callable[[int], None] | None = None
+    ) -> None:
         self.base_dir = base_dir
         self.repository = repository or _Repository.of(base_dir)
         self._ignored: IgnoredFiles | None = None
+        self._seen = seen  # told each file's modification time as it is read (read_whole)
 
     def _skip(self, prefix: str) -> Callable[[str], bool] | None:
         """What Git ignores under the root ``prefix``: nothing when the root itself is ignored (a build output)."""
@@ -164,13 +167,14 @@ class _WorkTree:
             return f"cannot be read ({unlisted['']}); make the folder readable, or fix root"
         # Reading happens only for selected files; a link leaving the root is refused when (and only when) used.
         base = os.path.join(root, "")  # ends with the separator: a path under it is base + path
+        seen = self._seen
 
         def read(path: str) -> bytes:
             note = notes.get(path)
             if note is not None:
                 raise UnreadableFile(note)
             try:
-                return read_whole(base + path)
+                return read_whole(base + path, seen)
             except OSError as exc:
                 raise UnreadableFile(f"cannot be read ({exc.strerror}); check its permissions") from None
 
@@ -188,13 +192,17 @@ class _WorkTree:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
-def read_whole(path: str) -> bytes:
+def read_whole(path: str, seen: Callable[[int], None] | None = None) -> bytes:
     """A file's bytes, read with the system's calls: the size first, then one read (another until the end when the
     file grew meanwhile). About 40% quicker than ``open(path, "rb").read()`` for a bot's 2,000 small files, whose
-    Python file objects cost more than the reading (issue 23)."""
+    Python file objects cost more than the reading (issue 23). ``seen`` is told the file's modification time
+    (nanoseconds), which the size's call gave."""
     fd = os.open(path, _READ_FLAGS)
     try:
-        size = os.fstat(fd).st_size
+        facts = os.fstat(fd)
+        if seen is not None:
+            seen(facts.st_mtime_ns)
+        size = facts.st_size
         data = os.read(fd, size + 1)
         if len(data) <= size:
             return data
@@ -634,15 +642,18 @@ def _root_prefix(root: str) -> str:
     return "" if norm == "." else norm
 
 
-def read_local_code(loaded: LoadedManifest, ref: str | None = None) -> LocalCode:
-    """The code of every branch of the manifest, from the working tree or from commit ``ref``.
+def read_local_code(
+    loaded: LoadedManifest, ref: str | None = None, *, seen: Callable[[int], None] | None = None
+) -> LocalCode:
+    """The code of every branch of the manifest, from the working tree or from commit ``ref``. From the working
+    tree, ``seen`` is told each file's modification time (nanoseconds) as it is read.
 
     Raises :class:`~gitops.errors.SourceError` listing every problem of every branch.
     """
     if ref is None:
         status = _WorktreeStatus(loaded)
         try:
-            return _read_branches(loaded, _WorkTree(loaded.base_dir), status.info, [])
+            return _read_branches(loaded, _WorkTree(loaded.base_dir, seen=seen), status.info, [])
         finally:
             status.close()
     gtree = _GitTree.open(loaded.base_dir, ref)
