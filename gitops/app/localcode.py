@@ -303,6 +303,11 @@ class LocalRead:
 
     Used as a context manager: when the caller's block fails (a server's error), the local code's own error is
     raised instead, if it has one: a run without servers would have said that first.
+
+    A hint for what follows the read (:meth:`changes_seen`): given when the code was last found on the servers
+    (``changed_since``, from :func:`read_marker`), the child says, on a pipe of its own, as soon as it reads a file
+    modified since. The planning imports the HTTP client then, since an upload most likely follows
+    (:func:`gitops.app.planning.make_plan`); nothing a plan decides rests on it.
     """
 
     #: The interpreter's thread switch interval while the worker runs (the default is 5 ms). The main thread reads

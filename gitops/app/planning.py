@@ -34,9 +34,8 @@ CLIENT = "gitops.edges.client"
 #: The modules that talk to a server, imported by this thread while the local read's child reads. The client's is
 #: left out when every server's branch list was sent ahead: it is imported when the local read sees a changed file
 #: (:meth:`LocalRead.when_changes_seen`), or when a client is made; a plan that asks nothing more never needs it
-#: (:meth:`Session.listed_ahead`). Two threads may import at once: no module of the package imports, at
-#: its top, a module that imports it back (``tests/test_layout.py`` checks), so neither sees the other's module
-#: half made.
+#: (:meth:`Session.listed_ahead`). Two threads may import at once: no module of the package imports, at its top, a
+#: module that imports it back (``tests/test_startup_imports.py`` checks), so neither sees the other's half made.
 BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
 
 #: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
