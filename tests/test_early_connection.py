@@ -21,6 +21,7 @@ from gitops.app.options import Options
 from gitops.app.session import Session, open_session
 from gitops.config.credentials import TokenAuth
 from gitops.edges import early as early_module
+from gitops.edges import headers as headers_module
 from gitops.edges.client import ServiceClient
 from gitops.edges.early import (
     EarlyConnection,
@@ -671,3 +672,26 @@ def test_a_refused_token_on_the_list_sent_ahead_is_the_clients_error(
     assert "the branch list is sent ahead" in result.err
     assert "401 on GET /api/user/branches" in result.err
     assert deployed.service.count(LIST) == on_server + 1  # read by the client, not asked again
+
+
+def test_a_list_unanswered_within_the_clients_timeout_is_its_timeout_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waited for without the client, an answer that does not come fails as the client's own request would, in the
+    same time: not after a second wait as long by the client."""
+    monkeypatch.setattr(headers_module, "REQUEST_SECONDS", 0.3)
+    with _answering() as (url, _heads):  # accepts, never answers
+        options = _options(tmp_path, {"silent": url})
+        with open_session(options) as s:
+            s.connect_early()
+            s.ledger("silent")
+            s.send_list_ahead()
+            assert s.lists_ahead("silent")
+            started = time.monotonic()
+            with pytest.raises(NetworkError) as info:
+                s.listed_ahead("silent")
+            waited = time.monotonic() - started
+            assert "did not answer GET /api/user/branches within" in info.value.message
+            assert waited < 5
+        sent = _ledger_sent(tmp_path / "state")["sent"][LIST]
+    assert len(sent) == 1  # sent once, counted once

@@ -246,7 +246,8 @@ class Session:
 
         ``None`` for anything else (another status, an answer that is not plain, JSON that is not such a list): the
         server's client then claims the request and reads its answer, the bytes read here first, and does with it
-        exactly what it always did (its errors, retries and messages)."""
+        exactly what it always did (its errors, retries and messages). No whole answer within the client's timeout
+        raises the client's own error for it (:class:`~gitops.errors.NetworkError`)."""
         early = self._early.get(server)
         if early is None or server in self._clients or not early.has_request_ahead:
             return None
@@ -256,9 +257,13 @@ class Session:
         from gitops.edges.jsontext import UnreadableJSON, parse_json
 
         started = time.monotonic()
+        deadline = started + REQUEST_SECONDS  # the client's own for one request, retries included
         waiting = self.options.waiting or (lambda _what: contextlib.nullcontext(lambda _line: None))
         with waiting(f"server '{server}' to answer {LIST}"):
-            answer = early.answer_ahead(started + REQUEST_SECONDS, answer_cap(LIST))
+            answer = early.answer_ahead(deadline, answer_cap(LIST))
+        if answer is None and time.monotonic() >= deadline:
+            # No whole answer in the time the client gives a request: its error now, not a second wait as long.
+            raise self.client(server).no_answer(LIST)
         if answer is None:
             return None
         try:

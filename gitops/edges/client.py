@@ -1026,6 +1026,12 @@ class ServiceClient:
             "spaces or line endings.",
         )
 
+    def no_answer(self, endpoint: str) -> NetworkError:
+        """The error of a request to ``endpoint`` that had no whole answer within this client's timeout: what
+        :meth:`gitops.app.session.Session.listed_ahead` raises when the branch list sent ahead was waited for that
+        long without the client (which would otherwise wait as long again)."""
+        return self._network_error(endpoint, httpx.ReadTimeout("no answer"))
+
     def _network_error(self, endpoint: str, exc: httpx.TransportError) -> NetworkError:
         base = sanitize_url(self.base_url)
         if isinstance(exc, httpx.TimeoutException):
