@@ -248,9 +248,9 @@ class Session:
         server's client then claims the request and reads its answer, the bytes read here first, and does with it
         exactly what it always did (its errors, retries and messages). No whole answer within the client's timeout
         raises the client's own error for it (:class:`~gitops.errors.NetworkError`)."""
-        early = self._early.get(server)
-        if early is None or server in self._clients or not early.has_request_ahead:
+        if not self.lists_ahead(server):
             return None
+        early = self._early[server]
         from gitops.core.endpoints import LIST, answer_cap
         from gitops.core.remote import branch_list
         from gitops.edges.headers import REQUEST_SECONDS

@@ -447,17 +447,16 @@ def plain_head(head: bytes) -> PlainHead | None:
     if not _STATUS_200.fullmatch(status):
         return None
     fields: dict[str, str] = {}
-    lengths = 0
     for line in lines:
         field = _FIELD.fullmatch(line)
         if field is None:
             return None
         name, value = field.group(1).decode("ascii").lower(), field.group(2).decode("ascii")
-        lengths += name == "content-length"
         fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    # A Content-Length given twice is joined ("2, 2") and so is not digits: exactly one, as for any repeated field.
     length = fields.get("content-length", "")
     coding = fields.get("content-encoding", "").strip().lower()
-    if lengths != 1 or not length.isdigit() or "transfer-encoding" in fields or coding not in _CODINGS:
+    if not length.isdigit() or "transfer-encoding" in fields or coding not in _CODINGS:
         return None
     close = "close" in (token.strip().lower() for token in fields.get("connection", "").split(","))
     return PlainHead(fields, int(length), coding, close)
