@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from gitops.edges.headers import ACCEPT_ENCODINGS, KEEPALIVE_SECONDS
+from gitops.edges.headers import ACCEPT_ENCODINGS, INFLATED_CODINGS, KEEPALIVE_SECONDS, inflater
 from gitops.edges.threads import start_quiet
 
 if TYPE_CHECKING:
@@ -435,7 +435,7 @@ _STATUS_200 = re.compile(rb"HTTP/1\.1 200(?: [\t -~]*)?")
 #: A header field: a token, a colon, a value of visible ASCII, spaces and tabs (no obsolete line folding).
 _FIELD = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+):[ \t]*([\t -~]*?)[ \t]*")
 #: The content codings decoded here (as :mod:`gitops.edges.http` decodes them); ``""`` is none.
-_CODINGS = {"": 0, "identity": 0, "gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+_CODINGS = INFLATED_CODINGS | {"", "identity"}
 
 
 def plain_head(head: bytes) -> PlainHead | None:
@@ -479,20 +479,20 @@ def _received(sock: socket.socket, read: bytearray, deadline: float) -> bool:
 
 def _decoded_body(body: bytes, coding: str, cap: int) -> bytes | None:
     """``body`` with its content coding undone, when it decodes whole to at most ``cap`` bytes; else ``None``."""
-    if not _CODINGS[coding]:
+    if coding not in INFLATED_CODINGS:
         return body
-    inflater = zlib.decompressobj(_CODINGS[coding])
+    unpack = inflater(coding)
     try:
-        out = inflater.decompress(body, cap + 1)
+        out = unpack.decompress(body, cap + 1)
     except zlib.error:
         if coding != "deflate":
             return None
-        inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate, as some servers send it
+        unpack = inflater(coding, raw=True)
         try:
-            out = inflater.decompress(body, cap + 1)
+            out = unpack.decompress(body, cap + 1)
         except zlib.error:
             return None
-    if len(out) > cap or not inflater.eof or inflater.unused_data:
+    if len(out) > cap or not unpack.eof or unpack.unused_data:
         return None
     return out
 

@@ -27,12 +27,12 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from gitops.edges.headers import ACCEPT_ENCODINGS
+from gitops.edges.headers import ACCEPT_ENCODINGS, INFLATED_CODINGS, inflater
 from gitops.edges.jsontext import MAX_JSON_DEPTH, UnreadableJSON, parse_json
 from gitops.edges.threads import start_quiet
 
@@ -181,35 +181,30 @@ def _decoded(response: httpx.Response) -> Iterator[bytes]:
 
 
 def _inflate(stream: Iterator[bytes], coding: str) -> Iterator[bytes]:
-    if coding in ("gzip", "x-gzip"):
-        make: Callable[[], Any] = lambda: zlib.decompressobj(16 + zlib.MAX_WBITS)  # noqa: E731
-    elif coding == "deflate":
-        # "deflate" is zlib-wrapped by the standard, raw deflate by some servers: try the first, fall back.
-        make = lambda: zlib.decompressobj(zlib.MAX_WBITS)  # noqa: E731
-    else:
+    if coding not in INFLATED_CODINGS:
         raise httpx.DecodingError(f"the answer's Content-Encoding '{coding[:40]}' was not asked for")
-    inflater = make()
+    unpack = inflater(coding)
     first = True
     for data in stream:
         try:
-            out = inflater.decompress(data, PIECE)
+            out = unpack.decompress(data, PIECE)
         except zlib.error:
             if not (first and coding == "deflate"):
                 raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
-            inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+            unpack = inflater(coding, raw=True)  # raw deflate, as some servers send it
             try:
-                out = inflater.decompress(data, PIECE)
+                out = unpack.decompress(data, PIECE)
             except zlib.error:
                 raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
         first = False
         yield out
-        while inflater.unconsumed_tail:
+        while unpack.unconsumed_tail:
             try:
-                yield inflater.decompress(inflater.unconsumed_tail, PIECE)
+                yield unpack.decompress(unpack.unconsumed_tail, PIECE)
             except zlib.error:
                 raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
     try:
-        rest = inflater.flush()
+        rest = unpack.flush()
     except zlib.error:
         raise httpx.DecodingError(f"the answer's {coding} data is corrupt") from None
     # flush() is unbounded, but only returns what decompress(data, PIECE) held back: nothing, as every
