@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import inspect
 import ipaddress
 import sys
 import threading
@@ -122,7 +123,9 @@ async def _pump(
             await queue.put((direction.schedule(now, len(data)), data))
         await sender
     except (ConnectionError, OSError):
-        sender.cancel()
+        pass
+    finally:
+        sender.cancel()  # a pump stopped in its read (the proxy stopping) leaves no delivery pending
 
 
 async def _connection(
@@ -133,25 +136,67 @@ async def _connection(
 ) -> None:
     loop = asyncio.get_running_loop()
     opened = loop.time()
+    # Shielded: a stop that cancels this task as the connect completes must not lose the connection unclosed.
+    connecting = asyncio.ensure_future(asyncio.open_connection(*target))
     try:
-        server_reader, server_writer = await asyncio.open_connection(*target)
+        server_reader, server_writer = await asyncio.shield(connecting)
     except (OSError, asyncio.CancelledError):
         client_writer.close()
+        connecting.add_done_callback(_close_connected)
         return
     # The handshake: nothing the client sends leaves before one round trip has passed.
     up = Direction(link.rtt, link.up, free_at=opened + link.rtt)
     down = Direction(link.rtt, link.down, free_at=opened + link.rtt)
+    stopping = False
     try:
         await asyncio.gather(
             _pump(client_reader, server_writer, up, loop), _pump(server_reader, client_writer, down, loop)
         )
     except asyncio.CancelledError:
-        pass  # the proxy is stopping
+        stopping = True  # the proxy is stopping: what is not yet sent is dropped, not waited for
     finally:
         for w in (client_writer, server_writer):
-            w.close()
+            if stopping:
+                w.transport.abort()
+            else:
+                w.close()
             with contextlib.suppress(OSError, ConnectionError):
                 await w.wait_closed()
+
+
+def _close_connected(connecting: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]]) -> None:
+    """Close the connection a connect made after its connection was given up (the proxy stopping)."""
+    if not connecting.cancelled() and connecting.exception() is None:
+        connecting.result()[1].close()
+
+
+def _ours_and_started(task: asyncio.Task[object]) -> bool:
+    """Whether ``task`` runs one of this module's coroutines and has taken its first step."""
+    coro = task.get_coro()
+    if not inspect.iscoroutine(coro) or coro.cr_code.co_filename != __file__:
+        return False
+    return inspect.getcoroutinestate(coro) != inspect.CORO_CREATED
+
+
+async def _end_tasks() -> None:
+    """End every task of the loop but the caller's, so that the loop closes with none pending (asyncio would print
+    "Task was destroyed but it is pending!") and no socket open. This module's tasks are cancelled, each once (a
+    second would end it cancelled, not stopped) and only once it has taken its first step (one cancelled before it
+    started cannot catch it, and Python 3.11's stream callback prints the CancelledError); asyncio's own (an accept,
+    a connect) are let finish. At most 100 passes of at most 50 ms."""
+    cancelled: set[asyncio.Task[object]] = set()
+    for _ in range(100):
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if not tasks:
+            return
+        mine = [t for t in tasks if _ours_and_started(t) and t not in cancelled]
+        for task in mine:
+            task.cancel()
+        cancelled.update(mine)
+        await asyncio.wait(tasks, timeout=0.05)
+        for task in cancelled:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: asyncio would log one never retrieved
 
 
 def _loopback(host: str) -> str:
@@ -185,12 +230,19 @@ class Proxy:
         port = server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self._ready.set()
-        async with server:
+        try:
             await self._stop.wait()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+            # No new connection is accepted, but one already accepted is let reach its task with the server still
+            # open (Python 3.11's transport asserts that its server is: one accepted after close() leaks its socket).
+            loop = asyncio.get_running_loop()
+            for sock in server.sockets:
+                loop.remove_reader(sock.fileno())
+            await _end_tasks()
+        finally:
+            server.close()
+            await server.wait_closed()
+            for _ in range(3):  # the closes of the last transports, each a loop pass after it was asked for
+                await asyncio.sleep(0)
 
     def __enter__(self) -> str:
         self._thread.start()
