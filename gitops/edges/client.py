@@ -760,7 +760,10 @@ class ServiceClient:
             elapsed = (time.perf_counter() - started) * 1000
             shown = sanitize_url(str(httpx.URL(url, params=params)))
             self._debug(f"{method} {shown} -> {type(exc).__name__} ({elapsed:.0f} ms)")
-            raise _Transient(self._network_error(endpoint, exc)) from None
+            error = self._network_error(endpoint, exc)
+            if tls_reason(exc) in _TLS_HINTS:
+                raise error from None  # a certificate or a scheme that is wrong now is as wrong a second later
+            raise _Transient(error) from None
         elapsed = (time.perf_counter() - started) * 1000
         self._debug(f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)")
         self._after_response(endpoint, response)
@@ -1042,9 +1045,12 @@ class ServiceClient:
         # Never the exception's text: httpx quotes request data in it (a header value is the token).
         detail = transport_detail(exc)
         if isinstance(exc, httpx.ConnectError):
+            reason = tls_reason(exc)
             return NetworkError(
                 f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
-                hint="Check the url in the manifest, your network, and that the server is running.",
+                hint="Check the url in the manifest, your network, and that the server is running."
+                if reason is None
+                else _TLS_HINTS.get(reason, _TLS_HINT),
             )
         return NetworkError(
             f"the connection to server '{self.server_name}' at {base} broke during {endpoint}: {detail}.",
@@ -1158,16 +1164,45 @@ def transport_detail(exc: BaseException) -> str:
     known") and an SSL error's ``reason`` are fixed words that carry no request data, unlike ``str(exc)``.
     """
     name = type(exc).__name__
-    cause = exc.__cause__ or exc.__context__
-    for _ in range(8):
-        if cause is None:
-            break
+    for cause in _causes(exc):
         if isinstance(cause, ssl.SSLError) and isinstance(cause.reason, str):
             return f"{name} (TLS: {cause.reason})"
         if isinstance(cause, OSError) and isinstance(cause.strerror, str) and cause.strerror:
             return f"{name} ({cause.strerror})"
-        cause = cause.__cause__ or cause.__context__
     return name
+
+
+def tls_reason(exc: BaseException) -> str | None:
+    """The TLS library's fixed reason (``CERTIFICATE_VERIFY_FAILED``) of a failure whose cause is a TLS error."""
+    for cause in _causes(exc):
+        if isinstance(cause, ssl.SSLError) and isinstance(cause.reason, str):
+            return cause.reason
+    return None
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exceptions under ``exc`` (its cause, else its context), nearest first, at most eight."""
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None:
+            return
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+#: What to do about a connect that failed in TLS, by the TLS library's reason (others: :data:`_TLS_HINT`).
+_TLS_HINTS = {
+    "CERTIFICATE_VERIFY_FAILED": (
+        "The server's TLS certificate could not be verified. Check that the url's host is a name the certificate is "
+        "for; for a certificate from your own authority, set SSL_CERT_FILE (a PEM file) or SSL_CERT_DIR to it."
+    ),
+    # What OpenSSL says when the other end answers in plain HTTP.
+    "WRONG_VERSION_NUMBER": (
+        "The server did not answer in TLS: if it serves plain HTTP (a private server usually does), write the url "
+        "with http:// in the manifest."
+    ),
+}
+_TLS_HINT = "The TLS handshake failed: check the url's scheme (https:// only for a server behind TLS) and port."
 
 
 @dataclass(frozen=True)

@@ -136,19 +136,27 @@ def running_standin(
     clock: ManualClock | None = None,
     *,
     bounds: ServiceBounds | None = None,
+    tls: Path | None = None,
 ) -> Iterator[StandIn]:
     """Serve the stand-in on ``127.0.0.1`` and an ephemeral port for the duration of the ``with`` block.
 
     ``bounds`` replaces the service's bounds (body size, read deadlines, connections), to show them quickly.
+    ``tls`` serves it over TLS (an ``https://`` URL) with the certificate chain and private key in that PEM file, as
+    a private server behind a TLS front does.
     """
     clock = clock or ManualClock()
     app = create_app(load_accounts(accounts), data, clock, testing=True, bounds=bounds)
     try:
         sock = bind("127.0.0.1", 0)
-        server = ThreadedServer(make_config(app), sock)
+        config = make_config(app)
+        url = url_of(sock)
+        if tls is not None:
+            config.ssl_certfile = str(tls)  # uvicorn makes its TLS context from it when the server loads the config
+            url = "https" + url.removeprefix("http")
+        server = ThreadedServer(config, sock)
         try:
             server.start()
-            yield StandIn(url_of(sock), app, clock)
+            yield StandIn(url, app, clock)
         finally:
             server.stop()
             sock.close()
