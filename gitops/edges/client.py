@@ -30,6 +30,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import re
 import ssl
 import threading
@@ -38,6 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -1046,11 +1048,16 @@ class ServiceClient:
         detail = transport_detail(exc)
         if isinstance(exc, httpx.ConnectError):
             reason = tls_reason(exc)
+            hint = "Check the url in the manifest, your network, and that the server is running."
+            proxy = proxy_variable(self.base_url, os.environ)
+            if proxy is not None:
+                hint += (
+                    f" {proxy} is set, but the tool connects to servers directly, never through a proxy: run it where "
+                    "the server can be reached."
+                )
             return NetworkError(
                 f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
-                hint="Check the url in the manifest, your network, and that the server is running."
-                if reason is None
-                else _TLS_HINTS.get(reason, _TLS_HINT),
+                hint=hint if reason is None else _TLS_HINTS.get(reason, _TLS_HINT),
             )
         return NetworkError(
             f"the connection to server '{self.server_name}' at {base} broke during {endpoint}: {detail}.",
@@ -1178,6 +1185,29 @@ def tls_reason(exc: BaseException) -> str | None:
         if isinstance(cause, ssl.SSLError) and isinstance(cause.reason, str):
             return cause.reason
     return None
+
+
+def proxy_variable(url: str, environ: Mapping[str, str]) -> str | None:
+    """The name (never the value, which may hold a password) of the environment variable that names a proxy for
+    ``url`` (``HTTPS_PROXY``, ``ALL_PROXY``, any case, as curl reads them), unless ``NO_PROXY`` exempts its host
+    (``*``, the host, or a domain it is in); else ``None``. The tool does not use proxies: this only explains a
+    refused connect."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    named = {name.lower(): name for name, value in environ.items() if value and name.lower().endswith("_proxy")}
+    for key in (f"{parts.scheme.lower()}_proxy", "all_proxy"):
+        if key in named:
+            exempt = ",".join(v for k, v in environ.items() if k.lower() == "no_proxy").lower()
+            return None if any(_exempts(entry, host) for entry in exempt.split(",")) else named[key]
+    return None
+
+
+def _exempts(entry: str, host: str) -> bool:
+    """Whether one ``NO_PROXY`` entry (``*``, ``host``, ``.domain``, ``host:port``) covers ``host``."""
+    entry = entry.strip().lstrip(".")
+    if entry.count(":") == 1:  # a port, not an IPv6 address
+        entry = entry.rsplit(":", 1)[0]
+    return bool(entry) and (entry in ("*", host) or host.endswith("." + entry))
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:
