@@ -10,11 +10,16 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
+import certifi
 import pytest
 import trustme
 
+from gitops.core.health import ConsoleEvent
 from gitops.edges.early import EarlyConnection, address_of
+from gitops.edges.socket import console_events
+from gitops.edges.tls import trust_context
 from gitops.errors import ExitCode
+from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.project import one_branch_project
 from tests.test_early_connection import _client, _connected
@@ -137,3 +142,57 @@ def test_an_https_url_for_a_plain_http_server_says_to_write_http(
     assert "Traceback" not in result.err
     assert FULL_TOKEN not in result.out + result.err
     assert standin.count(CODE) == 0
+
+
+# --- one trust for the HTTP client and the game socket ------------------------------------------------------------
+
+
+def test_the_trusted_authorities_are_httpxs_rule(tmp_path: Path, authority: trustme.CA) -> None:
+    bundle = tmp_path / "authority.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    own = trust_context({"SSL_CERT_FILE": str(bundle)})
+    assert [c["subject"] for c in own.get_ca_certs()] == [_subject(authority)]
+    assert own.verify_mode == ssl.CERT_REQUIRED
+    assert own.check_hostname
+    public = trust_context({})
+    assert len(public.get_ca_certs()) == Path(certifi.where()).read_text("ascii").count("BEGIN CERTIFICATE")
+
+
+def _subject(authority: trustme.CA) -> object:
+    probe = ssl.create_default_context(cadata=authority.cert_pem.bytes().decode("ascii"))
+    (cert,) = probe.get_ca_certs()
+    return cert["subject"]
+
+
+def _console(service: StandIn) -> tuple[list[ConsoleEvent], str | None]:
+    service.set_tick_seconds(0.02)
+    service.console_rule(ALICE, log=["over tls"])
+    account = service.app.accounts.user(ALICE)
+    assert account is not None
+    try:
+        return console_events(
+            service.socket_url, Secret(FULL_TOKEN), account.user_id, seconds=20, enough=lambda e: len(e) >= 2
+        )
+    finally:
+        service.set_tick_seconds(0)
+
+
+def test_the_game_socket_over_tls_trusts_what_the_http_client_trusts(
+    tls_standin: StandIn, trusted: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """wss:// verified against SSL_CERT_FILE (the system's store knows nothing of the test's authority), and
+    connected directly even where HTTPS_PROXY names a proxy (nobody listens there), as the HTTP client is."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    assert tls_standin.socket_url.startswith("wss://127.0.0.1:")
+    events, problem = _console(tls_standin)
+    assert problem is None
+    assert events[:2] == [ConsoleEvent(log=("over tls",))] * 2
+
+
+def test_the_game_socket_refuses_a_certificate_it_cannot_verify(tls_standin: StandIn, untrusted: None) -> None:
+    events, problem = _console(tls_standin)
+    assert events == []
+    assert problem is not None
+    assert "CERTIFICATE_VERIFY_FAILED" in problem
+    assert FULL_TOKEN not in problem

@@ -77,6 +77,7 @@ from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.headers import CLIENT_HEADERS, KEEPALIVE_SECONDS, REQUEST_SECONDS
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.edges.threads import Background
+from gitops.edges.tls import trust_context
 from gitops.errors import AuthError, GitopsError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 
@@ -401,7 +402,8 @@ class ServiceClient:
                 # trust store, so the client could not speak TLS to anyone even if a request went to https://.
                 transport = httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), limits=limits)
             else:
-                transport = httpx.HTTPTransport(limits=limits)
+                # httpx's own default, made where the game socket makes its own too (one rule for both).
+                transport = httpx.HTTPTransport(verify=trust_context(), limits=limits)
             if early is not None:
                 use_early(transport, early, self._connections.remember)
                 self._early = early  # closed with the client unless its first connection took it

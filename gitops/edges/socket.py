@@ -31,6 +31,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from gitops.core.health import ConsoleEvent
+from gitops.edges.tls import trust_context
 from gitops.secrets import Secret, redact, register
 
 log = logging.getLogger("gitops.socket")
@@ -169,6 +170,10 @@ class GameSocket:
             self._ws = self._stack.enter_context(
                 connect(
                     self._url,
+                    # The HTTP client's trust (gitops.edges.tls), and like it a direct connection: websockets would
+                    # use the system's store and a proxy named by HTTPS_PROXY.
+                    ssl=trust_context() if self._url.startswith("wss://") else None,
+                    proxy=None,
                     open_timeout=max(wait, 0.01),
                     close_timeout=1.0,
                     max_size=MAX_MESSAGE,
