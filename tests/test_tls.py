@@ -14,6 +14,7 @@ import certifi
 import pytest
 import trustme
 
+from gitops.app.adopting import probe_version
 from gitops.core.health import ConsoleEvent
 from gitops.edges.early import EarlyConnection, address_of
 from gitops.edges.socket import console_events
@@ -196,3 +197,11 @@ def test_the_game_socket_refuses_a_certificate_it_cannot_verify(tls_standin: Sta
     assert problem is not None
     assert "CERTIFICATE_VERIFY_FAILED" in problem
     assert FULL_TOKEN not in problem
+
+
+def test_init_s_probe_of_a_tls_server_trusts_what_the_client_trusts(tls_standin: StandIn, trusted: None) -> None:
+    """``gitops init`` asks the server what it is before any manifest exists; over TLS it must trust SSL_CERT_FILE as
+    the client will (httpx's trust_env=False, which keeps proxies out, would drop it)."""
+    answer = probe_version(tls_standin.url)
+    assert answer is not None
+    assert answer.get("ok") == 1

@@ -184,8 +184,13 @@ def probe_version(url: str) -> dict[str, object] | None:
     cannot be reached in :data:`PROBE_SECONDS` or answers something else. One request, no retry, no redirect."""
     import httpx
 
+    from gitops.edges.tls import trust_context
+
     try:
-        with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False) as client:
+        # No proxy and no .netrc (trust_env=False), as every connection of the tool; but the same authorities as
+        # the client's (SSL_CERT_FILE/SSL_CERT_DIR), which trust_env=False would drop.
+        verify = trust_context() if url.lower().startswith("https://") else True
+        with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False, verify=verify) as client:
             answer = client.get(url.rstrip("/") + "/api/version")
             if answer.status_code != 200 or len(answer.content) > 64 * 1024:
                 return None
