@@ -1050,16 +1050,18 @@ class ServiceClient:
         detail = transport_detail(exc)
         if isinstance(exc, httpx.ConnectError):
             reason = tls_reason(exc)
-            hint = "Check the url in the manifest, your network, and that the server is running."
-            proxy = proxy_variable(self.base_url, os.environ)
-            if proxy is not None:
-                hint += (
-                    f" {proxy} is set, but the tool connects to servers directly, never through a proxy: run it where "
-                    "the server can be reached."
-                )
+            if reason is not None:
+                hint = _TLS_HINTS.get(reason, _TLS_HINT)
+            else:
+                hint = "Check the url in the manifest, your network, and that the server is running."
+                proxy = proxy_variable(self.base_url, os.environ)
+                if proxy is not None:
+                    hint += (
+                        f" {proxy} is set, but the tool connects to servers directly, never through a proxy: run it "
+                        "where the server can be reached."
+                    )
             return NetworkError(
-                f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.",
-                hint=hint if reason is None else _TLS_HINTS.get(reason, _TLS_HINT),
+                f"cannot connect to server '{self.server_name}' at {base} for {endpoint}: {detail}.", hint=hint
             )
         return NetworkError(
             f"the connection to server '{self.server_name}' at {base} broke during {endpoint}: {detail}.",
