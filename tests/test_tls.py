@@ -148,14 +148,19 @@ def test_an_https_url_for_a_plain_http_server_says_to_write_http(
 # --- one trust for the HTTP client and the game socket ------------------------------------------------------------
 
 
-def test_the_trusted_authorities_are_httpxs_rule(tmp_path: Path, authority: trustme.CA) -> None:
+def test_the_trusted_authorities_are_httpxs_rule(
+    tmp_path: Path, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bundle = tmp_path / "authority.pem"
     authority.cert_pem.write_to_path(str(bundle))
-    own = trust_context({"SSL_CERT_FILE": str(bundle)})
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    own = trust_context()
     assert [c["subject"] for c in own.get_ca_certs()] == [_subject(authority)]
     assert own.verify_mode == ssl.CERT_REQUIRED
     assert own.check_hostname
-    public = trust_context({})
+    monkeypatch.delenv("SSL_CERT_FILE")
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    public = trust_context()
     assert len(public.get_ca_certs()) == Path(certifi.where()).read_text("ascii").count("BEGIN CERTIFICATE")
 
 

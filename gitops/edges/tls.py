@@ -9,20 +9,16 @@ Verification is never turned off.
 
 from __future__ import annotations
 
-import os
-import ssl
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ssl
 
 
-def trust_context(environ: Mapping[str, str] | None = None) -> ssl.SSLContext:
+def trust_context() -> ssl.SSLContext:
     """A new client TLS context that verifies servers (and their host names) against ``SSL_CERT_FILE`` (a PEM file)
-    when set, else ``SSL_CERT_DIR`` (a folder of hashed certificates), else certifi's bundle: what httpx does by
-    default. ``environ`` defaults to the process's environment."""
-    env = os.environ if environ is None else environ
-    if env.get("SSL_CERT_FILE"):
-        return ssl.create_default_context(cafile=env["SSL_CERT_FILE"])
-    if env.get("SSL_CERT_DIR"):
-        return ssl.create_default_context(capath=env["SSL_CERT_DIR"])
-    import certifi  # installed with httpx
+    when set, else ``SSL_CERT_DIR`` (a folder of hashed certificates), else certifi's bundle: httpx's default,
+    made by httpx itself (``httpx.create_ssl_context``, imported only here, when a TLS connection is made)."""
+    import httpx
 
-    return ssl.create_default_context(cafile=certifi.where())
+    return httpx.create_ssl_context()
