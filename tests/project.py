@@ -61,6 +61,11 @@ class Project:
         path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
         return path
 
+    def point_at(self, url: str) -> None:
+        """The written manifest's server url changed to ``url`` (another scheme, a port nobody listens on)."""
+        path = self.root / "gitops.yaml"
+        path.write_text(path.read_text("utf-8").replace(self.service.url, url), "utf-8")
+
     def write(self, files: Mapping[str, str | bytes]) -> None:
         for name, content in files.items():
             path = self.root / name

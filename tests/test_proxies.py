@@ -12,7 +12,7 @@ import pytest
 from gitops.edges.client import proxy_variable
 from gitops.errors import ExitCode
 from gitops.standin.testing import FULL_TOKEN, StandIn
-from tests.project import Project, one_branch_project
+from tests.project import one_branch_project
 
 CANARY = "proxy-password-canary-5c1d"
 
@@ -45,11 +45,6 @@ def _refused_url() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def _pointed_at(p: Project, url: str) -> None:
-    manifest = p.root / "gitops.yaml"
-    manifest.write_text(manifest.read_text("utf-8").replace(p.service.url, url), "utf-8")
-
-
 @pytest.mark.parametrize("exempt", [False, True], ids=["proxy-named", "host-exempted"])
 def test_a_refused_connect_names_the_proxy_variable_the_tool_does_not_use(
     exempt: bool,
@@ -64,7 +59,7 @@ def test_a_refused_connect_names_the_proxy_variable_the_tool_does_not_use(
     if exempt:
         monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
     p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
-    _pointed_at(p, _refused_url())
+    p.point_at(_refused_url())
     result = p.apply("--yes")
     assert result.code == ExitCode.FAILURE, (result.code, result.err)
     assert "cannot connect to server 'local'" in result.err

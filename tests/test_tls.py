@@ -133,8 +133,7 @@ def test_an_https_url_for_a_plain_http_server_says_to_write_http(
     """The usual slip with a private server (plain HTTP on its port): https:// in the url. The TLS library's reason
     is named, and the fix is the scheme, not the network."""
     p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
-    manifest = p.root / "gitops.yaml"
-    manifest.write_text(manifest.read_text("utf-8").replace("url: http://", "url: https://"), "utf-8")
+    p.point_at("https" + standin.url.removeprefix("http"))
     result = p.apply("--yes", "--debug")
     assert result.code == ExitCode.FAILURE, (result.code, result.err)
     assert "retrying" not in result.err  # wrong now, wrong on every attempt: no backoff before the answer
