@@ -36,10 +36,11 @@ from gitops.edges.build import (
     skip_build,
     temporary_checkout,
 )
+from gitops.edges.codesetfile import codeset_path, read_codeset
 from gitops.edges.environ import seal_process
 from gitops.edges.forked import ForkedCall
 from gitops.edges.threads import Background, start_quiet
-from gitops.errors import SourceError
+from gitops.errors import SourceError, UsageError
 from gitops.secrets import leaked_in, register
 
 if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
@@ -60,9 +61,26 @@ def read_code(
     Raises :class:`~gitops.errors.SourceError` (exit 6) for a failed build or code that cannot be deployed.
     """
     secret = register_secrets(loaded, env)
+    codeset = codeset_path(env)
+    if codeset is not None:
+        if ref is not None:
+            raise UsageError(
+                f"--ref {ref} and --codeset {codeset} both say where the code comes from; give one",
+                hint="A code set file holds code already built from one commit: drop --ref.",
+            )
+        # Made elsewhere (a build job): judged for credentials like a build's output, and never built here.
+        local = read_codeset(codeset, loaded)
+        _refuse_leaks(local)
+        return local
     local = _read_code(loaded, ref, env, secret, seen)
     if not build_commands(loaded.manifest):
         return local  # the repository's own files: a build is what could write a credential into the code
+    _refuse_leaks(local)
+    return local
+
+
+def _refuse_leaks(local: LocalCode) -> None:
+    """:class:`SourceError` when a module holds the value of one of the run's secrets (or an encoding of one)."""
     for branch in local.branches:
         for module in branch.code:
             if leaked_in(module.text if module.text is not None else module.binary or b""):
@@ -72,7 +90,6 @@ def read_code(
                     hint="Keep tokens and passwords out of the code: a build must not write them into its output "
                     "(it runs without them; see 'build' in the manifest documentation).",
                 )
-    return local
 
 
 def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozenset[str]:

@@ -1,4 +1,5 @@
-"""``gitops build``: run the manifest's build commands, and nothing else (no server, no credential)."""
+"""``gitops build``: run the manifest's build commands (no server, no credential), and with ``--out`` write the
+code set file that a deploy job takes instead of building (:mod:`gitops.core.artifact`)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,44 @@ from gitops.cli.common import manifest_option, target_options
 @click.command("build")
 @manifest_option
 @target_options
-def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...]) -> None:
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    envvar="GITOPS_BUILD_OUT",
+    help="Also read every branch's code, as plan would, and write it to this code set file (the commit, the "
+    "manifest's digest, and per module its name, kind, size and SHA-256). [env: GITOPS_BUILD_OUT]",
+)
+def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], out: Path | None) -> None:
     """Run the build commands of the manifest's branches in the working tree, as plan and apply would.
 
     The build sees no credential: every variable a server of the manifest names, the Action's inputs and the usual
     token variables are left out of its environment, and this process's own environment is sealed from it first.
-    The GitHub Action runs this in a step of its own, whose environment holds no secret, then plans or applies with
-    GITOPS_SKIP_BUILD=1 (the code as this left it). Exit 6 when a build fails; 0 (and nothing printed) when the
-    manifest names no build.
+
+    With --out, the built code is written to a code set file: a job without secrets builds, and a job that holds
+    the token deploys that file (`gitops apply --codeset FILE`) without running any of the repository's code. The
+    GitHub Action's `command: build` does this. Exit 6 when a build fails; 0 (and nothing printed) when the
+    manifest names no build and no --out is given.
     """
-    from gitops.app.localcode import run_builds
+    from gitops.app.localcode import read_code, run_builds
     from gitops.app.targets import Targets, select
     from gitops.config.manifest import load_manifest
+    from gitops.edges.codesetfile import CODESET_VARIABLE, refuse_unless_regular, write_codeset
 
     loaded = select(load_manifest(manifest), Targets.of(servers, branches))
-    ran = run_builds(loaded, os.environ)
-    if ran:
-        click.echo(f"build: {ran} command{'s' if ran != 1 else ''} done", err=True)
+    if out is None:
+        ran = run_builds(loaded, os.environ)
+        if ran:
+            click.echo(f"build: {ran} command{'s' if ran != 1 else ''} done", err=True)
+        return
+    refuse_unless_regular(out, "--out")  # before the build: a wrong path is known at once
+    env = {key: value for key, value in os.environ.items() if key != CODESET_VARIABLE}
+    local = read_code(loaded, None, env)
+    write_codeset(out, local, loaded)
+    modules = sum(len(branch.code) for branch in local.branches)
+    click.echo(
+        f"build: code set of {len(local.branches)} branch(es), {modules} module(s) written to {out} "
+        f"({local.source.describe()})",
+        err=True,
+    )

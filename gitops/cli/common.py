@@ -101,6 +101,17 @@ def plan_options(f: F) -> F:
                 "uncommitted changes are ignored. [env: GITOPS_REF]",
             ),
             click.option(
+                "--codeset",
+                envvar="GITOPS_CODESET",
+                default=None,
+                metavar="FILE",
+                expose_value=False,
+                callback=_remember_codeset,
+                help="Deploy the code of this code set file (written by `gitops build --out` in a job without "
+                "credentials) instead of reading and building the working tree; it must come from this commit and "
+                "this manifest file. [env: GITOPS_CODESET]",
+            ),
+            click.option(
                 "--refresh",
                 type=click.Choice(REFRESH_CHOICES),
                 default=DEFAULT_REFRESH,
@@ -129,6 +140,12 @@ def plan_options(f: F) -> F:
     ):
         f = option(f)
     return f
+
+
+def _remember_codeset(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """Keep ``--codeset`` for :func:`options_from`, which hands it to the local read as ``GITOPS_CODESET``."""
+    if value:
+        ctx.meta["gitops.codeset"] = str(Path(value).absolute())
 
 
 class _Name(click.ParamType):  # type: ignore[type-arg]
@@ -251,11 +268,15 @@ def options_from(
     from gitops.render.progress import Progress
 
     injected = ctx.find_root().obj or {}
+    env = dict(os.environ)
+    codeset = ctx.meta.get("gitops.codeset")
+    if codeset:
+        env["GITOPS_CODESET"] = codeset
     return Options(
         clock=injected.get("clock") or SystemClock(),
         transport=injected.get("transport"),
         manifest=manifest,
-        env=dict(os.environ),
+        env=env,
         ref=ref,
         refresh=refresh,  # type: ignore[arg-type]
         max_wait=max_wait,

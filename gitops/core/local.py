@@ -44,14 +44,15 @@ class UnreadableFile(Exception):
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """Where the local code came from: the working tree, or the blobs of a commit (``--ref``).
+    """Where the local code came from: the working tree, the blobs of a commit (``--ref``), or a code set file that
+    a build job wrote (``--codeset``; ``ref`` is then the file's path).
 
     ``commit`` is the full commit id (for the working tree: ``HEAD``, when the folder is in a Git repository);
     ``dirty`` says whether the working tree differs from ``HEAD`` under the branch roots or in the manifest
     (``None`` for a ref, or outside Git).
     """
 
-    kind: Literal["worktree", "ref"]
+    kind: Literal["worktree", "ref", "codeset"]
     ref: str | None
     commit: str | None
     dirty: bool | None
@@ -60,6 +61,8 @@ class SourceInfo:
         """``working tree (commit 1a2b3c4d5e6f, uncommitted changes)`` or ``ref main (commit 1a2b3c4d5e6f)``."""
         if self.kind == "ref":
             return f"ref {self.ref} (commit {(self.commit or '')[:12]})"
+        if self.kind == "codeset":
+            return f"code set {self.ref} (commit {(self.commit or '')[:12] or 'none'})"
         details = []
         if self.commit:
             details.append(f"commit {self.commit[:12]}")
