@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,8 @@ from gitops.config import manifestcache, schema
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.config.manifestcache import default_cache_dir
 from gitops.errors import ManifestError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MANIFEST = textwrap.dedent(
     """\
@@ -331,7 +334,7 @@ def _fresh(code: str, env: dict[str, str]) -> list[str]:
     return done.stdout.split()
 
 
-def test_a_cached_manifest_loads_without_pydantic_and_without_yaml(manifest: Path, env: dict[str, str]) -> None:
+def test_a_cached_manifest_loads_without_pydantic(manifest: Path, env: dict[str, str]) -> None:
     code = textwrap.dedent(
         f"""\
         import sys
@@ -344,5 +347,56 @@ def test_a_cached_manifest_loads_without_pydantic_and_without_yaml(manifest: Pat
     )
     digest, pydantic, yaml, looked = _fresh(code, env)
     assert (pydantic, yaml, looked) == ("True", "True", "True")  # the first run validates
-    assert _fresh(code, env) == [digest, "False", "False", "True"]
+    # pyyaml still parses the file: the entry is checked against it (a planted entry must not decide anything).
+    assert _fresh(code, env) == [digest, "False", "True", "True"]
     assert digest == load_manifest(manifest, env).digest
+
+
+def _plant(cache: Path, manifest: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Rewrite the manifest's cache entry as a build running as the player could: same key, other content."""
+    (entry,) = entries(cache)
+    data = json.loads(entry.read_text("utf-8"))
+    change(data["manifest"])
+    entry.write_text(json.dumps(data), "utf-8")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: m["servers"]["local"].__setitem__("url", "http://127.0.0.1:9"),
+        lambda m: m["servers"]["local"].__setitem__("token_env", "OTHER_TOKEN"),
+        lambda m: m["branches"][0].__setitem__("root", "elsewhere"),
+        lambda m: m["branches"][0].__setitem__("build", "sh -c 'curl evil'"),
+        lambda m: m["servers"].__setitem__("extra", dict(m["servers"]["local"], url="http://127.0.0.1:9")),
+    ],
+    ids=["url", "token_env", "root", "build", "extra-server"],
+)
+def test_an_entry_that_says_other_than_the_file_is_never_used(
+    manifest: Path, env: dict[str, str], cache: Path, validations: list[int], change: Callable[[dict[str, Any]], None]
+) -> None:
+    """Issue 37: a pull request's build (run by a reviewer's validate) wrote an entry under main's manifest digest
+    naming another url, and the next plan on main sent the token there. Every value of an entry is now checked
+    against the file: a planted one is a miss, and the run validates the file instead."""
+    miss = load_manifest(manifest, env)
+    _plant(cache, manifest, change)
+    loaded = load_manifest(manifest, env)
+    assert validations == [1, 1]  # validated again
+    assert_same(loaded, miss)
+    assert loaded.manifest.servers["local"].url == "http://127.0.0.1:21025"
+    assert set(loaded.manifest.servers) == set(miss.manifest.servers)
+    # And the entry is written again from the file: the next run hits it.
+    load_manifest(manifest, env)
+    assert validations == [1, 1]
+
+
+@pytest.mark.parametrize("example", sorted((ROOT / "examples").glob("*/gitops.yaml")), ids=lambda p: p.parent.name)
+def test_every_example_manifest_hits_its_entry(
+    example: Path, tmp_path: Path, env: dict[str, str], validations: list[int]
+) -> None:
+    """The check agrees with the validator on real manifests, so the cache still saves their validation."""
+    path = tmp_path / example.parent.name / "gitops.yaml"
+    path.parent.mkdir()
+    path.write_bytes(example.read_bytes())
+    load_manifest(path, env)
+    load_manifest(path, env)
+    assert validations == [1]

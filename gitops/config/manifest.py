@@ -1,13 +1,15 @@
 """The manifest (``gitops.yaml``): loading it, and the classes the rest of the tool uses.
 
-This module imports neither pydantic nor pyyaml, so that every ``from gitops.config.manifest import ...`` stays
-cheap. The classes are the frozen dataclasses of :mod:`gitops.config.model` (re-exported here); the rules, the
+Importing this module imports neither pydantic nor pyyaml, so that every ``from gitops.config.manifest import ...``
+stays cheap. The classes are the frozen dataclasses of :mod:`gitops.config.model` (re-exported here); the rules, the
 messages and the JSON Schema are :mod:`gitops.config.schema`'s pydantic models, imported only to validate.
 
 :func:`load_manifest` reads the file's bytes and looks them up in the validated-manifest cache
 (:mod:`gitops.config.manifestcache`, keyed by the SHA-256 of the exact bytes and by the tool's version): a manifest
-validated before is built from the cache entry without parsing YAML or importing pydantic. Otherwise it parses the
-YAML with line numbers (:mod:`gitops.config.yamlload`), validates it, reports every problem at once, each as
+validated before is built from the cache entry without importing pydantic. The YAML is parsed on every load (with
+line numbers, :mod:`gitops.config.yamlload`), a hit too: the entry is used only when every value it holds is what the
+file says (:mod:`gitops.config.cachecheck`), since anything running as the player can write the cache. Otherwise it
+validates, reports every problem at once, each as
 ``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``, and caches a valid manifest.
 """
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gitops.config import manifestcache
+from gitops.config.cachecheck import entry_matches_file
 from gitops.config.model import (
     DEFAULT_MANIFEST,
     ActiveName,
@@ -97,16 +100,19 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
         raise _invalid(display, exc.problems) from None
     cache_env = os.environ if env is None else env
     cached = manifestcache.lookup(raw, cache_env)
-    if cached is not None:
-        return _loaded(path, display, cached.manifest, cached.digest, cached.locations)
-    # Not validated before: parse and validate (this is where pyyaml and pydantic are imported).
-    from gitops.config.schema import validate
-    from gitops.config.yamlload import Problems, decode, parse
+    from gitops.config.yamlload import decode, parse  # pyyaml: every load parses the file, a cache hit too
 
     try:
         document = parse(decode(raw, display), display, what="a manifest")
     except Unreadable as exc:
         raise _invalid(display, exc.problems) from None
+    if cached is not None and entry_matches_file(cached.manifest, document.data):
+        # The entry saves the validation; the file itself still says every value (config/cachecheck.py).
+        return _loaded(path, display, cached.manifest, cached.digest, cached.locations)
+    # Not validated before, or the entry says something the file does not: validate (pydantic is imported here).
+    from gitops.config.schema import validate
+    from gitops.config.yamlload import Problems
+
     if document.data is None:
         raise _invalid(
             display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see gitops help manifest)"]

@@ -1,4 +1,4 @@
-"""The validated-manifest cache: a manifest validated before is loaded without pyyaml and without pydantic.
+"""The validated-manifest cache: a manifest validated before is loaded without pydantic.
 
 Parsing the YAML and validating it with the pydantic models costs a run more CPU than anything else it does before
 its first request (mostly importing pydantic and building the models). The manifest rarely changes between runs,
@@ -8,6 +8,9 @@ so :func:`gitops.config.manifest.load_manifest` reads the file's bytes, and look
 
 Why it is safe to skip validation on a hit:
 
+* The entry never decides anything alone: the file is parsed on every run, and an entry whose manifest differs from
+  what the file says in any value is a miss (:mod:`gitops.config.cachecheck`). Anything running as the player (a
+  pull request's build) can write this folder; what it writes can only make a run validate again.
 * The key is the SHA-256 of the file's exact bytes, and the entry names them again (``sha256``): any change to the
   file, even one byte, is a miss and is validated.
 * An entry is used only when it was written by the same tool: the same ``gitops.__version__``, the same
