@@ -36,7 +36,7 @@ def _agrees(value: Any, raw: Any, name: str) -> bool:
     if isinstance(value, list):
         return isinstance(raw, list) and len(raw) == len(value) and all(map(_agrees, value, raw, [""] * len(value)))
     if name == "url" and isinstance(raw, str):
-        return raw.rstrip("/") == value
+        return bool(raw.rstrip("/") == value)
     if type(value) is not type(raw):
         # A float field written as an integer (error_share: 1) is the same number; a bool is never an int here.
         return type(value) is float and type(raw) is int and float(raw) == value
