@@ -54,6 +54,9 @@ class ExitCode(IntEnum):
     ROLLED_BACK = 10
     #: ``apply``'s verification: the new code failed and its rollback failed too; the failing code is still there.
     UNDO_FAILED = 11
+    #: A run that holds a credential refused input it cannot trust with it: a pull request's manifest that changes a
+    #: server's url, credential variables or build; credentials in the Action's step environment instead of inputs.
+    TRUST = 13
     BUG = 70
 
 
@@ -157,6 +160,12 @@ class AuthError(GitopsError):
 
 class ScopeError(AuthError):
     """A restricted token lacks an endpoint (403): the message names it and the scope each command needs."""
+
+
+class TrustError(GitopsError):
+    """Refused: input that a credential must not follow (see :attr:`ExitCode.TRUST`)."""
+
+    exit_code = ExitCode.TRUST
 
 
 class PlanFileError(GitopsError):

@@ -36,7 +36,9 @@ from typing import Any, Literal
 
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
 from gitops.app.targets import Targets
-from gitops.errors import ExitCode, GitopsError, SourceError, UsageError
+from gitops.config.routes import RouteChange, route_changes
+from gitops.errors import ExitCode, GitopsError, SourceError, TrustError, UsageError
+from gitops.github.basemanifest import read_base_manifest
 from gitops.secrets import Secret, redact
 
 Command = Literal["plan", "apply", "drift"]
@@ -59,6 +61,8 @@ INPUT_ENV: dict[str, str] = {
     "password-env": "GITOPS_ACTION_PASSWORD_ENV",
     "servers": "GITOPS_SERVERS",
     "branches": "GITOPS_BRANCHES",
+    "credentials": "GITOPS_ACTION_CREDENTIALS",
+    "codeset": "GITOPS_CODESET",
 }
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
@@ -135,6 +139,18 @@ class Inputs:
                 raise _input_error(name_input, name, "an environment variable name (letters, digits, _)")
             if value.strip():
                 credentials[name] = value.strip() if value_input == "username" else Secret(value)
+        for number, line in enumerate(env.get(INPUT_ENV["credentials"], "").splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, equals, value = line.strip().partition("=")
+            if not equals or not _ENV_NAME.fullmatch(name.strip()) or not value.strip():
+                # The line holds a secret: the message names its number, never its text.
+                raise UsageError(
+                    f"input 'credentials' ({INPUT_ENV['credentials']}): line {number} is not NAME=value",
+                    hint="Write one `NAME=${{ secrets.NAME }}` per line, NAME being the variable the manifest's "
+                    "token_env, username_env or password_env names.",
+                )
+            credentials[name.strip()] = Secret(value.strip())
         github_token = env.get(INPUT_ENV["github-token"], "").strip()
         return cls(
             command=command,  # type: ignore[arg-type]
@@ -165,6 +181,8 @@ class PullRequest:
     head_sha: str
     head_repo: str | None
     base_repo: str | None
+    #: The base branch's commit when the event was made (the manifest compared against).
+    base_sha: str = ""
 
     @property
     def from_fork(self) -> bool:
@@ -226,9 +244,12 @@ class Runner:
             name = repo_.get("full_name") if isinstance(repo_, dict) else None
             return name if isinstance(name, str) else None
 
-        head = pr.get("head")
-        sha = head.get("sha") if isinstance(head, dict) else None
-        return PullRequest(pr["number"], sha if isinstance(sha, str) else "", repo("head"), repo("base"))
+        def sha(side: str) -> str:
+            part = pr.get(side)
+            value = part.get("sha") if isinstance(part, dict) else None
+            return value if isinstance(value, str) else ""
+
+        return PullRequest(pr["number"], sha("head"), repo("head"), repo("base"), sha("base"))
 
     @property
     def run_url(self) -> str | None:
@@ -294,6 +315,12 @@ class Report:
     deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
     #: ``command: apply``: each verified branch's :class:`gitops.app.verifying.Verification`.
     verifications: list[Any] = field(default_factory=list)
+    #: On a pull request: each server's url, and what the pull request changes of its credential routes and of
+    #: the builds (:func:`gitops.config.routes.route_changes`); ``routes_unknown`` says why they could not be
+    #: compared with the base branch's manifest.
+    servers: dict[str, str] = field(default_factory=dict)
+    route_changes: list[RouteChange] = field(default_factory=list)
+    routes_unknown: str = ""
 
     def health(self) -> str:
         """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
@@ -336,6 +363,8 @@ def run_action(
     mask.add(env.get(INPUT_ENV["token"], ""), prefix=True)
     mask.add(env.get(INPUT_ENV["password"], ""))
     mask.add(github_token)
+    for line in env.get(INPUT_ENV["credentials"], "").splitlines():
+        mask.add(line.partition("=")[2], prefix=True)
     runner = Runner.from_env(env)
     try:
         inputs = Inputs.from_env(env)
@@ -437,15 +466,21 @@ def _plan_and_apply(
         waiting=Progress(live=False).waiting,  # a job log: plain lines
         targets=inputs.targets,
     )
+    if pr is not None:
+        _compare_with_base(loaded, pr, runner, report, github_token=env.get(INPUT_ENV["github-token"], "").strip())
     with open_session(options, loaded) as s:
         servers = s.servers()
+        _refuse_credentials_from_the_step_env(loaded, servers, inputs, env)
         missing = [name for name in servers if not s.has_credentials(name)]
         for name in servers:
             if name not in missing:
                 _mask_credentials(mask, s, name)
+        if pr is not None and len(missing) < len(servers):
+            _refuse_changed_routes(report)
         fork = pr is not None and pr.from_fork
-        if missing and not fork:
-            # Expected here (not a fork's pull request): say which secret to add, and where, as a warning.
+        if missing and pr is None:
+            # Expected on a push or a schedule: say which secret to add, and where, as a warning. Never on a pull
+            # request: its plan is meant to run without the deploy token (its code could take it).
             echo(annotation("warning", missing_secret_message(s.loaded.manifest, missing)))
         if inputs.command == "drift":
             _drift(s, report, echo=echo)
@@ -457,7 +492,7 @@ def _plan_and_apply(
             report.notices.append(_no_credentials_notice(missing, pr))
             if fork:
                 echo(annotation("notice", report.notices[-1]))
-            else:
+            elif pr is None:
                 report.notices.append(missing_secret_message(s.loaded.manifest, missing))
         elif inputs.refresh is None and options.refresh == "never":
             report.notices.append(
@@ -588,6 +623,11 @@ def _no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
             "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests, "
             f"so there are no credentials for server {names}."
         )
+    elif pr is not None:
+        why = (
+            f"A pull request's plan runs without the deploy token for server {names}, as it should: the pull "
+            "request's code and manifest could otherwise take it or send it elsewhere."
+        )
     else:
         why = f"There are no credentials for server {names} in this run (the inputs and the environment are empty)."
     return (
@@ -595,6 +635,64 @@ def _no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
         "and what it shows of the server is what this tool last learnt there, not a fresh download. "
         "The deploy after merging plans again with the credentials."
     )
+
+
+#: The secrets a manifest names, by the field that names them (a user name is public in the game).
+_SECRET_FIELDS = ("token_env", "password_env")
+
+
+def _refuse_credentials_from_the_step_env(
+    loaded: Any, servers: list[str], inputs: Inputs, env: Mapping[str, str]
+) -> None:
+    """:class:`TrustError` when a secret the manifest names is in the step's environment but not among the inputs.
+
+    A composite action's steps all see the ``env:`` of the step that uses it, the build step too, where the
+    repository's code runs and can read it (``/proc/<pid>/environ``). Inputs reach only the step that names them.
+    """
+    for name in servers:
+        config = loaded.manifest.servers[name]
+        for field_name in _SECRET_FIELDS:
+            variable = getattr(config, field_name)
+            if variable and variable in env and variable not in inputs.credentials:
+                raise TrustError(
+                    f"server '{name}': {variable} is set in the step's environment (env:), where every step of the "
+                    "action sees it, the build step with the repository's code too; it was not used",
+                    hint=f"Pass it as an input instead: `credentials: {variable}=${{{{ secrets.{variable} }}}}` (one "
+                    "NAME=value per line), or `token:`/`password:` with `token-env:`/`password-env:`, and remove it "
+                    "from env:.",
+                )
+
+
+def _compare_with_base(loaded: Any, pr: PullRequest, runner: Runner, report: Report, *, github_token: str) -> None:
+    """Fill the report's servers and route changes: this pull request's manifest against the base commit's."""
+    report.servers = {name: config.url for name, config in loaded.manifest.servers.items()}
+    base = read_base_manifest(
+        loaded, pr.base_sha, repository=runner.repository, api_url=runner.api_url, github_token=github_token
+    )
+    if base.manifest is None:
+        report.routes_unknown = base.why
+        return
+    report.route_changes = route_changes(base.manifest, loaded.manifest)
+
+
+def _refuse_changed_routes(report: Report) -> None:
+    """:class:`TrustError` when a pull request planned with a credential changes where credentials go, or a build,
+    or when that cannot be known: the credential would follow the pull request's manifest."""
+    if report.routes_unknown:
+        raise TrustError(
+            "this pull request's plan holds a deploy credential, and its manifest could not be compared with the "
+            f"base branch's ({report.routes_unknown}); nothing was sent",
+            hint="Plan pull requests without the deploy token (the examples' plan.yml passes none), or check out "
+            "with `fetch-depth: 0` so that the base commit is there.",
+        )
+    if report.route_changes:
+        changes = "; ".join(change.text() for change in report.route_changes)
+        raise TrustError(
+            "this pull request changes where credentials go or what a build runs, and its plan holds a deploy "
+            f"credential, so nothing was sent: {changes}",
+            hint="Plan pull requests without the deploy token (the examples' plan.yml passes none); the change is "
+            "deployed with the token after it is merged and reviewed.",
+        )
 
 
 def _plan_path(runner: Runner, inputs: Inputs) -> Path:
@@ -789,7 +887,7 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     title = f"screeps-gitops {report.command}" + (
         f" ({md_code(report.manifest)})" if report.manifest not in ("", "gitops.yaml") else ""
     )
-    head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices)
+    head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices) + _servers_markdown(report)
     tail: list[str] = []
     if report.outcomes:
         tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
@@ -820,6 +918,25 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
         room_chars = int(len(text) * room / measure(text)) - 64
         text = render_markdown(report.plan, now=now, max_chars=max(room_chars, 1000), title=title)
     return head + text + rest
+
+
+def _servers_markdown(report: Report) -> str:
+    """Each server's url and what the pull request changes of the credential routes and builds: a url change is
+    seen in review, where the plan's table alone would not show it."""
+    from gitops.render.plan import md_code
+
+    if not report.servers:
+        return ""
+    lines = ["| server | url |", "|---|---|"]
+    lines += [f"| {md_code(name)} | {md_code(url)} |" for name, url in sorted(report.servers.items())]
+    if report.route_changes:
+        lines += ["", "> [!WARNING]", "> This pull request changes where credentials go or what a build runs:"]
+        lines += [f"> - {md_code(change.text())}" for change in report.route_changes]
+    elif report.routes_unknown:
+        lines += ["", f"Not compared with the base branch's manifest: {md_code(report.routes_unknown)}."]
+    else:
+        lines += ["", "Servers, credential variables and builds: unchanged from the base branch's manifest."]
+    return "\n".join(lines) + "\n\n"
 
 
 def _verdict(report: Report) -> str:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -203,6 +204,26 @@ class GitHubClient:
 
     def close(self) -> None:
         self._http.close()
+
+    # --- files ---------------------------------------------------------------------------------------------
+
+    def file_at(self, path: str, ref: str) -> bytes | None:
+        """The raw bytes of the repository's file ``path`` at commit ``ref`` (the contents API), or ``None`` when
+        the commit has no such file."""
+        try:
+            response = self._request(
+                "GET",
+                f"/repos/{self.repository}/contents/{quote(path)}",
+                what=f"read {path} at {ref[:12]}",
+                permission="contents: read",
+                params={"ref": ref},
+                headers={"Accept": "application/vnd.github.raw"},
+            )
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return response.content
 
     # --- comments ------------------------------------------------------------------------------------------
 
@@ -476,7 +497,7 @@ class GitHubClient:
     ) -> httpx.Response:
         if not self._is_home(url):  # pragma: no cover - list_comments checks its links; this is the last guard
             raise GitHubError(f"refused to send the GitHub token to {_origin_text(url)} to {what}")
-        headers = {"Authorization": f"Bearer {self._token.reveal()}"}
+        headers = {**kwargs.pop("headers", {}), "Authorization": f"Bearer {self._token.reveal()}"}
         started = time.monotonic()
         deadline = min(started + self._timeout, self._ends)
         try:

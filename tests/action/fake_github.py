@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 
@@ -64,6 +64,8 @@ class FakeGitHub:
     token: str = GITHUB_TOKEN
     base_url: str = "https://github.example.test/api/v3"
     read_only: bool = False
+    #: The repository's files by (commit, path), for the contents API (raw media type).
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)
     comments: list[FakeComment] = field(default_factory=list)
     issues: list[FakeIssue] = field(default_factory=list)
     requests: list[tuple[str, str, str]] = field(default_factory=list)  # (method, path, body)
@@ -128,6 +130,13 @@ class FakeGitHub:
             if self.user_login is None:
                 return _json(403, {"message": "Resource not accessible by integration"})
             return _json(200, {"login": self.user_login, "type": "User"})
+        contents = prefix + "/repos/" + self.repository + "/contents/"
+        if url.path.startswith(contents) and request.method == "GET":
+            ref = parse_qs(url.query).get("ref", [""])[0]
+            content = self.files.get((ref, unquote(url.path[len(contents) :])))
+            if content is None:
+                return _json(404, {"message": "Not Found"})
+            return httpx.Response(200, content=content, headers={"content-type": "application/vnd.github.raw"})
         if url.path == prefix + "/repos/" + self.repository + "/issues":
             return self._issues(request, parse_qs(url.query), body)
         if url.path.startswith(prefix + "/repos/" + self.repository + "/deployments"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,9 @@ BOT = {
 LINK_PATH = "/a/#!/account/auth-tokens/noratelimit?token="
 
 
-def pull_request_event(number: int, head_sha: str, *, head_repo: str = REPO, base_repo: str = REPO) -> dict[str, Any]:
+def pull_request_event(
+    number: int, head_sha: str, *, head_repo: str = REPO, base_repo: str = REPO, base_sha: str = "b" * 40
+) -> dict[str, Any]:
     """A ``pull_request`` event payload in the shape GitHub sends (the fields the tool reads, and their kin)."""
 
     def repo(full_name: str) -> dict[str, Any]:
@@ -68,7 +71,7 @@ def pull_request_event(number: int, head_sha: str, *, head_repo: str = REPO, bas
                 "sha": head_sha,
                 "repo": repo(head_repo),
             },
-            "base": {"label": "alice:main", "ref": "main", "sha": "b" * 40, "repo": repo(base_repo)},
+            "base": {"label": "alice:main", "ref": "main", "sha": base_sha, "repo": repo(base_repo)},
             "author_association": "OWNER" if head_repo == base_repo else "CONTRIBUTOR",
         },
         "repository": repo(base_repo),
@@ -123,10 +126,19 @@ class World:
     def pull_request(
         self, with_: dict[str, str], *, number: int = 7, fork: bool = False, in_process: bool = True
     ) -> ActionRun:
+        # The base: what the branch held before this pull request's commit (the first commit: itself).
+        base = git(self.root, "rev-parse", "--verify", "--quiet", "HEAD").strip() if self._has_commit() else ""
         sha = self.commit("pull request change")
-        event = pull_request_event(number, sha, head_repo="bob/bot" if fork else REPO)
+        event = pull_request_event(number, sha, head_repo="bob/bot" if fork else REPO, base_sha=base or sha)
         env = self.job_env("pull_request", event, "m" * 40)
         return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
+
+    def _has_commit(self) -> bool:
+        return (self.root / ".git").is_dir() and bool(
+            subprocess.run(
+                ["git", "rev-parse", "--verify", "--quiet", "HEAD"], cwd=self.root, capture_output=True, check=False
+            ).stdout.strip()
+        )
 
     def _how(self) -> InProcess:
         return InProcess(
@@ -203,6 +215,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "issue-url": "",
         "health": "",
         "rolled-back": "",
+        "codeset-file": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
     assert world.standin.branch_modules(ALICE, "main") == {
@@ -333,17 +346,19 @@ SECRET_ADVICE = (
 )
 
 
-def test_same_repository_pull_request_without_the_secret_warns_which_secret_to_add(world: World) -> None:
+def test_same_repository_pull_request_without_the_secret_never_asks_for_it(world: World) -> None:
+    """Issue 37: the pull request's plan told the user to give it the deploy token, which its build (and its
+    manifest's url) could then take. A pull request's plan runs without it, and says that this is as it should be."""
     run = world.pull_request({"command": "plan", "token": ""})
     assert run.outcome == "success", run.stderr
-    advice = SECRET_ADVICE.format(name="SCREEPS_TOKEN", extra="")
-    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
-    assert warning == f"::warning title=screeps-gitops::{advice}"
-    assert not [line for line in run.stdout.splitlines() if line.startswith("::notice ")]
-    assert advice in run.summary
-    assert "comes from a fork" not in run.summary
+    assert not [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    advice = "add the repository secret"
+    assert advice not in run.summary
+    assert "runs without the deploy token for server 'local', as it should" in run.summary
     [body] = world.comments()
-    assert advice in body
+    assert advice not in body
+    assert f"| `local` | `{world.standin.url}` |" in body
+    assert "unchanged from the base branch's manifest" in body
 
 
 def test_the_warning_names_the_manifests_token_variable(world: World) -> None:

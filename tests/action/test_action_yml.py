@@ -59,9 +59,15 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "issue-url",
         "health",
         "rolled-back",
+        "codeset-file",
     }
     for name, spec in action["outputs"].items():
-        assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
+        if name == "codeset-file":  # command: build, whose build step is the job's product
+            assert spec["value"] == "${{ steps.build.outputs.codeset-file }}"
+        elif name == "exit-code":
+            assert spec["value"] == "${{ steps.run.outputs.exit-code || steps.build.outputs.exit-code }}"
+        else:
+            assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"
 
 
 def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
@@ -70,7 +76,7 @@ def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
     for name, var in INPUT_ENV.items():
         assert run["env"][var] == f"${{{{ inputs.{name} }}}}"
     text = ACTION_YML.read_text(encoding="utf-8")
-    for secret in ("token", "password", "github-token"):
+    for secret in ("token", "password", "github-token", "credentials"):
         uses = re.findall(rf"\$\{{\{{ inputs\.{secret} \}}\}}", text)
         assert len(uses) == 1, f"the {secret} input is used once: in the run step's env"
     for step in load_action()["runs"]["steps"]:
@@ -122,7 +128,8 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert install["env"]["UV_CACHE_DIR"] == "${{ runner.temp }}/screeps-gitops-uv-cache"
     assert install["env"]["UV_PYTHON_DOWNLOADS"] == "never", "the Python of setup-python, never one uv downloads"
     assert "--quiet" in script
-    assert "-P -m gitops" in script, "the repository's folders never shadow the tool"
+    assert "-I -m gitops" in script, "the repository's folders, PYTHONPATH and the user's site never shadow the tool"
+    assert 'mktemp -d "$VENV_PARENT/' in script, "installed in a folder made now, that no earlier step wrote to"
     restore, save = s["uv-restore"], s["uv-save"]
     assert restore["uses"] == "actions/cache/restore@v4"
     assert save["uses"] == "actions/cache/save@v4"

@@ -54,7 +54,7 @@ def test_the_install_step_runs_the_tool_from_the_action_folder_never_from_the_re
             "PYTHON": sys.executable,
             "UV": str(uv),
             "ACTION_PATH": str(ROOT),
-            "VENV": str(tmp_path / "venv"),
+            "VENV_PARENT": str(tmp_path),
             "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
             "GITHUB_OUTPUT": str(output),
             "UV_LOG": str(tmp_path / "uv.log"),
@@ -70,8 +70,15 @@ def test_the_install_step_runs_the_tool_from_the_action_folder_never_from_the_re
     assert calls[1].endswith(f"--require-hashes -r {ROOT}/requirements/action.lock")
     assert len(calls) == 2, "only the lock is installed: the tool itself is the action's folder, nothing to build"
     launcher = read_outputs(output.read_text(encoding="utf-8"))["gitops"]
+    # An earlier step of the job could have set PYTHONPATH through GITHUB_ENV (issue 37): it is ignored.
     version = subprocess.run(
-        [launcher, "--version"], cwd=repo, env=env, capture_output=True, text=True, timeout=60, check=False
+        [launcher, "--version"],
+        cwd=repo,
+        env={**env, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip() == f"gitops, version {__version__}"
