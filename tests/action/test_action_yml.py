@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -164,6 +165,26 @@ def test_examples_are_the_four_workflows() -> None:
     assert step["with"]["drift-issue"] == "true"
     [plan_step] = [s for s in plan["jobs"]["plan"]["steps"] if s.get("id") == "gitops"]
     assert "token" not in plan_step["with"], "a pull request's plan (and its build) gets no Screeps token"
+    # Issue 37: the boundary is a job. The job that builds holds no secret and only reads; the job that holds the
+    # token (or may comment) runs none of the repository's code: checkout, the code set, the action, nothing else.
+    for workflow, job in ((deploy, "deploy"), (plan, "plan")):
+        build, trusted = workflow["jobs"]["build"], workflow["jobs"][job]
+        assert build["permissions"] == {"contents": "read"}
+        assert "secrets." not in json.dumps(build)
+        [built] = [s for s in build["steps"] if s.get("id") == "gitops"]
+        assert built["with"] == {"command": "build"}
+        assert trusted["needs"] == "build"
+        uses = [s.get("uses", "").split("@")[0] for s in trusted["steps"] if "run" not in s]
+        assert uses == ["actions/checkout", "actions/download-artifact", "OWNER/screeps-gitops"]
+        [gitops] = [s for s in trusted["steps"] if s.get("id") == "gitops"]
+        assert gitops["with"]["codeset"].endswith("screeps-gitops-codeset.json")
+        for step in trusted["steps"]:
+            assert "run" not in step or "${{ steps.gitops.outputs" not in step["run"]
+        for step in [*build["steps"], *trusted["steps"]]:
+            if step.get("uses", "").startswith("actions/"):
+                assert re.fullmatch(r"actions/[\w-]+@[0-9a-f]{40}", step["uses"]), "pinned by commit"
+            if step.get("uses", "").startswith("actions/checkout"):
+                assert step["with"]["persist-credentials"] is False
     for path in EXAMPLES:
         text = path.read_text(encoding="utf-8")
         assert ("SCREEPS_TOKEN }}" in text) is (path.name != "plan.yml")
@@ -215,6 +236,9 @@ jobs:
           cache: "true"
           cache-key-prefix: screeps-gitops-ledger-
           python-version: "3.11"
+          codeset: ${{ runner.temp }}/codeset/screeps-gitops-codeset.json
+          credentials: |
+            SEASON_TOKEN=${{ secrets.SEASON_TOKEN }}
       - if: steps.gitops.outputs.has-changes == 'true'
         env:
           EXIT_CODE: ${{ steps.gitops.outputs.exit-code }}
