@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
+from gitops import __version__
 from gitops.github.action import INPUT_ENV
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
-PUBLISHED = "OWNER/screeps-gitops@v0.2.0"
+PUBLISHED = f"OWNER/screeps-gitops@v{__version__}"
 
 
 def actionlint() -> str:
