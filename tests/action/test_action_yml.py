@@ -19,6 +19,10 @@ from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
 PUBLISHED = f"OWNER/screeps-gitops@v{__version__}"
+#: The commits the action pins (the tags in comments beside them): users pin the action by SHA, so the action
+#: pins what it uses the same way (issue 41).
+SETUP_PYTHON = "a26af69be951a213d495a4c3e4e4022e16d87065"  # v5.6.0
+CACHE = "5a3ec84eff668545956fd18022155c47e93e2684"  # v4.2.3
 
 
 def actionlint() -> str:
@@ -85,17 +89,25 @@ def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
         assert "${{" not in step.get("run", ""), f"step {step['id']}: expressions go through env, not into scripts"
 
 
+def test_every_action_the_action_uses_is_pinned_by_commit() -> None:
+    text = ACTION_YML.read_text(encoding="utf-8")
+    uses = re.findall(r"uses: (\S+)", text)
+    assert len(uses) >= 6
+    for ref in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", ref), f"{ref} is not pinned by a commit"
+
+
 def test_python_and_cache_steps() -> None:
     s = steps()
     python = s["python"]
-    assert python["uses"] == "actions/setup-python@v5"
+    assert python["uses"] == f"actions/setup-python@{SETUP_PYTHON}"
     assert python["with"]["update-environment"] is False
     major, minor = map(int, load_action()["inputs"]["python-version"]["default"].split("."))
     assert (major, minor) >= (3, 11)
     assert s["install"]["env"]["ACTION_PATH"] == "${{ github.action_path }}"
     restore, save = s["restore"], s["save"]
-    assert restore["uses"] == "actions/cache/restore@v4"
-    assert save["uses"] == "actions/cache/save@v4"
+    assert restore["uses"] == f"actions/cache/restore@{CACHE}"
+    assert save["uses"] == f"actions/cache/save@{CACHE}"
     assert restore["with"]["path"] == save["with"]["path"] == "${{ steps.state.outputs.dir }}"
     # Restore by prefix (the key itself never matches); save under the ledger's digest, only when it changed.
     assert restore["with"]["key"] == "${{ steps.state.outputs.prefix }}restore"
@@ -133,8 +145,8 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert "-I -m gitops" in script, "the repository's folders, PYTHONPATH and the user's site never shadow the tool"
     assert 'mktemp -d "$VENV_PARENT/' in script, "installed in a folder made now, that no earlier step wrote to"
     restore, save = s["uv-restore"], s["uv-save"]
-    assert restore["uses"] == "actions/cache/restore@v4"
-    assert save["uses"] == "actions/cache/save@v4"
+    assert restore["uses"] == f"actions/cache/restore@{CACHE}"
+    assert save["uses"] == f"actions/cache/save@{CACHE}"
     assert restore["with"] == save["with"]
     key = restore["with"]["key"]
     assert "${{ steps.state.outputs.lock }}" in key
