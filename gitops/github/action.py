@@ -53,6 +53,7 @@ INPUT_ENV: dict[str, str] = {
     "drift-issue": "GITOPS_ACTION_DRIFT_ISSUE",
     "max-wait": "GITOPS_MAX_WAIT",
     "github-token": "GITOPS_GITHUB_TOKEN",
+    "screeps-token": "GITOPS_ACTION_SCREEPS_TOKEN",
     "token": "GITOPS_ACTION_TOKEN",
     "token-env": "GITOPS_ACTION_TOKEN_ENV",
     "username": "GITOPS_ACTION_USERNAME",
@@ -99,6 +100,8 @@ class Inputs:
     credentials: dict[str, Secret | str] = field(default_factory=dict)
     #: ``servers``/``branches``: comma- or newline-separated, as ``--server``/``--branch``.
     targets: Targets = field(default_factory=Targets)
+    #: What the run says before it plans (an input's old name).
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Inputs:
@@ -127,8 +130,10 @@ class Inputs:
         if max_wait < 0:
             raise _input_error("max-wait", get("max-wait"), "a number of seconds, 0 or more")
         credentials: dict[str, Secret | str] = {}
+        warnings: list[str] = []
+        token_input = _screeps_token_input(env, warnings)
         for value_input, name_input, default_name in (
-            ("token", "token-env", "SCREEPS_TOKEN"),
+            (token_input, "token-env", "SCREEPS_TOKEN"),
             ("username", "username-env", "SCREEPS_USERNAME"),
             ("password", "password-env", "SCREEPS_PASSWORD"),
         ):
@@ -163,7 +168,37 @@ class Inputs:
             github_token=Secret(github_token) if github_token else None,
             credentials=credentials,
             targets=Targets.of(get("servers").splitlines(), get("branches").splitlines()),
+            warnings=warnings,
         )
+
+
+#: How GitHub's tokens begin (personal, OAuth, user-to-server, the Actions GITHUB_TOKEN, refresh, fine-grained).
+_GITHUB_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+
+
+def _screeps_token_input(env: Mapping[str, str], warnings: list[str]) -> str:
+    """The input that holds the Screeps token: ``screeps-token``, or ``token``, its old name, accepted with a warning
+    for this release (``token`` means the GitHub token to most actions, and a GitHub token must never reach a game
+    server). :class:`UsageError` for both at once, or for a GitHub token in either (never quoted)."""
+    new, old = env.get(INPUT_ENV["screeps-token"], "").strip(), env.get(INPUT_ENV["token"], "").strip()
+    if new and old:
+        raise UsageError(
+            "inputs 'screeps-token' and 'token' are both set; 'token' is the old name of 'screeps-token'",
+            hint="Keep `screeps-token:` and remove `token:` from the step's `with:`.",
+        )
+    chosen = "token" if old else "screeps-token"
+    if (new or old).startswith(_GITHUB_TOKEN_PREFIXES):
+        raise UsageError(
+            f"input '{chosen}' holds a GitHub token, not a Screeps token; it was not sent anywhere",
+            hint="Give the Screeps token, from its own secret: `screeps-token: ${{ secrets.SCREEPS_TOKEN }}` (the "
+            "GitHub token goes in `github-token:`, which defaults to the job's own).",
+        )
+    if old:
+        warnings.append(
+            "input 'token' is the old name of 'screeps-token' (accepted in this release only): rename it in the "
+            "workflow, `screeps-token: ${{ secrets.SCREEPS_TOKEN }}`; most actions mean the GitHub token by 'token'."
+        )
+    return chosen
 
 
 def _input_error(name: str, value: str, accepted: str) -> UsageError:
@@ -361,6 +396,7 @@ def run_action(
     mask = _Masks(echo)
     github_token = env.get(INPUT_ENV["github-token"], "").strip()
     mask.add(env.get(INPUT_ENV["token"], ""), prefix=True)
+    mask.add(env.get(INPUT_ENV["screeps-token"], ""), prefix=True)
     mask.add(env.get(INPUT_ENV["password"], ""))
     mask.add(github_token)
     for line in env.get(INPUT_ENV["credentials"], "").splitlines():
@@ -378,6 +414,8 @@ def run_action(
         raise
     # As the workflow names it (relative to the workspace): the same on every runner, so the marker finds the comment.
     report = Report(command=inputs.command, manifest=Path(os.path.normpath(inputs.manifest)).as_posix())
+    for warning in inputs.warnings:
+        echo(annotation("warning", warning))
     try:
         _plan_and_apply(
             inputs,
@@ -596,7 +634,7 @@ def missing_secret_message(manifest: Any, missing: list[str]) -> str:
         if config.token_env is not None:
             wants.append(
                 f"server '{name}': add the repository secret {config.token_env} and pass it to the step as "
-                f"`token: ${{{{ secrets.{config.token_env} }}}}`"
+                f"`screeps-token: ${{{{ secrets.{config.token_env} }}}}`"
                 + ("" if config.token_env == _DEFAULT_TOKEN_ENV else f" with `token-env: {config.token_env}`")
             )
         elif config.password_env is not None:
@@ -658,8 +696,8 @@ def _refuse_credentials_from_the_step_env(
                     f"server '{name}': {variable} is set in the step's environment (env:), where every step of the "
                     "action sees it, the build step with the repository's code too; it was not used",
                     hint=f"Pass it as an input instead: `credentials: {variable}=${{{{ secrets.{variable} }}}}` (one "
-                    "NAME=value per line), or `token:`/`password:` with `token-env:`/`password-env:`, and remove it "
-                    "from env:.",
+                    "NAME=value per line), or `screeps-token:`/`password:` with `token-env:`/`password-env:`, and "
+                    "remove it from env:.",
                 )
 
 

@@ -174,8 +174,8 @@ def world(tmp_path: Path, standin: StandIn) -> World:
     return make_world(tmp_path, standin)
 
 
-DEPLOY = {"command": "apply", "token": FULL_TOKEN}
-PLAN = {"command": "plan", "token": FULL_TOKEN}
+DEPLOY = {"command": "apply", "screeps-token": FULL_TOKEN}
+PLAN = {"command": "plan", "screeps-token": FULL_TOKEN}
 
 
 def assert_no_secret(world: World, run: ActionRun) -> None:
@@ -245,7 +245,7 @@ def test_masks_come_first_and_cover_the_token_and_the_link(world: World) -> None
     assert len(masks) == len(set(masks)) == 4, "each once; no prefix of the link or the GitHub token"
     # The credentials reach the tool through the environment, never on a command line.
     assert FULL_TOKEN not in run.steps["run"].env.get("GITOPS_BIN", "")
-    assert run.steps["run"].env["GITOPS_ACTION_TOKEN"] == FULL_TOKEN
+    assert run.steps["run"].env["GITOPS_ACTION_SCREEPS_TOKEN"] == FULL_TOKEN
 
 
 def test_pull_request_plan_comments_once_then_edits_it_in_place(world: World) -> None:
@@ -310,7 +310,7 @@ def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> No
     world.write({"src/main.js": "module.exports.loop = () => {};\n"})
     requests = world.standin.app.count("GET /api/user/branches", None)
 
-    run = world.pull_request({"command": "plan", "token": ""}, fork=True)  # no secrets for forks
+    run = world.pull_request({"command": "plan", "screeps-token": ""}, fork=True)  # no secrets for forks
 
     assert run.outcome == "success", run.stderr
     assert run.outputs["exit-code"] == "2"
@@ -331,7 +331,7 @@ def test_fork_pull_request_plans_from_the_ledger_and_says_so(world: World) -> No
 
 
 def test_fork_pull_request_with_an_empty_ledger_still_plans(world: World) -> None:
-    run = world.pull_request({"command": "plan", "token": ""}, fork=True)
+    run = world.pull_request({"command": "plan", "screeps-token": ""}, fork=True)
     assert run.outcome == "success", run.stderr
     assert run.outputs["exit-code"] == "2"
     assert "nothing is known of this branch on the server" in run.summary
@@ -341,15 +341,15 @@ def test_fork_pull_request_with_an_empty_ledger_still_plans(world: World) -> Non
 
 SECRET_ADVICE = (
     "No Screeps credentials in this run, so nothing was downloaded from the game server. server 'local': add the "
-    "repository secret {name} and pass it to the step as `token: ${{{{ secrets.{name} }}}}`{extra}. Secrets are "
-    "added in the repository's Settings → Secrets and variables → Actions (gitops help github-action)."
+    "repository secret {name} and pass it to the step as `screeps-token: ${{{{ secrets.{name} }}}}`{extra}. Secrets "
+    "are added in the repository's Settings → Secrets and variables → Actions (gitops help github-action)."
 )
 
 
 def test_same_repository_pull_request_without_the_secret_never_asks_for_it(world: World) -> None:
     """Issue 37: the pull request's plan told the user to give it the deploy token, which its build (and its
     manifest's url) could then take. A pull request's plan runs without it, and says that this is as it should be."""
-    run = world.pull_request({"command": "plan", "token": ""})
+    run = world.pull_request({"command": "plan", "screeps-token": ""})
     assert run.outcome == "success", run.stderr
     assert not [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
     advice = "add the repository secret"
@@ -365,7 +365,7 @@ def test_the_warning_names_the_manifests_token_variable(world: World) -> None:
     manifest = yaml.safe_load((world.root / "gitops.yaml").read_text(encoding="utf-8"))
     manifest["servers"]["local"]["token_env"] = "BOT_DEPLOY_TOKEN"
     world.write({"gitops.yaml": yaml.safe_dump(manifest, sort_keys=False)})
-    run = world.push({"command": "plan", "token": "", "token-env": "BOT_DEPLOY_TOKEN"})
+    run = world.push({"command": "plan", "screeps-token": "", "token-env": "BOT_DEPLOY_TOKEN"})
     assert run.outcome == "success", run.stderr
     advice = SECRET_ADVICE.format(name="BOT_DEPLOY_TOKEN", extra=" with `token-env: BOT_DEPLOY_TOKEN`")
     [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
@@ -373,7 +373,7 @@ def test_the_warning_names_the_manifests_token_variable(world: World) -> None:
 
 
 def test_apply_without_credentials_fails_plainly(world: World) -> None:
-    run = world.push({"command": "apply", "token": ""})
+    run = world.push({"command": "apply", "screeps-token": ""})
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "7"
     assert run.outputs["has-changes"] == ""
@@ -388,7 +388,7 @@ def test_apply_without_credentials_fails_plainly(world: World) -> None:
 
 
 def test_bad_input_names_the_input(world: World) -> None:
-    run = world.push({"command": "deploy", "token": FULL_TOKEN})
+    run = world.push({"command": "deploy", "screeps-token": FULL_TOKEN})
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "4"
     assert run.outputs["has-changes"] == ""

@@ -16,7 +16,7 @@ from tests.action.runner import ActionRun
 from tests.action.test_action import DEPLOY, REPO, World, assert_no_secret, make_world
 from tests.project import edit_on_server
 
-DRIFT = {"command": "drift", "token": FULL_TOKEN, "drift-issue": "true"}
+DRIFT = {"command": "drift", "screeps-token": FULL_TOKEN, "drift-issue": "true"}
 
 
 @pytest.fixture
@@ -88,7 +88,7 @@ def test_drift_opens_one_issue_updates_it_then_closes_it(world: World) -> None:
 def test_without_drift_issue_the_report_is_in_the_summary_only(world: World) -> None:
     assert world.push(DEPLOY).outcome == "success"
     edit_on_server(world.standin, "main", {"main": "1;\n"})
-    run = scheduled(world, {"command": "drift", "token": FULL_TOKEN})
+    run = scheduled(world, {"command": "drift", "screeps-token": FULL_TOKEN})
     assert run.outcome == "success", run.stderr
     assert run.outputs["drifted"] == "true"
     assert world.github.others() == []
@@ -109,7 +109,7 @@ def test_a_read_only_token_is_a_warning_not_a_failure(world: World) -> None:
 
 def test_drift_without_credentials_fails_with_exit_7(world: World) -> None:
     assert world.push(DEPLOY).outcome == "success"
-    run = scheduled(world, {"command": "drift", "token": ""})
+    run = scheduled(world, {"command": "drift", "screeps-token": ""})
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "7"
     assert run.outputs["drifted"] == ""

@@ -30,7 +30,7 @@ def two_server_world(tmp_path: Path, standin: StandIn) -> World:
 
 def test_servers_input_applies_to_that_server_only(tmp_path: Path, standin: StandIn) -> None:
     world = two_server_world(tmp_path, standin)
-    run = world.push({"command": "apply", "token": FULL_TOKEN, "servers": "local"})
+    run = world.push({"command": "apply", "screeps-token": FULL_TOKEN, "servers": "local"})
     assert run.outcome == "success", run.stderr + run.stdout
     assert run.outputs["exit-code"] == "0"
     assert standin.branch_modules(ALICE, "main") is not None
@@ -39,7 +39,7 @@ def test_servers_input_applies_to_that_server_only(tmp_path: Path, standin: Stan
 
 def test_unknown_branch_input_is_a_usage_error(tmp_path: Path, standin: StandIn) -> None:
     world = two_server_world(tmp_path, standin)
-    run = world.push({"command": "plan", "token": FULL_TOKEN, "branches": "nope"})
+    run = world.push({"command": "plan", "screeps-token": FULL_TOKEN, "branches": "nope"})
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "4"
     assert "local/main" in run.stdout + run.stderr
@@ -47,7 +47,7 @@ def test_unknown_branch_input_is_a_usage_error(tmp_path: Path, standin: StandIn)
 
 def test_plan_marks_the_failed_server_and_reports_the_other(tmp_path: Path, standin: StandIn) -> None:
     world = two_server_world(tmp_path, standin)
-    run = world.push({"command": "plan", "token": FULL_TOKEN})
+    run = world.push({"command": "plan", "screeps-token": FULL_TOKEN})
     assert run.outcome == "failure"
     assert run.outputs["exit-code"] == "1"
     assert run.outputs["has-changes"] == "true"

@@ -180,3 +180,21 @@ def test_two_jobs_the_build_job_holds_no_secret_and_the_deploy_job_runs_no_repos
     modules = world.standin.branch_modules(ALICE, "main")
     assert modules is not None
     assert str(modules["main"]).endswith(" // built\n")
+
+
+def test_the_old_token_input_still_works_with_a_warning_and_a_github_token_is_refused(world: World) -> None:
+    """Issue 41: `token` means the GitHub token to most actions; a habitual `token: ${{ secrets.GITHUB_TOKEN }}`
+    sent a GitHub token to the game server. The Screeps token is `screeps-token`; `token` is its old name for one
+    release, and a GitHub token in either is refused before anything is sent."""
+    old = world.push({"command": "apply", "token": FULL_TOKEN})
+    assert old.outcome == "success", old.stderr
+    [warning] = [line for line in old.stdout.splitlines() if line.startswith("::warning ")]
+    assert "input 'token' is the old name of 'screeps-token'" in warning
+    github_token = "ghs_" + "x" * 36
+    refused = world.push({"command": "apply", "screeps-token": github_token})
+    assert refused.outputs["exit-code"] == "4"
+    assert "holds a GitHub token, not a Screeps token" in refused.stderr
+    shown = [line for line in (refused.stdout + refused.stderr).splitlines() if not line.startswith("::add-mask::")]
+    assert github_token not in "\n".join(shown) + refused.summary
+    both = world.push({"command": "apply", "screeps-token": FULL_TOKEN, "token": FULL_TOKEN})
+    assert both.outputs["exit-code"] == "4"

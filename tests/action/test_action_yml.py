@@ -82,7 +82,7 @@ def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
     for name, var in INPUT_ENV.items():
         assert run["env"][var] == f"${{{{ inputs.{name} }}}}"
     text = ACTION_YML.read_text(encoding="utf-8")
-    for secret in ("token", "password", "github-token", "credentials"):
+    for secret in ("screeps-token", "token", "password", "github-token", "credentials"):
         uses = re.findall(rf"\$\{{\{{ inputs\.{secret} \}}\}}", text)
         assert len(uses) == 1, f"the {secret} input is used once: in the run step's env"
     for step in load_action()["runs"]["steps"]:
@@ -177,7 +177,8 @@ def test_examples_are_the_four_workflows() -> None:
     assert step["with"]["command"] == "drift"
     assert step["with"]["drift-issue"] == "true"
     [plan_step] = [s for s in plan["jobs"]["plan"]["steps"] if s.get("id") == "gitops"]
-    assert "token" not in plan_step["with"], "a pull request's plan (and its build) gets no Screeps token"
+    assert "screeps-token" not in plan_step["with"], "a pull request's plan (and its build) gets no Screeps token"
+    assert "token" not in plan_step["with"]
     # Issue 37: the boundary is a job. The job that builds holds no secret and only reads; the job that holds the
     # token (or may comment) runs none of the repository's code: checkout, the code set, the action, nothing else.
     for workflow, job in ((deploy, "deploy"), (plan, "plan")):
@@ -239,7 +240,7 @@ jobs:
           refresh: auto
           comment: "true"
           github-token: ${{ github.token }}
-          token: ${{ secrets.SCREEPS_TOKEN }}
+          screeps-token: ${{ secrets.SCREEPS_TOKEN }}
           token-env: SCREEPS_TOKEN
           username: ${{ vars.SCREEPS_USERNAME }}
           username-env: SCREEPS_USERNAME
