@@ -14,7 +14,7 @@ import pytest
 
 from gitops.cli import _short_lived, run
 from gitops.edges.clock import ManualClock
-from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD, StandIn
+from gitops.standin.testing import ALICE, ALICE_EMAIL, ALICE_PASSWORD, StandIn
 from tests.factories import make_repo, write_manifest
 from tests.project import Project, one_branch_project
 
@@ -347,3 +347,39 @@ def test_shared_options_have_one_metavar_and_no_color_is_taken_by_every_command(
     capsys.readouterr()
     # --no-color means something only where colour is drawn, and is accepted after any command all the same.
     assert run(["schema", "--no-color"]) == 0
+
+
+def test_apply_into_a_closed_pipe_still_deploys_and_says_so(project: Project, standin: StandIn) -> None:
+    """Issue 41: ``gitops apply --yes | head -1`` exited 1 with no message, whether or not the deploy happened
+    (click exits at the first write into a closed pipe). Here the reader is gone before the first write: the apply
+    runs to its end, says on standard error that standard output was closed, prints the rest there, and exits with
+    the apply's own code."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITOPS_") or k == "GITOPS_CACHE_DIR"}
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "gitops",
+                "apply",
+                "--yes",
+                "-m",
+                str(project.root / "gitops.yaml"),
+                "--state-dir",
+                str(project.state_dir),
+            ],
+            check=False,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env={**env, "NO_COLOR": "1"},
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode()
+    assert done.returncode == 0, err
+    assert "standard output was closed" in err
+    assert "Applied: 1 branch(es) changed" in err
+    assert standin.branch_modules(ALICE, "main") is not None

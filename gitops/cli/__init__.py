@@ -19,6 +19,7 @@ import click
 
 from gitops import __version__
 from gitops.cli.common import debug_from_env
+from gitops.cli.pipes import protect_stdout
 from gitops.errors import EXIT_INTERRUPTED, ExitCode, GitopsError, UsageError
 from gitops.secrets import redact
 
@@ -123,6 +124,7 @@ def _print_error(message: str, *, exit_code: int | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``gitops`` script: runs a command and exits with its documented code."""
+    protect_stdout()  # a closed pipe never cuts a command short (gitops apply --yes | head -1)
     short = _short_lived(sys.argv[1:] if argv is None else argv)
     if short:
         # A plan or apply allocates hundreds of thousands of objects (the modules, their JSON) and frees them by
