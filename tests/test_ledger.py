@@ -537,7 +537,7 @@ def test_a_saved_ledger_ends_with_the_sha256_of_the_rest(tmp_path: Path, clock: 
     assert data["check"] == f"sha256:{digest}"
     # Otherwise the format of before: compact UTF-8 JSON, keys in the order of format version 1.
     assert list(data)[:5] == ["format_version", "server_url", "fingerprint", "saved_at", "seq"]
-    assert list(data)[-2:] == ["scope_at", "check"]
+    assert list(data)[-4:] == ["scope_at", "verifications", "history", "check"]
     assert "lib/ü".encode() in body
     assert (
         body
