@@ -17,7 +17,7 @@ from gitops.app.deploys import begin_watch, end_watch, record_deploy
 from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
-from gitops.app.verifying import Verification, verify_branch, watch
+from gitops.app.verifying import Verification, verify_branch, watch, worst
 from gitops.config.manifest import ActiveName
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
@@ -46,8 +46,8 @@ class ApplyReport:
 
     @property
     def verify_exit_code(self) -> int:
-        """The worst verification's exit code (0: healthy, unknown, or nothing verified)."""
-        return max((v.exit_code for v in self.verifications), default=0)
+        """The most serious verification's exit code (0: healthy, unknown, or nothing verified)."""
+        return worst(v.exit_code for v in self.verifications)
 
     @property
     def applied_line(self) -> str | None:
@@ -222,7 +222,7 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
     return verification
 
 
-def verify_again(s: Session, plan: Plan) -> list[Verification]:
+def verify_again_each(s: Session, plan: Plan) -> list[Verification]:
     """``apply --verify-again``: watch and judge again each branch of the plan whose last deploy is unverified or
     failing and that the plan does not change (a new deploy replaces its state instead); its record takes the new
     outcome. Nothing is undone here (``gitops rollback`` does that): a failing deploy stays failing (exit 9)."""

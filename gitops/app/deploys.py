@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitops.app.session import Session
-from gitops.app.verifying import Verification
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.deploys import (
     Deploy,
@@ -23,10 +23,13 @@ from gitops.core.deploys import (
     rollback_target,
     short_reason,
 )
-from gitops.core.plan import BranchPlan
 from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune
 from gitops.errors import GitopsError, UsageError
 from gitops.secrets import redact
+
+if TYPE_CHECKING:  # types only: planning reads the records before the plan models and the judge are imported
+    from gitops.app.verifying import Verification
+    from gitops.core.plan import BranchPlan
 
 
 def _names(s: Session, server: str) -> set[str]:

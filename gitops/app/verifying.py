@@ -7,7 +7,7 @@ fails and the manifest says so (``verify:``; docs/safe-deploys.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -109,6 +109,21 @@ class Verification:
         }
 
 
+#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
+SEVERITY: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ROLLED_BACK,
+    ExitCode.UNHEALTHY,
+    ExitCode.UNVERIFIED,
+    ExitCode.UNDO_FAILED,
+)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
+
+
 def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str] | None = None) -> Health:
     """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit, cut short by a
     SIGINT/SIGTERM: ``s.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
@@ -191,4 +206,4 @@ def verify_branch(
     return Verification(branch.label, health, action, undo=words, after=after, interrupted=interrupted)
 
 
-__all__ = ["Verification", "verify_branch", "watch"]
+__all__ = ["SEVERITY", "Verification", "verify_branch", "watch", "worst"]
