@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.deploys import begin_watch, end_watch, record_deploy
+from gitops.app.deploys import begin_watch, end_watch, record_deploy, unsettled
 from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
@@ -220,6 +220,17 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
         )
     end_watch(s, branch.server, record, verification, interrupted=verification.interrupted)
     return verification
+
+
+def still_unsettled_code(s: Session, report: ApplyReport, again: list[Verification] | None = None) -> int:
+    """The exit code of an apply: its verifications' (and ``--verify-again``'s), or 12 when a branch of the session
+    not judged in this run is still unverified or failing (the most serious wins, :func:`worst`)."""
+    judged = [*report.verifications, *(again or [])]
+    code = worst(v.exit_code for v in judged)
+    labels = {v.label for v in judged}
+    if any(n.label not in labels for n in unsettled(s)):
+        code = worst([code, ExitCode.UNVERIFIED])
+    return code
 
 
 def verify_again_each(s: Session, plan: Plan) -> list[Verification]:

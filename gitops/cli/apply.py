@@ -153,9 +153,8 @@ def apply(
 
                 result = load_saved_plan(plan_file, s)
             # Imported once the plan is made: make_plan imports them while it waits for the servers.
-            from gitops.app.applying import run_apply, verify_again_each
+            from gitops.app.applying import run_apply, still_unsettled_code, verify_again_each
             from gitops.app.deploys import unsettled
-            from gitops.app.verifying import worst
             from gitops.render.plan import render_text
 
             outcomes: list[Outcome] = []
@@ -209,9 +208,7 @@ def apply(
                     click.echo(redact(line), err=as_json)
             for note in remaining if result.has_changes or verify_again else []:
                 click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
-            code = worst([report.verify_exit_code, *(v.exit_code for v in again)])
-            if remaining:
-                code = worst([code, ExitCode.UNVERIFIED])
+            code = still_unsettled_code(s, report, again)
             if reading is not None and not result.failed and code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
         return code
