@@ -152,7 +152,7 @@ def run_apply(
 
             def done(outcome: Outcome) -> None:
                 _record_applied(s, part, records, outcome)
-                _record_history(s, part, uploads, outcome)
+                _record_history(s, part, uploads, records, outcome)
                 s.save(server)
                 report.outcomes.append(outcome)
                 order.add(server, outcome)
@@ -416,7 +416,7 @@ def _record_pending(s: Session, records: Records) -> None:
         s.ledger(server).record_pending(record)
 
 
-def _record_history(s: Session, plan: Plan, uploads: Uploads, outcome: Outcome) -> None:
+def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, outcome: Outcome) -> None:
     """A step that wrote a branch's modules is done: a deploy in the history, its code kept (``app/deploys.py``)."""
     if outcome.status != "done":
         return
@@ -428,7 +428,10 @@ def _record_history(s: Session, plan: Plan, uploads: Uploads, outcome: Outcome) 
         )
         modules = uploads.get((branch.server, branch.branch))
         if writes and modules is not None:
-            record_deploy(s, branch.server, branch.branch, modules, source_commit(plan.source), s.options.deploy_how)
+            made = records.get((branch.server, branch.branch))  # its digest, computed once for the applied record
+            commit, how = source_commit(plan.source), s.options.deploy_how
+            digest = None if made is None else made.digest
+            record_deploy(s, branch.server, branch.branch, modules, commit, how, digest)
 
 
 def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:

@@ -69,15 +69,23 @@ def unsettled(s: Session, servers: list[str] | None = None) -> list[UnsettledDep
 
 
 def record_deploy(
-    s: Session, server: str, branch: str, modules: Mapping[str, WireModule], commit: str | None, how: DeployHow
+    s: Session,
+    server: str,
+    branch: str,
+    modules: Mapping[str, WireModule],
+    commit: str | None,
+    how: DeployHow,
+    digest: str | None = None,
 ) -> None:
-    """``branch`` on ``server`` now holds ``modules``: a deploy in the history (its code kept, the oldest code no
-    longer needed removed), and its old verification state replaced (a deploy without ``verify:`` leaves none)."""
+    """``branch`` on ``server`` now holds ``modules`` (whose set digest is ``digest``, when the caller has it): a
+    deploy in the history (its code kept, the oldest code no longer needed removed), and its old verification state
+    replaced (a deploy without ``verify:`` leaves none)."""
     ledger = s.ledger(server)
-    try:
-        digest: str | None = CodeSet.from_wire(dict(modules)).digest
-    except ValueError:
-        digest = None
+    if digest is None:
+        try:
+            digest = CodeSet.from_wire(dict(modules)).digest
+        except ValueError:
+            digest = None
     now = s.options.clock.now()
     ledger.record_deploy(Deploy(0, branch, digest, commit, now, how))
     ledger.forget_verification(branch)

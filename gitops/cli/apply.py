@@ -250,9 +250,15 @@ def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
     """``--keep-going``: apply server by server; a server that fails is reported and the others go on. The exit
     code is the worst failure's (planning or applying), 0 when none failed."""
     from gitops.app.applying import apply_each
+    from gitops.app.deploys import unsettled
 
     reports, failures = apply_each(s, plan, saved=saved, progress=progress)
     codes: list[int] = []
+    judged = {v.label for report in reports for v in report.verifications}
+    for note in unsettled(s):
+        if note.label not in judged:  # unverified or failing from an earlier run (issue 39)
+            click.echo(redact(note.line()))
+            codes.append(ExitCode.UNVERIFIED)
     for report in reports:
         if report.applied_line is not None and report.plan.has_changes:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
