@@ -26,6 +26,7 @@ code  meaning
 10    ``apply``'s verification: the new code failed, was rolled back, and the code after the undo was judged healthy
 11    ``apply``'s verification: the new code failed and its rollback failed too
 12    a deploy is unverified (its watch was interrupted or never ended) or failing: ``plan``, ``apply``, ``drift``
+      and ``status`` say so until a new deploy, ``apply --verify-again`` or ``gitops rollback`` settles it
 70    a bug in screeps-gitops
 ====  ==========================================================================================
 
