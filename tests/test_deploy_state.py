@@ -284,3 +284,16 @@ def test_the_state_records_and_the_kept_code_hold_no_secret(project: Project, st
         assert FULL_TOKEN.encode() not in data, path
         assert FULL_TOKEN[:8].encode() not in data, path
     assert _ledger(project)["verifications"]["main"]["state"] == "rolled-back"
+
+
+def test_status_without_the_list_shows_the_ledgers_record_and_says_the_list_failed(
+    project: Project, standin: StandIn
+) -> None:
+    standin.inject_fault("GET /api/user/branches", "500", count=10)
+    status = project.gitops("status")
+    assert status.code == 0, status.err
+    assert "local/main: " in status.out
+    assert "active: not known (branch list not read)" in status.out
+    assert "verification: HEALTHY" in status.out
+    assert "warning: server 'local': the branch list failed" in status.out
+    assert "Traceback" not in status.err

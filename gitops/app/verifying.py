@@ -150,7 +150,7 @@ def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str]
         url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log, stop=interrupt.event.is_set
     )
     ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]
-    if interrupt.is_set and problem is None:
+    if interrupt.is_set:  # whatever the socket said as it was cut short (an auth left unanswered, say)
         problem = f"interrupted by {interrupt.signal_name or 'a signal'}"
     return judge(ticks, thresholds, problem=problem, timeout=step.timeout, bot_modules=bot_modules)
 
