@@ -1,8 +1,9 @@
 """The code kept for an undo (issue 39): a few whole code sets beside a server's ledger, one file each.
 
 The ledger holds digests, never module text; ``gitops rollback`` and an interrupted verification's undo need the
-text of the code to restore. It is kept here, in ``<ledger file without .json>.code/<digest>.json``: only the sets
-that ``gitops.core.deploys.kept_digests`` names (the newest few deploys of each branch, and the code each
+text of the code to restore. It is kept here, in ``<ledger file without .json>.code/<digest>.modules`` (JSON, but
+not named ``.json``: no walk over the state folder for ledgers takes them): only the sets that
+``gitops.core.deploys.kept_digests`` names (the newest few deploys of each branch, and the code each
 verification record would restore); :func:`prune` removes the rest. Each file is written atomically and read back
 only when its modules still have the digest it is named by (a damaged or edited file is not restored from).
 Module text is the player's code: never credentials (the tool's own tokens are never in it).
@@ -28,7 +29,7 @@ def folder_for(ledger_path: Path) -> Path:
 
 
 def _file(folder: Path, digest: str) -> Path:
-    return folder / (re.sub(r"[^A-Za-z0-9]+", "-", digest)[:100] + ".json")
+    return folder / (re.sub(r"[^A-Za-z0-9]+", "-", digest)[:100] + ".modules")
 
 
 def keep(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> bool:
@@ -79,7 +80,7 @@ def prune(folder: Path, digests: Iterable[str]) -> None:
     """Remove every kept set but those of ``digests``."""
     wanted = {_file(folder, d).name for d in digests}
     with contextlib.suppress(OSError):
-        for path in folder.glob("*.json"):
+        for path in folder.glob("*.modules"):
             if path.name not in wanted:
                 with contextlib.suppress(OSError):
                     path.unlink()
