@@ -21,6 +21,12 @@ code  meaning
 6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
 7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
 8     a saved plan file is unreadable, stale, or no longer matches the manifest
+9     ``apply``'s verification: the new code fails and was left in place, or was undone without being judged
+      healthy after
+10    ``apply``'s verification: the new code failed, was rolled back, and the code after the undo was judged healthy
+11    ``apply``'s verification: the new code failed and its rollback failed too
+12    a deploy is unverified (its watch was interrupted or never ended) or failing: ``plan``, ``apply``, ``drift``
+      and ``status`` say so until a new deploy, ``apply --verify-again`` or ``gitops rollback`` settles it
 70    a bug in screeps-gitops
 ====  ==========================================================================================
 
@@ -50,10 +56,14 @@ class ExitCode(IntEnum):
     PLAN_FILE = 8
     #: ``apply``'s verification: the new code fails in the game and was left in place (``on_failure: report``).
     UNHEALTHY = 9
-    #: ``apply``'s verification: the new code failed and was rolled back; the previous code runs again.
+    #: ``apply``'s verification: the new code failed and was rolled back, and the code after the undo was judged
+    #: healthy (an undo not judged healthy after is 9: the branch may still fail).
     ROLLED_BACK = 10
     #: ``apply``'s verification: the new code failed and its rollback failed too; the failing code is still there.
     UNDO_FAILED = 11
+    #: A branch's last deploy is unverified (its watch was interrupted, or the run was killed: ``pending``) or
+    #: failing, as the ledger records it (``plan``, ``apply``, ``drift``, ``status``; docs/safe-deploys.md).
+    UNVERIFIED = 12
     #: A run that holds a credential refused input it cannot trust with it: a pull request's manifest that changes a
     #: server's url, credential variables or build; credentials in the Action's step environment instead of inputs.
     TRUST = 13

@@ -270,6 +270,7 @@ def test_plan_json_document_shape(project: Project) -> None:
         "not_rate_limited",
         "warnings",
         "failed",
+        "unsettled",
     }
     assert doc["format_version"] == 1
     assert json.dumps(doc).count(FULL_TOKEN) == 0

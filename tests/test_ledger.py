@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from gitops.core.codeset import CodeSet, Module
+from gitops.core.deploys import Deploy, VerifyRecord
 from gitops.core.endpoints import GLOBAL_KEY, window_key
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import ManualClock
@@ -537,7 +539,7 @@ def test_a_saved_ledger_ends_with_the_sha256_of_the_rest(tmp_path: Path, clock: 
     assert data["check"] == f"sha256:{digest}"
     # Otherwise the format of before: compact UTF-8 JSON, keys in the order of format version 1.
     assert list(data)[:5] == ["format_version", "server_url", "fingerprint", "saved_at", "seq"]
-    assert list(data)[-2:] == ["scope_at", "check"]
+    assert list(data)[-4:] == ["scope_at", "verifications", "history", "check"]
     assert "lib/ü".encode() in body
     assert (
         body
@@ -741,3 +743,32 @@ def test_a_set_aside_file_leaves_nothing_to_save(tmp_path: Path, clock: ManualCl
     ledger = open_ledger(tmp_path, clock)
     assert len(ledger.warnings) == 1
     assert not ledger.changed  # as before the check: a fresh ledger, nothing learnt yet
+
+
+# --- deployment state (issue 39): verification records and the history ------------------------------------------
+
+
+def test_a_ledger_written_before_the_deployment_state_reads_with_none_recorded(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    ledger = _filled(tmp_path, clock)
+    data = json.loads(ledger.path.read_bytes())
+    del data["check"], data["verifications"], data["history"]
+    old = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    for raw in (old + b"\n", old[:-1] + b',"check":"sha256:' + hashlib.sha256(old).hexdigest().encode() + b'"}\n'):
+        ledger.path.write_bytes(raw)  # as an older gitops wrote it: unchecked, and checked
+        again = open_ledger(tmp_path, clock)
+        assert again.warnings == []
+        assert again.verifications() == []
+        assert again.history() == []
+        assert again.remembered_digest("default") is not None  # the rest read as before
+
+    again.record_deploy(Deploy(0, "default", "sha256:aa", "c0ffee", START))
+    record = VerifyRecord(
+        "default", "pending", "sha256:aa", "c0ffee", START, START + 1, "watching", "restore", "sha256:bb"
+    )
+    again.record_verification(record)
+    again.save()
+    back = open_ledger(tmp_path, clock)
+    assert back.verification("default") == record
+    assert back.history() == [Deploy(1, "default", "sha256:aa", "c0ffee", START, "apply", "pending")]

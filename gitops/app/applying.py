@@ -13,16 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gitops.app.deploys import begin_watch, end_watch, record_deploy, unsettled
 from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
 from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
-from gitops.app.verifying import Verification, verify_branch
+from gitops.app.verifying import Verification, verify_branch, watch, worst
 from gitops.config.manifest import ActiveName
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
-from gitops.core.plan import BranchPlan, Plan
+from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import ApplyError, ExitCode, GitopsError
 
@@ -45,8 +46,8 @@ class ApplyReport:
 
     @property
     def verify_exit_code(self) -> int:
-        """The worst verification's exit code (0: healthy, unknown, or nothing verified)."""
-        return max((v.exit_code for v in self.verifications), default=0)
+        """The most serious verification's exit code (0: healthy, unknown, or nothing verified)."""
+        return worst(v.exit_code for v in self.verifications)
 
     @property
     def applied_line(self) -> str | None:
@@ -151,6 +152,7 @@ def run_apply(
 
             def done(outcome: Outcome) -> None:
                 _record_applied(s, part, records, outcome)
+                _record_history(s, part, uploads, records, outcome)
                 s.save(server)
                 report.outcomes.append(outcome)
                 order.add(server, outcome)
@@ -198,7 +200,75 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
             s.save(branch.server)
 
     previous = None if rollback is None else rollback.modules
-    return verify_branch(s, branch, previous, restore=restore, switch=switch)
+    ledger = s.ledger(branch.server)
+    applied = ledger.applied(branch.branch)
+    step = branch.verify
+    standby = None
+    if step is not None and step.switch_back is not None:
+        before = ledger.applied(step.switch_back)
+        standby = None if before is None else frozenset(before.modules)
+    record = begin_watch(s, branch, source_commit(plan.source), previous)
+    with s.options.interrupt.verifying():
+        verification = verify_branch(
+            s,
+            branch,
+            previous,
+            restore=restore,
+            switch=switch,
+            bot_modules=None if applied is None else frozenset(applied.modules),
+            standby_modules=standby,
+        )
+    end_watch(s, branch.server, record, verification, interrupted=verification.interrupted)
+    return verification
+
+
+def still_unsettled_code(s: Session, report: ApplyReport, again: list[Verification] | None = None) -> int:
+    """The exit code of an apply: its verifications' (and ``--verify-again``'s), or 12 when a branch of the session
+    not judged in this run is still unverified or failing (the most serious wins, :func:`worst`)."""
+    judged = [*report.verifications, *(again or [])]
+    code = worst(v.exit_code for v in judged)
+    labels = {v.label for v in judged}
+    if any(n.label not in labels for n in unsettled(s)):
+        code = worst([code, ExitCode.UNVERIFIED])
+    return code
+
+
+def verify_again_each(s: Session, plan: Plan) -> list[Verification]:
+    """``apply --verify-again``: watch and judge again each branch of the plan whose last deploy is unverified or
+    failing and that the plan does not change (a new deploy replaces its state instead); its record takes the new
+    outcome. Nothing is undone here (``gitops rollback`` does that): a failing deploy stays failing (exit 9)."""
+    changing = {(b.server, b.branch) for b in plan.branches if b.steps}
+    configs = {(c.server, c.branch): c for c in s.loaded.manifest.branches}
+    out: list[Verification] = []
+    for note in plan.unsettled:
+        if (note.server, note.branch) in changing:
+            continue
+        config = configs.get((note.server, note.branch)) or next(
+            (c for c in s.loaded.manifest.branches if c.verify is not None and c.verify.standby == note.branch), None
+        )
+        settings = None if config is None else config.verify
+        if settings is None:
+            continue
+        overrides = s.options.verify
+        step = VerifyStep(
+            ticks=overrides.ticks if overrides is not None and overrides.ticks else settings.ticks,
+            error_share=settings.error_share,
+            timeout=overrides.timeout if overrides is not None and overrides.timeout else settings.timeout,
+            on_failure="report",
+            fail_on=list(settings.fail_on),
+        )
+        ledger = s.ledger(note.server)
+        record = ledger.verification(note.branch)
+        applied = ledger.applied(note.branch)
+        if record is None:
+            continue
+        label = f"{note.server}/{note.branch}"
+        with s.options.interrupt.verifying():
+            health = watch(s, note.server, step, None if applied is None else frozenset(applied.modules))
+        verification = Verification(label, health, interrupted=s.options.interrupt.is_set)
+        end_watch(s, note.server, record, verification, interrupted=verification.interrupted)
+        out.append(verification)
+    return out
 
 
 class OrderedOutcomes:
@@ -344,6 +414,24 @@ def _record_pending(s: Session, records: Records) -> None:
     finding its set on the server later is no drift (saved with the verification step)."""
     for (server, _branch), record in records.items():
         s.ledger(server).record_pending(record)
+
+
+def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, outcome: Outcome) -> None:
+    """A step that wrote a branch's modules is done: a deploy in the history, its code kept (``app/deploys.py``)."""
+    if outcome.status != "done":
+        return
+    for branch in plan.branches:
+        if branch.label != outcome.branch:
+            continue
+        writes = outcome.step.kind == "upload" or (
+            outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps)
+        )
+        modules = uploads.get((branch.server, branch.branch))
+        if writes and modules is not None:
+            made = records.get((branch.server, branch.branch))  # its digest, computed once for the applied record
+            commit, how = source_commit(plan.source), s.options.deploy_how
+            digest = None if made is None else made.digest
+            record_deploy(s, branch.server, branch.branch, modules, commit, how, digest)
 
 
 def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:

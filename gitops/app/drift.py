@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from gitops.app.deploys import unsettled
 from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
 from gitops.core.drift import BranchDrift, Drift, DriftReport, RepositoryCode, compare, record_from_branch
@@ -53,7 +54,8 @@ def check_drift(s: Session) -> DriftReport:
                 ledger.record_applied(record_from_branch(current, how="verified", source=drift.repository))
             found.append(BranchDrift(server, name, drift))
         s.save()
-    return DriftReport(tuple(found), s.options.clock.now(), (*s.warnings(), *warnings))
+    notes = tuple(unsettled(s))
+    return DriftReport(tuple(found), s.options.clock.now(), (*s.warnings(), *warnings), notes)
 
 
 def _repository(s: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list[str]]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gitops.app.targets import Targets
 from gitops.edges.clock import Clock, SystemClock, Waiting
+from gitops.edges.interrupts import Interrupt
 
 if TYPE_CHECKING:
     from gitops.core.health import VerifyOverrides
@@ -60,3 +61,7 @@ class Options:
     #: are read, instead of after the plan is shown: the compression probe when it is due (:mod:`gitops.app.ahead`)
     #: and the deflate of the upload bodies (:meth:`gitops.app.session.Session.deflate_ahead`).
     unattended_apply: bool = False
+    #: SIGINT/SIGTERM during a verification's watch (``edges/interrupts.py``): the front end installs its handlers.
+    interrupt: Interrupt = field(default_factory=Interrupt)
+    #: How the deploys of this run are recorded in the history: ``rollback`` for ``gitops rollback``.
+    deploy_how: Literal["apply", "rollback"] = "apply"

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitops.app.ahead import Ahead, send_reads_ahead
+from gitops.app.deploys import unsettled
 from gitops.app.localcode import LocalRead
 from gitops.app.options import Refresh
 from gitops.app.session import Session, import_client
@@ -51,7 +52,13 @@ Needs = Mapping[str, Mapping[str, int]]
 SERVER_ERRORS: tuple[type[GitopsError], ...] = (ServiceError, AuthError, BudgetError)
 
 
-def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = None) -> Plan:
+def make_plan(
+    s: Session,
+    *,
+    isolate: bool = False,
+    reading: LocalRead | None = None,
+    code: Mapping[tuple[str, str], CodeSet] | None = None,
+) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit).
 
@@ -59,7 +66,8 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
     are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
     anything is written. ``reading`` is the local read the command began for ``s.loaded``
-    (:func:`gitops.app.localcode.read_ahead`); without it, one begins here.
+    (:func:`gitops.app.localcode.read_ahead`); without it, one begins here. ``code`` replaces the local code of
+    those (server, branch) pairs (``gitops rollback``: the code of a recorded deploy, planned as any other).
     """
     options = s.options
     failed: dict[str, GitopsError] | None = {} if isolate else None
@@ -98,6 +106,14 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
             before_requests=functools.partial(reading.start, deflate, wanted, then_import=AFTER_THE_SERVERS),
         )
         local = reading.result()
+    if code:
+        local = dataclasses.replace(
+            local,
+            branches=[
+                dataclasses.replace(b, code=code[(b.server, b.branch)], files={}) if (b.server, b.branch) in code else b
+                for b in local.branches
+            ],
+        )
     from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)
 
     failures = failed or {}
@@ -142,6 +158,9 @@ def make_plan(s: Session, *, isolate: bool = False, reading: LocalRead | None = 
         for server, learnt in sorted(s.probed_ahead.items())
     ]
     extra += s.warnings()
+    notes = unsettled(s, servers)
+    if notes:
+        update["unsettled"] = notes
     if extra:
         update["warnings"] = [*result.warnings, *extra]
     if failures:

@@ -7,7 +7,7 @@ fails and the manifest says so (``verify:``; docs/safe-deploys.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,8 +51,17 @@ class Verification:
             return "unhealthy"
         return self.health.status
 
+    #: SIGINT/SIGTERM stopped the watch (the step in flight was finished; nothing more was sent).
+    interrupted: bool = False
+
     @property
     def exit_code(self) -> int:
+        """10 only when the code after the undo was judged healthy; an undo not judged healthy after is 9 (the branch
+        may still fail); an interrupted watch is 12 (the deploy is unverified)."""
+        if self.interrupted:
+            return ExitCode.UNVERIFIED
+        if self.result == "rolled-back" and (self.after is None or self.after.status != "healthy"):
+            return ExitCode.UNHEALTHY
         return {
             "healthy": ExitCode.OK,
             "unknown": ExitCode.OK,
@@ -65,7 +74,12 @@ class Verification:
         """What the CLI prints and the Action records (evidence already redacted)."""
         h = self.health
         out = [f"verify {self.label}: {h.status.upper()}: {h.reason}"]
+        if self.interrupted:
+            out[0] = f"verify {self.label}: INTERRUPTED after {h.ticks_seen} tick(s), so far {h.status}: {h.reason}"
         out += [f"  error: {line}" for e in h.evidence for line in e.splitlines()[:1]]
+        if h.bot_frame is not None:
+            module, _, line = h.bot_frame.rpartition(":")
+            out.append(f"  at module {module}, line {line} (the top frame in the bot's own code)")
         if self.action in ("restored", "switched-back"):
             out.append(f"  rolled back: {self.undo}")
             if self.after is not None:
@@ -73,8 +87,13 @@ class Verification:
         elif self.action == "undo-failed":
             out.append(f"  ROLLBACK FAILED ({self.undo}): {self.undo_error}")
             out.append(f"  the server still runs the new, failing code of {self.label}")
-        elif h.status == "failing":
+        elif h.status == "failing" and not self.interrupted:
             out.append(f"  left in place (on_failure: report): the new code still runs on {self.label}")
+        if self.interrupted:
+            out.append(
+                f"  the deploy of {self.label} is recorded as interrupted (unverified): 'gitops apply --verify-again' "
+                "judges it again, 'gitops rollback' undoes it"
+            )
         return out
 
     def document(self) -> dict[str, object]:
@@ -86,13 +105,33 @@ class Verification:
             "undo": self.undo,
             "after": None if self.after is None else self.after.to_json(),
             "undo_error": self.undo_error,
+            "interrupted": self.interrupted,
         }
 
 
-def watch(s: Session, server: str, step: VerifyStep) -> Health:
-    """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit) and judge."""
+#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
+SEVERITY: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ROLLED_BACK,
+    ExitCode.UNHEALTHY,
+    ExitCode.UNVERIFIED,
+    ExitCode.UNDO_FAILED,
+)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
+
+
+def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str] | None = None) -> Health:
+    """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit, cut short by a
+    SIGINT/SIGTERM: ``s.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
     from gitops.edges.socket import console_events, socket_url
 
+    interrupt = s.options.interrupt
+    if interrupt.is_set:
+        return unknown("interrupted before the watch began")
     thresholds = Thresholds(ticks=step.ticks, error_share=step.error_share, fail_on=tuple(step.fail_on))
     try:
         client = s.client(server)
@@ -107,9 +146,13 @@ def watch(s: Session, server: str, step: VerifyStep) -> Health:
     def enough(events: list[ConsoleEvent]) -> bool:
         return len(group_ticks(events)) >= wanted
 
-    events, problem = console_events(url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log)
+    events, problem = console_events(
+        url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log, stop=interrupt.event.is_set
+    )
     ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]
-    return judge(ticks, thresholds, problem=problem, timeout=step.timeout)
+    if interrupt.is_set:  # whatever the socket said as it was cut short (an auth left unanswered, say)
+        problem = f"interrupted by {interrupt.signal_name or 'a signal'}"
+    return judge(ticks, thresholds, problem=problem, timeout=step.timeout, bot_modules=bot_modules)
 
 
 def verify_branch(
@@ -119,19 +162,25 @@ def verify_branch(
     *,
     restore: Callable[[Mapping[str, WireModule]], None],
     switch: Callable[[str, list[ActiveName]], None],
+    bot_modules: frozenset[str] | None = None,
+    standby_modules: frozenset[str] | None = None,
 ) -> Verification:
     """Judge ``branch`` after its steps; on failure with a reserved rollback, undo it and judge again: ``restore``
     the previous code (the caller's upload, so the ledger sees it), or ``switch`` back to the standby branch that ran
     before (the caller's activations). Only what the plan reserved is ever sent."""
     step = branch.verify
     assert step is not None
-    health = watch(s, branch.server, step)
+    health = watch(s, branch.server, step, bot_modules)
+    if s.options.interrupt.is_set:
+        # The watch was the step in flight: nothing more is sent after a signal (``gitops rollback`` undoes).
+        return Verification(branch.label, health, interrupted=True)
     if health.status != "failing":
         return Verification(branch.label, health)
     server = branch.server
     if step.reserves_upload and previous is not None:
         action: Literal["restored", "switched-back"] = "restored"
         words = f"the previous code was uploaded again to {branch.label}"
+        after_modules: frozenset[str] | None = frozenset(previous)
 
         def undo() -> None:
             restore(previous)
@@ -140,6 +189,7 @@ def verify_branch(
         back, which = step.switch_back, list(step.switch_for)
         action = "switched-back"
         words = f"{server}/{back} was activated again for {', '.join(which)}"
+        after_modules = standby_modules
 
         def undo() -> None:
             switch(back, which)
@@ -150,7 +200,10 @@ def verify_branch(
         undo()
     except GitopsError as exc:
         return Verification(branch.label, health, "undo-failed", undo=words, undo_error=redact(exc.message))
-    return Verification(branch.label, health, action, undo=words, after=watch(s, server, step))
+    # The undo was the step in flight when a signal came during it: finished; the watch after it is then skipped.
+    after = watch(s, server, step, after_modules)
+    interrupted = s.options.interrupt.is_set
+    return Verification(branch.label, health, action, undo=words, after=after, interrupted=interrupted)
 
 
-__all__ = ["Verification", "verify_branch", "watch"]
+__all__ = ["SEVERITY", "Verification", "verify_branch", "watch", "worst"]

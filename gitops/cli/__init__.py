@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
     "drift": ("gitops.cli.drift", "drift", "Show branches changed on the servers outside Git since they were applied."),
+    "status": ("gitops.cli.state", "status_", "What runs where: commit, time, active, verification state."),
+    "history": ("gitops.cli.state", "history_", "The deploys this tool recorded, newest first."),
+    "rollback": ("gitops.cli.state", "rollback", "Restore the code of an earlier deploy (--to N), budget checked."),
     "watch": (
         "gitops.cli.watch",
         "watch",

@@ -20,6 +20,13 @@ from gitops.cli.common import (
 from gitops.errors import BudgetError, ExitCode, PlanFileError, UsageError
 from gitops.secrets import redact
 
+if TYPE_CHECKING:
+    from gitops.app.applying import ApplyReport
+    from gitops.app.verifying import Verification
+    from gitops.core.apply import Outcome
+    from gitops.core.deploys import UnsettledDeploy
+    from gitops.core.plan import Plan
+
 
 @click.command()
 @click.argument("plan_file", required=False, type=click.Path(path_type=Path, dir_okay=False))
@@ -60,6 +67,13 @@ from gitops.secrets import redact
     help="Seconds to wait for those ticks, instead of each branch's verify.timeout. [env: GITOPS_VERIFY_TIMEOUT]",
 )
 @click.option(
+    "--verify-again",
+    is_flag=True,
+    help="Watch and judge again each branch whose last deploy is unverified (its watch was interrupted or never "
+    "ended) or failing and that this plan does not change; its recorded state takes the new outcome. Nothing is "
+    "undone ('gitops rollback' does that).",
+)
+@click.option(
     "-y",
     "--yes",
     is_flag=True,
@@ -85,6 +99,7 @@ def apply(
     no_verify: bool,
     verify_ticks: int | None,
     verify_timeout: float | None,
+    verify_again: bool,
 ) -> int:
     """Make the servers hold what the repository holds.
 
@@ -92,10 +107,12 @@ def apply(
     With PLAN_FILE (saved by 'gitops plan --out'): apply exactly that plan, after checking that the servers
     still hold what it was made from and that the manifest is unchanged. With --server/--branch, only that part
     of the saved plan is applied.
+
+    A branch whose last deploy is unverified or failing (exit 12) is shown; a plan that changes it deploys anew
+    (the new deploy replaces its state), --verify-again judges it again, 'gitops rollback' undoes it.
     """
     if TYPE_CHECKING:
         from gitops.app.localcode import LocalRead
-        from gitops.core.apply import Outcome
 
     options = options_from(
         ctx,
@@ -136,7 +153,8 @@ def apply(
 
                 result = load_saved_plan(plan_file, s)
             # Imported once the plan is made: make_plan imports them while it waits for the servers.
-            from gitops.app.applying import run_apply
+            from gitops.app.applying import run_apply, still_unsettled_code, verify_again_each
+            from gitops.app.deploys import unsettled
             from gitops.render.plan import render_text
 
             outcomes: list[Outcome] = []
@@ -168,34 +186,52 @@ def apply(
                     return ExitCode.FAILURE
                 return _apply_each(s, result, saved=saved, progress=progress)
             try:
-                report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
+                with options.interrupt.installed():  # SIGINT/SIGTERM during a watch: finish the step, record
+                    report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
+                    again = verify_again_each(s, result) if verify_again and not report.cancelled else []
             except BudgetError as refusal:
                 print_unlock_links(refusal)
                 raise
+            judged = {v.label for v in [*report.verifications, *again]}
+            remaining = [n for n in unsettled(s) if n.label not in judged]
             if as_json:
-                _print_document(result, outcomes, report.applied, now=options.clock.now(), report=report)
+                now = options.clock.now()
+                _print_document(result, outcomes, report.applied, now=now, report=report, again=again, left=remaining)
             if report.cancelled:
                 click.echo("Apply cancelled; nothing was changed.", err=True)
                 # The person answered no: nothing was applied (an error for scripts that expected a deploy).
                 return ExitCode.FAILURE
             if report.applied_line is not None:
                 click.echo(report.applied_line, err=as_json)
-            for verification in report.verifications:
+            for verification in [*report.verifications, *again]:
                 for line in verification.lines():
                     click.echo(redact(line), err=as_json)
-            if reading is not None and not result.failed and report.verify_exit_code == 0:
+            for note in remaining if result.has_changes or verify_again else []:
+                click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
+            code = still_unsettled_code(s, report, again)
+            if reading is not None and not result.failed and code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
-        return report.verify_exit_code
+        return code
     finally:
         if reading is not None:
             reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
 
 
-def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float, report: Any = None) -> None:
-    """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}}``."""
+def _print_document(
+    plan: Plan,
+    outcomes: list[Outcome],
+    applied: bool,
+    *,
+    now: float,
+    report: ApplyReport | None = None,
+    again: list[Verification] | None = None,
+    left: list[UnsettledDeploy] | None = None,
+) -> None:
+    """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}, "verify": [...],
+    "unsettled": [...]}`` (``unsettled``: the deploys still unverified or failing after this run)."""
     import json
 
-    from gitops.render.plan import plan_document
+    from gitops.render.plan import plan_document, unsettled_document
 
     document = {
         "format_version": 1,
@@ -204,7 +240,8 @@ def _print_document(plan: Any, outcomes: list[Any], applied: bool, *, now: float
             {"branch": o.branch, "step": o.step.describe(), "status": o.status, "detail": o.detail} for o in outcomes
         ],
         "plan": plan_document(plan, now=now),
-        "verify": [v.document() for v in report.verifications] if report is not None else [],
+        "verify": [v.document() for v in [*(report.verifications if report is not None else []), *(again or [])]],
+        "unsettled": [unsettled_document(n) for n in left or []],
     }
     echo_json(json.dumps(document, indent=2) + "\n")
 
@@ -213,9 +250,15 @@ def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
     """``--keep-going``: apply server by server; a server that fails is reported and the others go on. The exit
     code is the worst failure's (planning or applying), 0 when none failed."""
     from gitops.app.applying import apply_each
+    from gitops.app.deploys import unsettled
 
     reports, failures = apply_each(s, plan, saved=saved, progress=progress)
     codes: list[int] = []
+    judged = {v.label for report in reports for v in report.verifications}
+    for note in unsettled(s):
+        if note.label not in judged:  # unverified or failing from an earlier run (issue 39)
+            click.echo(redact(note.line()))
+            codes.append(ExitCode.UNVERIFIED)
     for report in reports:
         if report.applied_line is not None and report.plan.has_changes:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")

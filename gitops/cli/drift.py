@@ -42,7 +42,8 @@ def drift(
 
     Downloads each branch this tool applied (budgeted like plan) and compares it with the ledger's last applied
     record. A branch never applied by this tool is "no record", not drift. Exit code 0: no drift; 2: drift;
-    3: the downloads do not fit the rate-limit budget; other codes: errors (gitops help exit-codes).
+    12: a branch's last deploy is unverified or failing (before 2); 3: the downloads do not fit the rate-limit
+    budget; other codes: errors (gitops help exit-codes).
     """
     from gitops.app.drift import check_drift
     from gitops.app.session import open_session
@@ -73,4 +74,6 @@ def drift(
         click.echo(redact(render_markdown(report)), nl=False)
     else:
         click.echo(redact(render_text(report)), nl=False)
+    if report.unsettled:
+        return ExitCode.UNVERIFIED
     return ExitCode.CHANGES if report.has_drift else ExitCode.OK

@@ -49,10 +49,11 @@ def plan(
 ) -> int:
     """Show what apply would change on the servers.
 
-    Exit code 0: no changes; 2: changes to apply; 3: the plan does not fit the rate-limit budget; other codes:
-    errors (gitops help exit-codes). A server that fails (unreachable, credentials refused, an error answer) does
-    not stop the others: they are planned and shown, the failed one is marked, and the exit code is the worst
-    failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
+    Exit code 0: no changes; 2: changes to apply; 12: a branch's last deploy is unverified (its watch was
+    interrupted or never ended) or failing, with or without changes; 3: the plan does not fit the rate-limit
+    budget; other codes: errors (gitops help exit-codes). A server that fails (unreachable, credentials refused,
+    an error answer) does not stop the others: they are planned and shown, the failed one is marked, and the exit
+    code is the worst failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
     from gitops.secrets import redact
 
@@ -106,4 +107,6 @@ def plan(
         reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
     if result.failure_code is not None:
         return max(result.failure_code, ExitCode.BUDGET if refusal is not None else 0)
+    if result.unsettled:
+        return ExitCode.UNVERIFIED
     return ExitCode.CHANGES if result.has_changes else ExitCode.OK

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from gitops.core.codeset import CodeSet, WireModule, module_from_wire, set_digest, text_facts
+from gitops.core.deploys import UnsettledDeploy
 from gitops.core.remote import ModuleFacts, RemoteBranch
 
 if TYPE_CHECKING:  # plan.py imports Drift from here
@@ -249,6 +250,8 @@ class DriftReport:
     branches: tuple[BranchDrift, ...]
     checked_at: float
     warnings: tuple[str, ...] = ()
+    #: Branches whose last deploy is unverified or failing (issue 39; exit code 12).
+    unsettled: tuple[UnsettledDeploy, ...] = ()
 
     @property
     def drifted(self) -> list[BranchDrift]:

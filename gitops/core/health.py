@@ -7,7 +7,14 @@ The socket edge (``edges/socket.py``) turns the console channel into :class:`Con
 * **failing**: at least that share of the seen ticks failed (an uncaught error, a "CPU limit" termination, or a
   log line matching one of the ``fail_on`` patterns), with the first error lines as evidence; also when fewer
   ticks than asked came, but already so many failed that the share is reached whatever the missing ones do;
-* **unknown**: the socket could not be used (the edge's ``problem``), or too few ticks came in the time limit.
+* **unknown**: the socket could not be used (the edge's ``problem``), or too few ticks came in the time limit, or
+  the ticks failed in the server's own code (below).
+
+**Blame only what is the bot's.** Given the deployed modules' names (``bot_modules``), an error whose stack has
+frames and none of them in a bot module (``<runtime>``, ``@screeps/driver``, ``<isolated-vm>``, ``node:internal``
+...) is the server's: its tick does not count as failed, and when such ticks reach the share the verdict is
+**unknown** with that reason, so nothing is ever rolled back for it. An error without any frame (a ``CPU limit``
+termination, a thrown string) stays the bot's. The bot's top frame (``main:12``) is kept for the output.
 
 There is no path to "healthy" without ticks: zero ticks is always unknown.
 
@@ -76,6 +83,10 @@ class Health:
     failed_ticks: int = 0
     cpu_terminations: int = 0
     evidence: tuple[str, ...] = field(default_factory=tuple)
+    #: Ticks that failed in the server's own code only (no frame of the bot's modules in any error's stack).
+    server_failed_ticks: int = 0
+    #: ``main:12``: the module and line of the top frame in the bot's own modules of the first error that has one.
+    bot_frame: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -85,7 +96,46 @@ class Health:
             "failed_ticks": self.failed_ticks,
             "cpu_terminations": self.cpu_terminations,
             "evidence": list(self.evidence),
+            "server_failed_ticks": self.server_failed_ticks,
+            "bot_frame": self.bot_frame,
         }
+
+
+#: A stack frame line: ``at fn (where:line:col)`` or ``at where:line:col``; ``where`` is a module name for the bot's
+#: code (``main``, ``role.harvester``), a path or ``<runtime>`` for the server's (``<`` may come escaped as ``&lt;``).
+_FRAME = re.compile(r"^\s*at (?:.*? \()?(?P<where>[^()]+?):(?P<line>\d+)(?::\d+)?\)?\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    where: str
+    line: int
+
+
+def frames(error: str) -> list[Frame]:
+    """The stack frames of an error text, top first (``&lt;``/``&gt;`` read as ``<``/``>``)."""
+    found: list[Frame] = []
+    for text in error.splitlines()[1:]:
+        match = _FRAME.match(text.replace("&lt;", "<").replace("&gt;", ">"))
+        if match is not None:
+            found.append(Frame(match["where"].strip(), int(match["line"])))
+    return found
+
+
+def blame(error: str, bot_modules: frozenset[str] | None) -> tuple[bool, str | None]:
+    """Whether ``error`` is the bot's, and its top frame in a bot module (``main:12``) when it has one.
+
+    ``bot_modules`` ``None`` (the deployed names are not known): every error is the bot's. An error without frames
+    is the bot's; one whose frames are all outside ``bot_modules`` is the server's."""
+    if bot_modules is None:
+        return True, None
+    stack = frames(error)
+    if not stack:
+        return True, None
+    for frame in stack:
+        if frame.where in bot_modules:
+            return True, f"{frame.where}:{frame.line}"
+    return False, None
 
 
 def unknown(reason: str) -> Health:
@@ -109,40 +159,70 @@ def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
     return ticks
 
 
-def judge(ticks: list[Tick], thresholds: Thresholds, *, problem: str | None = None, timeout: float = 0.0) -> Health:
-    """Weigh ``ticks`` against ``thresholds``; ``problem`` is what stopped the watch early, if anything."""
+def judge(
+    ticks: list[Tick],
+    thresholds: Thresholds,
+    *,
+    problem: str | None = None,
+    timeout: float = 0.0,
+    bot_modules: frozenset[str] | None = None,
+) -> Health:
+    """Weigh ``ticks`` against ``thresholds``; ``problem`` is what stopped the watch early, if anything;
+    ``bot_modules``: the deployed code's module names, to tell the bot's errors from the server's (:func:`blame`)."""
     patterns = [re.compile(p) for p in thresholds.fail_on]
     failed = 0
+    server_failed = 0
     cpu = 0
     evidence: list[str] = []
+    server_evidence: list[str] = []
+    top: str | None = None
     for tick in ticks:
-        reasons = list(tick.errors)
+        reasons: list[str] = []
+        theirs: list[str] = []
+        for error in tick.errors:
+            mine, where = blame(error, bot_modules)
+            (reasons if mine else theirs).append(error)
+            top = top or where
         reasons += [line for line in tick.log if any(p.search(line) for p in patterns)]
         if reasons:
             failed += 1
             cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
-            for line in reasons:
-                short = _first_lines(line)
-                if short not in evidence and len(evidence) < EVIDENCE_LINES:
-                    evidence.append(short)
+            _keep(evidence, reasons)
+        elif theirs:
+            server_failed += 1
+            _keep(server_evidence, theirs)
     seen = len(ticks)
     wanted = thresholds.ticks
     share = thresholds.error_share
 
     def verdict(status: Status, reason: str) -> Health:
-        return Health(status, reason, seen, failed, cpu, tuple(evidence))
+        return Health(status, reason, seen, failed, cpu, tuple(evidence or server_evidence), server_failed, top)
 
-    if seen >= wanted and seen > 0:
-        if failed > 0 and failed >= share * seen:
-            return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
-        return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
-    if failed > 0 and failed >= max(1, math.ceil(share * wanted)):
+    if seen >= wanted and seen > 0 and failed > 0 and failed >= share * seen:
+        return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
+    if seen < wanted and failed > 0 and failed >= max(1, math.ceil(share * wanted)):
         return verdict("failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})")
+    if server_failed > 0 and server_failed >= share * max(seen, 1):
+        first = server_evidence[0].splitlines()[0]
+        return verdict(
+            "unknown",
+            f"{server_failed} of {seen} ticks failed in the server's own code, not the bot's (no frame of its "
+            f"modules in the stack): {first}",
+        )
+    if seen >= wanted and seen > 0:
+        return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
     if problem is not None:
         return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
     if seen == 0:
         return verdict("unknown", f"no tick came within {timeout:g} s")
     return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+
+
+def _keep(evidence: list[str], lines: list[str]) -> None:
+    for line in lines:
+        short = _first_lines(line)
+        if short not in evidence and len(evidence) < EVIDENCE_LINES:
+            evidence.append(short)
 
 
 def _first_lines(text: str) -> str:
@@ -152,4 +232,16 @@ def _first_lines(text: str) -> str:
     return joined if len(joined) <= EVIDENCE_CHARS else joined[: EVIDENCE_CHARS - 1] + "…"
 
 
-__all__ = ["ConsoleEvent", "Health", "Status", "Thresholds", "Tick", "group_ticks", "judge", "unknown"]
+__all__ = [
+    "ConsoleEvent",
+    "Frame",
+    "Health",
+    "Status",
+    "Thresholds",
+    "Tick",
+    "blame",
+    "frames",
+    "group_ticks",
+    "judge",
+    "unknown",
+]

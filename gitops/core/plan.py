@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from gitops.config.manifest import ActiveName
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
+from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
@@ -227,6 +228,8 @@ class Plan:
     #: The code each verified branch held before, for ``rollback: restore`` (never rendered; sealed by the branch's
     #: ``remote.digest``).
     rollbacks: list[Payload] = field(default_factory=list)
+    #: Branches whose last deploy is unverified or failing, from the ledgers (issue 39; exit code 12).
+    unsettled: list[UnsettledDeploy] = field(default_factory=list)
 
     def rollback(self, server: str, branch: str) -> Payload | None:
         for p in self.rollbacks:

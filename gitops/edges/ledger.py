@@ -47,6 +47,7 @@ import orjson
 from gitops.config.folders import STATE_DIR_ENV, default_state_dir
 from gitops.core.budget import WindowState
 from gitops.core.codeset import request_body
+from gitops.core.deploys import Deploy, VerifyRecord, add_deploy, with_state
 from gitops.core.endpoints import (
     ENDPOINT_LIMITS,
     GLOBAL_KEY,
@@ -170,6 +171,40 @@ class _Applied:
 
 
 @dataclass
+class _Verify:
+    """A branch's verification state (``gitops.core.deploys.VerifyRecord``); the code to restore is kept beside the
+    ledger (``edges/codestore.py``), here only its digest."""
+
+    __pydantic_config__ = _FORBID
+    state: Literal["pending", "interrupted", "healthy", "unknown", "failing", "rolled-back", "rollback-failed"]
+    digest: str | None
+    commit: str | None
+    applied_at: float
+    recorded_at: float
+    reason: str = ""
+    undo: Literal["restore", "standby", "none"] = "none"
+    restore_digest: str | None = None
+    standby: str | None = None
+    standby_for: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Deploy:
+    """One deploy of the history (``gitops.core.deploys.Deploy``): digests, never text."""
+
+    __pydantic_config__ = _FORBID
+    n: int
+    branch: str
+    digest: str | None
+    commit: str | None
+    applied_at: float
+    how: Literal["apply", "rollback"] = "apply"
+    state: (
+        Literal["pending", "interrupted", "healthy", "unknown", "failing", "rolled-back", "rollback-failed"] | None
+    ) = None
+
+
+@dataclass
 class _BranchEntry:
     __pydantic_config__ = _FORBID
     name: str
@@ -209,6 +244,10 @@ class _File:
     scope_full: bool | None = None
     scope_endpoints: list[str] = field(default_factory=list)
     scope_at: float | None = None
+    #: Per branch: the verification state of its last deploy (issue 39; absent in older ledgers: none recorded).
+    verifications: dict[str, _Verify] = field(default_factory=dict)
+    #: The deploys this tool made, oldest first, at most ``gitops.core.deploys.HISTORY_LIMIT``.
+    history: list[_Deploy] = field(default_factory=list)
 
 
 #: The integrity field gitops appends to every ledger it writes: ``,"check":"sha256:<64 hex digits>"}`` closes the
@@ -329,6 +368,27 @@ def _built(raw: dict[str, Any]) -> _File:
         scope_full=raw.get("scope_full"),
         scope_endpoints=list(raw.get("scope_endpoints", [])),
         scope_at=raw.get("scope_at"),
+        verifications={
+            name: _Verify(
+                v["state"],
+                v["digest"],
+                v["commit"],
+                v["applied_at"],
+                v["recorded_at"],
+                v.get("reason", ""),
+                v.get("undo", "none"),
+                v.get("restore_digest"),
+                v.get("standby"),
+                list(v.get("standby_for", [])),
+            )
+            for name, v in raw.get("verifications", {}).items()
+        },
+        history=[
+            _Deploy(
+                d["n"], d["branch"], d["digest"], d["commit"], d["applied_at"], d.get("how", "apply"), d.get("state")
+            )
+            for d in raw.get("history", [])
+        ],
     )
 
 
@@ -894,6 +954,66 @@ class Ledger:
     def pending(self, name: str) -> AppliedRecord | None:
         """The set of an upload to ``name`` whose outcome is not known, or ``None``."""
         return _record(name, self._data.pending.get(name))
+
+    # --- deployment state (issue 39) ---------------------------------------------------------------------------
+
+    def record_verification(self, record: VerifyRecord) -> None:
+        """The verification state of ``record.branch``'s last deploy (replacing the one before; saved by the
+        caller at once). The newest deploy of the branch in the history takes the same state."""
+        self._data.verifications[record.branch] = _Verify(
+            record.state,
+            record.digest,
+            record.commit,
+            float(record.applied_at),
+            float(record.recorded_at),
+            record.reason,
+            record.undo,
+            record.restore_digest,
+            record.standby,
+            list(record.standby_for),
+        )
+        self._set_history(with_state(self.history(), record.branch, record.state))
+
+    def forget_verification(self, branch: str) -> None:
+        """A new deploy of ``branch`` replaces its verification state (one without ``verify:`` leaves none)."""
+        self._data.verifications.pop(branch, None)
+
+    def verification(self, branch: str) -> VerifyRecord | None:
+        stored = self._data.verifications.get(branch)
+        if stored is None:
+            return None
+        return VerifyRecord(
+            branch,
+            stored.state,
+            stored.digest,
+            stored.commit,
+            stored.applied_at,
+            stored.recorded_at,
+            stored.reason,
+            stored.undo,
+            stored.restore_digest,
+            stored.standby,
+            tuple(stored.standby_for),
+        )
+
+    def verifications(self) -> list[VerifyRecord]:
+        """Every branch's verification record, by branch name."""
+        return [r for name in sorted(self._data.verifications) if (r := self.verification(name)) is not None]
+
+    def record_deploy(self, deploy: Deploy) -> Deploy:
+        """Add ``deploy`` to the history (numbered next; the oldest dropped past the limit); the numbered one."""
+        history = add_deploy(self.history(), deploy)
+        self._set_history(history)
+        return history[-1]
+
+    def history(self) -> list[Deploy]:
+        """The recorded deploys, oldest first."""
+        return [Deploy(d.n, d.branch, d.digest, d.commit, d.applied_at, d.how, d.state) for d in self._data.history]
+
+    def _set_history(self, history: list[Deploy]) -> None:
+        self._data.history = [
+            _Deploy(d.n, d.branch, d.digest, d.commit, float(d.applied_at), d.how, d.state) for d in history
+        ]
 
     def remembered_branch_list(self) -> tuple[list[BranchInfo], float] | None:
         """The last known branch list and when it was learnt, or ``None``."""

@@ -38,6 +38,9 @@ log = logging.getLogger("gitops.socket")
 
 MAX_MESSAGE = 1024 * 1024
 MAX_INFLATED = 4 * 1024 * 1024
+#: With a ``stop`` question (a SIGINT/SIGTERM during a verification), the longest single wait for a message.
+STOP_POLL = 0.2
+
 #: Seconds to wait for the socket to open and for the answer to ``auth``, at most (less when the deadline is nearer).
 OPEN_TIMEOUT = 15.0
 
@@ -136,11 +139,21 @@ def console_event(data: Any) -> ConsoleEvent | None:
 class GameSocket:
     """One authenticated socket to one account's channels. Use as a context manager; closed on exit."""
 
-    def __init__(self, url: str, token: Secret, *, deadline: float, debug: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        url: str,
+        token: Secret,
+        *,
+        deadline: float,
+        debug: Callable[[str], None] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ):
         self._url = url
         self._token = token
         self._deadline = deadline
         self._debug = debug
+        #: Asked between receives (each at most :data:`STOP_POLL` s then): true ends the reading as the deadline does.
+        self._stop = stop
         self._ws: ClientConnection | None = None
         self._stack = contextlib.ExitStack()
 
@@ -217,17 +230,21 @@ class GameSocket:
 
     def _strings(self, deadline: float, max_messages: int) -> Iterator[str]:
         assert self._ws is not None
-        for _ in range(max_messages):
+        count = 0
+        while count < max_messages:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or (self._stop is not None and self._stop()):
                 return
             try:
-                message = self._ws.recv(timeout=left)
+                message = self._ws.recv(timeout=left if self._stop is None else min(left, STOP_POLL))
             except TimeoutError:
-                return
+                if self._stop is None:
+                    return
+                continue
             except ConnectionClosed as exc:
                 code = exc.rcvd.code if exc.rcvd else "no code"
                 raise SocketProblem(f"the server closed the socket ({code})") from exc
+            count += 1
             if isinstance(message, bytes):
                 message = message.decode("utf-8", errors="replace")
             yield from parse_frame(message)
@@ -255,6 +272,7 @@ def console_events(
     enough: Callable[[list[ConsoleEvent]], bool],
     debug: Callable[[str], None] | None = None,
     max_messages: int = 10_000,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[list[ConsoleEvent], str | None]:
     """Console events of ``user_id`` for at most ``seconds`` (or until ``enough(events)``), and the problem that cut
     the watch short (``None`` when it ran out its time or had enough)."""
@@ -263,7 +281,7 @@ def console_events(
     events: list[ConsoleEvent] = []
     channel = f"user:{user_id}/console"
     try:
-        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug) as sock:
+        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug, stop=stop) as sock:
             sock.subscribe(channel)
             for message in sock.messages(max_messages):
                 if message.channel != channel:

@@ -436,8 +436,9 @@ def run_action(
         raise
     finally:
         _tell_github(inputs, runner, report, echo=echo, github_token=github_token)
-    # A deploy that fails in the game fails the step: 9 left in place, 10 rolled back, 11 rollback failed.
-    return int(report.exit_code) if report.verifications else 0
+    # A deploy that fails in the game fails the step: 9 left in place, 10 rolled back, 11 rollback failed; 12 one
+    # unverified or failing from an earlier run (issue 39).
+    return int(report.exit_code) if report.verifications or report.exit_code == ExitCode.UNVERIFIED else 0
 
 
 class _Masks:
@@ -545,6 +546,8 @@ def _plan_and_apply(
         now = options.clock.now()
         echo(redact(render_text(result, now=now).rstrip("\n")))
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
+        if result.unsettled:  # a deploy unverified or failing (issue 39): plan and apply both say so
+            report.exit_code = ExitCode.UNVERIFIED
         if inputs.command == "plan":
             refusal = budget_error(result, s)
             if result.failed:
@@ -600,7 +603,7 @@ def _drift(s: Any, report: Report, *, echo: Echo) -> None:
     found = check_drift(s)
     report.drift = found
     echo(redact(render_text(found).rstrip("\n")))
-    report.exit_code = ExitCode.CHANGES if found.has_drift else ExitCode.OK
+    report.exit_code = ExitCode.UNVERIFIED if found.unsettled else ExitCode.CHANGES if found.has_drift else ExitCode.OK
 
 
 def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
@@ -740,7 +743,7 @@ def _plan_path(runner: Runner, inputs: Inputs) -> Path:
 
 def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
     """Apply the fresh plan through the one apply use case; record and echo each step and the applied line."""
-    from gitops.app.applying import run_apply
+    from gitops.app.applying import run_apply, still_unsettled_code
     from gitops.core.apply import Outcome
 
     steps_done: dict[str, int] = {}
@@ -752,7 +755,8 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
             steps_done[outcome.branch] = steps_done.get(outcome.branch, 0) + 1
 
     try:
-        done = run_apply(s, result, saved=False, progress=progress)
+        with s.options.interrupt.installed():  # SIGINT/SIGTERM (a cancelled job) during a watch: recorded
+            done = run_apply(s, result, saved=False, progress=progress)
     finally:
         # What each changed branch ended as, for its deployment record (a branch whose steps were not all done,
         # because a step failed or the apply stopped before it, is a failed deploy).
@@ -773,7 +777,7 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
             for key in report.deployed:
                 if f"{key[0]}/{key[1]}" == verification.label:
                     report.deployed[key] = False
-    report.exit_code = done.verify_exit_code
+    report.exit_code = still_unsettled_code(s, done)
 
 
 # --- telling GitHub --------------------------------------------------------------------------------------------

@@ -10,7 +10,16 @@ import json
 from typing import Any
 
 from gitops.core.drift import DRIFT_FORMAT_VERSION, BranchDrift, DriftReport
-from gitops.render.plan import MARKDOWN_DRIFT_NAMES, age, drift_document, drift_text, md_code, md_text, printable
+from gitops.render.plan import (
+    MARKDOWN_DRIFT_NAMES,
+    age,
+    drift_document,
+    drift_text,
+    md_code,
+    md_text,
+    printable,
+    unsettled_document,
+)
 
 
 def branch_line(entry: BranchDrift, now: float, *, limit: int | None = None) -> str:
@@ -40,6 +49,7 @@ def render_text(report: DriftReport) -> str:
     now = report.checked_at
     out = [f"warning: {w}" for w in report.warnings]
     out.extend(f"{entry.label}: {branch_line(entry, now)}" for entry in report.branches)
+    out.extend(note.line() for note in report.unsettled)
     out.append("")
     out.append(summary_line(report))
     return printable("\n".join(out) + "\n")
@@ -62,6 +72,9 @@ def render_markdown(report: DriftReport, *, title: str = "screeps-gitops drift")
         f"- {md_code(entry.label)}: {md_text(branch_line(entry, now, limit=MARKDOWN_DRIFT_NAMES))}"
         for entry in report.branches
     )
+    if report.unsettled:
+        lines.extend(["", "**Unverified or failing deploys** (exit 12)", ""])
+        lines.extend(f"- {md_text(n.line())}" for n in report.unsettled)
     if report.warnings:
         lines.extend(["", "**Warnings**", ""])
         lines.extend(f"- {md_text(w)}" for w in report.warnings)
@@ -78,6 +91,7 @@ def drift_json(report: DriftReport) -> dict[str, Any]:
         "checked_at": now,
         "branches": [{"server": e.server, "branch": e.branch, **drift_document(e.drift, now)} for e in report.branches],
         "warnings": list(report.warnings),
+        "unsettled": [unsettled_document(n) for n in report.unsettled],
     }
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gitops.core.budget import EndpointBudget, utc
+from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import ModuleChange
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
@@ -206,6 +207,9 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
         out.append(style(f"{failure.server}: FAILED (exit {failure.exit_code}), not planned", bold=True, fg="red"))
         out.append(f"  branches: {', '.join(failure.branches)}")
         out.extend(f"  {line}" for line in failure.message.splitlines())
+    for note in plan.unsettled:
+        out.append("")
+        out.append(style(note.line(), bold=True, fg="red"))
     for branch in plan.branches:
         out.append("")
         head = f"{branch.label}: {_ACTIONS[branch.action]}"
@@ -270,6 +274,9 @@ def summary_line(plan: Plan, *, now: float) -> str:
     if not changed:
         if failed:
             return f"No changes on the servers that answered{label}." + failed
+        if plan.unsettled:
+            labels = ", ".join(n.label for n in plan.unsettled)
+            return f"Nothing new to deploy, but the last deploy is unverified or failing on {labels} (exit 12)."
         return no_changes_line(plan, now=now, head="No changes")
     line = f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed"
     return line + label + "." + failed
@@ -342,6 +349,20 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
             {"server": f.server, "branches": list(f.branches), "error": f.message, "exit_code": f.exit_code}
             for f in plan.failed
         ],
+        "unsettled": [unsettled_document(n) for n in plan.unsettled],
+    }
+
+
+def unsettled_document(note: UnsettledDeploy) -> dict[str, Any]:
+    """One unverified or failing deploy in JSON (``plan``, ``apply``, ``drift``, ``status``)."""
+    return {
+        "server": note.server,
+        "branch": note.branch,
+        "state": note.state,
+        "reason": note.reason,
+        "commit": note.commit,
+        "applied_at": note.applied_at,
+        "undo": note.undo,
     }
 
 
@@ -452,6 +473,9 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
             for b in drifted
             if b.drift is not None
         )
+    if plan.unsettled:
+        head.extend(["", "**Unverified or failing deploys** (exit 12)", ""])
+        head.extend(f"- {md_text(n.line())}" for n in plan.unsettled)
     if plan.failed:
         head.extend(["", "**Failed servers** (not planned)", ""])
         head.extend(

@@ -65,3 +65,21 @@ def test_a_deploy_whose_code_fails_in_the_game_is_recorded_as_a_failed_deploymen
     first, second = world.github.deployments
     assert second.state == "failure", "the upload landed, but the game says the code fails"
     assert first.state == "success"
+
+
+def test_a_rerun_after_a_failing_deploy_fails_too_and_says_why(tmp_path: Path, standin: StandIn) -> None:
+    """Issue 39: the failing code left in place is not forgotten; a re-run with nothing new to deploy does not go
+    green (exit 12), and the plan in the summary names the branch and what to do."""
+    world = make_world(tmp_path, standin)
+    assert world.push(DEPLOY).outcome == "success"
+    standin.set_tick_seconds(0.02)
+    standin.console_rule(ALICE, contains="THROWS", error=ERROR)
+    _verified(world, "report")
+    world.write({"src/main.js": "module.exports.loop = () => THROWS;\n"})
+    assert world.push(DEPLOY).outputs["exit-code"] == "9"
+    rerun = world.push(DEPLOY)
+    assert (rerun.outcome, rerun.outputs["exit-code"]) == ("failure", "12"), rerun.stderr
+    assert "local/main: deploy" in rerun.summary
+    assert "FAILING" in rerun.summary
+    assert "gitops rollback" in rerun.summary
+    assert_no_secret(world, rerun)

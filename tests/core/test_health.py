@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitops.core.health import ConsoleEvent, Thresholds, Tick, group_ticks, judge, unknown
+from gitops.core.health import ConsoleEvent, Frame, Thresholds, Tick, frames, group_ticks, judge, unknown
 
 
 def _log(*lines: str) -> ConsoleEvent:
@@ -80,3 +80,59 @@ def test_a_problem_makes_unknown_and_fail_on_patterns_count() -> None:
 def test_zero_share_fails_on_any_error_only() -> None:
     assert judge([Tick()] * 3, Thresholds(ticks=3, error_share=0.0)).status == "healthy"
     assert judge([Tick()] * 2 + [Tick((), ("x",))], Thresholds(ticks=3, error_share=0.0)).status == "failing"
+
+
+# --- blame only what is the bot's (issue 39) ----------------------------------------------------------------------
+
+#: The private server's own failure when its driver's V8 snapshot is broken (docs: service-facts): every tick, for a
+#: bot that only logs. As the driver sends it: ``<`` escaped, the stack entirely the server's runtime.
+SERVER_FAULT = (
+    "ReferenceError: _ is not defined\n"
+    "    at &lt;runtime&gt;:20211:24\n"
+    "    at &lt;runtime&gt;:31458:5\n"
+    "    at Object.exports.make (/srv/screeps/node_modules/@screeps/driver/lib/runtime/make.js:168:57)\n"
+    "    at processTicksAndRejections (node:internal/process/task_queues:95:5)"
+)
+BOT_FAULT = (
+    "TypeError: Cannot read property 'moveTo' of null\n"
+    "    at Object.run (role.harvester:14:15)\n"
+    "    at Object.module.exports.loop (main:7:22)\n"
+    "    at __mainLoop:1:52\n"
+    "    at &lt;runtime&gt;:20211:24"
+)
+BOT = frozenset({"main", "role.harvester"})
+
+
+def test_frames_are_read_with_the_servers_escapes() -> None:
+    assert frames(SERVER_FAULT)[:3] == [
+        Frame("<runtime>", 20211),
+        Frame("<runtime>", 31458),
+        Frame("/srv/screeps/node_modules/@screeps/driver/lib/runtime/make.js", 168),
+    ]
+    assert frames("Error: thrown without a stack") == []
+
+
+def test_an_error_with_no_frame_of_the_bot_is_the_servers_and_unknown_never_failing() -> None:
+    ticks = [Tick(("only console.log",), (SERVER_FAULT,))] * 10
+    health = judge(ticks, Thresholds(ticks=10), bot_modules=BOT)
+    assert health.status == "unknown"
+    assert (health.failed_ticks, health.server_failed_ticks) == (0, 10)
+    assert health.reason.startswith("10 of 10 ticks failed in the server's own code, not the bot's")
+    assert health.reason.endswith("ReferenceError: _ is not defined")
+    assert health.bot_frame is None
+    # Before it was known which modules are the bot's, the same ticks condemned it (the issue's wrong rollback).
+    assert judge(ticks, Thresholds(ticks=10)).status == "failing"
+
+
+def test_the_bots_own_error_is_failing_and_names_its_top_frame() -> None:
+    ticks = [Tick((), (BOT_FAULT,))] * 3
+    health = judge(ticks, Thresholds(ticks=3), bot_modules=BOT)
+    assert (health.status, health.failed_ticks, health.bot_frame) == ("failing", 3, "role.harvester:14")
+    # A stack through the runtime into the bot is still the bot's; a frameless error (CPU, a thrown string) too.
+    assert judge([Tick((), ("Error: boom",))] * 3, Thresholds(ticks=3), bot_modules=BOT).status == "failing"
+
+
+def test_a_few_server_hiccups_beside_healthy_ticks_stay_healthy() -> None:
+    ticks = [Tick((), (SERVER_FAULT,))] + [Tick(("ok",))] * 9
+    health = judge(ticks, Thresholds(ticks=10, error_share=0.5), bot_modules=BOT)
+    assert (health.status, health.server_failed_ticks) == ("healthy", 1)

@@ -77,6 +77,11 @@ class Bot:
             "branches": [branch],
         }
         (self.repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+        done = self.gitops("apply", "--yes", "--json")
+        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
+
+    def gitops(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``gitops ARGS`` in the bot's repository, signed in with the user's password (never in the output)."""
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.tmp),
@@ -87,7 +92,7 @@ class Bot:
         }
         done = self.server.run_riding_out_its_crash(
             lambda: subprocess.run(
-                [sys.executable, "-m", "gitops", "apply", "--yes", "--json"],
+                [sys.executable, "-m", "gitops", *args],
                 cwd=self.repo,
                 env=env,
                 capture_output=True,
@@ -97,7 +102,7 @@ class Bot:
             )
         )
         assert self.user.password not in done.stdout + done.stderr
-        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
+        return done
 
     def wait_running(self, who: str, after: int = 0) -> int:
         """The tick at which ``who`` wrote Memory, once it has done so after tick ``after``."""
@@ -137,9 +142,15 @@ def test_restore_and_healthy_on_the_real_server(
     code, doc, err = bot.deploy(BAD, verify=True)
     assert code == 10, err
     _check_failing(doc, "restored")
+    assert doc["verify"][0]["health"]["bot_frame"] == "main:3"  # the game's stack, read: the bot's own frame
     assert user.code("bots") == {"main": GOOD % ("v1", "v1")}
     tick = read_memory(server, user, "tick")
     bot.wait_running("v1", after=tick if isinstance(tick, int) else 0)
+    # Issue 39: the outcome lasts in the ledger, and status reads it beside the server's own branch list.
+    status = bot.gitops("status", "--json")
+    assert status.returncode == 0, status.stderr
+    [row] = json.loads(status.stdout)["branches"]
+    assert (row["branch"], row["active"], row["verification"]["state"]) == ("bots", ["world"], "rolled-back")
 
     code, doc, err = bot.deploy(GOOD % ("v2", "v2"), verify=True)
     assert code == 0, err + "\n" + server.diagnosis()
@@ -147,6 +158,20 @@ def test_restore_and_healthy_on_the_real_server(
     assert verify["result"] == "healthy"
     assert verify["health"]["ticks_seen"] == 3
     bot.wait_running("v2")
+
+    # A manual undo on request, through the same plan and apply (and verify) as any deploy.
+    history = json.loads(bot.gitops("history", "--json").stdout)["servers"]["home"]
+    assert [(d["n"], d["how"], d["state"]) for d in history] == [
+        (3, "apply", "healthy"),
+        (2, "apply", "rolled-back"),
+        (1, "apply", None),
+    ]
+    back = bot.gitops("rollback", "--to", "1", "--yes")
+    assert back.returncode == 0, back.stdout + back.stderr + "\n" + server.diagnosis()
+    assert "verify home/bots: HEALTHY" in back.stdout
+    assert user.code("bots") == {"main": GOOD % ("v1", "v1")}
+    tick = read_memory(server, user, "tick")
+    bot.wait_running("v1", after=tick if isinstance(tick, int) else 0)
 
 
 def test_standby_on_the_real_server(

@@ -1,0 +1,170 @@
+"""``gitops status``, ``gitops history`` and ``gitops rollback``: the deployment state the ledgers keep (issue 39).
+
+Their work is in ``gitops.app.deploys``; ``rollback`` plans and applies through ``app.planning.make_plan`` and
+``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gitops.app.applying import run_apply
+from gitops.app.deploys import choose_rollback, history, status, unsettled
+from gitops.app.planning import make_plan
+from gitops.app.session import open_session
+from gitops.app.verifying import worst
+from gitops.cli.common import (
+    is_terminal,
+    manifest_option,
+    max_wait_option,
+    options_from,
+    print_unlock_links,
+    state_dir_option,
+    target_options,
+)
+from gitops.core.apply import Outcome
+from gitops.core.budget import utc
+from gitops.errors import BudgetError, ExitCode, UsageError
+from gitops.render.deploys import history_json, history_text, status_json, status_text
+from gitops.render.plan import render_text
+from gitops.secrets import redact
+
+
+@click.command(name="status")
+@manifest_option
+@target_options
+@state_dir_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: {format_version, branches: [...]}.")
+@click.pass_context
+def status_(
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    state_dir: Path | None,
+    as_json: bool,
+) -> int:
+    """What runs where: per server and branch, the commit and time this tool applied, whether the branch is active
+    (one branch-list request per server), and its verification state (from the ledger).
+
+    Exit code 0; 12 when a branch's last deploy is unverified or failing.
+    """
+    options = options_from(
+        ctx, manifest=manifest, ref=None, refresh="never", max_wait=60.0, state_dir=state_dir, servers=servers,
+        branches=branches,
+    )  # fmt: skip
+    with open_session(options) as s:
+        rows = status(s)
+    click.echo(redact(status_json(rows) if as_json else status_text(rows)), nl=False)
+    unsettled_rows = [r for r in rows if r.verification is not None and r.verification.unsettled]
+    return ExitCode.UNVERIFIED if unsettled_rows else ExitCode.OK
+
+
+@click.command(name="history")
+@manifest_option
+@target_options
+@state_dir_option
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Deploys shown per server.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: {format_version, servers: {NAME: [...]}}.")
+@click.pass_context
+def history_(
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    state_dir: Path | None,
+    limit: int,
+    as_json: bool,
+) -> int:
+    """The deploys this tool recorded, newest first (number, time, branch, commit, apply or rollback, verification
+    state, whether the code is still kept for 'gitops rollback --to N'). From the ledgers only: no request."""
+    options = options_from(
+        ctx, manifest=manifest, ref=None, refresh="never", max_wait=60.0, state_dir=state_dir, servers=servers,
+        branches=branches,
+    )  # fmt: skip
+    with open_session(options) as s:
+        found = history(s)
+    text = history_json(found, limit) if as_json else history_text(found, limit)
+    click.echo(redact(text), nl=False)
+    return ExitCode.OK
+
+
+@click.command()
+@manifest_option
+@target_options
+@max_wait_option
+@state_dir_option
+@click.option(
+    "--to",
+    "to",
+    type=click.IntRange(1),
+    default=None,
+    help="The deploy to restore, by its number in 'gitops history' (default: the code the last verification would "
+    "restore, else the branch's newest earlier deploy).",
+)
+@click.option("-y", "--yes", is_flag=True, envvar="GITOPS_YES", help="Roll back without asking. [env: GITOPS_YES]")
+@click.pass_context
+def rollback(
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    max_wait: float,
+    state_dir: Path | None,
+    to: int | None,
+    yes: bool,
+) -> int:
+    """Undo a deploy on request: upload again the code of an earlier deploy of one branch (kept beside the
+    ledger), planned and applied as 'gitops apply' does (budget checked first; verify: as the manifest says).
+
+    Refused, with nothing sent, when the code of that deploy is no longer kept (exit 4) or the plan does not fit
+    the budget (exit 3). Exit codes otherwise as apply's.
+    """
+    if not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+        raise UsageError(
+            "rollback needs confirmation and there is no terminal to ask at",
+            hint="Pass --yes (or set GITOPS_YES=1) to roll back without asking, e.g. in CI.",
+        )
+    options = options_from(
+        ctx, manifest=manifest, ref=None, refresh="auto", max_wait=max_wait, state_dir=state_dir, servers=servers,
+        branches=branches,
+    )  # fmt: skip
+    options.deploy_how = "rollback"
+    with open_session(options) as s:
+        choice = choose_rollback(s, to)
+        deploy = choice.deploy
+        what = f"deploy #{deploy.n}" if deploy.n else "the code it held before this tool's first deploy"
+        commit = f" (commit {deploy.commit[:12]}, applied {utc(deploy.applied_at)})" if deploy.commit else ""
+        click.echo(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
+        plan = make_plan(s, code={(choice.server, choice.branch): choice.code})
+        click.echo(redact(render_text(plan, now=options.clock.now())), nl=False)
+
+        def confirm() -> bool:
+            return click.confirm("Roll back with this plan?", default=False)
+
+        def progress(outcome: Outcome) -> None:
+            click.echo(outcome.line())
+
+        try:
+            with options.interrupt.installed():
+                report = run_apply(s, plan, saved=False, confirm=None if yes else confirm, progress=progress)
+        except BudgetError as refusal:
+            print_unlock_links(refusal)
+            raise
+        if report.cancelled:
+            click.echo("Rollback cancelled; nothing was changed.", err=True)
+            return ExitCode.FAILURE
+        if report.applied_line is not None:
+            click.echo(report.applied_line)
+        for verification in report.verifications:
+            for line in verification.lines():
+                click.echo(redact(line))
+        judged = {v.label for v in report.verifications}
+        left = [n for n in unsettled(s) if n.label not in judged]
+        for note in left:
+            click.echo(redact(note.line()))
+    code = report.verify_exit_code
+    return worst([code, ExitCode.UNVERIFIED]) if left else code
