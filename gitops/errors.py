@@ -27,6 +27,8 @@ code  meaning
 11    ``apply``'s verification: the new code failed and its rollback failed too
 12    a deploy is unverified (its watch was interrupted or never ended) or failing: ``plan``, ``apply``, ``drift``
       and ``status`` say so until a new deploy, ``apply --verify-again`` or ``gitops rollback`` settles it
+13    refused for trust: a pull request planned with a deploy token changes a server's url, credential variables
+      or build against the base branch's; or the Action found a credential in its step's env: instead of an input
 70    a bug in screeps-gitops
 ====  ==========================================================================================
 
