@@ -383,3 +383,33 @@ def test_apply_into_a_closed_pipe_still_deploys_and_says_so(project: Project, st
     assert "standard output was closed" in err
     assert "Applied: 1 branch(es) changed" in err
     assert standin.branch_modules(ALICE, "main") is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["apply", "-auto-approve"], "here it is --yes"),
+        (["apply", "--auto-approve"], "here it is --yes"),
+        (["plan", "-out=plan.json"], "--out FILE (gitops plan --out plan.json"),
+        (["plan", "-o", "json"], "--format json, or --json"),
+        (["plan", "--dry-run"], "a plan is the dry run"),
+        (["plan", "-chdir=deploy"], "-m/--manifest"),
+    ],
+)
+def test_flags_from_other_deploy_tools_get_the_flag_to_use(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 41: Terraform's and kubectl's habits got a bare "No such option"."""
+    assert run(argv) == 4
+    err = capsys.readouterr().err
+    assert "No such option" in err
+    assert "is another tool's flag" in err
+    assert says in err
+    assert "Traceback" not in err
+
+
+def test_an_unknown_flag_of_no_other_tool_keeps_the_plain_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["plan", "--frobnicate"]) == 4
+    err = capsys.readouterr().err
+    assert "No such option '--frobnicate'" in err
+    assert "another tool" not in err

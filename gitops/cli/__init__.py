@@ -213,8 +213,10 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         return int(exc.exit_code)
     except click.ClickException as exc:
         # click's usage errors (exit 2 by default) would collide with plan's "changes" code.
+        habit = habit_hint(args) if isinstance(exc, click.exceptions.NoSuchOption) else None
         _print_error(
-            exc.format_message() + "\nSee 'gitops --help' or 'gitops COMMAND --help'.", exit_code=UsageError.exit_code
+            exc.format_message() + (f"\n{habit}" if habit else "\nSee 'gitops --help' or 'gitops COMMAND --help'."),
+            exit_code=UsageError.exit_code,
         )
         return UsageError.exit_code
     except KeyboardInterrupt:
@@ -231,6 +233,37 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         )
         return ExitCode.BUG
     return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+#: Flags that players bring from Terraform, kubectl and other deploy tools, and what this tool calls them.
+HABITS: dict[str, str] = {
+    "-auto-approve": "--yes (gitops apply --yes)",
+    "--auto-approve": "--yes (gitops apply --yes)",
+    "-out": "--out FILE (gitops plan --out plan.json, then gitops apply plan.json)",
+    "-json": "--json",
+    "-no-color": "--no-color",
+    "-chdir": "-m/--manifest (gitops plan -m path/to/gitops.yaml)",
+    "-target": "--server/--branch (gitops plan --branch main)",
+    "-o": "--format json, or --json",
+    "--output": "--format json, or --json",
+    "-f": "-m/--manifest (gitops apply -m gitops.yaml)",
+    "--filename": "-m/--manifest (gitops apply -m gitops.yaml)",
+    "--dry-run": "gitops plan (a plan is the dry run; apply then carries it out)",
+    "-detailed-exitcode": "nothing: gitops plan always exits 2 when there are changes (0 when none)",
+    "--force": "--yes, or --refresh=always to download every branch first",
+}
+
+
+def habit_hint(args: list[str]) -> str | None:
+    """What this tool calls the first flag of ``args`` that another deploy tool uses (``-auto-approve``), or
+    ``None``. A single-dash long flag reaches click as short options (``-a``), so the whole word is read here."""
+    for arg in args:
+        if arg == "--":
+            break
+        name = arg.split("=", 1)[0]
+        if name in HABITS:
+            return f"'{name}' is another tool's flag; here it is {HABITS[name]}. See 'gitops COMMAND --help'."
+    return None
 
 
 def _interrupted() -> str:

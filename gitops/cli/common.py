@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from gitops.app.options import (
     DEFAULT_FORMAT,
@@ -18,6 +19,7 @@ from gitops.app.options import (
     FORMATS,
     REFRESH_CHOICES,
 )
+from gitops.config.discovery import discover_manifest
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,8 +32,23 @@ def manifest_option(f: F) -> F:
         default=DEFAULT_MANIFEST,
         show_default=True,
         envvar="GITOPS_MANIFEST",
-        help="The manifest file. [env: GITOPS_MANIFEST]",
+        callback=_found_manifest,
+        help="The manifest file. Not given: gitops.yaml (or gitops.yml) here or in a folder above, up to the top of "
+        "the Git repository. [env: GITOPS_MANIFEST]",
     )(f)
+
+
+def _found_manifest(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    """The manifest named by ``-m``/``GITOPS_MANIFEST`` as given; when neither names one, the nearest one found
+    (:func:`gitops.config.discovery.discover_manifest`), said on standard error when it is not in this folder."""
+    if param.name is None or ctx.get_parameter_source(param.name) is not ParameterSource.DEFAULT:
+        return value
+    found = discover_manifest(Path.cwd())
+    if found is None:
+        return value
+    if found.parent != Path("."):
+        click.echo(f"gitops: using the manifest {found} (found above this folder)", err=True)
+    return found
 
 
 def max_wait_option(f: F) -> F:

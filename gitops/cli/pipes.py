@@ -31,6 +31,11 @@ class PipeSafeStdout(io.TextIOBase):
     def errors(self) -> str | None:  # type: ignore[override]
         return self._stream.errors
 
+    @property
+    def buffer(self) -> object:
+        """The binary stream beneath, for click's bytes (shell completion's answer); not guarded."""
+        return (self._fallback if self._closed_pipe else self._stream).buffer
+
     def isatty(self) -> bool:
         return not self._closed_pipe and self._stream.isatty()
 

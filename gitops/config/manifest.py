@@ -25,6 +25,7 @@ from typing import Any
 
 from gitops.config import manifestcache
 from gitops.config.cachecheck import entry_matches_file
+from gitops.config.discovery import find_manifest_in
 from gitops.config.model import (
     DEFAULT_MANIFEST,
     ActiveName,
@@ -84,15 +85,16 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
     """
     display = str(path)
     if path.is_dir():
-        path = path / DEFAULT_MANIFEST
+        path = find_manifest_in(path) or path / DEFAULT_MANIFEST
         display = str(path)
     try:
         raw = read_capped(path, display, limit=MAX_MANIFEST_BYTES, what="a manifest")
     except FileNotFoundError:
         raise ManifestError(
             f"manifest {display} not found",
-            hint="Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
-            "file with -m/--manifest or GITOPS_MANIFEST.",
+            hint="Without -m, gitops looks for gitops.yaml or gitops.yml here and in the folders above, up to the "
+            "top of the Git repository. Create one with 'gitops init' (it writes a commented one for the layout it "
+            "finds), or name another file with -m/--manifest or GITOPS_MANIFEST.",
         ) from None
     except OSError as exc:
         raise ManifestError(f"manifest {display} cannot be read: {exc.strerror or exc}") from None
