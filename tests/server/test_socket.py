@@ -227,3 +227,57 @@ def test_a_game_socket_stays_open_and_streams_the_console_for_a_minute(standin: 
     standin.set_tick_seconds(0.5)
     with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
         _console_after(ws, _user_id(standin, ALICE), 60.0)
+
+
+@pytest.mark.parametrize("path", ["/socket/websocket/", "/socket/123/abcdefgh/websocket/"])
+def test_socket_paths_with_a_trailing_slash_connect(standin: StandIn, path: str) -> None:
+    with connect(standin.socket_url.replace("/socket/websocket", path), open_timeout=TIMEOUT) as ws:
+        first = _recv(ws)
+    assert first in ("o",) or first.startswith("time ")
+
+
+def test_a_sockjs_frame_that_is_not_json_closes_with_broken_framing(standin: StandIn) -> None:
+    url = standin.socket_url.replace("/socket/websocket", "/socket/123/abcdefgh/websocket")
+    with connect(url, open_timeout=TIMEOUT) as ws:
+        assert _recv(ws) == "o"
+        ws.send('"gzip on"')  # a JSON string is a command, as in sockjs-node
+        ws.send("auth not-json")
+        with pytest.raises(ConnectionClosed) as closed:
+            _drain(ws)
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (3000, "Broken framing.")
+
+
+def test_sockjs_info_lets_a_browser_client_choose_the_websocket(standin: StandIn) -> None:
+    with httpx.Client(base_url=standin.url) as http:
+        info = http.get("/socket/info")
+        assert info.status_code == 200
+        body = info.json()
+        assert body["websocket"] is True
+        assert body["cookie_needed"] is False
+        assert body["origins"] == ["*:*"]
+        assert isinstance(body["entropy"], int)
+        assert info.headers["access-control-allow-origin"] == "*"
+        cors = http.get("/socket/info/", headers={"Origin": "http://localhost:8080"})
+        assert cors.headers["access-control-allow-origin"] == "http://localhost:8080"
+        assert cors.headers["access-control-allow-credentials"] == "true"
+        assert http.options("/socket/info").status_code == 204
+        assert http.get("/socket").text == "Welcome to SockJS!\n"
+        assert http.get("/socket/websocket").status_code == 400  # without the upgrade
+
+
+def test_a_subscription_before_auth_gets_nothing_on_purpose(standin: StandIn) -> None:
+    # The real server streams any user's console to a socket that never authenticated (anyone knowing the id reads
+    # it); the stand-in does not, and docs/serve.md says so.
+    standin.set_tick_seconds(0.02)
+    uid = _user_id(standin, ALICE)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send(f"subscribe user:{uid}/console")
+        assert _recv(ws).startswith("time ")
+        assert _recv(ws) == "protocol 14"
+        with pytest.raises(TimeoutError):
+            ws.recv(timeout=0.3)  # fifteen ticks, no message
+        ws.send("auth " + FULL_TOKEN)
+        assert _recv(ws).startswith("auth ok ")
+        ws.send(f"subscribe user:{uid}/console")
+        assert _channel_messages(ws, 1)[0][0] == f"user:{uid}/console"
