@@ -48,6 +48,10 @@ def modules(body: dict[str, Any]) -> Any:
     return body.get("modules")
 
 
+def branch(body: dict[str, Any]) -> Any:
+    return body.get("branch")
+
+
 def page(body: dict[str, Any]) -> Any:
     return body.get("page")
 
@@ -142,9 +146,9 @@ CASES: tuple[Case, ...] = (
     # -- routing as Express routes
     case("HEAD", Step("HEAD", "/api/user/code")),
     case("OPTIONS", Step("OPTIONS", "/api/user/code", auth=False)),
-    case("path case", get("/API/User/Code", pick=modules)),
-    case("repeated slashes", get("/api//user//code", pick=modules)),
-    case("trailing slash", get("/api/user/code/", pick=modules)),
+    case("path case", get("/API/User/Code", pick=branch)),
+    case("repeated slashes", get("/api//user//code", pick=branch)),
+    case("trailing slash", get("/api/user/code/", pick=branch)),
     case("unknown route", get("/api/user/nope")),
     # -- query parameters as qs and parseInt read them
     case("branch given twice", get("/api/user/code?branch=default&branch=x")),
