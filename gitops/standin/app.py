@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from gitops.core.endpoints import UPLOAD, endpoint_key
+from gitops.core.endpoints import DOWNLOAD, UPLOAD, endpoint_key
 from gitops.edges.clock import Clock
 from gitops.standin.accounts import Account, Accounts, Token
 from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds
@@ -208,7 +208,7 @@ class StandInApp:
                 template = _FAULT_ANSWERS[fault.kind]
                 return Response(template.status, template.body, template.content_type)
 
-        if "branch" in repeated and endpoint is not None:
+        if "branch" in repeated and key == DOWNLOAD:
             # qs turns `branch=a&branch=b` into an array and `branch[$ne]=x` into an object, which the real server
             # puts into a database query as it is ("fun is not a function", or an operator that matches every
             # branch). Other parameters are read with parseInt there, which reads a list's first value, as here.
