@@ -23,6 +23,12 @@ def standin(tmp_path: Path) -> Iterator[StandIn]:
         yield service
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Tests marked `long` mostly wait (a socket kept open for a minute): run first, under xdist their wait overlaps
+    # the rest of the suite instead of being its tail.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
 # --- The validated-manifest cache of every process the suite runs is a temporary folder, never ~/.cache. ---------
 #
 # Set for the whole session, before the first test, so that child processes inherit it; helpers that give a child a

@@ -275,6 +275,12 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             id="branch-name-read-as-a-number",
         ),
         pytest.param(
+            # An operator object, which the real server would read as a query matching every branch (issue 40).
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: {{$ne: x}}}}]\n",
+            ["gitops.yaml:3: branches[0].branch: must be a string, not a mapping; put the value in quotes"],
+            id="branch-name-an-operator-object",
+        ),
+        pytest.param(
             f"version: 1\n{SERVER}\nbranches:\n  - {{server: local, branch: main}}\n"
             "  - {server: local, branch: main}\n",
             [

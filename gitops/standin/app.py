@@ -14,8 +14,10 @@ import base64
 import binascii
 import contextlib
 import logging
+import re
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -23,7 +25,7 @@ from urllib.parse import parse_qsl
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from gitops.core.endpoints import UPLOAD, endpoint_key
+from gitops.core.endpoints import DOWNLOAD, UPLOAD, endpoint_key
 from gitops.edges.clock import Clock
 from gitops.standin.accounts import Account, Accounts, Token
 from gitops.standin.bounds import MAX_ADVANCE_SECONDS, MAX_BODY, ServiceBounds
@@ -32,7 +34,7 @@ from gitops.standin.faults import Faults
 from gitops.standin.handlers import Handlers, parse_segment
 from gitops.standin.inflate import TooLarge, inflate
 from gitops.standin.ratelimit import RateLimiter
-from gitops.standin.socket import SocketHub, parse_rule, socket_path_kind
+from gitops.standin.socket import SocketHub, parse_rule, socket_path_kind, sockjs_http
 from gitops.standin.store import Store
 from gitops.standin.wire import HTML_TYPE, JSON_TYPE, TEXT_TYPE, Reject, Request, Response, error, ok
 
@@ -154,22 +156,31 @@ class StandInApp:
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send, user: list[str]) -> Response | None:
         method: str = scope["method"]
+        if method != method.upper():
+            # Node's HTTP parser refuses a method that is not upper case before any route sees it.
+            return Response(400, b"Bad Request", TEXT_TYPE, [(b"connection", b"close")])
         path: str = strip_world_prefix(scope["path"])
-        key = canonical_key(endpoint_key(method, path))
         try:
-            query = _query(scope.get("query_string", b""))
+            query, repeated = _query(scope.get("query_string", b""))
         except ValueError:
             return error("the query string has too many parameters", 400)
-        headers: dict[str, str] = {}
-        for name, value in scope["headers"]:
-            headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+        headers = _headers(scope["headers"])
 
         if self.testing and path.startswith(CONTROL_PREFIX):
+            key = canonical_key(endpoint_key(method, path))
             body = await self._read_body(headers, receive)
             if isinstance(body, Response):
                 return body
             return self._control(Request(method, path, key, query, headers, body))
 
+        sockjs = sockjs_http(method, path, headers.get("origin"))
+        if sockjs is not None:
+            return sockjs
+        # Express routes ignore case and repeated slashes; HEAD is answered as GET without the body.
+        path = _ROUTE_SLASHES.sub("/", path).lower()
+        if method == "OPTIONS":
+            return _allowed_methods(path)
+        key = canonical_key(endpoint_key("GET" if method == "HEAD" else method, path))
         endpoint = ENDPOINTS.get(key)
         token_value = headers.get("x-token") or query.get("_token") or None
         authorization = headers.get("authorization")
@@ -197,6 +208,12 @@ class StandInApp:
                 template = _FAULT_ANSWERS[fault.kind]
                 return Response(template.status, template.body, template.content_type)
 
+        if "branch" in repeated and key == DOWNLOAD:
+            # qs turns `branch=a&branch=b` into an array and `branch[$ne]=x` into an object, which the real server
+            # puts into a database query as it is ("fun is not a function", or an operator that matches every
+            # branch). Other parameters are read with parseInt there, which reads a list's first value, as here.
+            stop = Reject("invalid params: give 'branch' once, as text (not a list or an object such as branch[$ne])")
+            return await self._serve(method, path, key, query, headers, receive, endpoint, account, token, stop)
         return await self._serve(method, path, key, query, headers, receive, endpoint, account, token)
 
     async def _serve(
@@ -210,8 +227,10 @@ class StandInApp:
         endpoint: Endpoint | None,
         account: Account | None,
         token: Token | None,
+        stop: Reject | None = None,
     ) -> Response:
-        """Answer a request that no fault stopped: the endpoint, its body, credentials, scope, rate limit, route."""
+        """Answer a request that no fault stopped: the endpoint, its body, credentials, scope, rate limit, route (or
+        ``stop``, a refusal the route would have answered)."""
         if endpoint is None:
             return error(f"no such endpoint: {key}", 404)
         body = await self._read_body(headers, receive)
@@ -249,6 +268,8 @@ class StandInApp:
                         text = f"Rate limit exceeded, retry after {verdict.retry_ms}ms"
                         return Response(429, text.encode("ascii"), TEXT_TYPE, verdict.headers())
                     rate_headers = verdict.headers()
+            if stop is not None:
+                raise stop
             response = self.routes[key](req)
         except Reject as exc:
             response = error(exc.message, exc.status, **exc.extra)
@@ -430,11 +451,59 @@ def _is_basic(authorization: str) -> bool:
     return authorization.strip().partition(" ")[0].lower() == "basic"
 
 
-def _query(raw: bytes) -> dict[str, str]:
+def _query(raw: bytes) -> tuple[dict[str, str], list[str]]:
+    """The query's parameters (the first value of each) and the names given more than once or in the bracket form
+    (``a[]=``, ``a[x]=``) that Express's query parser (qs) reads as a list or an object."""
     query: dict[str, str] = {}
+    repeated: list[str] = []
     for name, value in parse_qsl(raw.decode("latin-1"), keep_blank_values=True, max_num_fields=200):
-        query.setdefault(name, value)
-    return query
+        base = name.partition("[")[0] if "[" in name[1:] and name.endswith("]") else name
+        if (base in query or base != name) and base not in repeated:
+            repeated.append(base)
+        query.setdefault(base, value)
+    return query, repeated
+
+
+#: Headers of which Node keeps the first when a request repeats them; it joins the others with ", " (so two
+#: ``X-Token`` headers are one unknown token there).
+_FIRST_ONLY = frozenset(
+    {
+        "age", "authorization", "content-length", "content-type", "etag", "expires", "from", "host",
+        "if-modified-since", "if-unmodified-since", "last-modified", "location", "max-forwards",
+        "proxy-authorization", "referer", "retry-after", "server", "user-agent",
+    }
+)  # fmt: skip
+
+
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by lower-case name, repeated ones combined as Node's ``req.headers`` combines them."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1")
+        if name not in headers:
+            headers[name] = value
+        elif name == "cookie":
+            headers[name] += "; " + value
+        elif name not in _FIRST_ONLY:
+            headers[name] += ", " + value
+    return headers
+
+
+_ROUTE_SLASHES = re.compile(r"/{2,}")
+
+
+def _allowed_methods(path: str) -> Response:
+    """Express's answer to ``OPTIONS``: 200 and the route's methods (HEAD with GET), no login needed; 404 when no
+    route has the path."""
+    methods: list[str] = []
+    for key in ENDPOINTS:
+        method = key.partition(" ")[0]
+        if canonical_key(endpoint_key(method, path)) == key:
+            methods += [method, "HEAD"] if method == "GET" else [method]
+    if not methods:
+        return error(f"no such endpoint: OPTIONS {path}", 404)
+    allow = ",".join(methods).encode("ascii")
+    return Response(200, allow, HTML_TYPE, [(b"allow", allow)])
 
 
 def _who(user: list[str]) -> str:

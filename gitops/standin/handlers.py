@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 import random
 import re
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from gitops import __version__
-from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire
+from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire, request_body
 from gitops.core.endpoints import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.standin.accounts import Account, fingerprint
 from gitops.standin.endpoints import SEGMENT_COUNT
@@ -58,6 +59,40 @@ def check_selector(branch: str) -> str:
     return branch
 
 
+def json_length(value: Any) -> int:
+    """``JSON.stringify(value).length`` in JavaScript: compact JSON, non-ASCII text as itself, in UTF-16 units."""
+    return js_length(request_body(value).decode("utf-8"))
+
+
+def branch_name(value: Any, effect: str) -> str | None:
+    """A ``branch`` field that is text (``None`` when missing or null); an object or array is refused.
+
+    The real server puts the field into a database query as it is, so ``{"$ne": "x"}`` is an operator that matches
+    every branch; ``effect`` says what the request would then do there.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        raise Reject(
+            "invalid params: 'branch' must be a branch name, not an object or array (the real server reads"
+            f" {json.dumps(value)[:60]} as a database query and would {effect})"
+        )
+    raise Reject("invalid params: 'branch' must be a string")
+
+
+def js_parse_int(value: Any) -> int | None:
+    """JavaScript's ``parseInt(String(value))``, or ``None`` for ``NaN`` (and for more than 21 digits)."""
+    found = _JS_INT.match(_js_string(value))
+    if found is None:
+        return None
+    sign, hexadecimal, decimal = found.groups()
+    digits = (hexadecimal or decimal).lstrip("0") or "0"
+    if len(digits) > 21:
+        return None
+    number = int(digits, 16) if hexadecimal else int(digits)
+    return -number if sign == "-" else number
+
+
 def js_length(text: str) -> int:
     """``text.length`` in JavaScript (UTF-16 code units)."""
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
@@ -84,17 +119,8 @@ def parse_segment(value: Any) -> int | None:
     The server takes ``parseInt(segment)``: the leading integer of the text, so ``"5,6"`` (the list form that
     node-screeps-api's CLI sends for several segments) reads segment 5, ``"7abc"`` reads 7 and ``"0x1f"`` reads 31.
     """
-    found = _JS_INT.match(_js_string(value))
-    if found is None:
-        return None
-    sign, hexadecimal, decimal = found.groups()
-    digits = (hexadecimal or decimal).lstrip("0") or "0"
-    if len(digits) > 3:  # over 99 either way; and never int() of thousands of digits
-        return None
-    number = int(digits, 16) if hexadecimal else int(digits)
-    if sign == "-" and number:
-        return None
-    return number if number < SEGMENT_COUNT else None
+    number = js_parse_int(value)
+    return number if number is not None and 0 <= number < SEGMENT_COUNT else None
 
 
 def check_modules(raw: Any, field: str) -> dict[str, Any]:
@@ -240,9 +266,7 @@ class Handlers:
         # JSON.stringify(modules).length never exceeds the body's size in bytes, so only a large body can be over.
         if len(req.body) > MAX_CODE_LENGTH and code_length(raw) > MAX_CODE_LENGTH:
             raise Reject("code length exceeds 5 MB limit")
-        branch = data.get("branch") or "$activeWorld"
-        if not isinstance(branch, str):
-            raise Reject("invalid params: 'branch' must be a string")
+        branch = branch_name(data.get("branch"), "overwrite the code of every branch it matches") or "$activeWorld"
         check_selector(branch)
         modules = check_modules(raw, "modules")
         stamp = self.store.put_code(req.user.username, branch, dump_modules(modules), self._now_ms())
@@ -278,12 +302,13 @@ class Handlers:
     def clone_branch(self, req: Request) -> Response:
         data = req.json_object()
         source = data.get("branch")
-        if source and (not isinstance(source, str) or len(source) > MAX_BRANCH_NAME):
+        # The real server counts the name's length in UTF-16 units (an emoji is 2).
+        if source and (not isinstance(source, str) or js_length(source) > MAX_BRANCH_NAME):
             raise Reject("invalid branch name")
         new_name = data.get("newName")
         if not isinstance(new_name, str) or not new_name:
             raise Reject("invalid params: 'newName' must be the name of the branch to create")
-        if len(new_name) > MAX_BRANCH_NAME or new_name.startswith("$"):
+        if js_length(new_name) > MAX_BRANCH_NAME or new_name.startswith("$"):
             raise Reject("invalid branch name")
         # As the private server: without a source branch (missing, "" or unknown) the new branch gets
         # defaultModules, with the names an upload drops left out and main added; it checks no 5 MB rule here (the
@@ -303,16 +328,16 @@ class Handlers:
         which = data.get("activeName")
         if which not in _ACTIVE_NAMES:
             raise Reject("invalid params")
-        branch = data.get("branch")
+        branch = branch_name(data.get("branch"), f"set {which} on every branch it matches")
         if branch == "$":
             check_selector(branch)
-        if not isinstance(branch, str) or not self.store.set_active(req.user.username, branch, which):
+        if branch is None or not self.store.set_active(req.user.username, branch, which):
             raise Reject("no branch")
         return ok()
 
     def delete_branch(self, req: Request) -> Response:
-        branch = req.json_object().get("branch")
-        if not isinstance(branch, str):
+        branch = branch_name(req.json_object().get("branch"), "delete every inactive branch it matches")
+        if branch is None:
             raise Reject("invalid params: 'branch' must be a string")
         # Like the real server: an active branch is kept, and the answer is the same either way.
         self.store.delete_branch(req.user.username, branch)
@@ -355,7 +380,7 @@ class Handlers:
             raise Reject("invalid params: 'path' must be a string such as 'creeps.harvester1'")
         has_value = "value" in data
         value = data.get("value")
-        if has_value and len(dump_json(value)) > MAX_MEMORY_LENGTH:
+        if has_value and json_length(value) > MAX_MEMORY_LENGTH:
             raise Reject("memory size is too large")
         user = req.user.username
         if not path:
@@ -368,9 +393,11 @@ class Handlers:
         node = memory
         *parents, last = path.split(".")
         for part in parents:
-            child = node.setdefault(part, {})
+            child = node.get(part)
             if not isinstance(child, dict):
-                raise Reject("Incorrect memory path")
+                # The real server queues `Memory['a']['b'] = value` and answers ok; in the tick, a path through
+                # undefined throws and one through a number or text changes nothing. Either way: nothing changes.
+                return ok(result={"ok": 1, "n": 1})
             node = child
         if has_value:
             node[last] = value
@@ -408,7 +435,7 @@ class Handlers:
         if not isinstance(expression, str):
             raise Reject("invalid params: 'expression' must be a string")
         self._shard(data.get("shard"))
-        if js_length(dump_json(expression)) > MAX_EXPRESSION_LENGTH:
+        if json_length(expression) > MAX_EXPRESSION_LENGTH:
             raise Reject("expression size is too large")
         entry = {"_id": new_id(), "user": req.user.user_id, "expression": expression}
         return ok(result={"ok": 1, "n": 1}, ops=[entry], insertedCount=1)
@@ -453,8 +480,8 @@ class Handlers:
         return ok(stats=[])
 
     def money_history(self, req: Request) -> Response:
-        raw = req.query.get("page") or "0"
-        page = int(raw) if raw.isdigit() and len(raw) < 6 else 0
+        # parseInt(page) || 0, as the private server reads it.
+        page = js_parse_int(req.query.get("page", "")) or 0
         return ok(page=page, list=[], hasMore=False)
 
 

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -65,6 +66,13 @@ class _BoundedH11(H11Protocol):
         super().data_received(data)
         if self._header_timer is not None and self.cycle is not self._cycle_at_arm:
             self._cancel_header_timer()  # a new request's headers are complete
+
+    def handle_websocket_upgrade(self, event: h11.Request) -> None:
+        # The headers are complete and the connection is the websocket protocol's from now on: this protocol's header
+        # deadline must not fire into it (it wrote "HTTP/1.1 408" into every game socket after 5 s). The game
+        # socket has bounds of its own (socket.py); the real server keeps a socket open while the client is there.
+        self._cancel_header_timer()
+        super().handle_websocket_upgrade(event)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

@@ -6,7 +6,12 @@ What it follows (``@screeps/backend``'s ``lib/game/socket/server.js`` and ``user
 client messages as JSON arrays of strings. On connect the server says ``time <ms>`` and ``protocol <n>``. Client
 commands: ``auth TOKEN`` (``auth ok NEWTOKEN`` or ``auth failed``), ``subscribe CHANNEL``, ``unsubscribe CHANNEL``,
 ``gzip on|off`` (messages then sent as ``gz:`` + base64 of deflated data when that is shorter). A subscription to
-another user's channel, or before ``auth``, is silently ignored, as there.
+another user's channel is silently ignored, as there. A subscription before ``auth`` is ignored too, **on purpose**:
+the real server streams ``user:<id>/console`` and ``/cpu`` to a socket that never authenticated, so anyone who knows
+a player's id reads their console; the stand-in does not teach clients to rely on that (docs/serve.md,
+"Differences"). A SockJS frame that is not JSON closes the socket with 3000 "Broken framing.", as sockjs-node does.
+SockJS's HTTP side is answered as far as a browser's sockjs-client needs it (:func:`sockjs_http`: ``/socket/info``
+and the greeting); its polling transports are not served.
 
 The stand-in runs no code, so ticks come from a clock of its own (:class:`SocketHub`, one tick every
 ``tick_seconds``, paused at 0) and what "the code" prints comes from rules that tests set through the control routes
@@ -41,6 +46,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from gitops.standin.wire import Response
 
 if TYPE_CHECKING:
     from gitops.standin.accounts import Account, Token
@@ -82,16 +89,54 @@ _uvicorn_log = logging.getLogger("uvicorn.error")
 if not any(isinstance(f, _ScrubFrames) for f in _uvicorn_log.filters):
     _uvicorn_log.addFilter(_ScrubFrames())
 
-_SOCKJS_PATH = re.compile(r"^/socket/[^/.]+/[^/.]+/websocket$")
+# sockjs-node's routes: each allows one trailing slash.
+_SOCKJS_PATH = re.compile(r"^/socket/[^/.]+/[^/.]+/websocket/?$")
+_RAW_PATH = re.compile(r"^/socket/websocket/?$")
 _CHANNEL = re.compile(r"^user:([^/]+)/(console|cpu|set-active-branch)$")
+
+#: Close code and reason of sockjs-node for a client frame that is not JSON.
+BROKEN_FRAMING = (3000, "Broken framing.")
+
+_NO_CACHE = (b"cache-control", b"no-store, no-cache, no-transform, must-revalidate, max-age=0")
 
 
 def socket_path_kind(path: str) -> str | None:
     """``"raw"`` for ``/socket/websocket``, ``"sockjs"`` for the SockJS form, ``None`` for any other path."""
-    if path == "/socket/websocket":
+    if _RAW_PATH.match(path):
         return "raw"
     if _SOCKJS_PATH.match(path):
         return "sockjs"
+    return None
+
+
+def sockjs_http(method: str, path: str, origin: str | None = None) -> Response | None:
+    """sockjs-node's answer to a plain HTTP request under ``/socket``, or ``None`` for any other path.
+
+    ``GET /socket/info`` (what sockjs-client asks first; ``websocket: true`` sends it to the websocket transport),
+    ``OPTIONS /socket/info`` (its CORS preflight), the greeting at ``/socket``, and 400 for a websocket path
+    requested without the upgrade. Other SockJS paths (the polling and streaming transports) are 404: the stand-in
+    serves the websocket only.
+    """
+    bare = path.rstrip("/")
+    if bare != "/socket" and not bare.startswith("/socket/"):
+        return None
+    cors = [(b"access-control-allow-origin", b"*")]
+    if origin and origin != "null":
+        cors = [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-allow-credentials", b"true"),
+        ]
+    if bare == "/socket" and method == "GET":
+        return Response(200, b"Welcome to SockJS!\n", b"text/plain; charset=UTF-8")
+    if bare == "/socket/info" and method == "GET":
+        info = {"websocket": True, "origins": ["*:*"], "cookie_needed": False, "entropy": secrets.randbits(32)}
+        body = json.dumps(info, separators=(",", ":")).encode("ascii")
+        return Response(200, body, b"application/json; charset=UTF-8", [*cors, (b"vary", b"Origin"), _NO_CACHE])
+    if bare == "/socket/info" and method == "OPTIONS":
+        headers = [*cors, (b"access-control-allow-methods", b"OPTIONS, GET"), (b"access-control-max-age", b"31536000")]
+        return Response(204, b"", b"text/plain; charset=UTF-8", headers)
+    if socket_path_kind(path) is not None and method == "GET":
+        return Response(400, b"Not a valid websocket request", b"text/plain; charset=UTF-8")
     return None
 
 
@@ -246,7 +291,11 @@ class SocketHub:
                     return
             else:
                 text = await ws.receive_text()
-            for command in _commands(text, conn.kind):
+            commands = _commands(text, conn.kind)
+            if commands is None:
+                await ws.close(*BROKEN_FRAMING)
+                return
+            for command in commands:
                 self._command(command, conn)
 
     def _command(self, command: str, conn: _Conn) -> None:
@@ -355,14 +404,17 @@ class SocketHub:
         return {"messages": {"log": logs, "results": []}}, error, cpu
 
 
-def _commands(text: str, kind: str) -> list[str]:
-    """The commands in one client message: the text itself on the raw socket, a JSON array's strings on SockJS."""
+def _commands(text: str, kind: str) -> list[str] | None:
+    """The commands in one client message: the text itself on the raw socket, a JSON array's strings (or a JSON
+    string) on SockJS; ``None`` for a SockJS frame that is not JSON (sockjs-node closes the socket then)."""
     if kind == "raw":
         return [text]
+    if not text:
+        return []  # sockjs-node ignores an empty frame
     try:
         data = json.loads(text)
     except ValueError:
-        return []
+        return None
     if isinstance(data, str):
         return [data]
     if isinstance(data, list):
@@ -370,4 +422,4 @@ def _commands(text: str, kind: str) -> list[str]:
     return []
 
 
-__all__ = ["ConsoleRule", "SocketHub", "parse_rule", "socket_path_kind"]
+__all__ = ["BROKEN_FRAMING", "ConsoleRule", "SocketHub", "parse_rule", "socket_path_kind", "sockjs_http"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,12 +54,25 @@ class Request:
         return self.account
 
     def json(self) -> Any:
-        """The body as JSON; :class:`Reject` (400) if it is not JSON, (415) if it is not sent as JSON."""
+        """The body as JSON, read as the private server's body parser (express ``body-parser.json``, strict) reads it.
+
+        :class:`Reject` 415 if it is not sent as JSON (or in a charset that parser refuses), 400 if it is not JSON or
+        not an object or array. An empty body is ``{}``; a number beyond the double range (``1e400``) is ``None``, as
+        ``JSON.stringify(Infinity)`` writes it; nesting deeper than Python's parser goes is answered with the error
+        Node gives for deeper nesting (``docs/serve.md``, "Differences").
+        """
         if self._json is _NO_BODY:
             text = self._text()
+            if not text:
+                self._json = {}
+                return self._json
+            if text.lstrip(" \t\n\r")[:1] not in ("{", "["):
+                raise Reject("the request body is not valid JSON: strict JSON is an object or an array", status=400)
             try:
-                self._json = json.loads(text, parse_constant=_reject_constant)
-            except (ValueError, RecursionError) as exc:
+                self._json = json.loads(text, parse_constant=_reject_constant, parse_float=_js_float, parse_int=_js_int)
+            except RecursionError:
+                raise Reject("RangeError: Maximum call stack size exceeded") from None
+            except ValueError as exc:
                 raise Reject(f"the request body is not valid JSON: {_short(exc)}", status=400) from None
         return self._json
 
@@ -65,26 +80,23 @@ class Request:
         """The body as text, read as the private server's body parser (express ``body-parser.json``) reads it.
 
         Only the media type ``application/json`` is JSON (``application/vnd.api+json`` is not: the real server leaves
-        such a body unread); the charset must be a UTF one (``charset=iso-8859-1`` is 415 there too), UTF-8 when
-        none is named; a byte order mark at the start is skipped (iconv-lite strips it).
+        such a body unread, as it leaves a malformed ``Content-Type`` such as ``application/json; charset``); the
+        charset must be UTF-8 (the default) or UTF-16LE: ``utf8``, ``utf-32`` and the rest are 415 there, ``utf-16``
+        and ``utf-16be`` 403 (Node's "Unknown encoding"). Bytes that are not UTF-8 are read as U+FFFD, as Node reads
+        them; a byte order mark at the start is skipped (iconv-lite strips it).
         """
-        media, _, params = self.headers.get("content-type", "").partition(";")
-        media = media.strip().lower()
+        media, params = _content_type(self.headers.get("content-type", ""))
         if media != "application/json":
+            got = "a malformed Content-Type" if media is None else repr(media or "no Content-Type")
             raise Reject(
-                "send the body as JSON with 'Content-Type: application/json; charset=utf-8'"
-                f" (got {media or 'no Content-Type'!r})",
-                status=415,
+                f"send the body as JSON with 'Content-Type: application/json; charset=utf-8' (got {got})", status=415
             )
-        charset = _charset(params) or "utf-8"
+        charset = params.get("charset", "utf-8")
         codec = _UTF_CODECS.get(charset)
         if codec is None:
-            raise Reject(f"unsupported charset {charset.upper()!r}; send the body as UTF-8", status=415)
-        try:
-            text = self.body.decode(codec)
-        except UnicodeDecodeError as exc:
-            raise Reject(f"the request body is not valid JSON: not {charset} ({_short(exc)})", status=400) from None
-        return text.removeprefix("\ufeff")
+            status = 403 if charset in _UNKNOWN_TO_NODE else 415
+            raise Reject(f"unsupported charset {charset.upper()!r}; send the body as UTF-8", status=status)
+        return self.body.decode(codec, errors="replace").removeprefix("\ufeff")
 
     def json_object(self) -> dict[str, Any]:
         """The body as a JSON object; ``{"error": "invalid params: ..."}`` for any other JSON value."""
@@ -94,25 +106,51 @@ class Request:
         return data
 
 
-#: The charsets the real server's body parser decodes (iconv-lite's UTF family), with Python's codec for each.
-_UTF_CODECS = {
-    "utf-8": "utf-8",
-    "utf8": "utf-8",
-    "utf-16": "utf-16",
-    "utf-16le": "utf-16-le",
-    "utf-16be": "utf-16-be",
-    "utf-32": "utf-32",
-    "utf-32le": "utf-32-le",
-    "utf-32be": "utf-32-be",
-}
+#: The charsets the real server's body parser decodes, with Python's codec for each (body-parser lower-cases it).
+_UTF_CODECS = {"utf-8": "utf-8", "utf-16le": "utf-16-le"}
+
+#: ``utf-*`` charsets that body-parser passes on and Node then refuses with 403 ("Unknown encoding").
+_UNKNOWN_TO_NODE = frozenset({"utf-16", "utf-16be"})
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_PARAM = re.compile(r'\s*;\s*([!#$%&\'*+.^_`|~0-9A-Za-z-]+)=("(?:[^"\\]|\\.)*"|[!#$%&\'*+.^_`|~0-9A-Za-z-]+)')
 
 
-def _charset(params: str) -> str | None:
-    for param in params.split(";"):
-        name, _, value = param.partition("=")
-        if name.strip().lower() == "charset":
-            return value.strip().strip('"').lower() or None
-    return None
+def _content_type(header: str) -> tuple[str | None, dict[str, str]]:
+    """The media type (lower case) and parameters of a ``Content-Type``, as npm ``content-type`` parses it; a media
+    type of ``None`` for a header it refuses (a parameter without ``=value``, a trailing ``;``), which the body
+    parser then leaves unread. ``""`` when there is no header."""
+    if not header.strip():
+        return "", {}
+    media, sep, rest = header.partition(";")
+    media = media.strip().lower()
+    if "/" not in media or not all(_TOKEN.fullmatch(part) for part in media.split("/", 1)):
+        return None, {}
+    params: dict[str, str] = {}
+    rest = sep + rest
+    position = 0
+    while position < len(rest.rstrip()):
+        found = _PARAM.match(rest, position)
+        if found is None:
+            return None, {}
+        value = found.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        params[found.group(1).lower()] = value.lower() if found.group(1).lower() == "charset" else value
+        position = found.end()
+    return media, params
+
+
+def _js_int(text: str) -> int | float | None:
+    """A JSON integer; beyond the double range ``None``, as :func:`_js_float` (and never ``int()`` of 5,000 digits)."""
+    return int(text) if len(text) <= 300 else _js_float(text)
+
+
+def _js_float(text: str) -> float | None:
+    """A JSON number with a fraction or exponent; ``None`` beyond the double range (JavaScript's ``Infinity``,
+    which ``JSON.stringify`` writes as ``null``)."""
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def _short(exc: BaseException) -> str:

@@ -30,7 +30,17 @@ def _post(http: httpx.Client, body: bytes | str, path: str = "/api/user/code", *
 
 @pytest.mark.parametrize(
     "body",
-    [b"", b"not json", b"{", b'{"modules": {"main": "x"}', b"\xff\xfe{}", b"NaN", b'{"a": Infinity}', b"[" * 100_000],
+    [
+        b"not json",
+        b"{",
+        b'{"modules": {"main": "x"}',
+        b"\xff\xfe{}",
+        b"NaN",
+        b'{"a": Infinity}',
+        b"  ",
+        b'"text"',
+        b"5",
+    ],
 )
 def test_a_body_that_is_not_json_gets_400(http: httpx.Client, body: bytes) -> None:
     answer = _post(http, body)
@@ -52,7 +62,6 @@ def test_a_body_sent_as_another_type_gets_415(http: httpx.Client) -> None:
     ("body", "message"),
     [
         ([], "invalid params: the body must be a JSON object"),
-        ("modules", "invalid params: the body must be a JSON object"),
         ({}, "invalid params: 'modules' must be an object that maps module names to source text"),
         ({"modules": None}, "invalid params: 'modules' must be an object that maps module names to source text"),
         ({"modules": ["main"]}, "invalid params: 'modules' must be an object that maps module names to source text"),

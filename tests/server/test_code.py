@@ -264,7 +264,7 @@ def test_acknowledged_changes_survive_a_restart(tmp_path: Path) -> None:
         c.post("/api/user/code", json={"branch": "default", "modules": {"main": "kept", "lib": "too"}})
         c.post("/api/user/clone-branch", json={"branch": "default", "newName": "second"})
         c.post("/api/user/set-active-branch", json={"branch": "second", "activeName": "activeSim"})
-        c.post("/api/user/memory", json={"path": "a.b", "value": [1, 2]})
+        c.post("/api/user/memory", json={"path": "a", "value": {"b": [1, 2]}})
         c.post("/api/user/memory-segment", json={"segment": 7, "data": "seven"})
     with running_standin(DEMO_ACCOUNTS, data) as standin, client(standin, FULL_TOKEN) as c:
         assert standin.branch_modules(ALICE, "default") == {"main": "kept", "lib": "too"}

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import math
+import socket
 from pathlib import Path
 
 import httpx
@@ -354,6 +357,14 @@ def test_basic_wins_over_a_token_on_post_code_as_on_the_private_server(standin: 
         ("application/json; charset=iso-8859-1", 415),
         ("application/json; charset=latin1", 415),
         ("text/plain", 415),
+        # body-parser reads only utf-8 and utf-16le; Node refuses utf-16 and utf-16be (403, "Unknown encoding").
+        ("application/json; charset=utf8", 415),
+        ("application/json; charset=utf-32", 415),
+        ("application/json; charset=utf-16", 403),
+        ("application/json; charset=utf-16be", 403),
+        # A Content-Type that npm content-type cannot parse: the real server leaves the body unread.
+        ("application/json; charset", 415),
+        ("application/json;", 415),
         ("application/json; charset=utf-8", 200),
         ("application/json; charset=UTF-8", 200),
         ("application/json", 200),
@@ -370,15 +381,15 @@ def test_content_types_as_the_private_servers_body_parser_reads_them(
     assert (answer.json().get("ok") == 1) == (status == 200)
 
 
-def test_a_byte_order_mark_and_utf16_bodies_are_read(http: httpx.Client, standin: StandIn) -> None:
+def test_a_byte_order_mark_and_utf16le_bodies_are_read(http: httpx.Client, standin: StandIn) -> None:
     body = json.dumps({"branch": "default", "modules": {"main": "bom ✓"}}, ensure_ascii=False)
     with http:
         bom = http.post("/api/user/code", content=b"\xef\xbb\xbf" + body.encode(), headers=JSON_HEADERS)
         assert bom.json()["ok"] == 1
         assert standin.branch_modules(ALICE, "default") == {"main": "bom ✓"}
-        utf16 = body.replace("bom", "utf16").encode("utf-16")
+        utf16 = body.replace("bom", "utf16").encode("utf-16-le")
         answer = http.post(
-            "/api/user/code", content=utf16, headers={"Content-Type": "application/json; charset=utf-16"}
+            "/api/user/code", content=utf16, headers={"Content-Type": "application/json; charset=utf-16le"}
         )
         assert answer.json()["ok"] == 1
     assert standin.branch_modules(ALICE, "default") == {"main": "utf16 ✓"}
@@ -431,3 +442,116 @@ def test_binary_base64_is_read_exactly_as_node_reads_it() -> None:
         ["node", "-e", script], input=json.dumps(samples), capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(done.stdout) == [node_base64(s).hex() for s in samples]
+
+
+# -- issue 40: the rest of the differential's findings (the same requests against the real server:
+# -- tests/private/test_differential.py) -----------------------------------------------------------------------
+
+
+def test_bad_utf8_is_stored_as_replacement_characters(http: httpx.Client, standin: StandIn) -> None:
+    with http:
+        body = b'{"branch":"default","modules":{"main":"a\xff\xfeb"}}'
+        assert http.post("/api/user/code", content=body, headers=JSON_HEADERS).json()["ok"] == 1
+    assert standin.branch_modules(ALICE, "default") == {"main": "a\ufffd\ufffdb"}
+
+
+def test_an_empty_body_is_an_empty_object_and_1e400_is_null(http: httpx.Client) -> None:
+    with http:
+        empty = http.post("/api/user/code", content=b"", headers=JSON_HEADERS).json()
+        assert empty == {"error": "invalid params: 'modules' must be an object that maps module names to source text"}
+        assert http.post("/api/user/memory", content=b'{"path":"x","value":1e400}', headers=JSON_HEADERS).json()["ok"]
+        packed = http.get("/api/user/memory", params={"path": "x"}).json()["data"]
+    assert packed.startswith("gz:")
+    assert gzip.decompress(base64.b64decode(packed[3:])) == b"null"  # JSON.stringify(Infinity), never "Infinity"
+
+
+def test_nesting_beyond_the_parser_is_nodes_stack_error(http: httpx.Client) -> None:
+    body = b'{"path":"deep","value":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    with http:
+        answer = http.post("/api/user/memory", content=body, headers=JSON_HEADERS)
+    assert answer.status_code == 200
+    assert answer.json() == {"error": "RangeError: Maximum call stack size exceeded"}
+
+
+def test_branch_names_are_measured_in_utf16_units(http: httpx.Client) -> None:
+    emoji = "\U0001f600" * 16  # 16 characters, 32 UTF-16 units: over the 30 the real server allows
+    with http:
+        assert http.post("/api/user/clone-branch", json={"newName": emoji}).json() == {"error": "invalid branch name"}
+        assert http.post("/api/user/clone-branch", json={"newName": emoji[:15]}).json()["ok"] == 1
+        answer = http.post("/api/user/clone-branch", json={"branch": emoji, "newName": "copy"}).json()
+    assert answer == {"error": "invalid branch name"}
+
+
+def test_sizes_are_measured_on_json_as_node_writes_it(http: httpx.Client) -> None:
+    # 600 'é' are 602 units of JSON.stringify, under the console's 1,024; escaped as \u00e9 they would be 3,602.
+    with http:
+        assert http.post("/api/user/console", json={"expression": "\u00e9" * 600}).json()["ok"] == 1
+        assert http.post("/api/user/console", json={"expression": "\u00e9" * 1023}).json() == {
+            "error": "expression size is too large"
+        }
+        memory = {"path": "text", "value": "\u00e9" * 600_000}
+        assert http.post("/api/user/memory", json=memory).json()["ok"] == 1
+
+
+def test_head_options_path_case_and_slashes_route_as_express_routes_them(http: httpx.Client) -> None:
+    with http:
+        head = http.head("/api/user/code")
+        assert head.status_code == 200
+        assert head.content == b""
+        options = http.options("/api/user/code")
+        assert options.status_code == 200
+        assert set(options.text.split(",")) == {"GET", "HEAD", "POST"}
+        assert http.options("/api/nope").status_code == 404
+        for path in ("/API/User/Code", "/api//user/code", "/api/user/code/"):
+            assert http.get(path).json()["ok"] == 1, path
+
+
+def test_branch_given_as_a_list_or_an_object_is_refused(http: httpx.Client) -> None:
+    with http:
+        for query in ("branch=default&branch=x", "branch[]=default", "branch[$ne]=x"):
+            answer = http.get("/api/user/code?" + query).json()
+            assert answer["error"].startswith("invalid params: give 'branch' once"), query
+        # Other parameters are read with parseInt on the real server, which reads a list's first value.
+        assert http.get("/api/user/money-history?page=3&page=4").json()["page"] == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "effect"),
+    [
+        ("/api/user/set-active-branch", "set activeWorld on every branch it matches"),
+        ("/api/user/code", "overwrite the code of every branch it matches"),
+        ("/api/user/delete-branch", "delete every inactive branch it matches"),
+    ],
+)
+def test_operator_objects_as_branch_names_are_refused_saying_what_the_real_server_would_do(
+    http: httpx.Client, standin: StandIn, path: str, effect: str
+) -> None:
+    body = {"branch": {"$ne": "nothing"}, "activeName": "activeWorld", "modules": {"main": "overwritten"}}
+    with http:
+        http.post("/api/user/clone-branch", json={"newName": "other"})
+        answer = http.post(path, json=body).json()
+    assert answer["error"].startswith("invalid params: 'branch' must be a branch name, not an object or array")
+    assert effect in answer["error"]
+    assert standin.branch_modules(ALICE, "other") == {"main": ""}
+    assert [b["branch"] for b in standin.branches(ALICE) if b["activeWorld"]] == ["default"]
+
+
+@pytest.mark.parametrize(("page", "read"), [("2x", 2), ("-1", -1), ("0x10", 16), ("1e3", 1), ("abc", 0), (" 3", 3)])
+def test_page_numbers_are_read_with_parse_int(http: httpx.Client, page: str, read: int) -> None:
+    with http:
+        assert http.get("/api/user/money-history", params={"page": page}).json()["page"] == read
+
+
+def test_two_x_token_headers_are_one_unknown_token_as_node_joins_them(standin: StandIn) -> None:
+    with httpx.Client(base_url=standin.url) as c:
+        headers = httpx.Headers([("X-Token", FULL_TOKEN), ("X-Token", FULL_TOKEN)])
+        assert c.get("/api/auth/me", headers=headers).status_code == 401
+        assert c.get("/api/auth/me", headers={"X-Token": FULL_TOKEN}).status_code == 200
+
+
+def test_a_lower_case_method_is_a_bad_request(standin: StandIn) -> None:
+    host, port = standin.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        raw.sendall(b"get /api/version HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = raw.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 400 ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 import time
 import zlib
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from gitops.standin.bounds import ServiceBounds
 from gitops.standin.testing import ALICE, BOB, DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
 
 TIMEOUT = 3.0
@@ -163,3 +165,119 @@ def test_auth_must_come_in_time(standin: StandIn, monkeypatch: pytest.MonkeyPatc
         _drain(ws)
     assert closed.value.rcvd is not None
     assert closed.value.rcvd.code == 4001
+
+
+def _console_after(ws: ClientConnection, uid: str, wait: float) -> None:
+    """Authenticate on ``ws``, let ``wait`` seconds pass, then subscribe and insist on a console message: one that
+    the server sent after the wait, on a socket still open."""
+    assert _recv(ws).startswith("time ")
+    ws.send("auth " + FULL_TOKEN)
+    assert _recv(ws) == "protocol 14"
+    assert _recv(ws).startswith("auth ok ")
+    time.sleep(wait)
+    ws.send(f"subscribe user:{uid}/console")
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        text = _recv(ws)
+        if text.startswith(f'["user:{uid}/console"'):
+            return
+    raise AssertionError("no console message after the wait")
+
+
+def test_the_header_deadline_never_fires_into_a_game_socket(tmp_path: Path) -> None:
+    # The header deadline of the HTTP server was never cancelled for a websocket upgrade: it wrote "HTTP/1.1 408"
+    # into every open game socket after 5 s. With the deadline at 0.3 s, a socket three deadlines old still works.
+    with running_standin(DEMO_ACCOUNTS, tmp_path / "s.sqlite3", bounds=ServiceBounds(header_timeout=0.3)) as standin:
+        standin.set_tick_seconds(0.05)
+        with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+            _console_after(ws, _user_id(standin, ALICE), 1.0)
+
+
+def test_no_408_bytes_arrive_on_the_wire_after_the_header_deadline(tmp_path: Path) -> None:
+    # The raw bytes, without a websocket client in between that might hide them.
+    with (
+        running_standin(DEMO_ACCOUNTS, tmp_path / "s.sqlite3", bounds=ServiceBounds(header_timeout=0.3)) as standin,
+        socket.create_connection(("127.0.0.1", int(standin.url.rsplit(":", 1)[1])), timeout=TIMEOUT) as raw,
+    ):
+        standin.set_tick_seconds(0)  # no ticks: after the greetings, nothing at all should come
+        key = base64.b64encode(b"0123456789abcdef").decode()
+        raw.sendall(
+            b"GET /socket/websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: " + key.encode() + b"\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        received = b""
+        deadline = time.monotonic() + 1.2  # four header deadlines
+        while time.monotonic() < deadline:
+            raw.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = raw.recv(4096)
+            except TimeoutError:
+                continue
+            if not chunk:
+                break
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 101")
+    assert b"408" not in received
+    assert b"protocol 14" in received  # the greetings, as websocket frames
+
+
+@pytest.mark.long
+def test_a_game_socket_stays_open_and_streams_the_console_for_a_minute(standin: StandIn) -> None:
+    # As on the real server, which keeps the socket while the client is there (verify watches for minutes).
+    standin.set_tick_seconds(0.5)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        _console_after(ws, _user_id(standin, ALICE), 60.0)
+
+
+@pytest.mark.parametrize("path", ["/socket/websocket/", "/socket/123/abcdefgh/websocket/"])
+def test_socket_paths_with_a_trailing_slash_connect(standin: StandIn, path: str) -> None:
+    with connect(standin.socket_url.replace("/socket/websocket", path), open_timeout=TIMEOUT) as ws:
+        first = _recv(ws)
+    assert first in ("o",) or first.startswith("time ")
+
+
+def test_a_sockjs_frame_that_is_not_json_closes_with_broken_framing(standin: StandIn) -> None:
+    url = standin.socket_url.replace("/socket/websocket", "/socket/123/abcdefgh/websocket")
+    with connect(url, open_timeout=TIMEOUT) as ws:
+        assert _recv(ws) == "o"
+        ws.send('"gzip on"')  # a JSON string is a command, as in sockjs-node
+        ws.send("auth not-json")
+        with pytest.raises(ConnectionClosed) as closed:
+            _drain(ws)
+    assert closed.value.rcvd is not None
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (3000, "Broken framing.")
+
+
+def test_sockjs_info_lets_a_browser_client_choose_the_websocket(standin: StandIn) -> None:
+    with httpx.Client(base_url=standin.url) as http:
+        info = http.get("/socket/info")
+        assert info.status_code == 200
+        body = info.json()
+        assert body["websocket"] is True
+        assert body["cookie_needed"] is False
+        assert body["origins"] == ["*:*"]
+        assert isinstance(body["entropy"], int)
+        assert info.headers["access-control-allow-origin"] == "*"
+        cors = http.get("/socket/info/", headers={"Origin": "http://localhost:8080"})
+        assert cors.headers["access-control-allow-origin"] == "http://localhost:8080"
+        assert cors.headers["access-control-allow-credentials"] == "true"
+        assert http.options("/socket/info").status_code == 204
+        assert http.get("/socket").text == "Welcome to SockJS!\n"
+        assert http.get("/socket/websocket").status_code == 400  # without the upgrade
+
+
+def test_a_subscription_before_auth_gets_nothing_on_purpose(standin: StandIn) -> None:
+    # The real server streams any user's console to a socket that never authenticated (anyone knowing the id reads
+    # it); the stand-in does not, and docs/serve.md says so.
+    standin.set_tick_seconds(0.02)
+    uid = _user_id(standin, ALICE)
+    with connect(standin.socket_url, open_timeout=TIMEOUT) as ws:
+        ws.send(f"subscribe user:{uid}/console")
+        assert _recv(ws).startswith("time ")
+        assert _recv(ws) == "protocol 14"
+        with pytest.raises(TimeoutError):
+            ws.recv(timeout=0.3)  # fifteen ticks, no message
+        ws.send("auth " + FULL_TOKEN)
+        assert _recv(ws).startswith("auth ok ")
+        ws.send(f"subscribe user:{uid}/console")
+        assert _channel_messages(ws, 1)[0][0] == f"user:{uid}/console"
