@@ -21,6 +21,8 @@ code  meaning
 6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
 7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
 8     a saved plan file is unreadable, stale, or no longer matches the manifest
+9     ``apply``'s verification, or ``rehearse``: the code fails in the game
+14    ``rehearse``: unknown, or the throwaway world could not be run
 70    a bug in screeps-gitops
 ====  ==========================================================================================
 
@@ -54,6 +56,8 @@ class ExitCode(IntEnum):
     ROLLED_BACK = 10
     #: ``apply``'s verification: the new code failed and its rollback failed too; the failing code is still there.
     UNDO_FAILED = 11
+    #: ``rehearse``: the verdict is unknown (too few ticks), or the throwaway world could not be installed or run.
+    REHEARSAL_UNKNOWN = 14
     BUG = 70
 
 
@@ -163,3 +167,9 @@ class PlanFileError(GitopsError):
     """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
 
     exit_code = ExitCode.PLAN_FILE
+
+
+class RehearsalError(GitopsError):
+    """The throwaway world of ``gitops rehearse`` could not be installed, started or run."""
+
+    exit_code = ExitCode.REHEARSAL_UNKNOWN
