@@ -146,9 +146,8 @@ def find_install(
         chosen = chosen.expanduser().resolve()
         problem = install_problem(chosen, stamp)
         if problem:
-            source = "--server-dir" if given is not None else INSTALL_ENV
             raise RehearsalError(
-                f"{problem} ({source})",
+                f"{problem} (--server-dir or ${INSTALL_ENV})",
                 hint="Point it at a folder installed by 'bash scripts/private-server.sh install', or leave it unset: "
                 "the tool then installs the server into its cache folder on first use.",
             )
