@@ -20,12 +20,11 @@ from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
 from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
-from gitops.core.rehearsal import Comparison, Side, compare, overall, side
+from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.edges.build import SKIP_BUILD_VARIABLE
 from gitops.edges.privateserver import Bot, Recording, find_install, running_world
 from gitops.edges.socket import console_event
 from gitops.errors import ExitCode
-
-DEFAULT_TICKS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +92,10 @@ def rehearse(
     started = now()
     loaded = select(loaded, request.targets)
     head = read_code(loaded, request.ref, env)
-    base = read_code(loaded, request.base, env) if request.base is not None else None
+    # The base commit is never the working tree that an earlier `gitops build` built (GITOPS_SKIP_BUILD): it is
+    # built in its temporary checkout, without credentials, as every build.
+    base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
+    base = read_code(loaded, request.base, base_env) if request.base is not None else None
     install = find_install(env, request.server_dir, say=say)
     base_by_label = {b.label: b for b in base.branches} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from gitops.core.health import Health, Status, Thresholds, Tick, judge
 
+#: Ticks a rehearsal runs unless told (``--ticks``, the Action's ``rehearse-ticks``).
+DEFAULT_TICKS = 100
 #: How many distinct errors a side keeps.
 MAX_ERRORS = 10
 #: One frame's place in a stack line: ``at f (main:12:5)``, ``at main:12:5``, ``at loop (src/main.ts:12:5)``.
@@ -210,6 +212,7 @@ def overall(results: Iterable[Status]) -> Status:
 
 
 __all__ = [
+    "DEFAULT_TICKS",
     "Comparison",
     "CpuStats",
     "ErrorSite",

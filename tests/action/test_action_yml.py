@@ -59,6 +59,7 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "issue-url",
         "health",
         "rolled-back",
+        "rehearsal",
     }
     for name, spec in action["outputs"].items():
         assert spec["value"] == f"${{{{ steps.run.outputs.{name} }}}}"

@@ -7,8 +7,9 @@ which is read back through ``GET /api/user/memory``.
 
 Player code only runs when the driver cannot find its V8 snapshot (``build/runtime.snapshot.bin``): instead of
 moving the shared installation's file, ``scripts/private-server.sh run`` (which the harness starts) preloads
-``scripts/private-server/no_snapshot.js`` into every server process, which makes that one file look absent. A user's code runs only while the
-user owns an object in the world: the admin CLI gives the fresh user a construction site and marks it active.
+``scripts/private-server/no_snapshot.js`` into every server process, which makes that one file look absent. A user's
+code runs only while the user owns an object in the world: the admin CLI gives the fresh user a construction site
+and marks it active.
 """
 
 from __future__ import annotations
