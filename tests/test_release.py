@@ -36,7 +36,10 @@ def test_the_version_is_single_sourced_and_the_changelog_names_it() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert setuptools["dynamic"]["version"] == {"attr": "gitops.__version__"}
     entries = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.MULTILINE)
-    assert entries[0] == __version__, "CHANGELOG.md's newest entry must be the package's version"
+    # Work merged since the release gathers under "Unreleased", above it; the release renames that heading.
+    released = [entry for entry in entries if entry != "Unreleased"]
+    assert entries.index(released[0]) <= 1, "only one Unreleased section, at the top"
+    assert released[0] == __version__, "CHANGELOG.md's newest released entry must be the package's version"
     assert len(entries) == len(set(entries))
 
 
