@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
+import secrets
 import shutil
 import signal
 import socket
@@ -253,6 +253,8 @@ class World:
         self.bots: list[Bot] = []
         self._process: subprocess.Popen[bytes] | None = None
         self._free_rooms: list[str] | None = None
+        #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
+        self.identity = secrets.token_hex(8)
 
     def __enter__(self) -> World:
         return self
@@ -282,6 +284,9 @@ class World:
 
     def _write_world(self) -> None:
         init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
+        # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
+        shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
+        (self.data_dir / "launcher.log").unlink(missing_ok=True)
         shutil.copyfile(init / "db.json", self.data_dir / "db.json")
         (self.data_dir / "logs").mkdir(exist_ok=True)
         (self.data_dir / "steam_appid.txt").write_text("464350")
@@ -306,12 +311,9 @@ class World:
             f'--require "{self.files / "loopback-guard.js"}" --require "{self.files / "no_snapshot.js"}"'
         )
         env["GITOPS_REHEARSAL_RECORD"] = str(self.record)
+        env["GITOPS_REHEARSAL_ID"] = self.identity
         # When this process dies without stopping the world (kill -9), the world stops itself within a second.
-        script = (
-            f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
-            if platform.system() != "Windows"
-            else 'exec "$0" "$@"'
-        )
+        script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
         command = [
             "bash",
             "-c",
@@ -353,8 +355,10 @@ class World:
                 if "EADDRINUSE" in self.logs():
                     raise _PortTaken(f"port {self.port} or {self.cli_port} was taken before the server bound it")
                 try:
-                    answer = http.get("/api/version")
+                    answer = http.get("/api/gitops-rehearsal")
                     if answer.status_code == 200 and answer.json().get("ok") == 1:
+                        if answer.json().get("id") != self.identity:
+                            raise _PortTaken(f"port {self.port} answers, but not from this world's server")
                         self._wait_for_cli(deadline)
                         return
                     last = f"HTTP {answer.status_code}"
@@ -369,8 +373,11 @@ class World:
     def _wait_for_cli(self, deadline: float) -> None:
         while True:
             try:
-                self.cli("1")
+                if self.cli("gitopsRehearsal") != self.identity:
+                    raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
                 return
+            except _PortTaken:
+                raise
             except (OSError, RehearsalError):
                 if time.monotonic() >= deadline:
                     raise
@@ -381,9 +388,7 @@ class World:
         try:
             self._stop_group()
         finally:
-            if self.env.get(KEEP_ENV):
-                pass  # the caller said where it is
-            else:
+            if not self.env.get(KEEP_ENV):
                 shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def _stop_group(self) -> None:

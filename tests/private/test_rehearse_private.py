@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -160,3 +162,63 @@ def test_an_install_that_is_not_there_is_one_clear_message_and_exit_14(tmp_path:
     assert "holds no complete install" in done.stderr
     assert "GITOPS_PRIVATE_SERVER" in done.stderr
     assert "bash scripts/private-server.sh install" in done.stderr
+
+
+def test_a_world_too_slow_for_its_ticks_is_unknown_and_exit_14(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    done = _rehearse(repo, tmp_path, installed, "--ticks", "5000", "--timeout", "3", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.REHEARSAL_UNKNOWN, done.stderr
+    assert doc["result"] == "unknown"
+    assert "not every bot had its ticks within 3 s" in doc["head"]["reason"]
+    assert doc["head"]["ticks"] < 5000
+
+
+def _world_processes(scratch: Path) -> list[Path]:
+    return [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cwd(p).startswith(str(scratch))]
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)])
+def test_an_interrupted_or_killed_rehearsal_leaves_no_server_process(
+    installed: Path, tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TMPDIR": str(scratch),
+        "GITOPS_PRIVATE_SERVER": str(installed),
+        "NO_COLOR": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gitops", "rehearse", "--ticks", "5000"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        records: list[Path] = []
+        while not any(r.stat().st_size > 0 for r in records) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            records = list(scratch.glob("gitops-rehearsal-*/record.jsonl"))
+        assert records, "the world did not start ticking within 60 s"
+        assert _world_processes(scratch)
+        process.send_signal(sig)
+        assert process.wait(timeout=60) == code
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # Ctrl-C: stopped by the tool, its folder removed. kill -9: the world's own watcher stops it within a second.
+    deadline = time.monotonic() + 20
+    while _world_processes(scratch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _world_processes(scratch), "server processes outlived the rehearsal"
+    if sig == signal.SIGINT:
+        assert not list(scratch.glob("gitops-rehearsal-*"))
