@@ -24,7 +24,7 @@ from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, over
 from gitops.edges.build import SKIP_BUILD_VARIABLE
 from gitops.edges.privateserver import Bot, Recording, find_install, running_world
 from gitops.edges.socket import console_event
-from gitops.errors import ExitCode
+from gitops.errors import ExitCode, SourceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ def rehearse(
     # The base commit is never the working tree that an earlier `gitops build` built (GITOPS_SKIP_BUILD): it is
     # built in its temporary checkout, without credentials, as every build.
     base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
-    base = read_code(loaded, request.base, base_env) if request.base is not None else None
+    base = _read_base(loaded, request.base, base_env) if request.base is not None else None
     install = find_install(env, request.server_dir, say=say)
     base_by_label = {b.label: b for b in base.branches} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
@@ -130,6 +130,13 @@ def rehearse(
         branches=tuple(comparisons),
         seconds=now() - started,
     )
+
+
+def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> LocalCode:
+    try:
+        return read_code(loaded, ref, env)
+    except SourceError as exc:  # its words name --ref: here the ref came from --base
+        raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
 
 
 def _console_ticks(recording: Recording) -> int:

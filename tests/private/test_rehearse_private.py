@@ -222,3 +222,14 @@ def test_an_interrupted_or_killed_rehearsal_leaves_no_server_process(
     assert not _world_processes(scratch), "server processes outlived the rehearsal"
     if sig == signal.SIGINT:
         assert not list(scratch.glob("gitops-rehearsal-*"))
+
+
+def test_a_base_that_is_no_commit_is_named_as_base_with_exit_6(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    done = _rehearse(repo, tmp_path, installed, "--base", "no-such-branch")
+    assert done.returncode == ExitCode.LOCAL_CODE
+    assert "Traceback" not in done.stderr
+    assert "Error: --base no-such-branch: no such commit, branch or tag" in done.stderr
