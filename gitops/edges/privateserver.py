@@ -466,27 +466,30 @@ class World:
         self.bots.append(bot)
         return bot
 
-    def run(self, enough: Callable[[dict[str, Recording]], bool], timeout: float) -> tuple[dict[str, Recording], bool]:
+    def run(
+        self, enough: Callable[[dict[str, Recording]], bool], timeout: float
+    ) -> tuple[dict[str, Recording], str | None]:
         """Tick as fast as the engine goes until ``enough`` says so or ``timeout`` seconds passed; the bots'
-        recordings (by user id) and whether ``enough`` was reached."""
+        recordings (by user id), and why ``enough`` was not reached (``None`` when it was)."""
         self.cli("system.setTickDuration(1)")
         self.cli("system.resumeSimulation()")
         deadline = time.monotonic() + timeout
         offset = 0
         recordings: dict[str, Recording] = {bot.user_id: Recording() for bot in self.bots}
-        reached = False
+        problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
         while time.monotonic() < deadline:
             offset = self._read_record(offset, recordings)
             if enough(recordings):
-                reached = True
+                problem = None
                 break
             if self._process is None or self._process.poll() is not None:
+                problem = "the private server stopped while the world ticked\n" + self.log_tail()
                 break
             time.sleep(0.1)
         with contextlib.suppress(OSError, RehearsalError):
             self.pause()
         self._read_record(offset, recordings)
-        return recordings, reached
+        return recordings, problem
 
     def _read_record(self, offset: int, recordings: dict[str, Recording]) -> int:
         try:
