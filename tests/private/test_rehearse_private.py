@@ -32,6 +32,8 @@ TICKS = 12
 HEALTHY = """\
 'use strict';
 module.exports.loop = function () {
+    const spawn = Game.spawns.Spawn1;  // the room and spawn the rehearsal gives the bot
+    if (!spawn || !spawn.room.controller.my) throw new Error('no room of its own');
     Memory.seen = (Memory.seen || 0) + 1;
     console.log('tick ' + Game.time);
 };
