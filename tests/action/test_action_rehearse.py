@@ -4,6 +4,7 @@ the job as ``GITOPS_PRIVATE_SERVER``: the action's cache steps then have nothing
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -51,4 +52,13 @@ def test_a_forks_pull_request_gets_base_vs_pull_request_in_the_plan_comment_with
     assert "CPU per tick, mean" in body
     assert "**new**: `Error: the pull request broke it at main:2 (10 ticks)`" in body
     assert "| `local` | `main` |" in body  # the plan's table is in the same comment
+    # The install's cache key: the lock's digest (and the OS, architecture and Node.js ABI it was built for).
+    lock = hashlib.sha256((ROOT / "scripts/private-server/package-lock.json").read_bytes()).hexdigest()[:16]
+    key = run.steps["private-server"].outputs["key"]
+    assert key.startswith("screeps-private-server-")
+    assert key.endswith(f"-{lock}")
+    assert run.steps["private-server-restore"].outcome == "success"
     assert run.steps["private-server-save"].outcome == "success"  # nothing to save: a warning, not a failure
+    assert world.runner.cache.warnings == [
+        f"Path Validation Error: {run.runner_temp}/screeps-gitops-cache/private-server does not exist"
+    ]
