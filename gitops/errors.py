@@ -22,13 +22,14 @@ code  meaning
 7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
 8     a saved plan file is unreadable, stale, or no longer matches the manifest
 9     ``apply``'s verification: the new code fails and was left in place, or was undone without being judged
-      healthy after
+      healthy after; ``rehearse``: the code fails in the throwaway world
 10    ``apply``'s verification: the new code failed, was rolled back, and the code after the undo was judged healthy
 11    ``apply``'s verification: the new code failed and its rollback failed too
 12    a deploy is unverified (its watch was interrupted or never ended) or failing: ``plan``, ``apply``, ``drift``
       and ``status`` say so until a new deploy, ``apply --verify-again`` or ``gitops rollback`` settles it
 13    refused for trust: a pull request planned with a deploy token changes a server's url, credential variables
       or build against the base branch's; or the Action found a credential in its step's env: instead of an input
+14    ``rehearse``: unknown, or the throwaway world could not be run
 70    a bug in screeps-gitops
 ====  ==========================================================================================
 
@@ -69,6 +70,8 @@ class ExitCode(IntEnum):
     #: A run that holds a credential refused input it cannot trust with it: a pull request's manifest that changes a
     #: server's url, credential variables or build; credentials in the Action's step environment instead of inputs.
     TRUST = 13
+    #: ``rehearse``: the verdict is unknown (too few ticks), or the throwaway world could not be installed or run.
+    REHEARSAL_UNKNOWN = 14
     BUG = 70
 
 
@@ -184,3 +187,9 @@ class PlanFileError(GitopsError):
     """A saved plan cannot be applied: unreadable, stale, or made for another manifest."""
 
     exit_code = ExitCode.PLAN_FILE
+
+
+class RehearsalError(GitopsError):
+    """The throwaway world of ``gitops rehearse`` could not be installed, started or run."""
+
+    exit_code = ExitCode.REHEARSAL_UNKNOWN

@@ -19,7 +19,8 @@
 # Everything stays on 127.0.0.1: the server binds its game and CLI ports there, and a preload
 # (scripts/private-server/loopback-guard.js) answers the Steam Web API call the backend makes at start and
 # blocks any other connection or DNS lookup that would leave loopback. Only `install` uses the network
-# (the npm registry). Versions are pinned in scripts/private-server/package.json and package-lock.json.
+# (the npm registry). A second preload (scripts/private-server/no_snapshot.js) lets the server run player code.
+# Versions are pinned in scripts/private-server/package.json and package-lock.json.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,6 +31,8 @@ MARKER="$PS/.install-complete"
 WORLD="$PS/world"
 PIDFILE="$PS/server.pid"
 GUARD="$SRC/loopback-guard.js"
+# Without it the driver's broken V8 snapshot fails every tick of player code (docs/private-server-facts.md).
+NO_SNAPSHOT="$SRC/no_snapshot.js"
 INIT_DIST="$PS/node_modules/@screeps/launcher/init_dist"
 LOOPBACK=127.0.0.1
 
@@ -212,7 +215,7 @@ cmd_run() {
       kill -TERM 0
     ) &
   fi
-  export NODE_OPTIONS="--require \"$GUARD\" ${NODE_OPTIONS:-}"
+  export NODE_OPTIONS="--require \"$GUARD\" --require \"$NO_SNAPSHOT\" ${NODE_OPTIONS:-}"
   exec node "$PS/node_modules/screeps/bin/screeps.js" start \
     --host "$LOOPBACK" --port "$port" --cli_host "$LOOPBACK" --cli_port "$cli_port"
 }

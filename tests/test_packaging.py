@@ -37,6 +37,7 @@ def test_every_subpackage_is_listed_for_the_wheel() -> None:
     found = {".".join(init.parent.relative_to(ROOT).parts) for init in (ROOT / "gitops").rglob("__init__.py")} | {
         "gitops._examples",
         "gitops._docs",  # docs/, shipped for 'gitops help TOPIC'
+        "gitops._privateserver",  # scripts/private-server/, shipped for 'gitops rehearse'
     }
     # The bundled example's folders are listed too (setuptools warns about folders it is not told of).
     examples = ROOT / "examples"
@@ -84,6 +85,9 @@ def test_demo_after_installing_the_wheel_runs_from_an_empty_folder(scratch: Path
         [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = archive.read(name).decode("utf-8")
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
+        # gitops rehearse installs the pinned server and preloads these into it.
+        for shipped in ("package.json", "package-lock.json", "loopback-guard.js", "no_snapshot.js"):
+            assert f"gitops/_privateserver/{shipped}" in archive.namelist(), shipped
     from gitops import __version__
 
     assert f"\nVersion: {__version__}\n" in metadata

@@ -31,6 +31,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "build": ("gitops.cli.build", "build", "Run the manifest's build commands, with no credential in reach."),
     "plan": ("gitops.cli.plan", "plan", "Show what apply would change on the servers."),
     "apply": ("gitops.cli.apply", "apply", "Make the servers hold what the repository holds."),
+    "rehearse": (
+        "gitops.cli.rehearse",
+        "rehearse_command",
+        "Run each branch's code in a throwaway world of the real private server, and judge it (--base: compare).",
+    ),
     "drift": ("gitops.cli.drift", "drift", "Show branches changed on the servers outside Git since they were applied."),
     "status": ("gitops.cli.state", "status_", "What runs where: commit, time, active, verification state."),
     "history": ("gitops.cli.state", "history_", "The deploys this tool recorded, newest first."),

@@ -37,11 +37,12 @@ from typing import Any, Literal
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
 from gitops.app.targets import Targets
 from gitops.config.routes import RouteChange, route_changes
+from gitops.core.rehearsal import DEFAULT_TICKS
 from gitops.errors import ExitCode, GitopsError, SourceError, TrustError, UsageError
 from gitops.github.basemanifest import read_base_manifest
 from gitops.secrets import Secret, redact
 
-Command = Literal["plan", "apply", "drift"]
+Command = Literal["plan", "apply", "drift", "rehearse"]
 
 #: The environment variables ``action.yml`` sets, by input name.
 INPUT_ENV: dict[str, str] = {
@@ -64,6 +65,7 @@ INPUT_ENV: dict[str, str] = {
     "branches": "GITOPS_BRANCHES",
     "credentials": "GITOPS_ACTION_CREDENTIALS",
     "codeset": "GITOPS_CODESET",
+    "rehearse-ticks": "GITOPS_ACTION_REHEARSE_TICKS",
 }
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
@@ -102,6 +104,8 @@ class Inputs:
     targets: Targets = field(default_factory=Targets)
     #: What the run says before it plans (an input's old name).
     warnings: list[str] = field(default_factory=list)
+    #: ``command: rehearse``: the ticks each bot runs.
+    rehearse_ticks: int = DEFAULT_TICKS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Inputs:
@@ -111,8 +115,11 @@ class Inputs:
             return env.get(INPUT_ENV[name], "").strip() or default
 
         command = get("command", "plan")
-        if command not in ("plan", "apply", "drift"):
-            raise _input_error("command", command, "plan, apply or drift")
+        if command not in ("plan", "apply", "drift", "rehearse"):
+            raise _input_error("command", command, "plan, apply, drift or rehearse")
+        ticks = get("rehearse-ticks", str(DEFAULT_TICKS))
+        if not ticks.isdigit() or not 1 <= int(ticks) <= 10_000:
+            raise _input_error("rehearse-ticks", ticks, "a number of ticks from 1 to 10000")
         refresh = get("refresh") or None
         if refresh is not None and refresh not in REFRESH_CHOICES:
             choices = ", ".join(REFRESH_CHOICES[:-1]) + " or " + REFRESH_CHOICES[-1]
@@ -169,6 +176,7 @@ class Inputs:
             credentials=credentials,
             targets=Targets.of(get("servers").splitlines(), get("branches").splitlines()),
             warnings=warnings,
+            rehearse_ticks=int(ticks),
         )
 
 
@@ -356,6 +364,8 @@ class Report:
     servers: dict[str, str] = field(default_factory=dict)
     route_changes: list[RouteChange] = field(default_factory=list)
     routes_unknown: str = ""
+    #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`.
+    rehearsal: Any = None
 
     def health(self) -> str:
         """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
@@ -375,6 +385,7 @@ class Report:
             "comment-url": self.comment_url,
             "drifted": "" if self.drift is None else str(bool(self.drift.has_drift)).lower(),
             "issue-url": self.issue_url,
+            "rehearsal": "" if self.rehearsal is None else str(self.rehearsal.result),
         }
 
 
@@ -437,8 +448,9 @@ def run_action(
     finally:
         _tell_github(inputs, runner, report, echo=echo, github_token=github_token)
     # A deploy that fails in the game fails the step: 9 left in place, 10 rolled back, 11 rollback failed; 12 one
-    # unverified or failing from an earlier run (issue 39).
-    return int(report.exit_code) if report.verifications or report.exit_code == ExitCode.UNVERIFIED else 0
+    # unverified or failing from an earlier run (issue 39). So does a rehearsal that fails (9) or could not run (14).
+    failed_in_game = report.verifications or report.rehearsal is not None
+    return int(report.exit_code) if failed_in_game or report.exit_code == ExitCode.UNVERIFIED else 0
 
 
 class _Masks:
@@ -488,7 +500,8 @@ def _plan_and_apply(
     from gitops.render.progress import Progress
 
     tool_env = dict(env)
-    tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
+    if inputs.command != "rehearse":  # a rehearsal needs no secret (safe on a fork's pull request): none is given
+        tool_env.update({name: v.reveal() if isinstance(v, Secret) else v for name, v in inputs.credentials.items()})
     loaded = load_manifest(inputs.manifest)
     _check_build_step(env)
     pr = runner.pull_request
@@ -517,7 +530,7 @@ def _plan_and_apply(
         if pr is not None and len(missing) < len(servers):
             _refuse_changed_routes(report)
         fork = pr is not None and pr.from_fork
-        if missing and pr is None:
+        if missing and pr is None and inputs.command != "rehearse":
             # Expected on a push or a schedule: say which secret to add, and where, as a warning. Never on a pull
             # request: its plan is meant to run without the deploy token (its code could take it).
             echo(annotation("warning", missing_secret_message(s.loaded.manifest, missing)))
@@ -539,7 +552,7 @@ def _plan_and_apply(
                 "no request was sent to the game server. Set `refresh: auto` to download what the server holds."
             )
         # A plan reports every server it can, marking the failed ones; an apply stops before writing anything.
-        result = make_plan(s, isolate=inputs.command == "plan")
+        result = make_plan(s, isolate=inputs.command in ("plan", "rehearse"))
         report.plan = result
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
@@ -548,6 +561,9 @@ def _plan_and_apply(
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if result.unsettled:  # a deploy unverified or failing (issue 39): plan and apply both say so
             report.exit_code = ExitCode.UNVERIFIED
+        if inputs.command == "rehearse":
+            _rehearse(inputs, runner, tool_env, s.loaded, report, echo=echo)
+            return
         if inputs.command == "plan":
             refusal = budget_error(result, s)
             if result.failed:
@@ -570,6 +586,26 @@ def _plan_and_apply(
 
 #: Set by action.yml from the build step (``gitops build``, run without secrets) for the step that plans or applies.
 BUILD_EXIT_ENV = "GITOPS_ACTION_BUILD_EXIT"
+
+
+def _rehearse(
+    inputs: Inputs, runner: Runner, env: Mapping[str, str], loaded: Any, report: Report, *, echo: Echo
+) -> None:
+    """``command: rehearse``: the plan's code in a throwaway world, against the pull request's base commit (its
+    ``base.sha``; the checkout needs it: ``fetch-depth: 0``); judged, and shown in the plan comment."""
+    from gitops.app.rehearsal import RehearsalRequest, rehearse
+    from gitops.render.rehearsal import text
+
+    base = runner.event.get("pull_request", {}).get("base", {}).get("sha") if runner.pull_request else None
+    request = RehearsalRequest(
+        ticks=inputs.rehearse_ticks, ref=inputs.ref, base=base if isinstance(base, str) else None
+    )
+    result = rehearse(loaded, request, env, say=echo)
+    report.rehearsal = result
+    echo("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
+    report.exit_code = result.exit_code
+    if result.exit_code != ExitCode.OK:
+        echo(annotation("error" if result.result == "failing" else "warning", f"rehearsal: {result.result}"))
 
 
 def _check_build_step(env: Mapping[str, str]) -> None:
@@ -936,6 +972,11 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     if report.verifications:
         lines = [line for v in report.verifications for line in v.lines()]
         tail.extend(["", f"#### Verify: {report.health()}", "", md_fence("\n".join(lines), "text")])
+    if report.rehearsal is not None:
+        from gitops.render.rehearsal import markdown
+
+        r = report.rehearsal
+        tail.extend(["", markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n")])
     if report.error is not None:
         message = redact(str(report.error))
         if len(message) > _ERROR_CHARS:
@@ -990,6 +1031,8 @@ def _verdict(report: Report) -> str:
         return "Apply failed"
     if report.command == "drift":
         return "The drift check failed"
+    if report.command == "rehearse":
+        return "The rehearsal failed"
     return "Planning failed"
 
 

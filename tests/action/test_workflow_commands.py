@@ -64,13 +64,15 @@ def test_credentials_go_under_the_names_the_manifest_reads() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "accepted"),
     [
-        ("command", "deploy", "plan, apply or drift"),
+        ("command", "deploy", "plan, apply, drift or rehearse"),
         ("refresh", "sometimes", "always, auto or never (or empty for the default)"),
         ("comment", "maybe", "true or false"),
         ("drift-issue", "maybe", "true or false"),
         ("max-wait", "soon", "a number of seconds"),
         ("max-wait", "-1", "a number of seconds, 0 or more"),
         ("token-env", "MY-TOKEN", "an environment variable name (letters, digits, _)"),
+        ("rehearse-ticks", "lots", "a number of ticks from 1 to 10000"),
+        ("rehearse-ticks", "0", "a number of ticks from 1 to 10000"),
     ],
 )
 def test_bad_inputs_name_the_input(name: str, value: str, accepted: str) -> None:

@@ -6,9 +6,10 @@ without its suffix (``mybot_bg``, from ``mybot_bg.wasm`` with ``strip_suffixes: 
 which is read back through ``GET /api/user/memory``.
 
 Player code only runs when the driver cannot find its V8 snapshot (``build/runtime.snapshot.bin``): instead of
-moving the shared installation's file, every server process loads ``no_snapshot.js`` (through ``NODE_OPTIONS``,
-which the launcher's processes inherit), which makes that one file look absent. A user's code runs only while the
-user owns an object in the world: the admin CLI gives the fresh user a construction site and marks it active.
+moving the shared installation's file, ``scripts/private-server.sh run`` (which the harness starts) preloads
+``scripts/private-server/no_snapshot.js`` into every server process, which makes that one file look absent. A user's
+code runs only while the user owns an object in the world: the admin CLI gives the fresh user a construction site
+and marks it active.
 """
 
 from __future__ import annotations
@@ -50,9 +51,9 @@ module.exports.loop = function () {
 
 
 @pytest.fixture
-def ticking_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[PrivateServer]:
-    """A private server of its own whose runner runs player code (see the module's docstring)."""
-    monkeypatch.setenv("NODE_OPTIONS", f"--require {HERE / 'no_snapshot.js'}")
+def ticking_server() -> Iterator[PrivateServer]:
+    """A private server of its own whose world ticks (the shared one is paused); it runs player code (see the
+    module's docstring)."""
     for attempt in range(2):
         server = PrivateServer.start()
         if _ticks(server) or attempt == 1:
@@ -168,3 +169,79 @@ def test_a_wrapped_source_map_and_a_wasm_module_without_suffix_load_in_a_tick(
     assert found["mapFile"] == "main.js"
     assert found["sum"] == 42
     assert found["tick"] > 0
+
+
+HEALTHY_LOGGER = """\
+'use strict';
+module.exports.loop = function () {
+    console.log('gitops healthy bot at tick ' + Game.time);
+    Memory.loggedAt = Game.time;
+};
+"""
+
+
+def _give_world_object(server: PrivateServer, username: str) -> None:
+    """Make ``username`` a user whose code the runner runs: an object in the world (a construction site), active."""
+    user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(username)}}}).then(u => u._id)")
+    room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
+    assert isinstance(user_id, str)
+    assert isinstance(room, str), "the private server's world has no normal room"
+    server.cli(
+        "storage.db['rooms.objects'].insert({type: 'constructionSite', structureType: 'road', "
+        f"room: {json.dumps(room)}, x: 25, y: 25, user: {json.dumps(user_id)}, progress: 0, progressTotal: 300}})"
+        ".then(() => 1)"
+    )
+    server.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$set: {{active: 10000}}}})")
+
+
+def test_a_bot_deployed_to_the_scripts_server_logs_in_game_and_verify_judges_it_healthy(
+    ticking_server: PrivateServer, tmp_path: Path
+) -> None:
+    # Issue 39: on the server of scripts/private-server.sh (which the harness runs), a bot that only logs was judged
+    # FAILING with the runtime's own `ReferenceError: _ is not defined`. The script now preloads no_snapshot.js.
+    server = ticking_server
+    user = server.register()
+    _give_world_object(server, user.username)
+    repo = tmp_path / "bot"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "main.js").write_text(HEALTHY_LOGGER, encoding="utf-8")
+    manifest = {
+        "version": 1,
+        "servers": {"home": {"url": user.url, "username_env": "SCREEPS_USER", "password_env": "SCREEPS_PASSWORD"}},
+        "branches": [
+            {
+                "server": "home",
+                "branch": "logger",
+                "root": ".",
+                "include": ["main.js"],
+                "activate": ["world"],
+                "verify": {"ticks": 3, "timeout": 60},
+            }
+        ],
+    }
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "SCREEPS_USER": user.username,
+        "SCREEPS_PASSWORD": user.password,
+        "GITOPS_STATE_DIR": str(tmp_path / "state"),
+        "NO_COLOR": "1",
+    }
+    done = server.run_riding_out_its_crash(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "gitops", "apply", "--yes"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+    )
+    assert done.returncode == 0, done.stdout + done.stderr + server.diagnosis()
+    assert "verify home/logger: HEALTHY" in done.stderr + done.stdout, done.stdout + done.stderr
+    assert "is not defined" not in done.stdout + done.stderr
+    # Its code ran, past the line it logs: it wrote the tick to Memory.
+    assert isinstance(read_memory(server, user, "loggedAt"), int)

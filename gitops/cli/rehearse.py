@@ -1,0 +1,101 @@
+"""``gitops rehearse``: run each branch's code in a throwaway world of the real private server, and judge it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+
+from gitops.app.rehearsal import DEFAULT_TICKS, RehearsalRequest, rehearse
+from gitops.app.targets import Targets
+from gitops.cli.common import chosen_format, echo_json, format_options, manifest_option, target_options
+from gitops.config.manifest import load_manifest
+from gitops.edges.privateserver import INSTALL_ENV
+from gitops.render.rehearsal import markdown, text
+from gitops.secrets import redact
+
+
+@click.command("rehearse")
+@manifest_option
+@click.option(
+    "--ref",
+    envvar="GITOPS_REF",
+    default=None,
+    metavar="REF",
+    help="Rehearse the code of this Git ref (built in a temporary checkout, as plan --ref does) instead of the "
+    "working tree. [env: GITOPS_REF]",
+)
+@click.option(
+    "--base",
+    default=None,
+    metavar="REF",
+    help="Also rehearse this commit's code (e.g. the pull request's base) in the same world, and compare: failed "
+    "ticks, errors, CPU per tick, memory.",
+)
+@click.option(
+    "--ticks",
+    type=click.IntRange(1, 10_000),
+    default=DEFAULT_TICKS,
+    show_default=True,
+    help="Ticks each bot runs (judged after the first, which may still be the world's start).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 3600),
+    default=None,
+    metavar="SECONDS",
+    help="How long the world may tick before the verdict is unknown. [default: 60 + ticks/2 per bot]",
+)
+@click.option(
+    "--server-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    envvar=INSTALL_ENV,
+    help="An installed private server (e.g. .private-server of 'bash scripts/private-server.sh install') instead "
+    f"of the one the tool installs into its cache folder on first use. [env: {INSTALL_ENV}]",
+)
+@target_options
+@format_options("the rehearsal")
+def rehearse_command(
+    manifest: Path,
+    ref: str | None,
+    base: str | None,
+    ticks: int,
+    timeout: float | None,
+    server_dir: Path | None,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    fmt: str,
+    as_json: bool,
+    as_markdown: bool,
+) -> int:
+    """Run each branch's code in a throwaway world of the real Screeps private server, and judge it.
+
+    The code is read and built exactly as plan reads it. Each branch's bot gets a room and a spawn in a world of its
+    own on 127.0.0.1 (no account, no token: nothing leaves this machine), runs --ticks ticks, and is judged by the
+    same judge as apply's verify. With --base, that commit's code runs beside it and the two are compared.
+
+    Exit code 0: healthy; 9: the code fails in the world; 14: unknown (too few ticks), or the world could not be
+    installed or run (docs/rehearsal.md).
+    """
+    fmt = chosen_format(fmt, as_json, as_markdown)
+    loaded = load_manifest(manifest)
+    request = RehearsalRequest(
+        ticks=ticks,
+        ref=ref,
+        base=base,
+        timeout=timeout,
+        server_dir=server_dir,
+        targets=Targets.of(servers, branches),
+    )
+    result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
+    args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)
+    if fmt == "json":
+        echo_json(json.dumps(result.document(), indent=2))
+    elif fmt == "markdown":
+        click.echo(redact(markdown(*args)), nl=False)
+    else:
+        click.echo(redact("\n".join(text(*args))))
+    return result.exit_code

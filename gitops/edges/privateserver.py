@@ -1,0 +1,576 @@
+"""A throwaway world of the real Screeps private server (npm ``screeps``, pinned), for ``gitops rehearse``.
+
+Its whole life cycle, bounded in time and on loopback only:
+
+* **install** (:func:`find_install`): an existing install (``GITOPS_PRIVATE_SERVER`` or ``--server-dir``, e.g. the
+  one of ``bash scripts/private-server.sh install``), else the tool's cache folder
+  (``$GITOPS_CACHE_DIR``/``$XDG_CACHE_HOME/screeps-gitops``/``~/.cache/screeps-gitops``, then ``private-server``),
+  installed there with ``npm ci`` from the pinned package.json and lock on first use, reused afterwards;
+* **start** (:meth:`World.start`): a temporary data folder, two ephemeral loopback ports, its own process group, the
+  same preloads as the script (``loopback-guard.js``: nothing leaves loopback; ``no_snapshot.js``: player code
+  runs), and a server mod (``rehearsal-recorder.js``) that writes every console and cpu message to a file;
+* **seed** (:meth:`World.seed`): through the server's admin CLI, a bot user with a room, a spawn and the branch's
+  modules (no account, no password, no token: nobody signs in);
+* **run** (:meth:`World.run`): ticks as fast as the engine goes, until every bot has had its ticks or time is up;
+* **stop** (:meth:`World.stop`): the whole process group (SIGTERM, then SIGKILL), and the data folder removed.
+
+The node-side files ship inside the package (``gitops._privateserver``, mapped from ``scripts/private-server/``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import filelock
+import httpx
+
+from gitops.config.folders import user_folder
+from gitops.errors import RehearsalError
+
+LOOPBACK = "127.0.0.1"
+#: An existing install of the pinned server (a folder with ``node_modules/screeps``): used instead of the cache.
+INSTALL_ENV = "GITOPS_PRIVATE_SERVER"
+CACHE_ENV = "GITOPS_CACHE_DIR"
+MARKER = ".install-complete"
+#: Files an install needs (the install scripts build the native ones).
+NEEDED = (
+    "node_modules/screeps/bin/screeps.js",
+    "node_modules/screepsmod-auth/package.json",
+    "node_modules/@screeps/driver/native/build/Release/native.node",
+    "node_modules/@screeps/driver/build/runtime.bundle.js",
+    "node_modules/@screeps/launcher/init_dist/db.json",
+)
+#: ``npm ci`` of the pinned server (about 90 s on a 2-core machine; native modules are built).
+INSTALL_TIMEOUT = 900.0
+START_TIMEOUT = 60.0
+STOP_GRACE = 10.0
+CLI_TIMEOUT = 15.0
+#: Kept for a post-mortem when set: the world's folder (database, logs, the recorded messages).
+KEEP_ENV = "GITOPS_KEEP_REHEARSAL_WORLD"
+#: The user name of the n-th bot of a world.
+BOT_NAME = "Rehearsal{n}"
+
+
+def node_files() -> Path:
+    """The shipped node-side files: package.json, package-lock.json and the preloads.
+
+    An installed tool has them as ``gitops._privateserver``; an editable install from a checkout finds them in the
+    checkout's ``scripts/private-server/`` (setuptools' editable finder does not resolve a mapped data folder).
+    """
+    candidates: list[Path] = []
+    with contextlib.suppress(ModuleNotFoundError):
+        candidates.append(Path(str(resources.files("gitops._privateserver"))))
+    candidates.append(Path(__file__).resolve().parents[2] / "scripts" / "private-server")
+    for candidate in candidates:
+        if (candidate / "package-lock.json").is_file() and (candidate / "no_snapshot.js").is_file():
+            return candidate
+    raise RehearsalError(
+        "the private server's package files are not part of this installation of screeps-gitops",
+        hint="Reinstall screeps-gitops (pip install, pipx install).",
+    )
+
+
+def _node(env: Mapping[str, str]) -> str:
+    node = shutil.which("node", path=env.get("PATH"))
+    if node is None:
+        raise RehearsalError(
+            "node is not on PATH: the rehearsal runs the real Screeps private server, a Node.js program",
+            hint="Install Node.js 20 or newer (in the GitHub Action: actions/setup-node with node-version: 20).",
+        )
+    return node
+
+
+def install_stamp(files: Path, env: Mapping[str, str]) -> str:
+    """What an install depends on: the pinned package files and the Node ABI (as ``scripts/private-server.sh``)."""
+    node = _node(env)
+    abi = subprocess.run(
+        [node, "-p", 'process.platform + "-" + process.arch + "-abi" + process.versions.modules'],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        env=_clean_env(env),
+    )
+    if abi.returncode != 0:
+        raise RehearsalError(f"node did not run ({abi.stderr.strip()[:200]})", hint="Check the Node.js installation.")
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        digest.update((files / name).read_bytes())
+    digest.update(abi.stdout.strip().encode())
+    return digest.hexdigest()
+
+
+def default_install_dir(env: Mapping[str, str]) -> Path:
+    return (user_folder(env, CACHE_ENV, "XDG_CACHE_HOME", (".cache",)) / "private-server").resolve()
+
+
+def install_problem(folder: Path, stamp: str) -> str | None:
+    """Why ``folder`` is not a complete, current install (``None`` when it is)."""
+    marker = folder / MARKER
+    if not marker.is_file():
+        return f"{folder} holds no complete install (no {MARKER})"
+    if marker.read_text().strip() != stamp:
+        return f"the install in {folder} is stale (the pinned versions or the Node.js version changed)"
+    missing = [name for name in NEEDED if not (folder / name).is_file()]
+    if missing:
+        return f"the install in {folder} is broken ({missing[0]} is missing)"
+    return None
+
+
+def find_install(
+    env: Mapping[str, str], given: Path | None = None, *, say: Callable[[str], None] = lambda _: None
+) -> Path:
+    """The folder of a usable install: ``given`` (or ``$GITOPS_PRIVATE_SERVER``), else the cache's, installed on
+    first use (``say`` gets the progress lines)."""
+    files = node_files()
+    stamp = install_stamp(files, env)
+    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
+    if chosen is not None:
+        chosen = chosen.expanduser().resolve()
+        problem = install_problem(chosen, stamp)
+        if problem:
+            raise RehearsalError(
+                f"{problem} (--server-dir or ${INSTALL_ENV})",
+                hint="Point it at a folder installed by 'bash scripts/private-server.sh install', or leave it unset: "
+                "the tool then installs the server into its cache folder on first use.",
+            )
+        return chosen
+    folder = default_install_dir(env)
+    if install_problem(folder, stamp) is None:
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with filelock.FileLock(str(folder / ".install.lock"), timeout=INSTALL_TIMEOUT):
+        if install_problem(folder, stamp) is None:  # another run installed it meanwhile
+            return folder
+        _install(folder, files, stamp, env, say)
+    return folder
+
+
+def _install(folder: Path, files: Path, stamp: str, env: Mapping[str, str], say: Callable[[str], None]) -> None:
+    node = _node(env)
+    npm = shutil.which("npm", path=env.get("PATH"))
+    if npm is None:
+        raise RehearsalError("npm is not on PATH", hint="Install Node.js 20 or newer (it ships npm).")
+    say(f"rehearse: installing the Screeps private server (npm screeps, pinned) into {folder}; first use only, ~2 min")
+    started = time.monotonic()
+    (folder / MARKER).unlink(missing_ok=True)
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(files / name, folder / name)
+    install_env = _clean_env(env)
+    install_env["npm_config_build_from_source"] = "true"  # isolated-vm has no prebuilt binary for every Node.js
+    headers = Path(node).resolve().parent.parent
+    if (headers / "include" / "node" / "common.gypi").is_file():
+        install_env["npm_config_nodedir"] = str(headers)  # node-gyp uses these instead of downloading them
+    log = folder / "install.log"
+    try:
+        with log.open("wb") as out:
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--engine-strict=false", "--loglevel=warn"],
+                cwd=folder,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=install_env,
+                timeout=INSTALL_TIMEOUT,
+                check=False,
+            )
+    except subprocess.TimeoutExpired:
+        raise RehearsalError(
+            f"installing the private server took longer than {INSTALL_TIMEOUT:.0f} s (log: {log})",
+            hint="Run it again (a partial install is finished), or install it once with "
+            "'bash scripts/private-server.sh install' and point GITOPS_PRIVATE_SERVER at it.",
+        ) from None
+    if done.returncode != 0:
+        tail = "\n".join(log.read_text("utf-8", errors="replace").splitlines()[-15:])
+        raise RehearsalError(
+            f"installing the private server failed (npm ci exited {done.returncode}; log: {log}):\n{tail}",
+            hint="It needs the npm registry, a C++ compiler and make (native modules are built from source).",
+        )
+    missing = [name for name in NEEDED if not (folder / name).is_file()]
+    if missing:
+        raise RehearsalError(f"the private server's install in {folder} is incomplete ({missing[0]} was not built)")
+    (folder / MARKER).write_text(stamp + "\n")
+    say(f"rehearse: installed the private server in {time.monotonic() - started:.0f} s")
+
+
+def _clean_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: what node and npm need, and nothing else (no credential reaches the world)."""
+    kept = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "npm_config_cache", "npm_config_registry")
+    return {name: env[name] for name in kept if env.get(name)}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Recording:
+    """What the game published for one bot, in order: its console messages and its cpu messages."""
+
+    console: list[Any] = field(default_factory=list)
+    cpu: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Bot:
+    name: str
+    user_id: str
+    room: str
+
+
+class World:
+    """A running throwaway world; use as a context manager (stopped and removed on exit, whatever happened)."""
+
+    def __init__(self, install: Path, env: Mapping[str, str]) -> None:
+        self.install = install
+        self.files = node_files()
+        self.node = _node(env)
+        self.env = env
+        self.data_dir = Path(tempfile.mkdtemp(prefix="gitops-rehearsal-"))
+        self.record = self.data_dir / "record.jsonl"
+        self.port = 0
+        self.cli_port = 0
+        self.bots: list[Bot] = []
+        self._process: subprocess.Popen[bytes] | None = None
+        self._free_rooms: list[str] | None = None
+        #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
+        self.identity = secrets.token_hex(8)
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    # --- start and stop ---
+
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        """Launch on two free loopback ports (others when one was taken meanwhile); wait until it answers."""
+        for attempt in range(3):
+            self.port = free_port()
+            self.cli_port = free_port()
+            while self.cli_port == self.port:
+                self.cli_port = free_port()
+            self._write_world()
+            self._launch()
+            try:
+                self._wait_until_ready(timeout)
+                return
+            except _PortTaken:
+                self._stop_group()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _write_world(self) -> None:
+        init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
+        # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
+        shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
+        (self.data_dir / "launcher.log").unlink(missing_ok=True)
+        shutil.copyfile(init / "db.json", self.data_dir / "db.json")
+        (self.data_dir / "logs").mkdir(exist_ok=True)
+        (self.data_dir / "steam_appid.txt").write_text("464350")
+        (self.data_dir / ".screepsrc").write_text(
+            "; A throwaway world of gitops rehearse. The Steam key is a dummy: loopback-guard.js stubs its call.\n"
+            "steam_api_key = screeps-gitops-dummy-key\n"
+            f"host = {LOOPBACK}\nport = {self.port}\ncli_host = {LOOPBACK}\ncli_port = {self.cli_port}\n"
+            "password =\nrunners_cnt = 1\nrunner_threads = 1\nprocessors_cnt = 1\nlogdir = logs\n"
+            f"modfile = mods.json\nassetdir = {init / 'assets'}\ndb = db.json\nlog_console = false\n"
+            "log_rotate_keep = 2\nstorage_disabled = false\nrestart_interval = 3600\n"
+        )
+        mods = {
+            "mods": [str(self.install / "node_modules" / "screepsmod-auth"), str(self.files / "rehearsal-recorder.js")],
+            "bots": {"simplebot": str(init / "node_modules" / "@screeps" / "simplebot" / "src")},
+        }
+        (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
+
+    def _launch(self) -> None:
+        env = _clean_env(self.env)
+        env["HOME"] = str(self.data_dir)
+        env["NODE_OPTIONS"] = (
+            f'--require "{self.files / "loopback-guard.js"}" --require "{self.files / "no_snapshot.js"}"'
+        )
+        env["GITOPS_REHEARSAL_RECORD"] = str(self.record)
+        env["GITOPS_REHEARSAL_ID"] = self.identity
+        # When this process dies without stopping the world (kill -9), the world stops itself within a second.
+        script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
+        command = [
+            "bash",
+            "-c",
+            script,
+            self.node,
+            str(self.install / "node_modules" / "screeps" / "bin" / "screeps.js"),
+            "start",
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(self.port),
+            "--cli_host",
+            LOOPBACK,
+            "--cli_port",
+            str(self.cli_port),
+        ]
+        with (self.data_dir / "launcher.log").open("ab") as log:
+            self._process = subprocess.Popen(
+                command,
+                cwd=self.data_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: stop() signals all of it
+            )
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        assert self._process is not None
+        deadline = time.monotonic() + timeout
+        last = "no answer yet"
+        with httpx.Client(base_url=f"http://{LOOPBACK}:{self.port}", timeout=2.0, trust_env=False) as http:
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    raise RehearsalError(
+                        f"the private server exited with code {self._process.returncode} before it answered\n"
+                        + self.log_tail()
+                    )
+                if "EADDRINUSE" in self.logs():
+                    raise _PortTaken(f"port {self.port} or {self.cli_port} was taken before the server bound it")
+                try:
+                    answer = http.get("/api/gitops-rehearsal")
+                    if answer.status_code == 200 and answer.json().get("ok") == 1:
+                        if answer.json().get("id") != self.identity:
+                            raise _PortTaken(f"port {self.port} answers, but not from this world's server")
+                        self._wait_for_cli(deadline)
+                        return
+                    last = f"HTTP {answer.status_code}"
+                except (httpx.TransportError, ValueError) as exc:
+                    last = type(exc).__name__
+                time.sleep(0.2)
+        raise RehearsalError(
+            f"the private server did not answer on http://{LOOPBACK}:{self.port} within {timeout:.0f} s (last: "
+            f"{last})\n" + self.log_tail()
+        )
+
+    def _wait_for_cli(self, deadline: float) -> None:
+        while True:
+            try:
+                if self.cli("gitopsRehearsal") != self.identity:
+                    raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
+                return
+            except _PortTaken:
+                raise
+            except (OSError, RehearsalError):
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Stop the whole process group (SIGTERM, then SIGKILL) and remove the world's folder."""
+        try:
+            self._stop_group()
+        finally:
+            if not self.env.get(KEEP_ENV):
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _stop_group(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        pgid = process.pid
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, sig)
+            deadline = time.monotonic() + STOP_GRACE
+            while time.monotonic() < deadline:
+                if process.poll() is not None and not _group_alive(pgid):
+                    return
+                time.sleep(0.05)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=1.0)
+
+    # --- the admin CLI ---
+
+    def cli(self, expression: str, timeout: float = CLI_TIMEOUT) -> Any:
+        """Evaluate a JavaScript expression in the server's admin CLI (loopback TCP); its value, through JSON."""
+        wrapped = (
+            f"Promise.resolve({expression}).then(v => encodeURIComponent("
+            "JSON.stringify(v === undefined ? null : v)).replace(/'/g, '%27'), "
+            "e => encodeURIComponent(JSON.stringify({cliError: String(e)})).replace(/'/g, '%27'))"
+        )
+        with socket.create_connection((LOOPBACK, self.cli_port), timeout=timeout) as conn, conn.makefile("rb") as r:
+            while True:  # the greeting ends with a "< " line
+                line = r.readline()
+                if not line:
+                    raise RehearsalError("the private server's admin CLI closed the connection")
+                if line.startswith(b"< "):
+                    break
+            conn.sendall(wrapped.encode("utf-8") + b"\r\n")
+            answer = r.readline().decode("utf-8").rstrip("\r\n").removeprefix("< ")
+        if not (answer.startswith("'") and answer.endswith("'")):
+            raise RehearsalError(f"the private server's admin CLI answered {answer[:200]!r}")
+        value = json.loads(urllib.parse.unquote(answer[1:-1]))
+        if isinstance(value, dict) and "cliError" in value:
+            raise RehearsalError(f"the private server's admin CLI refused: {value['cliError']}")
+        return value
+
+    # --- the bots ---
+
+    def pause(self) -> None:
+        self.cli("system.pauseSimulation()")
+
+    def seed(self, modules: Mapping[str, Any]) -> Bot:
+        """A bot user with a free room, a spawn and ``modules`` (the wire form: text, or ``{"binary": b64}``)."""
+        if self._free_rooms is None:
+            rooms = self.cli(
+                "Promise.all([storage.db['rooms.objects'].find({type: 'controller'}), "
+                "storage.db.rooms.find({status: 'normal'})]).then(([c, r]) => { "
+                "const ok = new Set(r.filter(x => !x.sourceKeepers).map(x => x._id)); "
+                "return c.filter(x => !x.user && ok.has(x.room)).map(x => x.room).sort(); })"
+            )
+            # Every other free room: the bots' neighbours are empty (and far from the invaders' goals).
+            self._free_rooms = list(rooms)[::2] if isinstance(rooms, list) else []
+        if not self._free_rooms:
+            raise RehearsalError("the private server's world has no free room left for another bot")
+        room = self._free_rooms.pop(0)
+        name = BOT_NAME.format(n=len(self.bots) + 1)
+        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {{username: {json.dumps(name)}, cpu: 100}})")
+        user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
+        if not isinstance(user_id, str):
+            raise RehearsalError(f"the private server did not create the bot user {name}")
+        # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
+        self.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}}})")
+        self.cli(
+            f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "
+            f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}})"
+        )
+        bot = Bot(name, user_id, room)
+        self.bots.append(bot)
+        return bot
+
+    def run(
+        self, enough: Callable[[dict[str, Recording]], bool], timeout: float
+    ) -> tuple[dict[str, Recording], str | None]:
+        """Tick as fast as the engine goes until ``enough`` says so or ``timeout`` seconds passed; the bots'
+        recordings (by user id), and why ``enough`` was not reached (``None`` when it was)."""
+        self.cli("system.setTickDuration(1)")
+        self.cli("system.resumeSimulation()")
+        deadline = time.monotonic() + timeout
+        offset = 0
+        recordings: dict[str, Recording] = {bot.user_id: Recording() for bot in self.bots}
+        problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
+        while time.monotonic() < deadline:
+            offset = self._read_record(offset, recordings)
+            if enough(recordings):
+                problem = None
+                break
+            if self._process is None or self._process.poll() is not None:
+                problem = "the private server stopped while the world ticked\n" + self.log_tail()
+                break
+            time.sleep(0.1)
+        with contextlib.suppress(OSError, RehearsalError):
+            self.pause()
+        self._read_record(offset, recordings)
+        return recordings, problem
+
+    def _read_record(self, offset: int, recordings: dict[str, Recording]) -> int:
+        try:
+            with self.record.open("rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return offset
+        end = chunk.rfind(b"\n") + 1  # a line being written is read next time
+        for raw in chunk[:end].splitlines():
+            try:
+                entry = json.loads(raw)
+                data = json.loads(entry["data"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            recording = recordings.get(entry.get("user"))
+            if recording is not None:
+                (recording.console if entry.get("channel") == "console" else recording.cpu).append(data)
+        return offset + end
+
+    # --- diagnosis ---
+
+    def logs(self) -> str:
+        files = [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]
+        return "\n".join(p.read_text("utf-8", errors="replace") for p in files if p.exists())
+
+    def log_tail(self, lines: int = 15) -> str:
+        parts: list[str] = []
+        for path in [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]:
+            with contextlib.suppress(OSError):
+                parts.append(f"--- {path.name} ---")
+                parts.extend(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
+        return "\n".join(parts)
+
+
+@contextlib.contextmanager
+def running_world(install: Path, env: Mapping[str, str]) -> Iterator[World]:
+    """A started, paused world; stopped with its whole process group on exit."""
+    world = World(install, env)
+    try:
+        world.start()
+        world.pause()
+        yield world
+    finally:
+        world.stop()
+
+
+class _PortTaken(RehearsalError):
+    pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie member still counts for killpg; /proc tells them apart on Linux.
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                raw = (entry / "stat").read_text()
+                fields = raw[raw.rindex(")") + 2 :].split()
+                if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                    return True
+    return False
+
+
+__all__ = [
+    "INSTALL_ENV",
+    "Bot",
+    "Recording",
+    "World",
+    "default_install_dir",
+    "find_install",
+    "install_problem",
+    "install_stamp",
+    "node_files",
+    "running_world",
+]

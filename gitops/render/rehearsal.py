@@ -1,0 +1,114 @@
+"""Renderers of a rehearsal (``gitops rehearse``): terminal text and Markdown (the Action's plan comment).
+
+Both read the comparisons of ``gitops.core.rehearsal``; the JSON document is the use case's
+(:meth:`gitops.app.rehearsal.Rehearsal.document`). No I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitops.core.health import Status
+from gitops.core.rehearsal import Comparison, CpuStats, ErrorSite, Side
+
+#: How many distinct errors a side lists under its table.
+SHOWN_ERRORS = 5
+
+
+def _cpu(cpu: CpuStats | None, pick: str) -> str:
+    if cpu is None:
+        return "-"
+    value: float = getattr(cpu, pick)
+    return f"{value:.2f}".rstrip("0").rstrip(".") if value != int(value) else str(int(value))
+
+
+def _memory(side: Side | None) -> str:
+    if side is None or side.memory_bytes is None:
+        return "-"
+    size = side.memory_bytes
+    return f"{size} B" if size < 10_000 else f"{size / 1024:.1f} KiB"
+
+
+def _rows(c: Comparison) -> list[tuple[str, str, str]]:
+    """(what, base, head) rows of one branch."""
+    b, h = c.base, c.head
+
+    def both(f: object) -> tuple[str, str]:
+        assert callable(f)
+        return ("-" if b is None else str(f(b))), str(f(h))
+
+    return [
+        ("result", *both(lambda s: s.status.upper())),
+        ("failed ticks", *both(lambda s: f"{s.failed_ticks} of {s.ticks}")),
+        ("distinct errors", *both(lambda s: len(s.errors))),
+        ("CPU per tick, mean", *both(lambda s: _cpu(s.cpu, "mean"))),
+        ("CPU per tick, p95", *both(lambda s: _cpu(s.cpu, "p95"))),
+        ("CPU per tick, max", *both(lambda s: _cpu(s.cpu, "max"))),
+        ("CPU-limit terminations", *both(lambda s: s.cpu_terminations)),
+        ("Memory at the end", _memory(b), _memory(h)),
+    ]
+
+
+def _error_line(e: ErrorSite) -> str:
+    where = f" at {e.where}" if e.where else " (no frame in the bot's code: the server's?)"
+    return f"{e.message}{where} ({e.count} tick{'s' if e.count != 1 else ''})"
+
+
+def text(
+    comparisons: Sequence[Comparison], result: Status, ticks: int, head_source: str, base_source: str | None
+) -> list[str]:
+    """The terminal report, one line each."""
+    out = [f"rehearse: {result.upper()} ({ticks} ticks each in a throwaway world of the real private server)"]
+    out.append(f"  head: {head_source}" + (f"; base: {base_source}" if base_source else ""))
+    for c in comparisons:
+        out.append("")
+        out.append(f"{c.branch}: {c.result.upper()}: {c.head.health.reason}")
+        rows = _rows(c)
+        width = max(len(r[0]) for r in rows)
+        if c.base is not None:
+            left = max(len("base"), *(len(r[1]) for r in rows))
+            out.append(f"  {'':<{width}}  {'base':<{left}}  head")
+            out += [f"  {what:<{width}}  {base:<{left}}  {head}" for what, base, head in rows]
+            change = c.cpu_change
+            if change is not None:
+                out.append(f"  {'CPU mean change':<{width}}  {change:+.2f}")
+        else:
+            out += [f"  {what:<{width}}  {head}" for what, _, head in rows]
+        for e in c.head.errors[:SHOWN_ERRORS]:
+            new = c.base is not None and e in c.new_errors
+            out.append(f"  {'new error' if new else 'error'}: {_error_line(e)}")
+    return out
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(
+    comparisons: Sequence[Comparison], result: Status, ticks: int, head_source: str, base_source: str | None
+) -> str:
+    """One table for every branch (errors and CPU, base vs pull request), and the pull request's errors below it."""
+    icon = {"healthy": "✅", "failing": "❌", "unknown": "❔"}[result]
+    lines = [
+        f"### {icon} Rehearsal: {result}",
+        "",
+        f"{ticks} ticks each in a throwaway world of the real Screeps private server. Pull request: {head_source}"
+        + (f"; base: {base_source}." if base_source else "."),
+        "",
+        "| branch | | base | pull request |",
+        "| --- | --- | --- | --- |",
+    ]
+    for c in comparisons:
+        for i, (what, base, head) in enumerate(_rows(c)):
+            label = f"`{_cell(c.branch)}`" if i == 0 else ""
+            lines.append(f"| {label} | {what} | {_cell(base)} | {_cell(head)} |")
+    errors = [(c, e) for c in comparisons for e in c.head.errors[:SHOWN_ERRORS]]
+    if errors:
+        lines += ["", "Errors of the pull request's code:", ""]
+        for c, e in errors:
+            new = " **new**" if c.base is not None and e in c.new_errors else ""
+            lines.append(f"- `{_cell(c.branch)}`{new}: `{_cell(_error_line(e))}`")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["markdown", "text"]

@@ -1,0 +1,122 @@
+"""The rehearsal's figures and its comparison (``gitops.core.rehearsal``): pure, on made-up ticks and cpu numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitops.core.health import Thresholds, Tick
+from gitops.core.rehearsal import (
+    ErrorSite,
+    bot_frame,
+    compare,
+    cpu_stats,
+    distinct_errors,
+    overall,
+    percentile,
+    side,
+)
+
+BOOM = (
+    "Error: boom\n"
+    "    at module.exports.loop (main:1:149)\n"
+    "    at __mainLoop:1:52\n"
+    "    at exports.evalCode (&lt;isolated-vm>:15381:76)\n"
+)
+SERVER_FAULT = "ReferenceError: _ is not defined\n    at <runtime>:20:1\n    at Object.run (@screeps/driver:3:1)\n"
+MODULES = ("main", "role.harvester")
+
+
+def test_percentile_is_the_nearest_rank_value() -> None:
+    values = [float(v) for v in range(1, 21)]  # 1..20
+    assert percentile(values, 95) == 19.0
+    assert percentile(values, 100) == 20.0
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([3.0, 1.0, 2.0], 50) == 2.0
+    with pytest.raises(ValueError, match="no values"):
+        percentile([], 95)
+
+
+def test_cpu_stats_mean_p95_and_max() -> None:
+    stats = cpu_stats([1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 21])
+    assert stats is not None
+    assert stats.samples == 20
+    assert stats.mean == pytest.approx(2.05)  # (18 + 2 + 21) / 20
+    assert stats.p95 == 2.0
+    assert stats.max == 21.0
+    assert cpu_stats([]) is None
+
+
+def test_the_bots_top_frame_is_found_and_the_runtimes_frames_are_not() -> None:
+    assert bot_frame(BOOM, MODULES) == "main:1"
+    assert bot_frame(SERVER_FAULT, MODULES) is None
+    nested = "TypeError: x\n    at harvest (role.harvester:12:3)\n    at loop (main:4:5)\n"
+    assert bot_frame(nested, MODULES) == "role.harvester:12"
+    # A source-mapped stack (the TypeScript starter's ErrorMapper) names the source file.
+    mapped = "Error: no\n    at loop (src/main.ts:7:11)\n    at __mainLoop:1:52\n"
+    assert bot_frame(mapped, MODULES) == "src/main.ts:7"
+    # The first line is the message, never a frame, even when it looks like one.
+    assert bot_frame("main:3:1 went wrong", MODULES) is None
+
+
+def test_distinct_errors_are_counted_by_message_and_place_most_frequent_first() -> None:
+    ticks = [Tick(errors=(BOOM,)), Tick(errors=(SERVER_FAULT,)), Tick(errors=(BOOM,)), Tick(log=("ok",))]
+    assert distinct_errors(ticks, MODULES) == (
+        ErrorSite("Error: boom", "main:1", 2),
+        ErrorSite("ReferenceError: _ is not defined", None, 1),
+    )
+
+
+def test_a_side_is_judged_by_the_verify_judge_with_cpu_terminations_and_memory() -> None:
+    ticks = [Tick(log=("a",)), Tick(log=("b",), errors=(BOOM,)), Tick(errors=("CPU limit reached",))] + [
+        Tick(log=("c",))
+    ] * 7
+    result = side(
+        "head", ticks, [1.0, 2.0, None, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 10.0], 42, Thresholds(ticks=10), MODULES
+    )
+    assert result.status == "healthy"  # 2 of 10 failed: under the default 50 %
+    assert (result.ticks, result.failed_ticks, result.cpu_terminations, result.memory_bytes) == (10, 2, 1, 42)
+    assert result.cpu is not None
+    assert result.cpu.samples == 9
+    assert result.cpu.max == 10.0
+    doc = result.to_json()
+    assert {"ticks", "failed_ticks", "errors", "cpu"} <= doc.keys()
+    assert doc["errors"] == [
+        {"message": "Error: boom", "where": "main:1", "count": 1},
+        {"message": "CPU limit reached", "where": None, "count": 1},
+    ]
+
+
+def test_a_side_that_throws_every_tick_is_failing_and_one_without_ticks_is_unknown() -> None:
+    failing = side("head", [Tick(log=(), errors=(BOOM,))] * 5, [1.0] * 5, None, Thresholds(ticks=5), MODULES)
+    assert failing.status == "failing"
+    empty = side("head", [], [], None, Thresholds(ticks=5), MODULES, problem="the world ran too slowly")
+    assert empty.status == "unknown"
+    assert empty.cpu is None
+
+
+def test_compare_names_the_errors_the_base_did_not_have_and_the_cpu_change() -> None:
+    base = side("base", [Tick(log=("x",), errors=(SERVER_FAULT,))] + [Tick(log=("x",))] * 3, [1.0] * 4, 10,
+                Thresholds(ticks=4), MODULES)  # fmt: skip
+    head = side("head", [Tick(log=("x",), errors=(BOOM,)), Tick(log=("x",), errors=(SERVER_FAULT,))]
+                + [Tick(log=("x",))] * 2, [2.0, 3.0, 2.0, 3.0], 12, Thresholds(ticks=4), MODULES)  # fmt: skip
+    comparison = compare("local/main", head, base)
+    assert comparison.new_errors == (ErrorSite("Error: boom", "main:1", 1),)
+    assert comparison.cpu_change == pytest.approx(1.5)
+    # The server's fault (no frame of the bot's) is not the bot's (issue 39's blame rule): 1 of 4 ticks is the
+    # bot's, under the 50 % threshold.
+    assert head.failed_ticks == 1
+    assert comparison.result == "healthy"
+    doc = comparison.to_json()
+    assert doc["base"] is not None
+    assert doc["cpu_mean_change"] == 1.5
+    alone = compare("local/main", head, None)
+    assert alone.base is None
+    assert alone.new_errors == ()
+    assert alone.cpu_change is None
+
+
+def test_overall_is_the_worst_branch() -> None:
+    assert overall(["healthy", "healthy"]) == "healthy"
+    assert overall(["healthy", "unknown"]) == "unknown"
+    assert overall(["unknown", "failing", "healthy"]) == "failing"
+    assert overall([]) == "unknown"

@@ -1,0 +1,38 @@
+"""The rehearsal's renderers: the terminal's lines and the plan comment's one table (base vs pull request)."""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+
+from gitops.core.health import Thresholds, Tick
+from gitops.core.rehearsal import Comparison, compare, side
+from gitops.render.rehearsal import markdown, text
+
+BOOM = "Error: boom\n    at module.exports.loop (main:1:149)\n    at __mainLoop:1:52\n"
+
+
+def _comparison() -> Comparison:
+    base = side("base", [Tick(log=("x",))] * 4, [1.0, 1.0, 1.0, 2.0], 10, Thresholds(ticks=4), ["main"])
+    head = side("head", [Tick(log=("x",), errors=(BOOM,))] * 4, [3.0] * 4, 12, Thresholds(ticks=4), ["main"])
+    return compare("local/main", head, base)
+
+
+def test_the_markdown_is_one_table_of_errors_and_cpu_base_against_the_pull_request() -> None:
+    comparison = _comparison()
+    out = markdown([comparison], "failing", 4, "working tree", "ref main (commit 0123456789ab)")
+    html = MarkdownIt("commonmark").enable("table").render(out)
+    assert html.count("<table>") == 1
+    assert "<th>base</th>" in html
+    assert "<th>pull request</th>" in html
+    assert "| `local/main` | result | HEALTHY | FAILING |" in out
+    assert "|  | failed ticks | 0 of 4 | 4 of 4 |" in out
+    assert "|  | CPU per tick, mean | 1.25 | 3 |" in out
+    assert "**new**" in out
+    assert "Error: boom at main:1 (4 ticks)" in out
+
+
+def test_the_text_names_each_error_with_the_bots_file_and_line() -> None:
+    lines = text([_comparison()], "failing", 4, "working tree", "ref main")
+    assert lines[0].startswith("rehearse: FAILING")
+    assert "  new error: Error: boom at main:1 (4 ticks)" in lines
+    assert any(line.split() == ["CPU", "mean", "change", "+1.75"] for line in lines)

@@ -1,0 +1,237 @@
+"""``gitops rehearse`` on the real private server: the install of ``scripts/private-server.sh`` (the suite's), pointed
+at with ``GITOPS_PRIVATE_SERVER``; each run starts a throwaway world of its own and stops it.
+
+No game account, no token: the environment of each run holds no credential, and the manifest's server is never
+contacted. The world's folder is made under the test's ``TMPDIR``, so a server process left behind is found by its
+working folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gitops.errors import ExitCode
+from tests.factories import git
+from tests.private.harness import ROOT, install_problem
+
+pytestmark = pytest.mark.private_server
+
+INSTALL = Path(os.environ.get("PRIVATE_SERVER_DIR", ROOT / ".private-server"))
+TICKS = 12
+
+HEALTHY = """\
+'use strict';
+module.exports.loop = function () {
+    const spawn = Game.spawns.Spawn1;  // the room and spawn the rehearsal gives the bot
+    if (!spawn || !spawn.room.controller.my) throw new Error('no room of its own');
+    Memory.seen = (Memory.seen || 0) + 1;
+    console.log('tick ' + Game.time);
+};
+"""
+THROWING = """\
+'use strict';
+module.exports.loop = function () {
+    console.log('about to fail');
+    throw new Error('the bot broke');
+};
+"""
+
+
+@pytest.fixture(scope="module")
+def installed() -> Path:
+    problem = install_problem()
+    if problem:
+        pytest.fail(problem, pytrace=False)
+    return INSTALL
+
+
+def _bot(repo: Path, main: str) -> None:
+    repo.mkdir(exist_ok=True)
+    if not (repo / ".git").exists():
+        git(repo, "init", "-q")
+        manifest = {
+            "version": 1,
+            "servers": {"live": {"url": "http://127.0.0.1:9", "token_env": "SCREEPS_TOKEN"}},
+            "branches": [{"server": "live", "branch": "main", "root": ".", "include": ["main.js"]}],
+        }
+        (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    (repo / "main.js").write_text(main, encoding="utf-8")
+
+
+def _rehearse(repo: Path, tmp_path: Path, install: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir(exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TMPDIR": str(scratch),
+        "GITOPS_PRIVATE_SERVER": str(install),
+        "GITOPS_STATE_DIR": str(tmp_path / "state"),
+        "NO_COLOR": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "gitops", "rehearse", "--ticks", str(TICKS), *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    # The world was stopped with its whole process group, and its folder removed.
+    left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cwd(p).startswith(str(scratch))]
+    assert not left, f"server processes left behind: {left}"
+    assert not list(scratch.glob("gitops-rehearsal-*")), "the world's folder was left behind"
+    return done
+
+
+def _cwd(proc: Path) -> str:
+    try:
+        return os.readlink(proc / "cwd")
+    except OSError:
+        return ""
+
+
+def _document(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    try:
+        doc = json.loads(done.stdout)
+    except ValueError:
+        pytest.fail(f"not JSON (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_a_healthy_bot_is_healthy_with_its_cpu_and_memory(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    done = _rehearse(repo, tmp_path, installed, "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert doc["result"] == "healthy"
+    head = doc["head"]
+    assert head["ticks"] == TICKS
+    assert head["failed_ticks"] == 0
+    assert head["errors"] == []
+    assert head["cpu"]["samples"] == TICKS
+    assert 0 <= head["cpu"]["mean"] <= head["cpu"]["max"]
+    assert head["cpu"]["p95"] <= head["cpu"]["max"]
+    assert head["memory_bytes"] == len(json.dumps({"seen": 0}, separators=(",", ":"))) + 1  # {"seen":NN}
+    assert doc["base"] is None
+
+
+def test_a_throwing_bot_against_its_healthy_base_is_failing_with_its_file_and_line(
+    installed: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "healthy")
+    _bot(repo, THROWING)  # the working tree: the pull request's code
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.UNHEALTHY, done.stderr
+    assert doc["result"] == "failing"
+    head, base = doc["head"], doc["base"]
+    for one in (head, base):
+        assert {"ticks", "failed_ticks", "errors", "cpu"} <= one.keys()
+        assert {"mean", "p95"} <= one["cpu"].keys()
+        assert one["ticks"] == TICKS
+    assert base["result"] == "healthy"
+    assert base["failed_ticks"] == 0
+    assert head["failed_ticks"] == TICKS
+    assert head["errors"] == [{"message": "Error: the bot broke", "where": "main:4", "count": TICKS}]
+    [branch] = doc["branches"]
+    assert branch["new_errors"] == head["errors"]
+    assert base["commit"] == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_an_install_that_is_not_there_is_one_clear_message_and_exit_14(tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    done = _rehearse(repo, tmp_path, tmp_path / "nowhere")
+    assert done.returncode == ExitCode.REHEARSAL_UNKNOWN
+    assert "Traceback" not in done.stderr
+    assert "holds no complete install" in done.stderr
+    assert "GITOPS_PRIVATE_SERVER" in done.stderr
+    assert "bash scripts/private-server.sh install" in done.stderr
+
+
+def test_a_world_too_slow_for_its_ticks_is_unknown_and_exit_14(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    done = _rehearse(repo, tmp_path, installed, "--ticks", "5000", "--timeout", "3", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.REHEARSAL_UNKNOWN, done.stderr
+    assert doc["result"] == "unknown"
+    assert "not every bot had its ticks within 3 s" in doc["head"]["reason"]
+    assert doc["head"]["ticks"] < 5000
+
+
+def _world_processes(scratch: Path) -> list[Path]:
+    return [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cwd(p).startswith(str(scratch))]
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGKILL, -signal.SIGKILL)])
+def test_an_interrupted_or_killed_rehearsal_leaves_no_server_process(
+    installed: Path, tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "TMPDIR": str(scratch),
+        "GITOPS_PRIVATE_SERVER": str(installed),
+        "NO_COLOR": "1",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gitops", "rehearse", "--ticks", "5000"],
+        cwd=repo,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        records: list[Path] = []
+        while not any(r.stat().st_size > 0 for r in records) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            records = list(scratch.glob("gitops-rehearsal-*/record.jsonl"))
+        assert records, "the world did not start ticking within 60 s"
+        assert _world_processes(scratch)
+        process.send_signal(sig)
+        assert process.wait(timeout=60) == code
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    # Ctrl-C: stopped by the tool, its folder removed. kill -9: the world's own watcher stops it within a second.
+    deadline = time.monotonic() + 20
+    while _world_processes(scratch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _world_processes(scratch), "server processes outlived the rehearsal"
+    if sig == signal.SIGINT:
+        assert not list(scratch.glob("gitops-rehearsal-*"))
+
+
+def test_a_base_that_is_no_commit_is_named_as_base_with_exit_6(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    done = _rehearse(repo, tmp_path, installed, "--base", "no-such-branch")
+    assert done.returncode == ExitCode.LOCAL_CODE
+    assert "Traceback" not in done.stderr
+    assert "Error: --base no-such-branch: no such commit, branch or tag" in done.stderr
