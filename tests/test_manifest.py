@@ -482,6 +482,26 @@ def test_more_branches_than_a_user_can_have(here: Path) -> None:
     ]
 
 
+def test_branch_names_follow_the_servers_rules(here: Path) -> None:
+    """Issue 41: a 40-character branch passed validate and apply then failed with a bare "invalid branch name". The
+    server counts a name's length as JavaScript does (UTF-16 units), and takes at most 30."""
+    thirty = "b" * 30
+    emoji = "\U0001f600" * 16  # 16 characters, 32 UTF-16 units
+    text = (
+        f"version: 1\n{SERVER}\nbranches:\n"
+        f"  - {{server: local, branch: {thirty}}}\n"
+        f"  - {{server: local, branch: {'c' * 40}}}\n"
+        f"  - {{server: local, branch: '{emoji}'}}\n"
+        '  - {server: local, branch: "tab\\there"}\n'
+    )
+    found = problems(here, text)
+    assert len(found) == 3, found
+    assert found[0].startswith("gitops.yaml:5: branches[1].branch: '" + "c" * 40 + "' is 40 characters long;")
+    assert "the server takes at most 30" in found[0]
+    assert "is 32 characters long as the server counts them (UTF-16 units; 16 characters)" in found[1]
+    assert "control character" in found[2]
+
+
 def test_no_secret_value_is_echoed(here: Path) -> None:
     text = (
         "version: 1\nservers:\n"
@@ -499,8 +519,9 @@ def test_not_found(here: Path) -> None:
         load_manifest(Path("gitops.yaml"))
     assert str(caught.value) == (
         "manifest gitops.yaml not found\n"
-        "Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
-        "file with -m/--manifest or GITOPS_MANIFEST."
+        "Without -m, gitops looks for gitops.yaml or gitops.yml here and in the folders above, up to the top of the "
+        "Git repository. Create one with 'gitops init' (it writes a commented one for the layout it finds), or name "
+        "another file with -m/--manifest or GITOPS_MANIFEST."
     )
 
 

@@ -90,8 +90,9 @@ def test_missing_manifest_exits_5(here: Path, capsys: pytest.CaptureFixture[str]
     assert run(["validate", "--manifest", "deploy.yaml"]) == 5
     assert capsys.readouterr().err == (
         "Error: manifest deploy.yaml not found\n"
-        "Create it with 'gitops init' (it writes a commented one for the layout it finds), or name another "
-        "file with -m/--manifest or GITOPS_MANIFEST.\n"
+        "Without -m, gitops looks for gitops.yaml or gitops.yml here and in the folders above, up to the top of the "
+        "Git repository. Create one with 'gitops init' (it writes a commented one for the layout it finds), or name "
+        "another file with -m/--manifest or GITOPS_MANIFEST.\n"
     )
 
 

@@ -95,9 +95,25 @@ def _check_credentials_entry(value: str) -> str:
     return value
 
 
+#: The longest branch name the servers take, in UTF-16 code units as JavaScript counts a string's length: the
+#: private server refuses a longer source branch of clone-branch ("invalid branch name"), so a longer branch could be
+#: made but never cloned from (docs/private-server-facts.md).
+MAX_BRANCH_NAME_UNITS = 30
+
+
 def _check_branch_name(value: str) -> str:
     if not value:
         raise _fail("is empty; name the branch, e.g. main")
+    control = _control_problem(value, "name the branch without it, e.g. main")
+    if control is not None:
+        raise control
+    units = len(value.encode("utf-16-le", "surrogatepass")) // 2
+    if units > MAX_BRANCH_NAME_UNITS:
+        counted = "" if units == len(value) else f" as the server counts them (UTF-16 units; {len(value)} characters)"
+        raise _fail(
+            f"{value!r} is {units} characters long{counted}; the server takes at most {MAX_BRANCH_NAME_UNITS} "
+            "(a longer one is refused as 'invalid branch name' when it is cloned); shorten it"
+        )
     if value.startswith("$"):
         raise _fail(
             f"{value!r} starts with '$', which the server reads as 'the active branch' ($activeWorld, $activeSim), "
@@ -167,7 +183,9 @@ EnvName = Annotated[
 CredentialsEntry = Annotated[
     str, AfterValidator(_check_credentials_entry), WithJsonSchema({"type": "string", "minLength": 1})
 ]
-BranchName = Annotated[str, AfterValidator(_check_branch_name), WithJsonSchema({"type": "string", "pattern": "^[^$]"})]
+BranchName = Annotated[
+    str, AfterValidator(_check_branch_name), WithJsonSchema({"type": "string", "pattern": "^[^$]", "maxLength": 30})
+]
 RootPath = Annotated[str, AfterValidator(_check_root), WithJsonSchema({"type": "string", "pattern": "^[^/\\\\]"})]
 Glob = Annotated[str, AfterValidator(_check_glob), WithJsonSchema({"type": "string", "minLength": 1})]
 Separator = Annotated[
