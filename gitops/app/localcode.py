@@ -39,6 +39,7 @@ from gitops.edges.build import (
 from gitops.edges.codesetfile import codeset_path, read_codeset
 from gitops.edges.environ import seal_process
 from gitops.edges.forked import ForkedCall
+from gitops.edges.jssyntax import MAX_LISTED, syntax_problems
 from gitops.edges.threads import Background, start_quiet
 from gitops.errors import SourceError, UsageError
 from gitops.secrets import leaked_in, register
@@ -90,6 +91,21 @@ def _refuse_leaks(local: LocalCode) -> None:
                     hint="Keep tokens and passwords out of the code: a build must not write them into its output "
                     "(it runs without them; see 'build' in the manifest documentation).",
                 )
+
+
+def check_syntax(local: LocalCode) -> None:
+    """:class:`SourceError` (exit 6) listing the JavaScript modules that do not parse
+    (:mod:`gitops.edges.jssyntax`); ``validate`` and ``build`` call it, before anything is sent."""
+    problems = syntax_problems(local.branches)
+    if problems:
+        count = f"{len(problems)} module{'s' if len(problems) != 1 else ''}"
+        if len(problems) >= MAX_LISTED:
+            count = f"the first {count}"
+        raise SourceError(
+            f"the local code from the {local.source.describe()} has JavaScript that does not parse ({count}); "
+            "uploaded, it would throw a SyntaxError in every tick:\n" + "\n".join(f"  - {p}" for p in problems),
+            hint="Fix the code at the line and column shown (or the build that wrote it).",
+        )
 
 
 def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozenset[str]:

@@ -34,7 +34,7 @@ def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], o
     GitHub Action's `command: build` does this. Exit 6 when a build fails; 0 (and nothing printed) when the
     manifest names no build and no --out is given.
     """
-    from gitops.app.localcode import read_code, run_builds
+    from gitops.app.localcode import check_syntax, read_code, run_builds
     from gitops.app.targets import Targets, select
     from gitops.config.manifest import load_manifest
     from gitops.edges.codesetfile import CODESET_VARIABLE, refuse_unless_regular, write_codeset
@@ -48,6 +48,7 @@ def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], o
     refuse_unless_regular(out, "--out")  # before the build: a wrong path is known at once
     env = {key: value for key, value in os.environ.items() if key != CODESET_VARIABLE}
     local = read_code(loaded, None, env)
+    check_syntax(local)  # the deploy job sends what this writes: a module that cannot parse stops here
     write_codeset(out, local, loaded)
     modules = sum(len(branch.code) for branch in local.branches)
     click.echo(

@@ -41,15 +41,17 @@ def validate(manifest: Path, ref: str | None, list_modules: bool, as_json: bool)
     """Check the manifest and the local code, without the network (a branch's build command runs first).
 
     Prints each branch's modules and size as the server counts it against its 5 MB limit, and any warnings.
+    Every JavaScript module is parsed: a syntax error is named by module, file, line and column.
     Exits 5 for an invalid manifest, 6 for local code that cannot be deployed (or a build that fails).
     """
-    from gitops.app.localcode import read_code
+    from gitops.app.localcode import check_syntax, read_code
     from gitops.config.manifest import load_manifest
     from gitops.core.endpoints import MAX_CODE_LENGTH
     from gitops.render.plan import size
 
     loaded = load_manifest(manifest)
     local = read_code(loaded, ref, os.environ)
+    check_syntax(local)
     if as_json:
         _print_json(loaded, local, list_modules)
         return

@@ -1,0 +1,91 @@
+"""Issue 41: a JavaScript syntax error (``var x = ;``) passed validate, plan and apply and was uploaded. validate and
+build now parse every JavaScript module (tree-sitter's grammar); every syntax the game's runtime takes still passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitops.cli import run
+from gitops.edges.jssyntax import first_syntax_problem
+from gitops.errors import ExitCode
+from tests.factories import git
+
+MANIFEST = """version: 1
+servers:
+  local: {url: "http://127.0.0.1:9", token_env: SCREEPS_TOKEN}
+branches:
+  - {server: local, branch: main, root: src, requires: {check: false}}
+"""
+
+#: Syntax a Screeps bot uses today (Node.js 10 to 20 runtimes), each of which must parse.
+MODERN = [
+    "return module.exports;  // a module is a function body in game",
+    "const a = b?.c ?? d; a ||= 1; a &&= 2; a ??= 3;",
+    "class C extends Creep { #cache = new Map(); static count = 0; static { this.count = 1; } get x() { return 1; } }",
+    "async function f() { for await (const x of g()) { await x; } }",
+    "const {a, ...rest} = obj; const [b, , c = 2] = list; fn(...args);",
+    "const big = 1_000_000n; const re = /a+(?<name>b)/gu; const t = `x ${y} z`;",
+    "label: for (const k in o) { if (!k) continue label; }",
+    "module.exports.loop = function* () { yield* other(); };",
+    "try { x(); } catch { y(); } finally { z(); }",
+    "const o = { [key]: 1, method() {}, async *gen() {}, get v() { return 1; } };",
+    "if (a) b(); else c()\nlet d = 1\n;[1, 2].forEach(e => e)",
+    "x = a / b / c; y = /re/.test(s) ? 1 : 2;",
+]
+BROKEN = ["var x = ;", "function f( {", "const = 1;", "if (a {\n}", "let s = 'open;"]
+
+
+@pytest.mark.parametrize("text", MODERN)
+def test_modern_javascript_parses(text: str) -> None:
+    assert first_syntax_problem(text) is None
+
+
+@pytest.mark.parametrize("text", BROKEN)
+def test_broken_javascript_is_found(text: str) -> None:
+    problem = first_syntax_problem(text)
+    assert problem is not None
+    assert problem.line == 1
+
+
+def test_the_examples_parse() -> None:
+    root = Path(__file__).resolve().parent.parent / "examples"
+    files = [p for p in root.rglob("*.js") if "node_modules" not in p.parts]
+    assert len(files) >= 5
+    for path in files:
+        assert first_syntax_problem(path.read_text("utf-8")) is None, path
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "bot"
+    (root / "src" / "role").mkdir(parents=True)
+    (root / "gitops.yaml").write_text(MANIFEST, "utf-8")
+    (root / "src" / "main.js").write_text("module.exports.loop = () => {};\n", "utf-8")
+    (root / "src" / "role" / "harvester.js").write_text(
+        "// harvest\nmodule.exports.run = (creep) => {\n  creep.say(;\n};\n"
+    )
+    git(root, "init", "-q", "-b", "main")
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("GITOPS_MANIFEST", raising=False)
+    return root
+
+
+def test_validate_names_the_module_file_line_and_column(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["validate"]) == ExitCode.LOCAL_CODE
+    err = capsys.readouterr().err
+    assert "has JavaScript that does not parse (1 module)" in err
+    assert "local/main: module 'role/harvester' (src/role/harvester.js) line 3, column" in err
+    assert "creep.say(;" in err
+    (repo / "src" / "role" / "harvester.js").write_text("module.exports.run = (creep) => creep?.say('hi');\n")
+    assert run(["validate"]) == 0
+
+
+def test_build_out_writes_no_code_set_that_cannot_parse(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "codeset.json"
+    assert run(["build", "--out", str(out)]) == ExitCode.LOCAL_CODE
+    assert "does not parse" in capsys.readouterr().err
+    assert not out.exists()
