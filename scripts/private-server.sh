@@ -127,7 +127,27 @@ cmd_install() {
       export npm_config_nodedir="$prefix"
     fi
   fi
-  if ! (cd "$PS" && npm ci --no-audit --no-fund --engine-strict=false --loglevel=warn </dev/null >"$PS/install.log" 2>&1); then
+  echo "private-server: npm ci builds isolated-vm and the driver from source: minutes on a small machine; a line every 30 s"
+  # A ticker beside npm (npm stays in the foreground, so Ctrl-C and a CI timeout stop it as before); the ticker ends
+  # with npm, or by itself once this script is gone.
+  local parent=$$
+  (
+    waited=0
+    while kill -0 "$parent" 2>/dev/null; do
+      sleep 1
+      waited=$((waited + 1))
+      if [ $((waited % 30)) -eq 0 ]; then
+        echo "private-server: still installing ($((waited)) s so far; log: $PS/install.log)"
+      fi
+    done
+  ) &
+  local ticker=$!
+  local npm_status=0
+  (cd "$PS" && npm ci --no-audit --no-fund --engine-strict=false --loglevel=warn </dev/null >"$PS/install.log" 2>&1) ||
+    npm_status=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  if [ "$npm_status" -ne 0 ]; then
     tail -n 60 "$PS/install.log" >&2
     die "npm ci failed (full log: $PS/install.log)."
   fi

@@ -5,14 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PYTHON:-python3}
+# One line per step that can take more than a few seconds (the first run installs for minutes).
+step() { echo "== $* ($(date +%H:%M:%S))"; }
 if [ ! -x .venv/bin/python ]; then
+  step "creating the virtual environment .venv"
   "$PY" -m venv .venv
 fi
+step "installing screeps-gitops and its test tools into .venv (a minute or two the first time)"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 
 # Headless Chromium for the no-rate-limit page tests (Debian's package; Playwright drives it, downloads nothing).
 if ! command -v chromium >/dev/null 2>&1; then
+  step "installing Debian's chromium for the page tests (once)"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
@@ -21,6 +26,7 @@ fi
 
 # The real npm private server (screeps + screepsmod-auth) for the integration suite; reused when present.
 if [ -x scripts/private-server.sh ]; then
+  step "the real private server for the integration tests (installed once, a few minutes; reused after)"
   bash scripts/private-server.sh install
 fi
 
