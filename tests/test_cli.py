@@ -216,7 +216,9 @@ def test_a_command_in_its_own_process_ends_with_all_its_output_and_its_exit_code
     plan = gitops("plan", "--refresh=never", "-m", manifest, "--state-dir", str(project.state_dir))
     assert plan.returncode == 2, plan.stderr
     assert plan.stdout.decode().startswith("Plan from working tree, manifest ")
-    assert plan.stdout.decode().endswith("(1 branch(es) not checked on the server).\n")
+    assert plan.stdout.decode().endswith(
+        "(1 branch(es) not checked on the server). 1 new branch(es) get their modules by clone-branch, not an upload.\n"
+    )
     (project.root / "gitops.yaml").write_text("version: 1\nservers: {}\nbranches: []\nsurprise: 1\n")
     bad = gitops("validate", "-m", manifest)
     assert bad.returncode == 5

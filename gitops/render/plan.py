@@ -279,6 +279,11 @@ def summary_line(plan: Plan, *, now: float) -> str:
             return f"Nothing new to deploy, but the last deploy is unverified or failing on {labels} (exit 12)."
         return no_changes_line(plan, now=now, head="No changes")
     line = f"Plan: {len(changed)} of {len(plan.branches)} branch(es) to change, {plan.uploads_needed} upload(s) needed"
+    created = [b for b in changed if b.action == "create" and not any(s.kind == "upload" for s in b.steps)]
+    if created:
+        # A new branch gets its modules in the clone-branch request itself, which counts against no upload limit:
+        # "0 upload(s)" beside modules to send read as a contradiction (issue 41).
+        failed = f" {len(created)} new branch(es) get their modules by clone-branch, not an upload." + failed
     return line + label + "." + failed
 
 

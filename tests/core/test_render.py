@@ -352,7 +352,8 @@ def test_budget_rows_in_words() -> None:
 def test_summary_and_applied_lines() -> None:
     assert summary_line(quiet_plan(), now=NOW) == "No changes: the servers hold what the repository holds."
     assert summary_line(mixed_plan(), now=NOW) == (
-        "Plan: 4 of 4 branch(es) to change, 2 upload(s) needed (2 branch(es) not checked on the server)."
+        "Plan: 4 of 4 branch(es) to change, 2 upload(s) needed (2 branch(es) not checked on the server). "
+        "1 new branch(es) get their modules by clone-branch, not an upload."
     )
     assert applied_line(mixed_plan()) == (
         "Applied: 4 branch(es) changed with 2 upload(s); the servers now hold what the plan holds."
