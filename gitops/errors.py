@@ -5,36 +5,10 @@ Every error a user can cause is a :class:`GitopsError` subclass. Its message say
 ``Error: <message>`` (and the hint) to standard error and exits with ``exit_code``. No message may contain a
 secret: code that builds a message from server text passes it through ``gitops.secrets.redact`` first.
 
-Exit codes (documented in the README):
+Exit codes: :class:`ExitCode`, each with its meaning in :data:`EXIT_CODE_MEANINGS` (the one list: ``gitops help
+exit-codes`` prints it, and a test keeps the README's table to the same codes).
 
-====  ==========================================================================================
-code  meaning
-====  ==========================================================================================
-0     success; for ``plan``: the servers already hold what the repository holds
-1     a request to the server failed, the server answered an error, or ``apply`` stopped part-way (3 or 7
-      instead when the budget or the credentials stopped it)
-2     ``plan`` only: there are changes to apply (not an error)
-3     the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than ``--max-wait``
-4     bad command-line usage (unknown flag, bad value, missing ``--yes`` without a terminal); also ``serve``, ``demo``
-      and ``watch`` without the optional extra ``serve``
-5     the manifest is invalid
-6     the local code is invalid (glob matching nothing, non-UTF-8 text, bad module name, over 5 MB, ...)
-7     credentials: missing, refused by the server, or a restricted token without a needed endpoint
-8     a saved plan file is unreadable, stale, or no longer matches the manifest
-9     ``apply``'s verification: the new code fails and was left in place, or was undone without being judged
-      healthy after; ``rehearse``: the code fails in the throwaway world
-10    ``apply``'s verification: the new code failed, was rolled back, and the code after the undo was judged healthy
-11    ``apply``'s verification: the new code failed and its rollback failed too
-12    a deploy is unverified (its watch was interrupted or never ended) or failing: ``plan``, ``apply``, ``drift``
-      and ``status`` say so until a new deploy, ``apply --verify-again`` or ``gitops rollback`` settles it
-13    refused for trust: a pull request planned with a deploy token changes a server's url, credential variables
-      or build against the base branch's; or the Action found a credential in its step's env: instead of an input
-14    ``rehearse``: unknown, or the throwaway world could not be run
-70    a bug in screeps-gitops
-====  ==========================================================================================
-
-:class:`ExitCode` is that table in code; every place that picks an exit code names a member of it (a test checks
-it against the README's table).
+:class:`ExitCode` is that list in code; every place that picks an exit code names a member of it.
 """
 
 from __future__ import annotations
@@ -74,6 +48,37 @@ class ExitCode(IntEnum):
     REHEARSAL_UNKNOWN = 14
     BUG = 70
 
+
+#: What each exit code means, in a line: ``gitops help exit-codes`` prints this, and the README's table has a row for
+#: each code (tests/test_exit_codes.py).
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success; for `plan`: the servers already hold what the repository holds",
+    ExitCode.FAILURE: "a request to the server failed, the server answered an error, or `apply` stopped part-way "
+    "(3 or 7 instead when the budget or the credentials stopped it)",
+    ExitCode.CHANGES: "not an error: `plan` has changes to apply, `drift` found branches changed outside Git",
+    ExitCode.BUDGET: "the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than "
+    "`--max-wait`",
+    ExitCode.USAGE: "bad command-line usage (unknown flag, bad value, missing `--yes` without a terminal); also "
+    "`serve`, `demo` and `watch` without the optional extra `serve`",
+    ExitCode.MANIFEST: "the manifest is invalid, or not found",
+    ExitCode.LOCAL_CODE: "the local code is invalid (a glob matching nothing, non-UTF-8 text, a bad module name, "
+    "over 5 MB, a JavaScript syntax error, ...), a build failed, or a code set file cannot be used",
+    ExitCode.CREDENTIALS: "credentials: missing, refused by the server, or a restricted token without a needed "
+    "endpoint",
+    ExitCode.PLAN_FILE: "a saved plan file is unreadable, stale, or no longer matches the manifest",
+    ExitCode.UNHEALTHY: "`apply`'s verification: the new code fails and was left in place, or was undone without "
+    "being judged healthy after; `rehearse`: the code fails in the throwaway world",
+    ExitCode.ROLLED_BACK: "`apply`'s verification: the new code failed, was rolled back, and the code after the undo "
+    "was judged healthy",
+    ExitCode.UNDO_FAILED: "`apply`'s verification: the new code failed and its rollback failed too",
+    ExitCode.UNVERIFIED: "a deploy is unverified (its watch was interrupted or never ended) or failing: `plan`, "
+    "`apply`, `drift` and `status` say so until a new deploy, `apply --verify-again` or `gitops rollback` settles it",
+    ExitCode.TRUST: "refused for trust: a pull request planned with a deploy token changes a server's url, credential "
+    "variables or build against the base branch's; or the Action found a credential in its step's `env:` instead "
+    "of an input",
+    ExitCode.REHEARSAL_UNKNOWN: "`rehearse`: unknown, or the throwaway world could not be run",
+    ExitCode.BUG: "a bug in screeps-gitops (`--debug` shows a redacted traceback)",
+}
 
 #: Ctrl-C (128 + SIGINT), the shell's convention rather than the tool's own table.
 EXIT_INTERRUPTED = 130

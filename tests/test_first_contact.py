@@ -449,10 +449,11 @@ def test_a_missing_manifest_leads_to_init_and_help_names_no_repository_path(
 
 
 def test_every_help_topic_has_its_page() -> None:
-    from gitops.cli.help import TOPICS, topic_text
+    from gitops.cli.help import TOPICS, installed_links, topic_text
 
     for topic, (page, _) in TOPICS.items():
         text = topic_text(topic)
         assert text, topic
         if page:
-            assert text == (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+            docs = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+            assert text == installed_links(docs)

@@ -8,10 +8,14 @@ Messages and the manifests ``gitops init`` writes name ``gitops help TOPIC``, ne
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from contextlib import suppress
 from pathlib import Path
 
 import click
+
+from gitops.cli import COMMANDS
 
 #: Topic -> (the file under docs/, a line of description). ``exit-codes`` is made from :mod:`gitops.errors`.
 TOPICS: dict[str, tuple[str, str]] = {
@@ -43,12 +47,39 @@ def docs_folder() -> Path | None:
 
 
 def exit_codes_text() -> str:
-    """The exit-code table of :mod:`gitops.errors` (the README's table, which a test keeps equal)."""
-    import gitops.errors
+    """The exit codes as a Markdown page, from :data:`gitops.errors.EXIT_CODE_MEANINGS` (the one list)."""
+    from gitops.errors import EXIT_CODE_MEANINGS, EXIT_INTERRUPTED
 
-    doc = gitops.errors.__doc__ or ""
-    table = re.search(r"(=+\s+=+\n.*?\n=+\s+=+\n.*?\n=+\s+=+)", doc, re.DOTALL)
-    return "Exit codes of gitops\n\n" + (table.group(1) if table else doc) + "\n"
+    rows = [f"| {int(code)} | {meaning} |" for code, meaning in EXIT_CODE_MEANINGS.items()]
+    rows.append(f"| {EXIT_INTERRUPTED} | interrupted (Ctrl-C): what was in flight is said above |")
+    return "# Exit codes of gitops\n\n| exit code | meaning |\n|---|---|\n" + "\n".join(rows) + "\n"
+
+
+#: A Markdown link whose target is another page of docs/ (``[text](manifest.md#build)``) or a file of the repository
+#: (``[text](../examples/workflows/plan.yml)``): neither opens where the tool was installed with pip.
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?!https?://|#)([^)\s]+)\)")
+
+
+def installed_links(text: str) -> str:
+    """Links rewritten for a terminal where the tool is installed: another page becomes ``gitops help TOPIC``, a
+    file of the repository its path in the repository (web links and anchors stay as they are)."""
+    pages = {file: topic for topic, (file, _) in TOPICS.items() if file}
+
+    def replace(match: re.Match[str]) -> str:
+        label, target = match.group(1), match.group(2)
+        path, _, anchor = target.partition("#")
+        name = path.rsplit("/", 1)[-1]
+        if name in pages and not path.startswith("../"):
+            section = f", section {anchor.replace('-', ' ')!r}" if anchor else ""
+            return f"{label} (gitops help {pages[name]}{section})"
+        if not path:
+            return match.group(0)
+        repository_path = path[3:] if path.startswith("../") else f"docs/{path}"
+        if label.strip("`") in (repository_path, path, name):
+            return f"{label} (in the screeps-gitops repository)"
+        return f"{label} (the screeps-gitops repository's {repository_path})"
+
+    return _LINK.sub(replace, text)
 
 
 def topic_text(topic: str) -> str | None:
@@ -59,7 +90,7 @@ def topic_text(topic: str) -> str | None:
     if folder is None:
         return None
     try:
-        return (folder / TOPICS[topic][0]).read_text(encoding="utf-8")
+        return installed_links((folder / TOPICS[topic][0]).read_text(encoding="utf-8"))
     except OSError:
         return None
 
@@ -76,6 +107,16 @@ def help_(topic: str | None) -> int:
         for name, (_, line) in TOPICS.items():
             click.echo(f"  {name.ljust(width)}  {line}")
         return 0
+    if topic not in TOPICS and topic in COMMANDS:
+        # 'gitops help plan': the command's own help, and where it lives (issue 41).
+        ctx = click.get_current_context()
+        command = ctx.find_root().command
+        assert isinstance(command, click.Group)
+        sub = command.get_command(ctx, topic)
+        if sub is not None:
+            with click.Context(sub, info_name=topic, parent=ctx.find_root()) as sub_ctx:
+                _show(sub.get_help(sub_ctx) + f"\n\n('{topic}' is a command: this is 'gitops {topic} --help'.)")
+            return 0
     if topic not in TOPICS:
         import difflib
 
@@ -90,5 +131,15 @@ def help_(topic: str | None) -> int:
             f"the page {topic!r} is not part of this installation of screeps-gitops",
             hint="Reinstall screeps-gitops (pip install, pipx install).",
         )
-    click.echo(text.rstrip("\n"))
+    _show(text.rstrip("\n"))
     return 0
+
+
+def _show(text: str) -> None:
+    """Print, through the user's pager when standard output is a terminal and the page is longer than it (click
+    honours PAGER and falls back to less or more); plain otherwise (pipes, CI logs)."""
+    height = shutil.get_terminal_size((80, 24)).lines
+    if sys.stdout.isatty() and text.count("\n") >= height - 1:
+        click.echo_via_pager(text + "\n")
+    else:
+        click.echo(text)
