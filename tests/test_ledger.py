@@ -317,6 +317,9 @@ def test_corrupt_ledger_is_set_aside(tmp_path: Path, clock: ManualClock, content
     assert aside.read_bytes() == content
     assert not path.exists()
     assert ledger.windows()["GET /api/user/code"].remaining == 60
+    # Setting it aside is this run's own doing, never "changed by another program during this run" (issue 41).
+    ledger.notice_rewrite()
+    assert len(ledger.warnings) == 1
     ledger.save()
     assert open_ledger(tmp_path, clock).warnings == []
 

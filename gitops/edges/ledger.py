@@ -634,6 +634,8 @@ class Ledger:
             moved = f"set aside as {aside}"
         except OSError as exc:
             moved = f"it could not be set aside ({exc.strerror}) and will be overwritten"
+        # What this run did to the file is no change by another program (notice_rewrite compares with this).
+        self._seen = self._stat()
         self.warnings.append(
             f"the ledger at {self.path} was corrupt ({reason}); {moved}; starting afresh, so rate-limit figures "
             "are counted from zero and branches are downloaded."
