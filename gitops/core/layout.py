@@ -295,7 +295,9 @@ def choose_separator(
     if scores[best] == scores[default]:
         best = default
     held = names[best]
-    optional = tuple(sorted({name for call, name in wanted if call.guarded and name not in held}))
+    # Every unmatched require that may never run (in a try block, a function, a block): what init names for
+    # requires.ignore. One at load that matches nothing is the validate's refusal to show, not an option.
+    optional = tuple(sorted({name for call, name in wanted if (call.guarded or call.nested) and name not in held}))
     seen = (f"{scores[best]} of {len(wanted)} literal requires name modules with the separator {best!r}",)
     return best, seen, optional
 

@@ -10,7 +10,10 @@ What the scan sees: calls ``require(<one string literal>)`` (``'...'``, ``"..."`
 A call written inside the braces of a ``try`` block is *guarded*: the code catches what the game throws for a missing
 module (``try { require('config_local') } catch (e) {}``, an optional extension point), so a missing guarded module
 is a warning, not a refusal. A function declared inside a ``try`` block and called elsewhere counts as guarded too:
-the scan reads text, not control flow.
+the scan reads text, not control flow. A call inside any other braces (a function's body, an ``if`` block, an
+object) is *nested*: it runs only when that code runs, which may be never (a path not taken, a feature switched
+off), so a missing nested module is a warning too, with its file and line. Only a call outside every brace, which
+runs when the module is loaded, refuses the branch: there the game surely throws.
 Its limits, on purpose: ``require(name)`` with a variable or an expression is not checked (list optional names in
 ``requires.ignore``, or set ``requires.check: false``); a regular expression literal is told from a division by the
 token before it, as most tokenizers guess; a template literal is skipped whole, ``${}`` included.
@@ -66,6 +69,8 @@ class RequireCall:
     name: str
     #: Written inside a ``try { ... }`` block: a missing module is caught by the code itself.
     guarded: bool = False
+    #: Written inside braces (a function, a block, an object): it may never run.
+    nested: bool = False
 
 
 def _literal(token: str) -> str | None:
@@ -117,7 +122,8 @@ def scan_requires(text: str) -> list[RequireCall]:
             ):
                 name = _literal(literal[1])
                 if name is not None:
-                    calls.append(RequireCall(text.count("\n", 0, first[2]) + 1, name, guarded=in_try > 0))
+                    line = text.count("\n", 0, first[2]) + 1
+                    calls.append(RequireCall(line, name, guarded=in_try > 0, nested=bool(braces)))
     return calls
 
 
@@ -152,11 +158,17 @@ class MissingRequire:
     module: str
     hint: str | None
     guarded: bool = False
+    nested: bool = False
+
+    @property
+    def at_load(self) -> bool:
+        """Outside every brace and every try: the game runs it when it loads the module, and surely throws."""
+        return not (self.guarded or self.nested)
 
     def describe(self) -> str:
         shown = f"require({self.written!r})"
         target = f"module {self.module!r}" if self.module != self.written else "a module"
-        where = " inside a try block" if self.guarded else ""
+        where = " inside a try block" if self.guarded else " inside a function or block" if self.nested else ""
         text = f"{self.file}:{self.line}: {shown}{where} names {target} the branch will not hold"
         return f"{text}; {self.hint}" if self.hint else text
 
@@ -226,14 +238,16 @@ def check_requires(
             if module in allowed or call.name in allowed or module in NODE_BUILTINS or module.startswith("node:"):
                 continue
             hint = _hint(call.name, module, requiring, held, separator)
-            missing.append(MissingRequire(file, call.line, call.name, module, hint, guarded=call.guarded))
+            missing.append(
+                MissingRequire(file, call.line, call.name, module, hint, guarded=call.guarded, nested=call.nested)
+            )
     return missing
 
 
 def summarise(missing: list[MissingRequire], label: str) -> list[str]:
-    """One problem per missing unguarded require, then how to allow one on purpose (guarded ones are left to
-    :func:`guarded_warnings`)."""
-    refused = [m for m in missing if not m.guarded]
+    """One problem per missing require that runs at load, then how to allow one on purpose (guarded and nested ones
+    are left to :func:`guarded_warnings`)."""
+    refused = [m for m in missing if m.at_load]
     if not refused:
         return []
     lines = [f"{label}: {m.describe()}" for m in refused]
@@ -246,13 +260,18 @@ def summarise(missing: list[MissingRequire], label: str) -> list[str]:
 
 
 def guarded_warnings(missing: list[MissingRequire], label: str) -> list[str]:
-    """One warning per missing require written inside a try block: the code catches the game's "Unknown module"
-    itself, so the branch is not refused; listing the name under ``requires.ignore`` silences the warning."""
-    return [
-        f"{label}: {m.describe()} (the code catches the error; list {m.module!r} under requires.ignore to silence this)"
-        for m in missing
-        if m.guarded
-    ]
+    """One warning per missing require that may never run or whose failure the code catches (inside a try block, a
+    function or a block): the branch is not refused; listing the name under ``requires.ignore`` silences it."""
+    warnings: list[str] = []
+    for m in missing:
+        if m.guarded:
+            why = "the code catches the error"
+        elif m.nested:
+            why = 'if that code runs, the game throws "Unknown module" there'
+        else:
+            continue
+        warnings.append(f"{label}: {m.describe()} ({why}; list {m.module!r} under requires.ignore to silence this)")
+    return warnings
 
 
 __all__ = [

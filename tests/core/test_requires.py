@@ -142,6 +142,36 @@ def test_missing_guarded_requires_are_warnings_and_unguarded_ones_problems() -> 
     assert summarise([m for m in missing if m.guarded], "b") == []
 
 
+def test_a_require_inside_any_braces_is_nested_and_only_one_at_load_refuses() -> None:
+    """Issue 41: a require on a path never taken blocked validate and the adopting round trip. Only a require that
+    runs when the module loads (outside every brace) surely throws; one in a function or block is a warning."""
+    from gitops.core.requires import guarded_warnings
+
+    text = (
+        "const util = require('util2');\n"
+        "module.exports.loop = function () {\n"
+        "  if (Game.time % 1000 === 0) { require('report').send(); }\n"
+        "};\n"
+        "const o = { x: require('in_object') };\n"
+    )
+    calls = scan_requires(text)
+    assert [(c.name, c.nested) for c in calls] == [("util2", False), ("report", True), ("in_object", True)]
+    missing = check_requires([("main", "src/main.js", text)], ["main"])
+    problems = summarise(missing, "local/main")
+    assert problems[0] == "local/main: src/main.js:1: require('util2') names a module the branch will not hold"
+    assert len(problems) == 2  # the one at load, and how to allow one on purpose
+    assert guarded_warnings(missing, "local/main") == [
+        "local/main: src/main.js:3: require('report') inside a function or block names a module the branch will "
+        "not hold (if that code runs, the game throws \"Unknown module\" there; list 'report' under requires.ignore "
+        "to silence this)",
+        "local/main: src/main.js:5: require('in_object') inside a function or block names a module the branch will "
+        "not hold (if that code runs, the game throws \"Unknown module\" there; list 'in_object' under "
+        "requires.ignore to silence this)",
+    ]
+    only_nested = check_requires([("main", "src/main.js", text.split("\n", 1)[1])], ["main"])
+    assert summarise(only_nested, "local/main") == []
+
+
 def test_the_nearest_module_is_by_shape_then_by_spelling() -> None:
     from gitops.core.requires import nearest_module
 
