@@ -522,7 +522,8 @@ def _plan_and_apply(
         _compare_with_base(loaded, pr, runner, report, github_token=env.get(INPUT_ENV["github-token"], "").strip())
     with open_session(options, loaded) as s:
         servers = s.servers()
-        _refuse_credentials_from_the_step_env(loaded, servers, inputs, env)
+        for warning in _refuse_credentials_from_the_step_env(loaded, servers, inputs, env):
+            echo(annotation("warning", warning))
         missing = [name for name in servers if not s.has_credentials(name)]
         for name in servers:
             if name not in missing:
@@ -720,24 +721,34 @@ _SECRET_FIELDS = ("token_env", "password_env")
 
 def _refuse_credentials_from_the_step_env(
     loaded: Any, servers: list[str], inputs: Inputs, env: Mapping[str, str]
-) -> None:
-    """:class:`TrustError` when a secret the manifest names is in the step's environment but not among the inputs.
+) -> list[str]:
+    """:class:`TrustError` when a secret the manifest names is in the step's environment but not among the inputs;
+    a warning for each one that is in both (the input is used, but the environment's copy was in reach of the build).
 
     A composite action's steps all see the ``env:`` of the step that uses it, the build step too, where the
     repository's code runs and can read it (``/proc/<pid>/environ``). Inputs reach only the step that names them.
     """
+    warnings: list[str] = []
     for name in servers:
         config = loaded.manifest.servers[name]
         for field_name in _SECRET_FIELDS:
             variable = getattr(config, field_name)
-            if variable and variable in env and variable not in inputs.credentials:
-                raise TrustError(
-                    f"server '{name}': {variable} is set in the step's environment (env:), where every step of the "
-                    "action sees it, the build step with the repository's code too; it was not used",
-                    hint=f"Pass it as an input instead: `credentials: {variable}=${{{{ secrets.{variable} }}}}` (one "
-                    "NAME=value per line), or `screeps-token:`/`password:` with `token-env:`/`password-env:`, and "
-                    "remove it from env:.",
+            if not variable or not env.get(variable, "").strip():
+                continue
+            if variable in inputs.credentials:
+                warnings.append(
+                    f"server '{name}': {variable} is also set in the job's or step's env:, where the build step (the "
+                    "repository's code) can read it; the input's value was used. Remove it from env:."
                 )
+                continue
+            raise TrustError(
+                f"server '{name}': {variable} is set in the step's environment (env:), where every step of the "
+                "action sees it, the build step with the repository's code too; it was not used",
+                hint=f"Pass it as an input instead: `credentials: {variable}=${{{{ secrets.{variable} }}}}` (one "
+                "NAME=value per line), or `screeps-token:`/`password:` with `token-env:`/`password-env:`, and "
+                "remove it from env:.",
+            )
+    return warnings
 
 
 def _compare_with_base(loaded: Any, pr: PullRequest, runner: Runner, report: Report, *, github_token: str) -> None:

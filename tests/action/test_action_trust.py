@@ -130,6 +130,16 @@ def test_a_token_in_the_steps_env_is_refused_and_never_used(world: World) -> Non
     assert FULL_TOKEN[:8] not in run.stderr
 
 
+def test_a_token_both_in_env_and_in_the_input_is_used_from_the_input_with_a_warning(world: World) -> None:
+    sha = world.commit("deploy")
+    env = world.job_env("push", {"ref": "refs/heads/main", "after": sha, "repository": {"full_name": REPO}}, sha)
+    env["SCREEPS_TOKEN"] = "not-the-token-but-in-reach-of-the-build"
+    run = world.runner.use(DEPLOY, job_env=env, in_process=world._how())
+    assert run.outcome == "success", run.stderr
+    [warning] = [line for line in run.stdout.splitlines() if line.startswith("::warning ")]
+    assert "SCREEPS_TOKEN is also set in the job's or step's env:" in warning
+
+
 def test_extra_credentials_come_by_the_credentials_input(world: World, tmp_path: Path) -> None:
     with _another(world, tmp_path / "season") as season:
         path = world.root / "gitops.yaml"
