@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gitops.app.options import Options
 from gitops.config.manifest import BranchConfig
+from gitops.config.scaffold import check_reads_back
 from gitops.core.codeset import CodeSet
 from gitops.core.layout import READ_FILES, Layout, RepoSnapshot
 from gitops.errors import SourceError, UsageError
@@ -105,11 +106,18 @@ def _read_text(path: Path, limit: int) -> str | None:
         return None
 
 
-def write_new_manifest(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`)."""
+def write_new_manifest(path: Path, text: str, meant: Mapping[str, Any]) -> None:
+    """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`).
+
+    The file is written under a temporary name, read back and parsed, and linked into place only when it parses as
+    ``meant`` (:func:`gitops.config.scaffold.check_reads_back`; else :class:`ManifestError` and nothing is left).
+    It is created as any file the person makes (``0666`` less the umask): a manifest names variables, never holds
+    a secret, and is committed.
+    """
     refuse_existing(path)
+    temp = path.parent / f".gitops-init-{os.urandom(8).hex()}.tmp"
     try:
-        fd, temp = tempfile.mkstemp(prefix=".gitops-init-", suffix=".tmp", dir=path.parent)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except OSError as exc:
         raise SourceError(
             f"{path} cannot be written ({exc.strerror or type(exc).__name__})",
@@ -120,6 +128,7 @@ def write_new_manifest(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        check_reads_back(temp.read_text(encoding="utf-8"), meant, where=str(path))
         try:
             # A hard link fails when the name exists: no race can make init overwrite a manifest written meanwhile.
             os.link(temp, path)
