@@ -18,6 +18,7 @@ from gitops.cli.common import (
     use_color,
 )
 from gitops.errors import BudgetError, ExitCode, PlanFileError, UsageError
+from gitops.inert import inert
 from gitops.secrets import redact
 
 
@@ -159,7 +160,7 @@ def apply(
 
             def progress(outcome: Outcome) -> None:
                 outcomes.append(outcome)
-                click.echo(outcome.line(), err=as_json)
+                click.echo(inert(redact(outcome.line())), err=as_json)
 
             ask = None if saved or yes else confirm
             if keep_going:
@@ -181,8 +182,8 @@ def apply(
             if report.applied_line is not None:
                 click.echo(report.applied_line, err=as_json)
             for verification in report.verifications:
-                for line in verification.lines():
-                    click.echo(redact(line), err=as_json)
+                for line in verification.lines():  # the game's error texts among them: inert
+                    click.echo(inert(redact(line)), err=as_json)
             if reading is not None and not result.failed and report.verify_exit_code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
         return report.verify_exit_code
@@ -221,14 +222,14 @@ def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
         for verification in report.verifications:
             for line in verification.lines():
-                click.echo(redact(line))
+                click.echo(inert(redact(line)))
         codes.append(report.verify_exit_code)
     for failure in plan.failed:
-        click.echo(redact(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
+        click.echo(inert(redact(f"Error: server '{failure.server}' was not planned: {failure.message}")), err=True)
         codes.append(failure.exit_code)
     for server, exc in failures.items():
         print_unlock_links(exc)
-        click.echo(redact(f"Error: server '{server}' failed: {exc}"), err=True)
+        click.echo(inert(redact(f"Error: server '{server}' failed: {exc}")), err=True)
         codes.append(exc.exit_code)
     if not plan.has_changes and not plan.failed:
         click.echo("Nothing to apply.")

@@ -54,6 +54,7 @@ def plan(
     not stop the others: they are planned and shown, the failed one is marked, and the exit code is the worst
     failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
+    from gitops.inert import inert
     from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
@@ -90,13 +91,13 @@ def plan(
             else:
                 click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
             for failure in result.failed:
-                click.echo(redact(f"Error: {failure.message}"), err=True)
+                click.echo(inert(redact(f"Error: {failure.message}")), err=True)
             refusal = budget_error(result, s)
             if refusal is not None:
                 print_unlock_links(refusal)
                 if result.failure_code is None:
                     raise refusal
-                click.echo(redact(f"Error: {refusal}"), err=True)
+                click.echo(inert(redact(f"Error: {refusal}")), err=True)
             if out is not None and refusal is None:
                 save_plan(result, out)
                 click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)

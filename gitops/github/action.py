@@ -37,6 +37,7 @@ from typing import Any, Literal
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, DEFAULT_REFRESH, REFRESH_CHOICES, Refresh
 from gitops.app.targets import Targets
 from gitops.errors import ExitCode, GitopsError, SourceError, UsageError
+from gitops.inert import inert
 from gitops.secrets import Secret, redact
 
 Command = Literal["plan", "apply", "drift"]
@@ -255,7 +256,13 @@ def mask_lines(value: str) -> list[str]:
 
 
 def annotation(level: Literal["notice", "warning", "error"], message: str) -> str:
-    return f"::{level} title={escape_property('screeps-gitops')}::{escape_data(redact(message))}"
+    return f"::{level} title={escape_property('screeps-gitops')}::{escape_data(inert(redact(message)))}"
+
+
+def log_text(text: str) -> str:
+    """Text for the job's log that is not a workflow command: redacted, and inert (a server's text could
+    otherwise begin a line with ``::``, or move the log viewer's cursor)."""
+    return inert(redact(text))
 
 
 def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
@@ -470,7 +477,7 @@ def _plan_and_apply(
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
         now = options.clock.now()
-        echo(redact(render_text(result, now=now).rstrip("\n")))
+        echo(log_text(render_text(result, now=now).rstrip("\n")))
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if inputs.command == "plan":
             refusal = budget_error(result, s)
@@ -526,7 +533,7 @@ def _drift(s: Any, report: Report, *, echo: Echo) -> None:
         s.auth(server)  # raises AuthError: what is missing and how to provide it
     found = check_drift(s)
     report.drift = found
-    echo(redact(render_text(found).rstrip("\n")))
+    echo(log_text(render_text(found).rstrip("\n")))
     report.exit_code = ExitCode.CHANGES if found.has_drift else ExitCode.OK
 
 
@@ -611,7 +618,7 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
 
     def progress(outcome: Outcome) -> None:
         report.outcomes.append(outcome.line())
-        echo(outcome.line())
+        echo(log_text(outcome.line()))
         if outcome.status == "done":
             steps_done[outcome.branch] = steps_done.get(outcome.branch, 0) + 1
 
@@ -626,11 +633,11 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
     report.applied = done.applied
     if done.applied_line is not None:
         report.outcomes.append(done.applied_line)
-        echo(done.applied_line)
+        echo(log_text(done.applied_line))
     report.verifications = list(done.verifications)
     for verification in done.verifications:
         for line in verification.lines():
-            echo(redact(line))
+            echo(log_text(line))
         if verification.result in ("unhealthy", "rolled-back", "undo-failed"):
             echo(annotation("error", f"{verification.label}: the new code fails in the game ({verification.result})"))
             # The deployment record says what the game said: a deploy whose code fails (rolled back or not) failed.
