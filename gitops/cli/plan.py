@@ -58,6 +58,10 @@ def plan(
     from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
+    if out is not None:
+        from gitops.edges.planfile import check_out_path
+
+        check_out_path(out)  # before any request is spent
     options = options_from(
         ctx,
         manifest=manifest,
