@@ -7,18 +7,21 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gitops.app.adopting import PROBE_SECONDS
 from gitops.cli import run
 from gitops.config.scaffold import ServerChoice, check_reads_back, manifest_data, manifest_text
 from gitops.core.layout import Layout
 from gitops.errors import ExitCode, ManifestError
 from tests.factories import make_repo
-from tests.hostile import answer, hostile_server
+from tests.hostile import answer, dribble, gzip_bomb, hostile_server, silence
 
 MAIN = {"main.js": "module.exports.loop = () => {};\n"}
 #: Each ends a comment line (YAML and terminals know these line breaks) and adds a top-level build.
@@ -153,3 +156,31 @@ def test_init_says_it_added_the_credentials_file_to_gitignore(
     assert code == 0, err
     assert f"Added .screeps.yaml to {repo / '.gitignore'}: " in out
     assert "Added .gitignore" not in out
+
+
+@pytest.mark.parametrize("behaviour", ["slow headers", "slow body", "gzip bomb", "silence"])
+def test_the_version_probe_is_bounded_in_time_and_memory(
+    behaviour: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    behaviours = {
+        "slow headers": dribble(b"HTTP/1.1 200 OK\r\nX-Slow: ", every=1.0),  # a byte a second
+        "slow body": dribble(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n{", every=1.0),
+        "gzip bomb": gzip_bomb,
+        "silence": silence,
+    }
+    repo = make_repo(tmp_path / "bot", MAIN)
+    with hostile_server(behaviours[behaviour]) as server:
+        started = time.monotonic()
+        if behaviour == "gzip bomb":  # traced only there: tracing slows the timed cases
+            tracemalloc.start()
+        try:
+            code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"), "--server", server.url)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        took = time.monotonic() - started
+    assert code == 0, err
+    assert took < PROBE_SECONDS + 4
+    assert peak < 16 * 1024 * 1024  # the bomb inflates to 80 MiB: only the cap's worth is ever held
+    assert f"assumed: {server.url} could not be reached, and it is not screeps.com" in out
+    assert loaded(repo / "gitops.yaml")["servers"]["local"]["password_env"] == "SCREEPS_PASSWORD"

@@ -184,27 +184,36 @@ def ignore_credentials_file(folder: Path) -> Path | None:
     return gitignore
 
 
-#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in).
+#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in):
+#: the whole exchange, connecting to the last byte of the body.
 PROBE_SECONDS = 2.0
+#: The largest ``/api/version`` answer read, decoded (a real one is a few hundred bytes).
+PROBE_CAP = 64 * 1024
 
 
 def probe_version(url: str) -> dict[str, object] | None:
     """The JSON object a server answers to ``GET /api/version`` (no credentials are sent), or ``None`` when it
-    cannot be reached in :data:`PROBE_SECONDS` or answers something else. One request, no retry, no redirect."""
+    cannot be reached, does not answer whole in :data:`PROBE_SECONDS` (a byte at a time), answers more than
+    :data:`PROBE_CAP` decoded bytes (a gzip bomb), or answers something else. One request, no retry, no redirect."""
+    import time
+
     import httpx
 
+    from gitops.edges.http import AnswerTooLarge, send_bounded
     from gitops.edges.tls import trust_context
 
+    deadline = time.monotonic() + PROBE_SECONDS
     try:
         # No proxy and no .netrc (trust_env=False), as every connection of the tool; but the same authorities as
         # the client's (SSL_CERT_FILE/SSL_CERT_DIR), which trust_env=False would drop.
         verify = trust_context() if url.lower().startswith("https://") else True
         with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False, verify=verify) as client:
-            answer = client.get(url.rstrip("/") + "/api/version")
-            if answer.status_code != 200 or len(answer.content) > 64 * 1024:
+            request = client.build_request("GET", url.rstrip("/") + "/api/version")
+            answer = send_bounded(client, request, cap=PROBE_CAP, deadline=deadline)
+            if answer.status_code != 200:
                 return None
             data = answer.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, ValueError, AnswerTooLarge):
         return None
     return data if isinstance(data, dict) else None
 
