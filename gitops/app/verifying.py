@@ -14,7 +14,7 @@ from typing import Literal
 from gitops.app.session import Session
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import WireModule
-from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks, judge, unknown
+from gitops.core.health import ConsoleEvent, Health, Thresholds, TickTally, unknown
 from gitops.core.plan import BranchPlan, VerifyStep
 from gitops.errors import ExitCode, GitopsError
 from gitops.secrets import redact
@@ -91,7 +91,7 @@ class Verification:
 
 def watch(s: Session, server: str, step: VerifyStep) -> Health:
     """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit) and judge."""
-    from gitops.edges.socket import console_events, socket_url
+    from gitops.edges.socket import socket_url, watch_console
 
     thresholds = Thresholds(ticks=step.ticks, error_share=step.error_share, fail_on=tuple(step.fail_on))
     try:
@@ -103,13 +103,15 @@ def watch(s: Session, server: str, step: VerifyStep) -> Health:
     except ValueError as exc:
         return unknown(f"the game socket cannot be used: {redact(str(exc))}")
     wanted = SETTLE_TICKS + step.ticks + 1  # the last one only closes the one before (its error may follow it)
+    # Counted as the events come, never kept: a server may stream without end (or send huge ticks).
+    tally = TickTally(thresholds, skip=SETTLE_TICKS, limit=step.ticks)
 
-    def enough(events: list[ConsoleEvent]) -> bool:
-        return len(group_ticks(events)) >= wanted
+    def take(event: ConsoleEvent) -> bool:
+        tally.add(event)
+        return tally.opened >= wanted
 
-    events, problem = console_events(url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log)
-    ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]
-    return judge(ticks, thresholds, problem=problem, timeout=step.timeout)
+    problem = watch_console(url, token, user_id, seconds=step.timeout, on_event=take, debug=s.options.log)
+    return tally.judge(problem=problem, timeout=step.timeout)
 
 
 def verify_branch(

@@ -109,40 +109,99 @@ def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
     return ticks
 
 
+class TickTally:
+    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge`).
+
+    The first ``skip`` ticks are not counted (the ones that may still run the old code), nor any after the next
+    ``limit`` (``None``: all). Only the open tick is held; of the counted ticks, only their numbers and the first
+    :data:`EVIDENCE_LINES` distinct error lines.
+    """
+
+    def __init__(self, thresholds: Thresholds, *, skip: int = 0, limit: int | None = None) -> None:
+        self._thresholds = thresholds
+        self._patterns = [re.compile(p) for p in thresholds.fail_on]
+        self._skip = skip
+        self._limit = limit
+        self._open: Tick | None = None
+        #: Ticks begun so far, the skipped ones and the open one included.
+        self.opened = 0
+        self.seen = 0
+        self.failed = 0
+        self.cpu = 0
+        self.evidence: list[str] = []
+
+    def add(self, event: ConsoleEvent) -> None:
+        """One console event, grouped into ticks as :func:`group_ticks` does."""
+        if event.log is not None:
+            self._begin(Tick(event.log))
+        elif event.error is not None:
+            if self._open is not None and not self._open.errors:
+                self._open = Tick(self._open.log, (event.error,))
+            else:
+                # The server sends at most one error a tick: a second one is a tick whose console message never
+                # came (a run the server terminated, e.g. at the CPU limit, sends only the error).
+                self._begin(Tick((), (event.error,)))
+
+    def _begin(self, tick: Tick) -> None:
+        self._close()
+        self._open = tick
+        self.opened += 1
+
+    def _close(self) -> None:
+        if self._open is None:
+            return
+        tick, self._open = self._open, None
+        index = self.opened - 1
+        if index >= self._skip and (self._limit is None or index < self._skip + self._limit):
+            self.count(tick)
+
+    def count(self, tick: Tick) -> None:
+        """Count one whole tick."""
+        reasons = list(tick.errors)
+        reasons += [line for line in tick.log if any(p.search(line) for p in self._patterns)]
+        self.seen += 1
+        if reasons:
+            self.failed += 1
+            self.cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
+            for line in reasons:
+                if len(self.evidence) >= EVIDENCE_LINES:
+                    break
+                short = _first_lines(line)
+                if short not in self.evidence:
+                    self.evidence.append(short)
+
+    def judge(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
+        """The verdict on the ticks counted (the open one counts as a tick); ``problem`` is what stopped the watch
+        early, if anything."""
+        self._close()
+        seen, failed = self.seen, self.failed
+        wanted = self._thresholds.ticks
+        share = self._thresholds.error_share
+
+        def verdict(status: Status, reason: str) -> Health:
+            return Health(status, reason, seen, failed, self.cpu, tuple(self.evidence))
+
+        if seen >= wanted and seen > 0:
+            if failed > 0 and failed >= share * seen:
+                return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
+            return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
+        if failed > 0 and failed >= max(1, math.ceil(share * wanted)):
+            return verdict(
+                "failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})"
+            )
+        if problem is not None:
+            return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
+        if seen == 0:
+            return verdict("unknown", f"no tick came within {timeout:g} s")
+        return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+
+
 def judge(ticks: list[Tick], thresholds: Thresholds, *, problem: str | None = None, timeout: float = 0.0) -> Health:
     """Weigh ``ticks`` against ``thresholds``; ``problem`` is what stopped the watch early, if anything."""
-    patterns = [re.compile(p) for p in thresholds.fail_on]
-    failed = 0
-    cpu = 0
-    evidence: list[str] = []
+    tally = TickTally(thresholds)
     for tick in ticks:
-        reasons = list(tick.errors)
-        reasons += [line for line in tick.log if any(p.search(line) for p in patterns)]
-        if reasons:
-            failed += 1
-            cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
-            for line in reasons:
-                short = _first_lines(line)
-                if short not in evidence and len(evidence) < EVIDENCE_LINES:
-                    evidence.append(short)
-    seen = len(ticks)
-    wanted = thresholds.ticks
-    share = thresholds.error_share
-
-    def verdict(status: Status, reason: str) -> Health:
-        return Health(status, reason, seen, failed, cpu, tuple(evidence))
-
-    if seen >= wanted and seen > 0:
-        if failed > 0 and failed >= share * seen:
-            return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
-        return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
-    if failed > 0 and failed >= max(1, math.ceil(share * wanted)):
-        return verdict("failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})")
-    if problem is not None:
-        return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
-    if seen == 0:
-        return verdict("unknown", f"no tick came within {timeout:g} s")
-    return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+        tally.count(tick)
+    return tally.judge(problem=problem, timeout=timeout)
 
 
 def _first_lines(text: str) -> str:
@@ -152,4 +211,4 @@ def _first_lines(text: str) -> str:
     return joined if len(joined) <= EVIDENCE_CHARS else joined[: EVIDENCE_CHARS - 1] + "…"
 
 
-__all__ = ["ConsoleEvent", "Health", "Status", "Thresholds", "Tick", "group_ticks", "judge", "unknown"]
+__all__ = ["ConsoleEvent", "Health", "Status", "Thresholds", "Tick", "TickTally", "group_ticks", "judge", "unknown"]

@@ -291,6 +291,36 @@ class GameSocket:
         self._stack.close()
 
 
+def watch_console(
+    url: str,
+    token: Secret,
+    user_id: str,
+    *,
+    seconds: float,
+    on_event: Callable[[ConsoleEvent], bool],
+    debug: Callable[[str], None] | None = None,
+    max_messages: int = 10_000,
+) -> str | None:
+    """Hand each console event of ``user_id`` to ``on_event`` (which keeps what it needs and says whether it has
+    enough) for at most ``seconds``; the problem that cut the watch short, or ``None`` when it ran out its time or
+    had enough. Nothing is kept here: what a watch holds is ``on_event``'s to bound."""
+    if not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
+        return "the server's user id is not one the socket takes"
+    channel = f"user:{user_id}/console"
+    try:
+        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug) as sock:
+            sock.subscribe(channel)
+            for message in sock.messages(max_messages):
+                if message.channel != channel:
+                    continue
+                event = console_event(message.data)
+                if event is not None and on_event(event):
+                    break
+    except SocketProblem as exc:
+        return str(exc)
+    return None
+
+
 def console_events(
     url: str,
     token: Secret,
@@ -302,25 +332,16 @@ def console_events(
     max_messages: int = 10_000,
 ) -> tuple[list[ConsoleEvent], str | None]:
     """Console events of ``user_id`` for at most ``seconds`` (or until ``enough(events)``), and the problem that cut
-    the watch short (``None`` when it ran out its time or had enough)."""
-    if not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
-        return [], "the server's user id is not one the socket takes"
+    the watch short (``None`` when it ran out its time or had enough). Keeps every event: for short reads (tests,
+    a few messages); verify's watch uses :func:`watch_console` with a bounded tally."""
     events: list[ConsoleEvent] = []
-    channel = f"user:{user_id}/console"
-    try:
-        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug) as sock:
-            sock.subscribe(channel)
-            for message in sock.messages(max_messages):
-                if message.channel != channel:
-                    continue
-                event = console_event(message.data)
-                if event is not None:
-                    events.append(event)
-                    if enough(events):
-                        break
-    except SocketProblem as exc:
-        return events, str(exc)
-    return events, None
+
+    def keep(event: ConsoleEvent) -> bool:
+        events.append(event)
+        return enough(events)
+
+    problem = watch_console(url, token, user_id, seconds=seconds, on_event=keep, debug=debug, max_messages=max_messages)
+    return events, problem
 
 
 __all__ = [
@@ -332,4 +353,5 @@ __all__ = [
     "parse_frame",
     "parse_message",
     "socket_url",
+    "watch_console",
 ]
