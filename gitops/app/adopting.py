@@ -143,7 +143,15 @@ def write_new_manifest(path: Path, text: str, meant: Mapping[str, Any]) -> None:
 
 def refuse_existing(path: Path) -> None:
     """:class:`UsageError` when ``path`` exists (even as a broken link): init never overwrites a manifest."""
-    if path.exists() or path.is_symlink():
+    try:
+        exists = path.exists() or path.is_symlink()
+    except OSError as exc:  # a name too long for the system (ENAMETOOLONG), a loop of links
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:100]}…{str(path)[-100:]}"
+        raise UsageError(
+            f"{shown} cannot be the manifest's path ({exc.strerror or type(exc).__name__})",
+            hint="Name the manifest with a shorter path with -m/--manifest.",
+        ) from None
+    if exists:
         raise _exists(path)
 
 

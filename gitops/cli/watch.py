@@ -59,6 +59,7 @@ def watch(
     require_serve_extra("watch")
     from gitops.app.watch import WatchSettings
     from gitops.app.watch import watch as run_watch
+    from gitops.config.manifest import load_manifest
     from gitops.edges.watching import file_changes
 
     options = options_from(
@@ -76,7 +77,8 @@ def watch(
     # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
     options.verify = VerifyOverrides(enabled=False)
     settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
-    folder = (manifest if manifest.is_dir() else manifest.parent).resolve()
+    # The manifest's own folder, as loading finds it (a bad -m is a manifest error here, before anything starts).
+    folder = load_manifest(manifest).base_dir
     stop = threading.Event()
 
     def say(line: str) -> None:
