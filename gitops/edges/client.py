@@ -591,7 +591,12 @@ class ServiceClient:
         return True
 
     def query_token(self) -> TokenInfo:
-        """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only."""
+        """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only.
+
+        The token goes in the URL's query (``?token=``): the interface document gives the endpoint no other form
+        (section 4.2; ``X-Token`` authenticates a request, it does not name the token to describe). So the URL is
+        never shown whole: every debug line goes through :func:`sanitize_url`, httpx's log through the redacting
+        filter, and errors are worded without the request (``tests/test_query_token_canary.py``)."""
         token = self._token_auth("The token query").token
         data = self._call("GET", QUERY_TOKEN.split(" ", 1)[1], params={"token": token.reveal()})
         info = _token_info(data, self._clock.now())
