@@ -4,18 +4,23 @@ the game socket never follows a redirect with the token."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from gitops.edges.socket import SocketProblem, console_events, parse_frame, socket_url
 from gitops.github.action import annotation, log_text
 from gitops.inert import inert
+from gitops.render.plan import render_text
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
+from tests.core.factories import NOW
+from tests.core.test_render import mixed_plan
 from tests.hostile import answer, hostile_server, silence
 from tests.project import Project
 
@@ -116,3 +121,12 @@ def test_the_game_socket_never_follows_a_redirect() -> None:
     assert f"the server at {socket_url(server.url)} answered the socket's upgrade with a redirect (302 to " in problem
     assert "never follows one" in problem
     assert FULL_TOKEN not in problem
+
+
+def test_the_plan_text_in_colour_carries_only_its_own_colours() -> None:
+    hostile = dataclasses.replace(mixed_plan(), warnings=[f"server said: {HOSTILE}"])
+    coloured = render_text(hostile, now=NOW, color=True)
+    plain = click.unstyle(coloured)
+    assert acting(plain) == []  # everything left once click's own styling is taken away is inert
+    assert "\\u001b]52;c;ZXZpbA==" in plain
+    assert acting(render_text(hostile, now=NOW)) == []

@@ -10,6 +10,7 @@ import click
 from gitops.app.watch import DEFAULT_DEBOUNCE
 from gitops.cli.common import manifest_option, max_wait_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
+from gitops.inert import inert
 
 
 @click.command()
@@ -82,7 +83,7 @@ def watch(
     stop = threading.Event()
 
     def say(line: str) -> None:
-        click.echo(line)
+        click.echo(inert(line))  # a deploy's outcome may quote the server
 
     with file_changes(folder, settings.poll, stop) as source:
         state = run_watch(options, source, say, settings=settings, stop=stop)
