@@ -36,6 +36,8 @@ def test_the_version_is_single_sourced_and_the_changelog_names_it() -> None:
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert setuptools["dynamic"]["version"] == {"attr": "gitops.__version__"}
     entries = re.findall(r"^## (\S+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), flags=re.MULTILINE)
+    # Work not yet released gathers under "## Unreleased" above the newest version.
+    entries = entries[1:] if entries[:1] == ["Unreleased"] else entries
     assert entries[0] == __version__, "CHANGELOG.md's newest entry must be the package's version"
     assert len(entries) == len(set(entries))
 
