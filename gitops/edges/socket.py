@@ -200,6 +200,9 @@ class GameSocket:
             raise SocketProblem(f"the socket at {where} did not open within {wait:g} s") from exc
         except OSError as exc:
             raise SocketProblem(f"could not connect to the socket at {where} ({redact(str(exc))})") from exc
+        # As websockets leaves a connection it opened itself: blocking, its own deadlines bound each wait (a release
+        # that reads without waiting for the socket first would end a quiet console after `wait` seconds).
+        sock.settimeout(None)
         self._stack.callback(sock.close)
         try:
             self._ws = self._stack.enter_context(
