@@ -70,7 +70,7 @@ def check_out_path(path: Path) -> None:
     except OSError as exc:
         raise UsageError(
             f"cannot write the plan to {path}: {exc.strerror or exc}",
-            hint="Name a new file, or a regular file, in a folder you can write to with --out.",
+            hint="Name a file in a folder you can write to with --out.",
         ) from None
     if stat.S_ISREG(mode):
         return
