@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gitops.app.options import Options
 from gitops.config.manifest import BranchConfig
+from gitops.config.scaffold import check_reads_back
 from gitops.core.codeset import CodeSet
 from gitops.core.layout import READ_FILES, Layout, RepoSnapshot
 from gitops.errors import SourceError, UsageError
@@ -105,11 +106,18 @@ def _read_text(path: Path, limit: int) -> str | None:
         return None
 
 
-def write_new_manifest(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`)."""
+def write_new_manifest(path: Path, text: str, meant: Mapping[str, Any]) -> None:
+    """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`).
+
+    The file is written under a temporary name, read back and parsed, and linked into place only when it parses as
+    ``meant`` (:func:`gitops.config.scaffold.check_reads_back`; else :class:`ManifestError` and nothing is left).
+    It is created as any file the person makes (``0666`` less the umask): a manifest names variables, never holds
+    a secret, and is committed.
+    """
     refuse_existing(path)
+    temp = path.parent / f".gitops-init-{os.urandom(8).hex()}.tmp"
     try:
-        fd, temp = tempfile.mkstemp(prefix=".gitops-init-", suffix=".tmp", dir=path.parent)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except OSError as exc:
         raise SourceError(
             f"{path} cannot be written ({exc.strerror or type(exc).__name__})",
@@ -120,6 +128,7 @@ def write_new_manifest(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        check_reads_back(temp.read_text(encoding="utf-8"), meant, where=str(path))
         try:
             # A hard link fails when the name exists: no race can make init overwrite a manifest written meanwhile.
             os.link(temp, path)
@@ -134,7 +143,15 @@ def write_new_manifest(path: Path, text: str) -> None:
 
 def refuse_existing(path: Path) -> None:
     """:class:`UsageError` when ``path`` exists (even as a broken link): init never overwrites a manifest."""
-    if path.exists() or path.is_symlink():
+    try:
+        exists = path.exists() or path.is_symlink()
+    except OSError as exc:  # a name too long for the system (ENAMETOOLONG), a loop of links
+        shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:100]}…{str(path)[-100:]}"
+        raise UsageError(
+            f"{shown} cannot be the manifest's path ({exc.strerror or type(exc).__name__})",
+            hint="Name the manifest with a shorter path with -m/--manifest.",
+        ) from None
+    if exists:
         raise _exists(path)
 
 
@@ -175,27 +192,36 @@ def ignore_credentials_file(folder: Path) -> Path | None:
     return gitignore
 
 
-#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in).
+#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in):
+#: the whole exchange, connecting to the last byte of the body.
 PROBE_SECONDS = 2.0
+#: The largest ``/api/version`` answer read, decoded (a real one is a few hundred bytes).
+PROBE_CAP = 64 * 1024
 
 
 def probe_version(url: str) -> dict[str, object] | None:
     """The JSON object a server answers to ``GET /api/version`` (no credentials are sent), or ``None`` when it
-    cannot be reached in :data:`PROBE_SECONDS` or answers something else. One request, no retry, no redirect."""
+    cannot be reached, does not answer whole in :data:`PROBE_SECONDS` (a byte at a time), answers more than
+    :data:`PROBE_CAP` decoded bytes (a gzip bomb), or answers something else. One request, no retry, no redirect."""
+    import time
+
     import httpx
 
+    from gitops.edges.http import AnswerTooLarge, send_bounded
     from gitops.edges.tls import trust_context
 
+    deadline = time.monotonic() + PROBE_SECONDS
     try:
         # No proxy and no .netrc (trust_env=False), as every connection of the tool; but the same authorities as
         # the client's (SSL_CERT_FILE/SSL_CERT_DIR), which trust_env=False would drop.
         verify = trust_context() if url.lower().startswith("https://") else True
         with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False, verify=verify) as client:
-            answer = client.get(url.rstrip("/") + "/api/version")
-            if answer.status_code != 200 or len(answer.content) > 64 * 1024:
+            request = client.build_request("GET", url.rstrip("/") + "/api/version")
+            answer = send_bounded(client, request, cap=PROBE_CAP, deadline=deadline)
+            if answer.status_code != 200:
                 return None
             data = answer.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, ValueError, AnswerTooLarge):
         return None
     return data if isinstance(data, dict) else None
 

@@ -14,7 +14,7 @@ from typing import Literal
 from gitops.app.session import Session
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import WireModule
-from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks, judge, unknown
+from gitops.core.health import ConsoleEvent, Health, Thresholds, TickTally, unknown
 from gitops.core.plan import BranchPlan, VerifyStep
 from gitops.errors import ExitCode, GitopsError
 from gitops.secrets import redact
@@ -127,7 +127,7 @@ def worst(codes: Iterable[int]) -> int:
 def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str] | None = None) -> Health:
     """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit, cut short by a
     SIGINT/SIGTERM: ``s.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
-    from gitops.edges.socket import console_events, socket_url
+    from gitops.edges.socket import socket_url, watch_console
 
     interrupt = s.options.interrupt
     if interrupt.is_set:
@@ -142,17 +142,19 @@ def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str]
     except ValueError as exc:
         return unknown(f"the game socket cannot be used: {redact(str(exc))}")
     wanted = SETTLE_TICKS + step.ticks + 1  # the last one only closes the one before (its error may follow it)
+    # Counted as the events come, never kept: a server may stream without end (or send huge ticks).
+    tally = TickTally(thresholds, skip=SETTLE_TICKS, limit=step.ticks, bot_modules=bot_modules)
 
-    def enough(events: list[ConsoleEvent]) -> bool:
-        return len(group_ticks(events)) >= wanted
+    def take(event: ConsoleEvent) -> bool:
+        tally.add(event)
+        return tally.opened >= wanted
 
-    events, problem = console_events(
-        url, token, user_id, seconds=step.timeout, enough=enough, debug=s.options.log, stop=interrupt.event.is_set
+    problem = watch_console(
+        url, token, user_id, seconds=step.timeout, on_event=take, debug=s.options.log, stop=interrupt.event.is_set
     )
-    ticks = group_ticks(events)[SETTLE_TICKS:][: step.ticks]
     if interrupt.is_set:  # whatever the socket said as it was cut short (an auth left unanswered, say)
         problem = f"interrupted by {interrupt.signal_name or 'a signal'}"
-    return judge(ticks, thresholds, problem=problem, timeout=step.timeout, bot_modules=bot_modules)
+    return tally.judge(problem=problem, timeout=step.timeout)
 
 
 def verify_branch(

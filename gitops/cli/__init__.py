@@ -21,6 +21,7 @@ from gitops import __version__
 from gitops.cli.common import debug_from_env
 from gitops.cli.pipes import protect_stdout
 from gitops.errors import EXIT_INTERRUPTED, ExitCode, GitopsError, UsageError
+from gitops.inert import inert
 from gitops.secrets import redact
 
 #: name -> (module, attribute, one-line help). Import happens only when the command runs or shows its own help.
@@ -121,13 +122,14 @@ _ERRORS_AS_JSON = {"on": False}
 
 
 def _print_error(message: str, *, exit_code: int | None = None) -> None:
-    click.echo(redact(f"Error: {message}"), err=True)
+    # An error's text may hold a server's (an error body, a close reason): inert, as everything printed.
+    click.echo(inert(redact(f"Error: {message}")), err=True)
     from gitops.cli.common import json_printed
 
     if _ERRORS_AS_JSON["on"] and not json_printed():
         # Scripts that asked for JSON read stdout: the error is there too, as one documented object.
         document = {"format_version": 1, "error": {"message": message, "exit_code": exit_code}}
-        click.echo(redact(json.dumps(document, indent=2)))
+        click.echo(inert(redact(json.dumps(document, indent=2))))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,6 +18,7 @@ from gitops.cli.common import (
     use_color,
 )
 from gitops.errors import BudgetError, ExitCode, PlanFileError, UsageError
+from gitops.inert import inert
 from gitops.secrets import redact
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ def apply(
 
             def progress(outcome: Outcome) -> None:
                 outcomes.append(outcome)
-                click.echo(outcome.line(), err=as_json)
+                click.echo(inert(redact(outcome.line())), err=as_json)
 
             ask = None if saved or yes else confirm
             if keep_going:
@@ -205,7 +206,7 @@ def apply(
                 click.echo(report.applied_line, err=as_json)
             for verification in [*report.verifications, *again]:
                 for line in verification.lines():
-                    click.echo(redact(line), err=as_json)
+                    click.echo(inert(redact(line)), err=as_json)  # the game's error texts among them: inert
             for note in remaining if result.has_changes or verify_again else []:
                 click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
             code = still_unsettled_code(s, report, again)
@@ -264,14 +265,14 @@ def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
         for verification in report.verifications:
             for line in verification.lines():
-                click.echo(redact(line))
+                click.echo(inert(redact(line)))
         codes.append(report.verify_exit_code)
     for failure in plan.failed:
-        click.echo(redact(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
+        click.echo(inert(redact(f"Error: server '{failure.server}' was not planned: {failure.message}")), err=True)
         codes.append(failure.exit_code)
     for server, exc in failures.items():
         print_unlock_links(exc)
-        click.echo(redact(f"Error: server '{server}' failed: {exc}"), err=True)
+        click.echo(inert(redact(f"Error: server '{server}' failed: {exc}")), err=True)
         codes.append(exc.exit_code)
     if not plan.has_changes and not plan.failed:
         click.echo("Nothing to apply.")

@@ -20,6 +20,7 @@ from gitops.app.options import (
     REFRESH_CHOICES,
 )
 from gitops.config.discovery import discover_manifest
+from gitops.inert import inert
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -239,7 +240,7 @@ def debug_log(ctx: click.Context) -> Callable[[str], None] | None:
         return None
 
     def log(line: str) -> None:
-        click.echo(redact(f"debug: {line}"), err=True)
+        click.echo(inert(redact(f"debug: {line}"), one_line=True), err=True)
 
     return log
 

@@ -40,6 +40,7 @@ def console(
     """
     from gitops.app.console import pick_server, stream_console
     from gitops.app.session import open_session
+    from gitops.inert import inert
     from gitops.secrets import redact
 
     options = options_from(
@@ -57,7 +58,7 @@ def console(
         try:
             for line in stream_console(s, server, seconds=seconds):
                 text = json.dumps(line.document(), ensure_ascii=False) if as_json else line.line()
-                click.echo(redact(text))
+                click.echo(inert(redact(text)))
         except KeyboardInterrupt:
             click.echo("Stopped.", err=True)
     return ExitCode.OK

@@ -18,6 +18,7 @@ from gitops.cli.common import (
     target_options,
 )
 from gitops.errors import BudgetError, ExitCode
+from gitops.inert import inert
 
 
 @click.command()
@@ -73,7 +74,7 @@ def drift(
     elif fmt == "markdown":
         click.echo(redact(render_markdown(report)), nl=False)
     else:
-        click.echo(redact(render_text(report)), nl=False)
+        click.echo(inert(redact(render_text(report))), nl=False)
     if report.unsettled:
         return ExitCode.UNVERIFIED
     return ExitCode.CHANGES if report.has_drift else ExitCode.OK

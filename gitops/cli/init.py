@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import click
 
 from gitops.cli.common import manifest_option, max_wait_option, state_dir_option
 from gitops.config.manifest import BranchConfig, Manifest
-from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL
+from gitops.config.scaffold import DEFAULT_BRANCH, DEFAULT_URL, check_reads_back
 from gitops.core.layout import Layout
 from gitops.errors import ManifestError, UsageError
+from gitops.inert import inert
 
 
 @click.command("init")
@@ -74,6 +76,7 @@ def init(
         DEFAULT_TOKEN_ENV,
         DEFAULT_USERNAME_ENV,
         ServerChoice,
+        manifest_data,
         manifest_text,
         server_name_for,
         signin_for,
@@ -128,7 +131,9 @@ def init(
         if layout.build is not None and "{server}" in layout.build:
             layout = replace(
                 layout,
-                build=layout.build.replace("{server}", entry),
+                # The entry's name comes from a file of the repository (a starter's .example-screeps.yaml): quoted
+                # for the shell that runs the build, so a name is only ever a name.
+                build=layout.build.replace("{server}", shlex.quote(entry)),
                 assumed=tuple(a for a in layout.assumed if "dry-run mode" not in a),
                 seen=(*layout.seen, f"the build names entry {entry!r} of {where.name}, written for {url}"),
             )
@@ -154,27 +159,29 @@ def init(
                 layout = fit_to_server(layout, code, listing, render)
                 text = manifest_text(layout, server, branch)
     _check_text(text)
-    write_new_manifest(manifest, text)
-    click.echo(f"Detected layout: {layout.kind} (root {layout.root}, separator {layout.separator!r})")
+    meant = manifest_data(layout, server, branch)
+    check_reads_back(text, meant, where=str(manifest))
+    write_new_manifest(manifest, text, meant)
+    _say(f"Detected layout: {layout.kind} (root {layout.root}, separator {layout.separator!r})")
     for line in layout.seen:
-        click.echo(f"  - {line}")
+        _say(f"  - {line}")
     for line in (*layout.assumed, *server.assumed):
-        click.echo(f"  - assumed: {line}")
+        _say(f"  - assumed: {line}")
     branches = layout.branch_roots or (branch,)
     shown = ", ".join(repr(b) for b in branches)
-    click.echo(f"Wrote {manifest}: branch{'es' if len(branches) > 1 else ''} {shown} on server {server.name!r} ({url})")
+    _say(f"Wrote {manifest}: branch{'es' if len(branches) > 1 else ''} {shown} on server {server.name!r} ({url})")
     if layout.build is not None:
-        click.echo(f"Build command: {layout.build.replace('{server}', server.name)} (run by validate, plan and apply)")
+        _say(f"Build command: {layout.build.replace('{server}', server.name)} (run by validate, plan and apply)")
     if layout.optional_requires:
         listed = ", ".join(repr(n) for n in layout.optional_requires)
-        click.echo(f"Optional requires (inside try blocks, no file holds them): {listed}; see requires in the manifest")
+        _say(f"Optional requires (inside try blocks, no file holds them): {listed}; see requires in the manifest")
     load_manifest(manifest)  # what was written validates as a manifest
     if server.credentials is not None:
         from gitops.app.adopting import ignore_credentials_file
 
         ignored = ignore_credentials_file(folder)
         if ignored is not None:
-            click.echo(f"Added {ignored.name} to {ignored}: the credentials file holds a token, Git must not commit it")
+            _say(f"Added .screeps.yaml to {ignored}: the credentials file holds a token, Git must not commit it")
     if then_pull:
         from gitops.cli.pull import run_pull
 
@@ -199,6 +206,11 @@ def init(
     click.echo("  gitops validate             # check the manifest and the local code, no network")
     click.echo("  gitops plan                 # what apply would change")
     return 0
+
+
+def _say(line: str) -> None:
+    """One line of init's report, which shows outside text (a server's version, file and entry names): inert."""
+    click.echo(inert(line, one_line=True))
 
 
 def _check_text(text: str) -> Manifest:

@@ -55,9 +55,14 @@ def plan(
     an error answer) does not stop the others: they are planned and shown, the failed one is marked, and the exit
     code is the worst failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
+    from gitops.inert import inert
     from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
+    if out is not None:
+        from gitops.edges.planfile import check_out_path
+
+        check_out_path(out)  # before any request is spent
     options = options_from(
         ctx,
         manifest=manifest,
@@ -91,13 +96,13 @@ def plan(
             else:
                 click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
             for failure in result.failed:
-                click.echo(redact(f"Error: {failure.message}"), err=True)
+                click.echo(inert(redact(f"Error: {failure.message}")), err=True)
             refusal = budget_error(result, s)
             if refusal is not None:
                 print_unlock_links(refusal)
                 if result.failure_code is None:
                     raise refusal
-                click.echo(redact(f"Error: {refusal}"), err=True)
+                click.echo(inert(redact(f"Error: {refusal}")), err=True)
             if out is not None and refusal is None:
                 save_plan(result, out)
                 click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)

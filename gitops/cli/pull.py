@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from gitops.cli.common import manifest_option, max_wait_option, state_dir_option, target_options
+from gitops.inert import inert
 
 
 @click.command("pull")
@@ -100,13 +101,13 @@ def run_pull(
             f"{verb['update']}, {counts['same']} unchanged"
         )
         for write in branch.changes:
-            click.echo(f"  {'+' if write.action == 'create' else '~'} {prefix}{write.path}")
+            click.echo(inert(f"  {'+' if write.action == 'create' else '~'} {prefix}{write.path}", one_line=True))
         for note in branch.notes:
-            click.echo(f"warning: {branch.label}: {note}", err=True)
+            click.echo(inert(f"warning: {branch.label}: {note}"), err=True)  # module names of the server
     for label in result.missing:
         click.echo(f"warning: {label}: the server has no such branch; nothing was pulled for it", err=True)
     for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(inert(f"warning: {warning}"), err=True)
     if dry_run:
         click.echo("Dry run: nothing was written.")
     elif result.branches and not result.missing and not any(b.notes for b in result.branches):

@@ -13,6 +13,7 @@ from gitops.app.targets import Targets
 from gitops.cli.common import chosen_format, echo_json, format_options, manifest_option, target_options
 from gitops.config.manifest import load_manifest
 from gitops.edges.privateserver import INSTALL_ENV
+from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
 
@@ -97,5 +98,5 @@ def rehearse_command(
     elif fmt == "markdown":
         click.echo(redact(markdown(*args)), nl=False)
     else:
-        click.echo(redact("\n".join(text(*args))))
+        click.echo(inert(redact("\n".join(text(*args)))))  # the world's error texts are the bot's: inert
     return result.exit_code

@@ -10,6 +10,7 @@ import click
 from gitops.app.watch import DEFAULT_DEBOUNCE
 from gitops.cli.common import manifest_option, max_wait_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
+from gitops.inert import inert
 
 
 @click.command()
@@ -59,6 +60,7 @@ def watch(
     require_serve_extra("watch")
     from gitops.app.watch import WatchSettings
     from gitops.app.watch import watch as run_watch
+    from gitops.config.manifest import load_manifest
     from gitops.edges.watching import file_changes
 
     options = options_from(
@@ -76,11 +78,12 @@ def watch(
     # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
     options.verify = VerifyOverrides(enabled=False)
     settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
-    folder = (manifest if manifest.is_dir() else manifest.parent).resolve()
+    # The manifest's own folder, as loading finds it (a bad -m is a manifest error here, before anything starts).
+    folder = load_manifest(manifest).base_dir
     stop = threading.Event()
 
     def say(line: str) -> None:
-        click.echo(line)
+        click.echo(inert(line))  # a deploy's outcome may quote the server
 
     with file_changes(folder, settings.poll, stop) as source:
         state = run_watch(options, source, say, settings=settings, stop=stop)

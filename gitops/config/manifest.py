@@ -84,7 +84,14 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
     the validated-manifest cache (:func:`gitops.config.manifestcache.default_cache_dir`).
     """
     display = str(path)
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:  # a name too long for the system (ENAMETOOLONG), a loop of links: not a bug
+        raise ManifestError(
+            f"manifest {_short(display)} cannot be read: {exc.strerror or exc}",
+            hint="Name the manifest with a shorter path with -m/--manifest or GITOPS_MANIFEST.",
+        ) from None
+    if is_dir:
         path = find_manifest_in(path) or path / DEFAULT_MANIFEST
         display = str(path)
     try:
@@ -97,7 +104,10 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
             "finds), or name another file with -m/--manifest or GITOPS_MANIFEST.",
         ) from None
     except OSError as exc:
-        raise ManifestError(f"manifest {display} cannot be read: {exc.strerror or exc}") from None
+        raise ManifestError(
+            f"manifest {_short(display)} cannot be read: {exc.strerror or exc}",
+            hint="Name a readable manifest file with -m/--manifest or GITOPS_MANIFEST.",
+        ) from None
     except Unreadable as exc:
         raise _invalid(display, exc.problems) from None
     cache_env = os.environ if env is None else env
@@ -127,6 +137,11 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
     digest = manifest_digest(manifest)
     manifestcache.store(raw, cache_env, manifest, digest, document.locations)
     return _loaded(path, display, manifest, digest, document.locations)
+
+
+def _short(display: str, limit: int = 200) -> str:
+    """A path for a message: whole up to ``limit`` characters, else its start and end around an ellipsis."""
+    return display if len(display) <= limit else f"{display[: limit // 2]}…{display[-limit // 2 :]}"
 
 
 def _loaded(path: Path, display: str, manifest: Manifest, digest: str, locations: Mapping[Loc, int]) -> LoadedManifest:

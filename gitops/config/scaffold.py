@@ -1,21 +1,28 @@
 """The text of a new, commented manifest (``gitops init``): pure, so every layout's text is tested without files.
 
 :func:`manifest_text` writes YAML by hand rather than dumping a model, because the point of the file is its
-comments: each key says what it does and what else it could say. Every value goes through :func:`_scalar`, so a
-branch or variable name can never break the YAML around it, and the tests load each text with
-:func:`gitops.config.manifest.manifest_from_data`.
+comments: each key says what it does and what else it could say. Much of what it writes comes from outside: a
+server's ``/api/version`` answer, entry names of a ``.screeps.yaml``, file and script names of the repository. So
+every value is emitted by the YAML library (:func:`_scalar`; plain only when it reads back as the same string) and
+every comment goes through :func:`_comment` (one line, control characters and line breaks escaped): no outside text
+can end a comment or a value and add a key. :func:`manifest_data` is what the text means, and
+:func:`check_reads_back` (run by ``gitops init`` on the text and again on the file it wrote) refuses a text that
+parses as anything else.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
+
+import yaml
 
 from gitops.core.endpoints import is_official
 from gitops.core.layout import Layout
+from gitops.errors import ManifestError
 
 DEFAULT_URL = "https://screeps.com"
 DEFAULT_TOKEN_ENV = "SCREEPS_TOKEN"  # noqa: S105 - the name of a variable, not a secret
@@ -27,6 +34,13 @@ DEFAULT_BRANCH = "default"
 
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./:-]*")
 _YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null", "~"}
+#: What may not stand raw in a comment: C0 and C1 controls, DEL, the line breaks YAML and terminals know (NEL, LS,
+#: PS), the bidirectional overrides that make a line read differently than it parses, and the backslash (escaped so
+#: that an escape in the text is told apart from one made here).
+_UNSAFE_IN_COMMENT = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff\\]")
+_COMMENT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+#: The budget every new manifest keeps back (uploads of the 240 a day).
+RESERVED_UPLOADS = 20
 
 
 @dataclass(frozen=True)
@@ -88,11 +102,17 @@ def server_name_for(url: str) -> str:
 
 
 def _scalar(value: str) -> str:
-    """``value`` as a YAML scalar: plain when that reads back as the same string, else double-quoted (JSON's
-    escaping, which YAML reads the same)."""
+    """``value`` as a YAML scalar on one line: plain when that reads back as the same string, else double-quoted as
+    the YAML library emits it (every line break and control character escaped)."""
     if _PLAIN.fullmatch(value) and value.lower() not in _YAML_WORDS and not _looks_numeric(value):
         return value
-    return json.dumps(value, ensure_ascii=False)
+    return _quoted(value)
+
+
+def _comment(text: str) -> str:
+    """``text`` made safe for a YAML comment: one line, control characters, line breaks and backslashes escaped
+    (``\\n``, ``\\u001b``)."""
+    return _UNSAFE_IN_COMMENT.sub(lambda m: _COMMENT_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
 
 
 def _looks_numeric(value: str) -> bool:
@@ -104,59 +124,108 @@ def _looks_numeric(value: str) -> bool:
 
 
 def _flow(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in values) + "]"
+    return "[" + ", ".join(_quoted(v) for v in values) + "]"
 
 
-def _credentials_lines(server: ServerChoice) -> list[str]:
+def _quoted(value: str) -> str:
+    """``value`` double-quoted, as the YAML library emits it (globs read better quoted, whatever they hold)."""
+    emitted = yaml.safe_dump(value, default_style='"', width=2**31 - 1, allow_unicode=True, explicit_end=False)
+    return emitted.rstrip("\n")
+
+
+def _credentials_data(server: ServerChoice) -> dict[str, str]:
     if server.credentials is not None:
+        return {"credentials": server.credentials}
+    if server.username_env is not None and server.password_env is not None:
+        return {"username_env": server.username_env, "password_env": server.password_env}
+    return {"token_env": server.token_env or DEFAULT_TOKEN_ENV}
+
+
+def _branch_data(layout: Layout, server: ServerChoice, branch: str, root: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"server": server.name, "branch": branch, "root": root}
+    if layout.build is not None:
+        data["build"] = layout.build.replace("{server}", server.name)
+    data["include"] = list(layout.include)
+    if layout.exclude:
+        data["exclude"] = list(layout.exclude)
+    data["binary"] = list(layout.binary)
+    naming: dict[str, Any] = {}
+    if layout.separator != "/":
+        naming["separator"] = layout.separator
+    if layout.strip_suffixes is not None:
+        naming["strip_suffixes"] = list(layout.strip_suffixes)
+    if naming:
+        data["naming"] = naming
+    if layout.source_maps is not None:
+        data["source_maps"] = layout.source_maps
+    return data
+
+
+def manifest_data(layout: Layout, server: ServerChoice, branch: str) -> dict[str, Any]:
+    """What :func:`manifest_text` means: the data its YAML must parse to, and nothing else."""
+    return {
+        "version": 1,
+        "servers": {server.name: {"url": server.url, **_credentials_data(server)}},
+        "branches": [
+            _branch_data(layout, server, folder if layout.branch_roots else branch, folder)
+            for folder in layout.branch_roots or (layout.root,)
+        ],
+        "budget": {"reserve": {"POST /api/user/code": RESERVED_UPLOADS}},
+    }
+
+
+def _credentials_lines(data: Mapping[str, str]) -> list[str]:
+    if "credentials" in data:
         return [
-            f"    credentials: {_scalar(server.credentials)}   # an entry of the screepers credentials file "
+            f"    credentials: {_scalar(data['credentials'])}   # an entry of the screepers credentials file "
             "(.screeps.yaml; gitops help credentials)",
         ]
-    if server.username_env is not None and server.password_env is not None:
+    if "username_env" in data:
         return [
-            f"    username_env: {_scalar(server.username_env)}   # the environment variable holding the user name",
-            f"    password_env: {_scalar(server.password_env)}   # ... and the one holding the password "
+            f"    username_env: {_scalar(data['username_env'])}   # the environment variable holding the user name",
+            f"    password_env: {_scalar(data['password_env'])}   # ... and the one holding the password "
             "(screepsmod-auth)",
         ]
-    token_env = server.token_env or DEFAULT_TOKEN_ENV
     return [
-        f"    token_env: {_scalar(token_env)}   # the environment variable holding the token; never the token itself",
+        f"    token_env: {_scalar(data['token_env'])}   # the environment variable holding the token; never the token "
+        "itself",
         "    # or: credentials: NAME  (an entry of .screeps.yaml), or username_env + password_env (private servers)",
     ]
 
 
-def _branch_lines(layout: Layout, server: ServerChoice, branch: str, root: str) -> list[str]:
+def _branch_lines(layout: Layout, data: Mapping[str, Any]) -> list[str]:
     lines = [
-        f"  - server: {_scalar(server.name)}",
-        f"    branch: {_scalar(branch)}   # created by apply when the server does not have it",
-        f"    root: {_scalar(root)}   # module names are paths under this folder",
+        f"  - server: {_scalar(data['server'])}",
+        f"    branch: {_scalar(data['branch'])}   # created by apply when the server does not have it",
+        f"    root: {_scalar(data['root'])}   # module names are paths under this folder",
     ]
-    if layout.build is not None:
-        build = layout.build.replace("{server}", server.name)
-        lines.append(f"    build: {_scalar(build)}   # run before the code is read (validate, plan, apply)")
+    if "build" in data:
+        lines.append(f"    build: {_scalar(data['build'])}   # run before the code is read (validate, plan, apply)")
     else:
         lines.append('    # build: "npm run build"   # a command that writes root, run before the code is read')
-    lines.append(f"    include: {_flow(layout.include)}")
-    if layout.exclude:
-        lines.append(f"    exclude: {_flow(layout.exclude)}")
+    lines.append(f"    include: {_flow(tuple(data['include']))}")
+    if "exclude" in data:
+        lines.append(f"    exclude: {_flow(tuple(data['exclude']))}")
     else:
         lines.append('    # exclude: ["test/**"]')
-    lines.append(f"    binary: {_flow(layout.binary)}   # sent as {{binary: base64}}")
-    naming: list[str] = []
-    if layout.separator != "/":
-        naming.append(f"separator: {json.dumps(layout.separator)}")
-    if layout.strip_suffixes is not None:
-        naming.append(f"strip_suffixes: {_flow(layout.strip_suffixes)}")
-    if layout.separator != "/":
-        example = f"role{layout.separator}harvester"
-        lines.append(f"    naming: {{{', '.join(naming)}}}   # role/harvester.js -> require('{example}')")
-    elif naming:
-        lines.append(f"    naming: {{{', '.join(naming)}}}   # compiled.wasm -> require('compiled')")
+    lines.append(f"    binary: {_flow(tuple(data['binary']))}   # sent as {{binary: base64}}")
+    naming = data.get("naming", {})
+    parts: list[str] = []
+    if "separator" in naming:
+        parts.append(f"separator: {_quoted(naming['separator'])}")
+    if "strip_suffixes" in naming:
+        parts.append(f"strip_suffixes: {_flow(tuple(naming['strip_suffixes']))}")
+    if "separator" in naming:
+        example = _comment(f"role{naming['separator']}harvester")
+        lines.append(f"    naming: {{{', '.join(parts)}}}   # role/harvester.js -> require('{example}')")
+    elif parts:
+        lines.append(f"    naming: {{{', '.join(parts)}}}   # compiled.wasm -> require('compiled')")
     else:
         lines.append('    # naming: {separator: "."}   # "/" (default): role/harvester.js -> require("role/harvester")')
-    if layout.source_maps is not None:
-        lines.append(f"    source_maps: {layout.source_maps}   # what a *.js.map file becomes (wrap, raw or omit)")
+    if "source_maps" in data:
+        lines.append(
+            f"    source_maps: {_scalar(data['source_maps'])}   # what a *.js.map file becomes (wrap, raw or omit)"
+        )
     elif layout.kind in ("build", "wasm"):
         lines.append(
             "    # source_maps: wrap   # main.js.map -> module 'main.js.map' (module.exports = <map>;); or raw, omit"
@@ -165,7 +234,7 @@ def _branch_lines(layout: Layout, server: ServerChoice, branch: str, root: str) 
         lines.append("    # The code requires these inside try blocks and no file holds them (optional modules): plan")
         lines.append("    # warns about each; listed here, it does not.")
         lines.append("    # requires:")
-        lines.append(f"    #   ignore: {_flow(layout.optional_requires)}")
+        lines.append(f"    #   ignore: {_comment(_flow(layout.optional_requires))}")
     lines += [
         "    # activate: [world]   # make this branch the active one (world and/or sim) after each upload",
         "    # remote_only: remove   # modules only on the server are removed (default) or kept",
@@ -175,31 +244,53 @@ def _branch_lines(layout: Layout, server: ServerChoice, branch: str, root: str) 
 
 def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
     """A commented ``gitops.yaml`` for ``layout``, deploying to ``branch`` on ``server`` (for the game client's
-    layout, one branch per folder, named by the folder)."""
+    layout, one branch per folder, named by the folder). It parses to :func:`manifest_data`'s data."""
+    data = manifest_data(layout, server, branch)
+    [(name, server_data)] = data["servers"].items()
     lines = [
         "# gitops.yaml: which files make up which branch on which server (written by 'gitops init').",
         "# Reference: gitops help manifest (all topics: gitops help). For completion in your editor: gitops schema >",
         "# gitops.schema.json, then make the first line: # yaml-language-server: $schema=gitops.schema.json",
         "#",
-        f"# Detected layout: {layout.kind}",
-        *[f"#   - {line}" for line in layout.seen],
+        f"# Detected layout: {_comment(layout.kind)}",
+        *[f"#   - {_comment(line)}" for line in layout.seen],
     ]
     if layout.assumed or server.assumed:
         lines.append("# Assumed (check these):")
-        lines += [f"#   - {line}" for line in (*layout.assumed, *server.assumed)]
+        lines += [f"#   - {_comment(line)}" for line in (*layout.assumed, *server.assumed)]
     lines += [
-        "version: 1",
+        f"version: {data['version']}",
         "servers:",
-        f"  {_scalar(server.name)}:",
-        f"    url: {_scalar(server.url)}   # with its path prefix for /ptr or /season",
-        *_credentials_lines(server),
+        f"  {_scalar(name)}:",
+        f"    url: {_scalar(server_data['url'])}   # with its path prefix for /ptr or /season",
+        *_credentials_lines(server_data),
         "branches:",
     ]
-    for folder in layout.branch_roots or (layout.root,):
-        lines += _branch_lines(layout, server, folder if layout.branch_roots else branch, folder)
+    for branch_data in data["branches"]:
+        lines += _branch_lines(layout, branch_data)
     lines += [
         "budget:",
-        '  reserve: {"POST /api/user/code": 20}   # uploads kept back for you, of the 240 a day',
+        f'  reserve: {{"POST /api/user/code": {RESERVED_UPLOADS}}}   # uploads kept back for you, of the 240 a day',
         "",
     ]
     return "\n".join(lines)
+
+
+def check_reads_back(text: str, meant: Mapping[str, Any], *, where: str) -> None:
+    """:class:`ManifestError` unless ``text`` parses as exactly ``meant`` (``where``: the file, for the message).
+
+    The serializers above make this hold for any input; the check is what makes it true for the file on disk:
+    outside text that found a way to end a comment or a value and add a key (a ``build:`` that ``validate`` would
+    run) is refused instead of written.
+    """
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        parsed = None
+    if parsed != meant:
+        raise ManifestError(
+            f"{where}: the manifest gitops init wrote does not read back as what it meant to write; nothing was "
+            "written",
+            hint="Some text init found (a server's /api/version answer, a .screeps.yaml entry name, a file name) "
+            "could not be written safely: write gitops.yaml by hand (gitops help manifest), and please report this.",
+        )

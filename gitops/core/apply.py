@@ -116,8 +116,16 @@ def apply_plan(
     *,
     progress: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
-    """Carry out the plan's steps in order; raise :class:`ApplyError` on the first failure."""
+    """Carry out the plan's steps in order; raise :class:`ApplyError` on the first failure.
+
+    The plan counts each upload once. On a server where it also reserved an upload for a rollback, an upload whose
+    answer was lost is not sent again: the server counts every upload it receives, so a resend would spend the
+    upload the rollback was promised (the budget check let the plan through only with it). The upload then fails
+    with its outcome unknown; the branch's record is dropped and the next plan downloads it. Elsewhere a lost
+    answer is retried once (the manifest's ``reserve`` absorbs that upload).
+    """
     todo = [(b, step) for b in plan.branches for step in b.steps]
+    keep_reserve = {b.server for b in plan.branches if b.verify is not None and b.verify.reserves_upload}
     outcomes: list[Outcome] = []
     for index, (branch, step) in enumerate(todo):
         writer = writers[branch.server]
@@ -125,7 +133,11 @@ def apply_plan(
             if step.kind == "clone-branch":
                 writer.clone_branch(branch.branch, modules=uploads.get((branch.server, branch.branch)))
             elif step.kind == "upload":
-                writer.upload_code(branch.branch, uploads[(branch.server, branch.branch)])
+                writer.upload_code(
+                    branch.branch,
+                    uploads[(branch.server, branch.branch)],
+                    resend_if_lost=branch.server not in keep_reserve,
+                )
             else:
                 assert step.which is not None
                 writer.set_active_branch(branch.branch, step.which)

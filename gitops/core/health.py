@@ -159,6 +159,118 @@ def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
     return ticks
 
 
+class TickTally:
+    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge`).
+
+    The first ``skip`` ticks are not counted (the ones that may still run the old code), nor any after the next
+    ``limit`` (``None``: all). Only the open tick is held; of the counted ticks, only their numbers and the first
+    :data:`EVIDENCE_LINES` distinct error lines. ``bot_modules``: the deployed code's module names, to tell the bot's
+    errors from the server's (:func:`blame`): a tick that failed only in the server's own code is counted apart.
+    """
+
+    def __init__(
+        self,
+        thresholds: Thresholds,
+        *,
+        skip: int = 0,
+        limit: int | None = None,
+        bot_modules: frozenset[str] | None = None,
+    ) -> None:
+        self._thresholds = thresholds
+        self._patterns = [re.compile(p) for p in thresholds.fail_on]
+        self._skip = skip
+        self._limit = limit
+        self._bot_modules = bot_modules
+        self._open: Tick | None = None
+        #: Ticks begun so far, the skipped ones and the open one included.
+        self.opened = 0
+        self.seen = 0
+        self.failed = 0
+        self.server_failed = 0
+        self.cpu = 0
+        self.evidence: list[str] = []
+        self.server_evidence: list[str] = []
+        #: ``main:12``: the bot's own top frame of the first error that has one.
+        self.top: str | None = None
+
+    def add(self, event: ConsoleEvent) -> None:
+        """One console event, grouped into ticks as :func:`group_ticks` does."""
+        if event.log is not None:
+            self._begin(Tick(event.log))
+        elif event.error is not None:
+            if self._open is not None and not self._open.errors:
+                self._open = Tick(self._open.log, (event.error,))
+            else:
+                # The server sends at most one error a tick: a second one is a tick whose console message never
+                # came (a run the server terminated, e.g. at the CPU limit, sends only the error).
+                self._begin(Tick((), (event.error,)))
+
+    def _begin(self, tick: Tick) -> None:
+        self._close()
+        self._open = tick
+        self.opened += 1
+
+    def _close(self) -> None:
+        if self._open is None:
+            return
+        tick, self._open = self._open, None
+        index = self.opened - 1
+        if index >= self._skip and (self._limit is None or index < self._skip + self._limit):
+            self.count(tick)
+
+    def count(self, tick: Tick) -> None:
+        """Count one whole tick: failed when an error of the bot's or a ``fail_on`` line is in it; failed in the
+        server's own code when its only errors have no frame of the bot's."""
+        reasons: list[str] = []
+        theirs: list[str] = []
+        for error in tick.errors:
+            mine, where = blame(error, self._bot_modules)
+            (reasons if mine else theirs).append(error)
+            self.top = self.top or where
+        reasons += [line for line in tick.log if any(p.search(line) for p in self._patterns)]
+        self.seen += 1
+        if reasons:
+            self.failed += 1
+            self.cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
+            _keep(self.evidence, reasons)
+        elif theirs:
+            self.server_failed += 1
+            _keep(self.server_evidence, theirs)
+
+    def judge(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
+        """The verdict on the ticks counted (the open one counts as a tick); ``problem`` is what stopped the watch
+        early, if anything."""
+        self._close()
+        seen, failed, server_failed = self.seen, self.failed, self.server_failed
+        wanted = self._thresholds.ticks
+        share = self._thresholds.error_share
+        evidence = tuple(self.evidence or self.server_evidence)
+
+        def verdict(status: Status, reason: str) -> Health:
+            return Health(status, reason, seen, failed, self.cpu, evidence, server_failed, self.top)
+
+        if seen >= wanted and seen > 0 and failed > 0 and failed >= share * seen:
+            return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
+        if seen < wanted and failed > 0 and failed >= max(1, math.ceil(share * wanted)):
+            return verdict(
+                "failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})"
+            )
+        if server_failed > 0 and server_failed >= share * max(seen, 1):
+            first = self.server_evidence[0].splitlines()[0]
+            return verdict(
+                "unknown",
+                f"{server_failed} of {seen} ticks failed in the server's own code, not the bot's (no frame of its "
+                f"modules in the stack): {first}",
+            )
+        if seen >= wanted and seen > 0:
+            return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
+        if problem is not None:
+            return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
+        if seen == 0:
+            return verdict("unknown", f"no tick came within {timeout:g} s")
+        return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+
+
 def judge(
     ticks: list[Tick],
     thresholds: Thresholds,
@@ -167,55 +279,12 @@ def judge(
     timeout: float = 0.0,
     bot_modules: frozenset[str] | None = None,
 ) -> Health:
-    """Weigh ``ticks`` against ``thresholds``; ``problem`` is what stopped the watch early, if anything;
-    ``bot_modules``: the deployed code's module names, to tell the bot's errors from the server's (:func:`blame`)."""
-    patterns = [re.compile(p) for p in thresholds.fail_on]
-    failed = 0
-    server_failed = 0
-    cpu = 0
-    evidence: list[str] = []
-    server_evidence: list[str] = []
-    top: str | None = None
+    """Weigh ``ticks`` against ``thresholds`` (:class:`TickTally` over ticks already grouped); ``problem`` is what
+    stopped the watch early, if anything; ``bot_modules``: the deployed code's module names (:func:`blame`)."""
+    tally = TickTally(thresholds, bot_modules=bot_modules)
     for tick in ticks:
-        reasons: list[str] = []
-        theirs: list[str] = []
-        for error in tick.errors:
-            mine, where = blame(error, bot_modules)
-            (reasons if mine else theirs).append(error)
-            top = top or where
-        reasons += [line for line in tick.log if any(p.search(line) for p in patterns)]
-        if reasons:
-            failed += 1
-            cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
-            _keep(evidence, reasons)
-        elif theirs:
-            server_failed += 1
-            _keep(server_evidence, theirs)
-    seen = len(ticks)
-    wanted = thresholds.ticks
-    share = thresholds.error_share
-
-    def verdict(status: Status, reason: str) -> Health:
-        return Health(status, reason, seen, failed, cpu, tuple(evidence or server_evidence), server_failed, top)
-
-    if seen >= wanted and seen > 0 and failed > 0 and failed >= share * seen:
-        return verdict("failing", f"{failed} of {seen} ticks failed (threshold {share:.0%})")
-    if seen < wanted and failed > 0 and failed >= max(1, math.ceil(share * wanted)):
-        return verdict("failing", f"{failed} of {seen} ticks failed before {wanted} ticks came (threshold {share:.0%})")
-    if server_failed > 0 and server_failed >= share * max(seen, 1):
-        first = server_evidence[0].splitlines()[0]
-        return verdict(
-            "unknown",
-            f"{server_failed} of {seen} ticks failed in the server's own code, not the bot's (no frame of its "
-            f"modules in the stack): {first}",
-        )
-    if seen >= wanted and seen > 0:
-        return verdict("healthy", f"{seen} ticks seen, {failed} failed (threshold {share:.0%})")
-    if problem is not None:
-        return verdict("unknown", problem if not seen else f"{problem} after {seen} of {wanted} ticks")
-    if seen == 0:
-        return verdict("unknown", f"no tick came within {timeout:g} s")
-    return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
+        tally.count(tick)
+    return tally.judge(problem=problem, timeout=timeout)
 
 
 def _keep(evidence: list[str], lines: list[str]) -> None:
@@ -239,6 +308,7 @@ __all__ = [
     "Status",
     "Thresholds",
     "Tick",
+    "TickTally",
     "blame",
     "frames",
     "group_ticks",

@@ -12,7 +12,10 @@ writes a module only to a path that is none of these, judged as the file systems
   of such a folder (``GIT~1``), a Windows device name (``CON``, ``NUL``, ``COM1``, ...) or hold a character Windows
   refuses (``<>:"|?*``);
 * the file's name may not be one of the files that configure or run a build, case-insensitively
-  (:data:`PROTECTED_NAMES`, any ``*.config.*``, the manifest itself), nor, for a binary module, carry a suffix of a
+  (:data:`PROTECTED_NAMES`, any ``*.config.*``, the manifest itself), nor one that a build tool, task runner or
+  test runner finds and runs *by its name* whatever its suffix (:data:`RUN_BY_NAME`: ``gulpfile.babel.js``,
+  ``Gruntfile.ts``, ``build.js``, ``Dangerfile``; and any ``*.conf.*``, the test runners' spelling:
+  ``karma.conf.js``, ``protractor.conf.js``, ``wdio.conf.ts``), nor, for a binary module, carry a suffix of a
   configuration or script file (:data:`PROTECTED_SUFFIXES`);
 * the path may not be deeper than :data:`MAX_DEPTH` folders or longer than :data:`MAX_PATH_BYTES`.
 """
@@ -73,6 +76,29 @@ PROTECTED_NAMES = frozenset(
     }
 )
 
+#: Names (case-insensitive, before the first dot) of files that a tool finds and runs by that name, whatever their
+#: suffixes (``gulpfile.js``, ``gulpfile.babel.js``, ``gulpfile.ts``): task runners (gulp, grunt, jake, broccoli,
+#: webpack's ``webpackfile``), CI's own runners (danger, Jenkins), other ecosystems' build files that a Screeps
+#: repository also holds (Rake, Bundler, Vagrant, Procfile), and ``build``: a ``build.js``/``build.mjs``/``build.ts``
+#: is the build script that ``package.json`` runs (``node build.js``), ``build.rs`` Cargo's, ``build.gradle``,
+#: ``build.zig`` and ``build.sh`` their tools'. A module of the same name is rare; pull says why it is not written.
+RUN_BY_NAME = frozenset(
+    {
+        "gulpfile",
+        "gruntfile",
+        "jakefile",
+        "brocfile",
+        "webpackfile",
+        "dangerfile",
+        "jenkinsfile",
+        "build",
+        "rakefile",
+        "gemfile",
+        "vagrantfile",
+        "procfile",
+    }
+)
+
 #: Suffixes (case-insensitive) of files that configure or run something: a binary module's file never has one
 #: (a text module's file ends in one of the branch's module suffixes, ``.js``, anyway).
 PROTECTED_SUFFIXES = (
@@ -108,7 +134,7 @@ _WINDOWS_REFUSED = re.compile(r'[<>:"|?*]')
 MAX_DEPTH = 32
 #: Below Linux's PATH_MAX (4,096) with room for the repository's own path in front.
 MAX_PATH_BYTES = 1024
-_CONFIG = re.compile(r".+\.config\.[a-z0-9]+")
+_CONFIG = re.compile(r".+\.(?:config|conf)\.[a-z0-9]+")
 
 
 def comparable(part: str) -> str:
@@ -139,7 +165,12 @@ def refusal(path: str, *, binary: bool, manifest_names: frozenset[str] = frozens
         if _WINDOWS_REFUSED.search(part) or part != part.rstrip(". "):
             return f'{part!r} is not a name Windows keeps as it is (one of <>:"|?*, or a trailing dot or space)'
     name = comparable(parts[-1])
-    if name in PROTECTED_NAMES or name in manifest_names or _CONFIG.fullmatch(name):
+    if (
+        name in PROTECTED_NAMES
+        or name in manifest_names
+        or _CONFIG.fullmatch(name)
+        or name.split(".", 1)[0] in RUN_BY_NAME
+    ):
         return f"{parts[-1]!r} configures or runs the project's build, which pull never writes"
     if binary and name.endswith(PROTECTED_SUFFIXES):
         return f"{parts[-1]!r} has the suffix of a configuration or script file, which a binary module never gets"

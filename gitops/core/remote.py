@@ -209,8 +209,9 @@ class RemoteReader(Protocol):
 class RemoteWriter(RemoteReader, Protocol):
     """Read and write access to one server account."""
 
-    def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
-        """Replace every module of ``branch`` (``POST /api/user/code``)."""
+    def upload_code(self, branch: str, modules: Mapping[str, WireModule], *, resend_if_lost: bool = True) -> None:
+        """Replace every module of ``branch`` (``POST /api/user/code``); ``resend_if_lost=False``: not sent again
+        after a failure that may have reached the server."""
         ...
 
     def clone_branch(

@@ -305,11 +305,22 @@ class DeferredObserver:
 
 
 class _Transient(Exception):
-    """A failure worth another attempt; ``error`` is what the user sees when attempts run out."""
+    """A failure worth another attempt; ``error`` is what the user sees when attempts run out. ``sent``: the request
+    may have reached the server (False only when no connection was made)."""
 
-    def __init__(self, error: GitopsError) -> None:
+    def __init__(self, error: GitopsError, *, sent: bool = True) -> None:
         super().__init__(error.message)
         self.error = error
+        self.sent = sent
+
+
+def _lost(error: GitopsError) -> GitopsError:
+    """``error`` of a write that may have reached the server and is not sent again (see ``upload_code``)."""
+    error.hint = (
+        "The server may or may not have taken it; it was not sent again, so that the upload reserved for a rollback "
+        "stays unspent. Run 'gitops plan': it downloads the branch and shows whether the upload is still needed."
+    )
+    return error
 
 
 class _RedactingFilter(logging.Filter):
@@ -463,19 +474,25 @@ class ServiceClient:
             self._observer.remember_branch(RemoteBranch.from_code(name, code, now, "download"))
         return code
 
-    def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
+    def upload_code(self, branch: str, modules: Mapping[str, WireModule], *, resend_if_lost: bool = True) -> None:
         """Replace every module of ``branch`` (``POST /api/user/code``); the branch must exist.
 
         When the outcome is unknown (the connection dropped, a timeout, a 5xx, an answer that cannot be read, or
         any other failure) the server may have committed the upload: what the tool knew of the branch is dropped,
         so the next plan learns it from the server instead of from a record the upload may have made false.
+
+        ``resend_if_lost=False``: an upload that may have reached the server is not sent again (only one that never
+        found a connection is). The server counts every upload it receives, committed or not, so a resend after a
+        lost answer spends a second upload of the day's 240: apply asks for this when the plan reserved an upload
+        for a rollback on the server, which a resend would otherwise spend (see
+        :func:`gitops.core.apply.apply_plan`).
         """
         # The record of what the branch will hold is made while the upload is on its way.
         written: Background[RemoteBranch | None] = Background(lambda: _branch_written(branch, modules))
         body = self._take_prepared(branch, modules, clone=False) or _upload_body(branch, modules)
         try:
             with _in_flight(f"the upload to {self.server_name}/{branch}"):
-                data = self._call("POST", _CODE, body=body, compress=self.compress)
+                data = self._call("POST", _CODE, body=body, compress=self.compress, resend=resend_if_lost)
         except BaseException:
             written.join()
             self._observer.forget_branch(branch)
@@ -574,7 +591,12 @@ class ServiceClient:
         return True
 
     def query_token(self) -> TokenInfo:
-        """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only."""
+        """The token's scope and unlimited period (``GET /api/auth/query-token``); official servers only.
+
+        The token goes in the URL's query (``?token=``): the interface document gives the endpoint no other form
+        (section 4.2; ``X-Token`` authenticates a request, it does not name the token to describe). So the URL is
+        never shown whole: every debug line goes through :func:`sanitize_url`, httpx's log through the redacting
+        filter, and errors are worded without the request (``tests/test_query_token_canary.py``)."""
         token = self._token_auth("The token query").token
         data = self._call("GET", QUERY_TOKEN.split(" ", 1)[1], params={"token": token.reveal()})
         info = _token_info(data, self._clock.now())
@@ -617,16 +639,18 @@ class ServiceClient:
         body: Any = None,
         compress: bool = False,
         force: bool = False,
+        resend: bool = True,
     ) -> dict[str, Any]:
         """Send one request and return the answer's JSON object, or raise the error a user should see.
 
-        ``compress`` deflates a body of at least :data:`COMPRESS_MIN_BYTES` (``force``: any body)."""
+        ``compress`` deflates a body of at least :data:`COMPRESS_MIN_BYTES` (``force``: any body). ``resend=False``:
+        a failed attempt that may have reached the server is not retried (see :meth:`upload_code`)."""
         endpoint = endpoint_key(method, path)
         waits = 0
         signed_in_again = False
         encoding = ("force" if force else "deflate") if compress else None
         while True:
-            response, data = self._send(method, path, endpoint, params, body, encoding)
+            response, data = self._send(method, path, endpoint, params, body, encoding, resend=resend)
             status = response.status_code
             if status == 429:
                 wait = self._retry_after(response)
@@ -667,6 +691,8 @@ class ServiceClient:
         params: Mapping[str, str] | None,
         body: Any,
         encoding: str | None = None,
+        *,
+        resend: bool = True,
     ) -> tuple[httpx.Response, Any]:
         """One request with bounded retries of transient failures (tenacity; the clock does the sleeping).
 
@@ -678,8 +704,17 @@ class ServiceClient:
         self._deadline = time.monotonic() + self._timeout
         try:
             failed: list[BaseException] = []  # handed over, not kept here: its answer may be large
+
+            def attempt() -> tuple[httpx.Response, Any]:
+                try:
+                    return self._attempt(method, path, endpoint, params, body, encoding)
+                except _Transient as exc:
+                    if exc.sent and not resend:
+                        raise _lost(exc.error) from None  # not a _Transient: no retry
+                    raise
+
             try:
-                return self._attempt(method, path, endpoint, params, body, encoding)
+                return attempt()
             except _Transient as exc:
                 failed.append(exc)
             # The rest of the attempts go through tenacity, imported only now (gitops.edges.retries).
@@ -687,7 +722,7 @@ class ServiceClient:
 
             return after_first(
                 failed,
-                lambda: self._attempt(method, path, endpoint, params, body, encoding),
+                attempt,
                 retry_on=_Transient,
                 attempts=READ_ATTEMPTS if method == "GET" else WRITE_ATTEMPTS,
                 backoff=(BACKOFF_FIRST, BACKOFF_MAX, BACKOFF_TOTAL),
@@ -767,7 +802,7 @@ class ServiceClient:
             error = self._network_error(endpoint, exc)
             if tls_reason(exc) in _TLS_HINTS:
                 raise error from None  # a certificate or a scheme that is wrong now is as wrong a second later
-            raise _Transient(error) from None
+            raise _Transient(error, sent=not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)) from None
         elapsed = (time.perf_counter() - started) * 1000
         self._debug(f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)")
         self._after_response(endpoint, response)

@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -558,7 +559,9 @@ class Ledger:
         command = " ".join([Path(sys.argv[0]).name if sys.argv else "python", *sys.argv[1:]])[:200]
         info = json.dumps({"pid": os.getpid(), "command": redact(command), "since": since})
         with contextlib.suppress(OSError):
-            fd = os.open(owner_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            # O_NONBLOCK: a FIFO put there would hold the open until a reader came (with it: ENXIO, suppressed).
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+            fd = os.open(owner_path, flags, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(info + "\n")
 
@@ -589,8 +592,11 @@ class Ledger:
     def _load(self) -> None:
         self._seen = self._stat()
         try:
-            raw = self.path.read_bytes()
+            raw = _read_regular(self.path)
         except FileNotFoundError:
+            return
+        except _NotRegular as exc:
+            self._set_aside(f"{exc.args[0]}, not a file")
             return
         except OSError as exc:
             self.warnings.append(
@@ -1050,10 +1056,30 @@ def _module_facts(modules: dict[str, _Module]) -> dict[str, ModuleFacts]:
     return {n: ModuleFacts(n, m.digest, m.size, m.binary) for n, m in modules.items()}
 
 
+class _NotRegular(OSError):
+    """A state file's name holds something else than a regular file (``args[0]`` says what)."""
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, opened without blocking: a FIFO (or a device, a folder) put in a
+    state file's place would hold a plain ``open`` or ``read`` until a writer came; it is :class:`_NotRegular`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular(
+                "a FIFO" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode) else "a device or socket"
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
 def _owner(owner_path: Path) -> str:
     """``(pid 4242, 'gitops apply --yes', since 2026-11-22 21:50:03 UTC)`` from the holder's note, if readable."""
     try:
-        info = json.loads(owner_path.read_text(encoding="utf-8"))
+        info = json.loads(_read_regular(owner_path).decode("utf-8"))
         return f"(pid {int(info['pid'])}, '{redact(str(info['command']))[:200]}', since {str(info['since'])[:40]})"
     except (OSError, ValueError, KeyError, TypeError):
         return "(its process is not recorded)"
@@ -1061,7 +1087,7 @@ def _owner(owner_path: Path) -> str:
 
 def _read_pointer(folder: Path) -> str | None:
     try:
-        text = (folder / _LAST_FINGERPRINT).read_text(encoding="ascii").strip()
+        text = _read_regular(folder / _LAST_FINGERPRINT).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text if _FINGERPRINT_RE.match(text) else None

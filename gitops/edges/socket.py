@@ -11,6 +11,11 @@ Everything is bounded: the handshake and each receive by the time left to the de
 :data:`MAX_MESSAGE` bytes (larger ones close the socket), inflated messages by :data:`MAX_INFLATED`, and the number
 of messages read by the caller's ``max_messages``. The token is sent and never logged: the websockets library's own
 logger gets this module's redacting filter, and the ``NEWTOKEN`` of ``auth ok`` is registered as a secret.
+
+The socket never follows a redirect: the websockets library follows a 3xx answer to the upgrade (to any host) and
+would send ``auth TOKEN`` there, so the tool opens the TCP connection itself and hands it over (a library cannot
+take a connection to another host), and a 3xx is a :class:`SocketProblem` naming the server. The server's texts
+shown in a problem (a close reason, a refusal) are redacted and made inert (:func:`gitops.inert.inert`).
 """
 
 from __future__ import annotations
@@ -21,17 +26,20 @@ import contextlib
 import json
 import logging
 import re
+import socket
 import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
 from gitops.core.health import ConsoleEvent
 from gitops.edges.tls import trust_context
+from gitops.inert import inert
 from gitops.secrets import Secret, redact, register
 
 log = logging.getLogger("gitops.socket")
@@ -95,8 +103,13 @@ def parse_frame(text: str) -> list[str]:
             return []
         return [x for x in items if isinstance(x, str)] if isinstance(items, list) else []
     if text.startswith("c["):
-        raise SocketProblem(f"the server closed the socket: {redact(text[1:200])}")
+        raise SocketProblem(f"the server closed the socket: {shown(text[1:200])}")
     return [text]
+
+
+def shown(text: str) -> str:
+    """A server's text in a problem's message: redacted, on one line, inert."""
+    return inert(redact(text), one_line=True)
 
 
 def parse_message(text: str) -> ChannelMessage | None:
@@ -133,6 +146,16 @@ def console_event(data: Any) -> ConsoleEvent | None:
         lines = messages.get("log")
         log_lines = tuple(redact(str(x)) for x in lines) if isinstance(lines, list) else ()
         return ConsoleEvent(log=log_lines)
+    return None
+
+
+def _redirect(exc: BaseException) -> str | None:
+    """``302 to LOCATION`` when the upgrade was answered with a redirect (websockets raises the 3xx itself, or,
+    given a connection of its caller, a ``ValueError`` caused by it), else ``None``."""
+    for found in (exc, exc.__cause__):
+        if isinstance(found, InvalidStatus) and 300 <= found.response.status_code < 400:
+            location = found.response.headers.get("Location", "")
+            return f"{found.response.status_code} to {shown(location[:200]) or 'nowhere'}"
     return None
 
 
@@ -180,9 +203,25 @@ class GameSocket:
         wait = min(OPEN_TIMEOUT, self._left())
         where = redact(self._url)
         try:
+            parts = urlsplit(self._url)
+            port = parts.port or (443 if parts.scheme == "wss" else 80)
+            # The tool's own connection to the manifest's host: websockets cannot follow a redirect with it.
+            sock = socket.create_connection((parts.hostname or "", port), timeout=max(wait, 0.01))
+        except ValueError as exc:  # a port out of range
+            raise SocketProblem(f"the socket address {where} is not valid") from exc
+        except TimeoutError as exc:
+            raise SocketProblem(f"the socket at {where} did not open within {wait:g} s") from exc
+        except OSError as exc:
+            raise SocketProblem(f"could not connect to the socket at {where} ({redact(str(exc))})") from exc
+        # As websockets leaves a connection it opened itself: blocking, its own deadlines bound each wait (a release
+        # that reads without waiting for the socket first would end a quiet console after `wait` seconds).
+        sock.settimeout(None)
+        self._stack.callback(sock.close)
+        try:
             self._ws = self._stack.enter_context(
                 connect(
                     self._url,
+                    sock=sock,
                     # The HTTP client's trust (gitops.edges.tls), and like it a direct connection: websockets would
                     # use the system's store and a proxy named by HTTPS_PROXY.
                     ssl=trust_context() if self._url.startswith("wss://") else None,
@@ -197,12 +236,21 @@ class GameSocket:
             )
         except InvalidURI as exc:
             raise SocketProblem(f"the socket address {where} is not valid") from exc
-        except InvalidHandshake as exc:
-            raise SocketProblem(f"the server refused the socket at {where} ({redact(str(exc))})") from exc
         except TimeoutError as exc:
             raise SocketProblem(f"the socket at {where} did not open within {wait:g} s") from exc
-        except OSError as exc:
+        except OSError as exc:  # a certificate refused among them (an OSError and a ValueError)
             raise SocketProblem(f"could not connect to the socket at {where} ({redact(str(exc))})") from exc
+        except (InvalidHandshake, ValueError) as exc:
+            redirect = _redirect(exc)
+            if redirect is not None:
+                raise SocketProblem(
+                    f"the server at {where} answered the socket's upgrade with a redirect ({redirect}); the game "
+                    "socket never follows one (it would send the token there): set the server's url in the manifest "
+                    "to the address that serves the game, or fix the redirect on the server"
+                ) from exc
+            if not isinstance(exc, InvalidHandshake):
+                raise
+            raise SocketProblem(f"the server refused the socket at {where} ({shown(str(exc))})") from exc
         self._say(f"socket: connected to {where}")
         self._send("auth " + self._token.reveal())
         auth_deadline = time.monotonic() + min(OPEN_TIMEOUT, self._left())
@@ -263,6 +311,38 @@ class GameSocket:
         self._stack.close()
 
 
+def watch_console(
+    url: str,
+    token: Secret,
+    user_id: str,
+    *,
+    seconds: float,
+    on_event: Callable[[ConsoleEvent], bool],
+    debug: Callable[[str], None] | None = None,
+    max_messages: int = 10_000,
+    stop: Callable[[], bool] | None = None,
+) -> str | None:
+    """Hand each console event of ``user_id`` to ``on_event`` (which keeps what it needs and says whether it has
+    enough) for at most ``seconds``, or until ``stop()`` says so (a SIGINT/SIGTERM during a verification); the
+    problem that cut the watch short, or ``None`` when it ran out its time, had enough or was stopped. Nothing is
+    kept here: what a watch holds is ``on_event``'s to bound."""
+    if not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
+        return "the server's user id is not one the socket takes"
+    channel = f"user:{user_id}/console"
+    try:
+        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug, stop=stop) as sock:
+            sock.subscribe(channel)
+            for message in sock.messages(max_messages):
+                if message.channel != channel:
+                    continue
+                event = console_event(message.data)
+                if event is not None and on_event(event):
+                    break
+    except SocketProblem as exc:
+        return str(exc)
+    return None
+
+
 def console_events(
     url: str,
     token: Secret,
@@ -275,25 +355,18 @@ def console_events(
     stop: Callable[[], bool] | None = None,
 ) -> tuple[list[ConsoleEvent], str | None]:
     """Console events of ``user_id`` for at most ``seconds`` (or until ``enough(events)``), and the problem that cut
-    the watch short (``None`` when it ran out its time or had enough)."""
-    if not re.match(r"^[A-Za-z0-9_-]{1,64}$", user_id):
-        return [], "the server's user id is not one the socket takes"
+    the watch short (``None`` when it ran out its time or had enough). Keeps every event: for short reads (tests,
+    a few messages); verify's watch uses :func:`watch_console` with a bounded tally."""
     events: list[ConsoleEvent] = []
-    channel = f"user:{user_id}/console"
-    try:
-        with GameSocket(url, token, deadline=time.monotonic() + seconds, debug=debug, stop=stop) as sock:
-            sock.subscribe(channel)
-            for message in sock.messages(max_messages):
-                if message.channel != channel:
-                    continue
-                event = console_event(message.data)
-                if event is not None:
-                    events.append(event)
-                    if enough(events):
-                        break
-    except SocketProblem as exc:
-        return events, str(exc)
-    return events, None
+
+    def keep(event: ConsoleEvent) -> bool:
+        events.append(event)
+        return enough(events)
+
+    problem = watch_console(
+        url, token, user_id, seconds=seconds, on_event=keep, debug=debug, max_messages=max_messages, stop=stop
+    )
+    return events, problem
 
 
 __all__ = [
@@ -305,4 +378,5 @@ __all__ = [
     "parse_frame",
     "parse_message",
     "socket_url",
+    "watch_console",
 ]

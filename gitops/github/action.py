@@ -40,6 +40,7 @@ from gitops.config.routes import RouteChange, route_changes
 from gitops.core.rehearsal import DEFAULT_TICKS
 from gitops.errors import ExitCode, GitopsError, SourceError, TrustError, UsageError
 from gitops.github.basemanifest import read_base_manifest
+from gitops.inert import inert
 from gitops.secrets import Secret, redact
 
 Command = Literal["plan", "apply", "drift", "rehearse"]
@@ -319,7 +320,13 @@ def mask_lines(value: str) -> list[str]:
 
 
 def annotation(level: Literal["notice", "warning", "error"], message: str) -> str:
-    return f"::{level} title={escape_property('screeps-gitops')}::{escape_data(redact(message))}"
+    return f"::{level} title={escape_property('screeps-gitops')}::{escape_data(inert(redact(message)))}"
+
+
+def log_text(text: str) -> str:
+    """Text for the job's log that is not a workflow command: redacted, and inert (a server's text could
+    otherwise begin a line with ``::``, or move the log viewer's cursor)."""
+    return inert(redact(text))
 
 
 def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
@@ -558,7 +565,7 @@ def _plan_and_apply(
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)
         now = options.clock.now()
-        echo(redact(render_text(result, now=now).rstrip("\n")))
+        echo(log_text(render_text(result, now=now).rstrip("\n")))
         report.exit_code = ExitCode.CHANGES if inputs.command == "plan" and result.has_changes else ExitCode.OK
         if result.unsettled:  # a deploy unverified or failing (issue 39): plan and apply both say so
             report.exit_code = ExitCode.UNVERIFIED
@@ -603,7 +610,10 @@ def _rehearse(
     )
     result = rehearse(loaded, request, env, say=echo)
     report.rehearsal = result
-    echo("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
+    # The world's error texts are the bot's (a pull request's): inert in the log, as every server text.
+    echo(
+        log_text("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
+    )
     report.exit_code = result.exit_code
     if result.exit_code != ExitCode.OK:
         echo(annotation("error" if result.result == "failing" else "warning", f"rehearsal: {result.result}"))
@@ -639,7 +649,7 @@ def _drift(s: Any, report: Report, *, echo: Echo) -> None:
         s.auth(server)  # raises AuthError: what is missing and how to provide it
     found = check_drift(s)
     report.drift = found
-    echo(redact(render_text(found).rstrip("\n")))
+    echo(log_text(render_text(found).rstrip("\n")))
     report.exit_code = ExitCode.UNVERIFIED if found.unsettled else ExitCode.CHANGES if found.has_drift else ExitCode.OK
 
 
@@ -797,7 +807,7 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
 
     def progress(outcome: Outcome) -> None:
         report.outcomes.append(outcome.line())
-        echo(outcome.line())
+        echo(log_text(outcome.line()))
         if outcome.status == "done":
             steps_done[outcome.branch] = steps_done.get(outcome.branch, 0) + 1
 
@@ -813,11 +823,11 @@ def _apply(result: Any, s: Any, report: Report, *, echo: Echo) -> None:
     report.applied = done.applied
     if done.applied_line is not None:
         report.outcomes.append(done.applied_line)
-        echo(done.applied_line)
+        echo(log_text(done.applied_line))
     report.verifications = list(done.verifications)
     for verification in done.verifications:
         for line in verification.lines():
-            echo(redact(line))
+            echo(log_text(line))
         if verification.result in ("unhealthy", "rolled-back", "undo-failed"):
             echo(annotation("error", f"{verification.label}: the new code fails in the game ({verification.result})"))
             # The deployment record says what the game said: a deploy whose code fails (rolled back or not) failed.

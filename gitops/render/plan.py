@@ -10,7 +10,7 @@ import dataclasses
 import html
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gitops.core.budget import EndpointBudget, utc
@@ -19,6 +19,7 @@ from gitops.core.diff import ModuleChange
 from gitops.core.drift import Drift
 from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
+from gitops.inert import inert
 
 JSON_FORMAT_VERSION = 1
 
@@ -191,10 +192,13 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     (``full``: all of them; the JSON always has all)."""
     import click
 
-    def style(text: str, **kw: Any) -> str:
-        return click.style(text, **kw) if color else text
+    def style(text: str, *, indent: str = "", **kw: Any) -> str:
+        shown = inert(text, one_line=True)
+        return _Styled(indent + (click.style(shown, **kw) if color else shown))
 
-    out: list[str] = []
+    # Names, messages and diff lines come from servers and files: each line is made inert (gitops.inert) before
+    # it is styled, so that only the colours added here reach the terminal as escape sequences.
+    out = _InertLines()
     source = plan.source
     where = f"git ref {source.get('ref')} ({str(source.get('commit') or '')[:12]})"
     if source.get("kind") != "ref":
@@ -228,7 +232,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
             if not full and shown_modules >= TEXT_MODULE_LINES:
                 break
             shown_modules += 1
-            out.append("  " + style(_module_line(entry), fg=_COLOURS[entry.change]))
+            out.append(style(_module_line(entry), indent="  ", fg=_COLOURS[entry.change]))
             if entry.note:
                 out.append(f"      ({entry.note})")
             if entry.diff:
@@ -238,7 +242,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
                         continue
                     shown_diff += 1
                     fg = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-                    out.append("      " + style(line, fg=fg))
+                    out.append(style(line, indent="      ", fg=fg))
         rest = len(branch.modules) - shown_modules
         if hidden_diff:
             out.append(f"      ... and {hidden_diff} more diff line(s): --full shows all")
@@ -260,6 +264,23 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     out.append("")
     out.append(summary_line(plan, now=now))
     return printable("\n".join(out) + "\n")
+
+
+class _Styled(str):
+    """A line :func:`render_text` made inert and then styled: :class:`_InertLines` keeps it as it is."""
+
+    __slots__ = ()
+
+
+class _InertLines(list[str]):
+    """The lines of a text rendering: each one not already :class:`_Styled` is made inert as it is added."""
+
+    def append(self, line: str) -> None:
+        super().append(line if isinstance(line, _Styled) else inert(line, one_line=True))
+
+    def extend(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.append(line)
 
 
 def summary_line(plan: Plan, *, now: float) -> str:

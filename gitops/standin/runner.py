@@ -50,6 +50,10 @@ class _BoundedH11(H11Protocol):
     header_timeout: float = HEADER_TIMEOUT
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvicorn turns its access log back on whenever the 'uvicorn.access' logger has a handler (any program that
+        # configures logging gives it one, through the root logger), whatever access_log=False said; that log
+        # prints the request line, and with it a token query's 'token=' value. Off here, for every connection.
+        self.access_log = False
         self._header_timer: asyncio.TimerHandle | None = None
         self._cycle_at_arm: object = None
         self._header_bytes = 0

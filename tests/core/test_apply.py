@@ -61,7 +61,7 @@ class FakeServer:
             raise self.error
         self.calls.append(call)
 
-    def upload_code(self, branch: str, modules: Mapping[str, WireModule]) -> None:
+    def upload_code(self, branch: str, modules: Mapping[str, WireModule], *, resend_if_lost: bool = True) -> None:
         self._write("upload", branch)
         self.branches[branch] = CodeSet.from_wire(dict(modules))
 

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from gitops.core.health import ConsoleEvent, Frame, Thresholds, Tick, frames, group_ticks, judge, unknown
+import random
+import tracemalloc
+
+import pytest
+
+from gitops.core.health import (
+    CPU_LIMIT_TEXT,
+    EVIDENCE_LINES,
+    ConsoleEvent,
+    Frame,
+    Thresholds,
+    Tick,
+    TickTally,
+    frames,
+    group_ticks,
+    judge,
+    unknown,
+)
 
 
 def _log(*lines: str) -> ConsoleEvent:
@@ -136,3 +153,42 @@ def test_a_few_server_hiccups_beside_healthy_ticks_stay_healthy() -> None:
     ticks = [Tick((), (SERVER_FAULT,))] + [Tick(("ok",))] * 9
     health = judge(ticks, Thresholds(ticks=10, error_share=0.5), bot_modules=BOT)
     assert (health.status, health.server_failed_ticks) == ("healthy", 1)
+
+
+# --- the tally: events counted as they come, never kept (issue 37) -------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_tally_judges_as_the_ticks_of_all_the_events_would(seed: int) -> None:
+    rng = random.Random(seed)
+    events = [
+        rng.choice([_log("ok"), _log("[ERROR] x"), _err(f"e{rng.randrange(9)}"), _err(CPU_LIMIT_TEXT)])
+        for _ in range(rng.randrange(0, 40))
+    ]
+    thresholds = Thresholds(ticks=rng.randrange(1, 12), error_share=rng.choice([0.2, 0.5]), fail_on=(r"^\[ERROR\]",))
+    skip = rng.randrange(0, 3)
+    tally = TickTally(thresholds, skip=skip, limit=thresholds.ticks)
+    for event in events:
+        tally.add(event)
+    expected = judge(group_ticks(events)[skip:][: thresholds.ticks], thresholds, timeout=5)
+    assert tally.judge(timeout=5) == expected
+    assert tally.opened == len(group_ticks(events))
+
+
+def test_an_endless_console_stream_is_counted_in_bounded_memory() -> None:
+    """A hostile server's stream of large, distinct errors: the tally keeps counts and the first distinct lines,
+    not the events (the watch used to hold every event: memory toward gigabytes)."""
+    tally = TickTally(Thresholds(ticks=10**9), skip=2)
+    tracemalloc.start()
+    try:
+        for n in range(5000):
+            tally.add(_log(f"{n}" + "x" * 20_000))
+            tally.add(_err(f"TypeError {n}: " + "y" * 20_000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2_000_000  # the events were 200 MB
+    health = tally.judge(timeout=1)
+    assert (health.ticks_seen, health.failed_ticks) == (4998, 4998)  # the first two settle; the open one counts
+    assert len(health.evidence) == EVIDENCE_LINES
+    assert health.evidence[0].startswith("TypeError 2: ")

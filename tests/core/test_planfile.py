@@ -205,11 +205,11 @@ def test_a_part_that_is_not_an_object_is_named_by_its_kind(tmp_path: Path) -> No
 
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
     target = tmp_path / "plan.json"
-    target.mkdir()  # os.replace cannot put a file over a folder
+    target.mkdir()  # refused as --out (issue 37): only a regular file or a new path is written
     with pytest.raises(UsageError) as caught:
         save_plan(sample_plan(), target)
     assert caught.value.exit_code == 4
-    assert caught.value.message.startswith(f"cannot write the plan to {target}: ")
+    assert caught.value.message.startswith(f"--out {target} is a folder; ")
     assert leftovers(tmp_path) == []
 
 

@@ -52,6 +52,29 @@ def test_dot_files_and_every_spelling_of_git_are_refused(path: str) -> None:
         "build.rs",
         "package.json.",  # Windows opens it as package.json
         "package.json ",
+        # Found and run by name, whatever the suffix (issue 37): task runners, test runners, build scripts.
+        "gulpfile.babel.js",
+        "Gulpfile.ts",
+        "gulpfile.esm.js",
+        "Gruntfile.ts",
+        "jakefile.js",
+        "Brocfile.js",
+        "webpackfile.js",
+        "dangerfile.ts",
+        "Jenkinsfile",
+        "karma.conf.js",
+        "protractor.conf.js",
+        "wdio.conf.ts",
+        "nightwatch.conf.cjs",
+        "build.js",
+        "tools/build.mjs",
+        "BUILD.ts",
+        "build",
+        "build.gradle",
+        "Rakefile",
+        "Gemfile",
+        "Vagrantfile",
+        "Procfile",
     ],
 )
 def test_files_that_configure_or_run_the_build_are_refused(path: str) -> None:
@@ -85,6 +108,12 @@ def test_binary_modules_never_get_the_suffix_of_a_script_or_a_config(path: str) 
         ("gitops.js", False),
         ("configuration.js", False),
         ("git~.js", False),
+        ("builder.js", False),  # the role, not the build script
+        ("role.build.js", False),
+        ("buildings.js", False),
+        ("conf.js", False),
+        ("conference.js", False),
+        ("karma.js", False),
     ],
 )
 def test_ordinary_module_files_are_written(path: str, binary: bool) -> None:
