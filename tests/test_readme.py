@@ -1,5 +1,5 @@
 """The README's docs check: every ``gitops`` command it shows exists, with options the command takes, and every
-relative link leads to a file of the repository.
+relative link leads to a file of the repository (the commands of the docs/ pages are checked the same way).
 
 The commands are the lines of its ```sh blocks and its inline code spans that start with ``gitops`` (split at
 ``&&``, ``||``, ``;`` and ``|``); each is resolved through click, the same group the installed ``gitops`` runs, and
@@ -38,7 +38,8 @@ def command_lines(markdown: str) -> list[str]:
                 found.extend(_commands_in(line))
     prose = _FENCE.sub("", markdown)
     for span in re.findall(r"`([^`\n]+)`", prose):
-        if span.startswith("gitops "):
+        # Not `gitops serve: ... listening on URL` (a line it prints) nor `gitops COMMAND --help` (a placeholder).
+        if span.startswith("gitops ") and not re.match(r"gitops ([^\s-]+:|[A-Z]+\b)", span):
             found.extend(_commands_in(span))
     return found
 
@@ -47,13 +48,16 @@ def _commands_in(line: str) -> list[str]:
     words = shlex.split(line, comments=True)
     out: list[str] = []
     current: list[str] = []
+    redirected = False
     for word in [*words, ";"]:
         if word in ("&&", "||", ";", "|"):
             if current and current[0] == "gitops":
                 out.append(shlex.join(current))
-            current = []
-        else:
-            current.append(word)
+            current, redirected = [], False
+        elif redirected or re.fullmatch(r"\d?[<>]{1,2}&?\d?", word):
+            redirected = True  # `gitops schema > gitops.schema.json`: the rest of it is the shell's
+        elif word.strip("[]"):
+            current.append(word.strip("[]"))  # `gitops rollback [--to N]`: optional parts are still checked
     return out
 
 
@@ -107,6 +111,13 @@ def test_every_gitops_command_in_the_readme_exists_with_the_options_it_shows() -
     lines = command_lines(README.read_text(encoding="utf-8"))
     assert {"gitops init", "gitops validate", "gitops plan", "gitops apply"} <= set(lines)
     assert len(lines) >= 8, lines
+    wrong = [problem for line in lines for problem in problems(line)]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (ROOT / "docs").glob("*.md")))
+def test_every_gitops_command_in_the_docs_exists_with_the_options_it_shows(page: str) -> None:
+    lines = command_lines((ROOT / "docs" / page).read_text(encoding="utf-8"))
     wrong = [problem for line in lines for problem in problems(line)]
     assert not wrong, "\n".join(wrong)
 
@@ -177,6 +188,10 @@ def test_commands_are_found_in_blocks_and_spans_and_links_are_relative_ones() ->
         "[a](docs/a.md) [b](https://example.org) [c](#here) [d](examples/x.yml#L1)\n"
     )
     assert command_lines(text) == ["gitops init --pull", "gitops plan", "gitops apply --yes"]
+    assert command_lines("`gitops schema > x.json` `gitops rollback [--to N]` `gitops serve: listening`") == [
+        "gitops schema",
+        "gitops rollback --to N",
+    ]
     assert relative_links(text) == ["docs/a.md", "examples/x.yml#L1"]
     assert anchors(ROOT / "docs" / "commands.md") >= {"installing", "deploy-on-save-gitops-watch", "the-plan-explained"}
     assert problems("gitops plan --bogus") != []  # a README line naming a flag that does not exist fails
