@@ -19,6 +19,7 @@ from gitops.cli import COMMANDS
 
 #: Topic -> (the file under docs/, a line of description). ``exit-codes`` is made from :mod:`gitops.errors`.
 TOPICS: dict[str, tuple[str, str]] = {
+    "commands": ("commands.md", "every command and shared option; watch, the plan explained, drift"),
     "manifest": ("manifest.md", "gitops.yaml, every key"),
     "layouts": ("your-layout.md", "how a repository's files become modules: roots, builds, naming, source maps"),
     "adopting": ("adopting.md", "bringing a bot that is already on a server under Git (init --pull)"),
@@ -29,6 +30,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     "rehearsal": ("rehearsal.md", "rehearse: run the code in a throwaway world of the real private server first"),
     "budget": ("budget-and-ledger.md", "the rate limits, the ledger and what each command spends"),
     "serve": ("serve.md", "the local stand-in of the game service"),
+    "architecture": ("architecture.md", "the layers, the modules, where a change goes, how it is tested"),
     "exit-codes": ("", "what each exit code means"),
 }
 

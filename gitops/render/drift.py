@@ -1,7 +1,7 @@
 """Renderers of ``gitops drift``'s report: terminal text, Markdown (the Action's job summary and issue) and JSON.
 
 The JSON document is versioned by ``format_version`` (``gitops.core.drift.DRIFT_FORMAT_VERSION``) and documented in
-the README ("Drift"). No I/O.
+docs/commands.md ("Drift"). No I/O.
 """
 
 from __future__ import annotations

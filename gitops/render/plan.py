@@ -1,7 +1,7 @@
 """Renderers of a plan: terminal text, Markdown (pull requests, job summaries) and JSON (machines).
 
 All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON document is versioned by
-``format_version`` and documented in the README ("The plan as JSON").
+``format_version`` and documented in docs/commands.md ("The plan explained").
 """
 
 from __future__ import annotations
