@@ -23,7 +23,7 @@ from gitops.core.early import ALPN, route_of
 from gitops.core.health import ConsoleEvent
 from gitops.edges.early import EarlyConnection, EarlyTLS, address_of
 from gitops.edges.socket import console_events
-from gitops.edges.tls import trust_context
+from gitops.edges.tls import trust_context, trust_context_early
 from gitops.errors import ExitCode, NetworkError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
@@ -96,7 +96,7 @@ def _early_tls(url: str) -> EarlyConnection:
     route = route_of(url)
     assert route is not None
     assert route.tls
-    return EarlyConnection(route.address, tls=EarlyTLS(trust_context, route.server_hostname, ALPN))
+    return EarlyConnection(route.address, tls=EarlyTLS(trust_context_early, route.server_hostname, ALPN))
 
 
 def test_the_tls_connection_is_made_on_the_early_one(tls_standin: StandIn, trusted: None) -> None:
@@ -426,6 +426,44 @@ def test_the_trusted_authorities_are_httpxs_rule(
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
     public = trust_context()
     assert len(public.get_ca_certs()) == Path(certifi.where()).read_text("ascii").count("BEGIN CERTIFICATE")
+
+
+def _described(context: ssl.SSLContext) -> dict[str, object]:
+    return {
+        "protocol": context.protocol,
+        "verify_mode": context.verify_mode,
+        "verify_flags": context.verify_flags,
+        "check_hostname": context.check_hostname,
+        "options": context.options,
+        "minimum_version": context.minimum_version,
+        "maximum_version": context.maximum_version,
+        "post_handshake_auth": context.post_handshake_auth,
+        "keylog_filename": context.keylog_filename,
+        "stats": context.cert_store_stats(),
+        "authorities": context.get_ca_certs(),
+        "ciphers": context.get_ciphers(),
+    }
+
+
+@pytest.mark.parametrize("case", ["SSL_CERT_FILE", "SSL_CERT_DIR", "certifi"])
+def test_the_early_connections_context_is_httpxs_without_httpx(
+    case: str, tmp_path: Path, authority: trustme.CA, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trust_context_early writes httpx's rule out (so that a plan over https:// need not import httpx): in each of
+    its three cases it makes the context httpx makes. An httpx that changes its rule fails here."""
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    bundle = tmp_path / "authority.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    if case == "SSL_CERT_FILE":
+        monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    elif case == "SSL_CERT_DIR":
+        monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    early, own = trust_context_early(), trust_context()
+    assert _described(early) == _described(own)
+    assert len(early.get_ca_certs()) == {"SSL_CERT_FILE": 1, "SSL_CERT_DIR": 0}.get(
+        case, Path(certifi.where()).read_text("ascii").count("BEGIN CERTIFICATE")
+    )
 
 
 def _subject(authority: trustme.CA) -> object:

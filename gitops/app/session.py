@@ -181,7 +181,6 @@ class Session:
     def _connect_early(self, begun: dict[str, socket.socket]) -> None:
         from gitops.core.early import ALPN, route_of
         from gitops.edges.early import EarlyConnection, EarlyTLS
-        from gitops.edges.tls import trust_context
 
         for server in self.servers():
             config = self.loaded.manifest.servers[server]
@@ -190,7 +189,11 @@ class Session:
                 address = route.address
                 # TLS too, with the client's context, host name and ALPN (issue 40); the side connections below stay
                 # TCP only: each side client's pool shakes hands on its own, with its own context.
-                tls = EarlyTLS(trust_context, route.server_hostname, ALPN) if route.tls else None
+                tls = None
+                if route.tls:
+                    from gitops.edges.tls import trust_context_early
+
+                    tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN)
                 self._early[server] = EarlyConnection(address, begun.pop(server, None), tls)
                 if config.token_env is not None and self._first_contact(server):
                     from gitops.app.ahead import MOST, server_branches
