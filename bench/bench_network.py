@@ -41,6 +41,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import certifi
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,19 +147,24 @@ class Service:
 
 @dataclass(frozen=True)
 class Authority:
-    """The run's certificate authority (``ca_pem``) and the stand-in's certificate for 127.0.0.1 (``server_pem``)."""
+    """The run's certificate authority (``ca_pem``), the stand-in's certificate for 127.0.0.1 (``server_pem``), and
+    the trust store gitops is given (``bundle_pem``): certifi's public authorities and the run's, so that gitops loads
+    as many as it does on a player's machine (node adds the run's to its own built-in store)."""
 
     ca_pem: Path
     server_pem: Path
+    bundle_pem: Path
 
     @classmethod
     def make(cls, folder: Path) -> Authority:
         import trustme  # a test dependency, needed only by a --tls run
 
         ca = trustme.CA()
-        made = cls(folder / "authority.pem", folder / "standin.pem")
+        made = cls(folder / "authority.pem", folder / "standin.pem", folder / "bundle.pem")
         ca.cert_pem.write_to_path(str(made.ca_pem))
         ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(made.server_pem))
+        public = Path(certifi.where()).read_text(encoding="ascii")
+        made.bundle_pem.write_text(public + "\n" + ca.cert_pem.bytes().decode("ascii"), encoding="ascii")
         return made
 
     def context(self) -> ssl.SSLContext:
@@ -166,7 +172,7 @@ class Authority:
 
     def env(self) -> dict[str, str]:
         """What makes both sides trust it: httpx's variable and node's."""
-        return {"SSL_CERT_FILE": str(self.ca_pem), "NODE_EXTRA_CA_CERTS": str(self.ca_pem)}
+        return {"SSL_CERT_FILE": str(self.bundle_pem), "NODE_EXTRA_CA_CERTS": str(self.ca_pem)}
 
 
 @contextmanager
