@@ -187,8 +187,8 @@ class Session:
             route = route_of(config.url)
             if route is not None and server not in self._clients and server not in self._early:
                 address = route.address
-                # TLS too, with the client's context, host name and ALPN (issue 40); the side connections below stay
-                # TCP only: each side client's pool shakes hands on its own, with its own context.
+                # TLS too, with the client's context, host name and ALPN (issue 40); each side connection below
+                # makes its own context, which its side client's pool then uses (one pool, one context, as before).
                 tls = None
                 if route.tls:
                     from gitops.edges.tls import trust_context_early
@@ -200,7 +200,7 @@ class Session:
 
                     # The token query and a download per branch: what a first contact asks.
                     wanted = min(MOST, 1 + len(server_branches(self.loaded, server)))
-                    self._side_early[server] = [EarlyConnection(address) for _ in range(wanted)]
+                    self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]
 
     def send_list_ahead(self) -> None:
         """Send each server's branch list on its early connection (:meth:`connect_early`) as soon as it is made, before
