@@ -19,6 +19,7 @@ import pytest
 import trustme
 
 from gitops.app.adopting import probe_version
+from gitops.app.session import open_session
 from gitops.core.early import ALPN, route_of
 from gitops.core.health import ConsoleEvent
 from gitops.edges.early import EarlyConnection, EarlyTLS, address_of
@@ -28,7 +29,7 @@ from gitops.errors import ExitCode, NetworkError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.project import one_branch_project
-from tests.test_early_connection import _client, _connected, _list_head
+from tests.test_early_connection import _client, _connected, _list_head, _options
 
 CODE = "POST /api/user/code"
 LIST = "GET /api/user/branches"
@@ -512,3 +513,26 @@ def test_init_s_probe_of_a_tls_server_trusts_what_the_client_trusts(tls_standin:
     answer = probe_version(tls_standin.url)
     assert answer is not None
     assert answer.get("ok") == 1
+
+
+def test_a_first_contacts_connections_all_shake_hands_early(
+    tmp_path: Path, tls_standin: StandIn, trusted: None
+) -> None:
+    """A fresh ledger: the session's early connections (the main one and those of the reads sent beside the list) are
+    all under TLS before any client exists, each with the context its client's pool is then given."""
+    options = _options(tmp_path, {"tls": tls_standin.url})
+    with open_session(options) as s:
+        s.connect_early()
+        connections = [s._early["tls"], *s._side_early["tls"]]
+        assert len(connections) >= 2
+        for early in connections:
+            assert isinstance(_connected(early), ssl.SSLSocket)
+        contexts = [early.ssl_context(0) for early in connections]
+        assert all(context is not None for context in contexts)
+        assert len({id(context) for context in contexts}) == len(contexts)  # one pool, one context
+        side = s.side_client("tls", s.ledger("tls"))
+        try:
+            pool = side._http._transport._pool  # type: ignore[attr-defined]
+            assert any(pool._ssl_context is context for context in contexts[1:])
+        finally:
+            side.close()
