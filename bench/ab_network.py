@@ -17,6 +17,7 @@ goals' yardstick under the same load (two runs of ``bench_network.py`` an hour a
     .venv/bin/python bench/ab_network.py --a main --b HEAD                   # RTT 80 ms, 20/100 Mbit/s, 5 rounds
     .venv/bin/python bench/ab_network.py --a main --b HEAD --rtt-ms 20 --up-mbit 100
     .venv/bin/python bench/ab_network.py --a main --b HEAD --peer --rounds 11 --rtt-ms 20 --up-mbit 100
+    .venv/bin/python bench/ab_network.py --a main --b HEAD --peer --tls    # over https, as bench_network.py --tls
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench_network import (  # noqa: E402
+    Authority,
     change_modules,
     expected_modules,
     make_repo,
@@ -74,6 +76,7 @@ def main() -> None:
     parser.add_argument("--up-mbit", type=float, default=20)
     parser.add_argument("--down-mbit", type=float, default=100)
     parser.add_argument("--peer", action="store_true", help="run node-screeps-api's code.set in the same rounds")
+    parser.add_argument("--tls", action="store_true", help="the stand-in behind TLS (https://), as bench_network.py")
     args = parser.parse_args()
     if not PYTHON.exists():
         raise SystemExit("run bash bench/network.sh once first: it makes .bench/gitops-venv")
@@ -89,7 +92,9 @@ def main() -> None:
         repo.mkdir()
         make_repo(repo, 2000, 4_580_000)
         total = args.warmup + args.rounds
-        with services(tmp, 1, len(sides) * total + 2) as svc, proxy(svc[0].url, link) as url:
+        authority = Authority.make(tmp) if args.tls else None
+        trust = authority.env() if authority is not None else {}
+        with services(tmp, 1, len(sides) * total + 2, authority) as svc, proxy(svc[0].url, link) as url:
             for round_no in range(total):
                 counted = round_no >= args.warmup
                 turn = round_no % len(sides)
@@ -104,12 +109,12 @@ def main() -> None:
                         if scenario == "first deploy":
                             svc[0].reset(user)
                         if side == "peer":  # code.set of the whole repository, whatever the scenario
-                            argv, env = peer_command(clean_env(), url, user, repo)
+                            argv, env = peer_command({**clean_env(), **trust}, url, user, repo)
                         else:
                             fresh = tmp / f"fresh-{round_no}-{side}"
                             state = fresh if scenario == "no-op, fresh ledger" else kept[side]
                             write_manifest(repo, [url], [token_of(user)])
-                            env = {**clean_env(), "NO_COLOR": "1", "BENCH_TOKEN_0": token_of(user)}
+                            env = {**clean_env(), **trust, "NO_COLOR": "1", "BENCH_TOKEN_0": token_of(user)}
                             argv = [str(scripts[side]), "apply", "--yes", "--state-dir", str(state)]
                         wall = measure(argv, env, repo, f"{side} ({scenario})").wall
                         if counted:
@@ -119,7 +124,8 @@ def main() -> None:
                 subprocess.run(["git", "checkout", "-q", "--", "."], cwd=repo, check=True)
                 print(f"round {round_no + 1}/{total} done{'' if counted else ' (warm-up)'}", file=sys.stderr)
     print(
-        f"A = {args.a}, B = {args.b}; path: {link.describe()}; {args.rounds} paired rounds (medians), "
+        f"A = {args.a}, B = {args.b}{' over https (TLS)' if args.tls else ''}; path: {link.describe()}; "
+        f"{args.rounds} paired rounds (medians), "
         f"after {args.warmup} warm-up round{'s' if args.warmup != 1 else ''}"
     )
     peer_head = f" {'A/peer':>7s} {'B/peer':>7s}" if args.peer else ""

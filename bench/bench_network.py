@@ -16,6 +16,12 @@ checked on the server afterwards (the branch holds exactly the repository's modu
 
 Before the figures it checks the proxy itself: a tiny request on a new and on a kept connection, and a 4.7 MB upload
 and download, against what the path's arithmetic says they should take.
+
+``--tls`` (issue 40): the official server is ``https://``. The stand-in then serves TLS itself, behind the path, with a
+certificate from an authority made for the run (trustme), which both sides trust (gitops through ``SSL_CERT_FILE``,
+node through ``NODE_EXTRA_CA_CERTS``); the proxy carries the TLS bytes, so every handshake round trip is paid on the
+path. The check of the proxy then counts them: a tiny request on a new connection takes three round trips (TCP,
+TLS 1.3, the request), and the version both sides negotiate is printed.
 """
 
 from __future__ import annotations
@@ -23,17 +29,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import certifi
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,16 +124,20 @@ class Service:
 
     proc: subprocess.Popen[str]
     url: str
+    #: What the bench's own requests trust (the run's authority over TLS).
+    verify: ssl.SSLContext | bool = True
 
     def reset(self, user: int) -> None:
         """Make the user's ``default`` hold only ``main: ""`` (the fresh account of a first deploy)."""
-        with httpx.Client(base_url=self.url, headers={"X-Token": token_of(user)}, timeout=30) as http:
+        headers = {"X-Token": token_of(user)}
+        with httpx.Client(base_url=self.url, headers=headers, timeout=30, verify=self.verify) as http:
             answer = http.post("/api/user/code", json={"branch": BRANCH, "modules": {"main": ""}})
             if answer.json().get("ok") != 1:
                 raise BenchError(f"could not reset u{user}: {answer.text[:200]}")
 
     def held(self, user: int) -> dict[str, object]:
-        with httpx.Client(base_url=self.url, headers={"X-Token": token_of(user)}, timeout=60) as http:
+        headers = {"X-Token": token_of(user)}
+        with httpx.Client(base_url=self.url, headers=headers, timeout=60, verify=self.verify) as http:
             data = http.get("/api/user/code", params={"branch": BRANCH}).json()
         modules = data.get("modules")
         if not isinstance(modules, dict):
@@ -133,23 +145,58 @@ class Service:
         return modules
 
 
+@dataclass(frozen=True)
+class Authority:
+    """The run's certificate authority (``ca_pem``), the stand-in's certificate for 127.0.0.1 (``server_pem``), and
+    the trust store gitops is given (``bundle_pem``): certifi's public authorities and the run's, so that gitops loads
+    as many as it does on a player's machine (node adds the run's to its own built-in store)."""
+
+    ca_pem: Path
+    server_pem: Path
+    bundle_pem: Path
+
+    @classmethod
+    def make(cls, folder: Path) -> Authority:
+        import trustme  # a test dependency, needed only by a --tls run
+
+        ca = trustme.CA()
+        made = cls(folder / "authority.pem", folder / "standin.pem", folder / "bundle.pem")
+        ca.cert_pem.write_to_path(str(made.ca_pem))
+        ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(made.server_pem))
+        public = Path(certifi.where()).read_text(encoding="ascii")
+        made.bundle_pem.write_text(public + "\n" + ca.cert_pem.bytes().decode("ascii"), encoding="ascii")
+        return made
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_pem))
+
+    def env(self) -> dict[str, str]:
+        """What makes both sides trust it: httpx's variable and node's."""
+        return {"SSL_CERT_FILE": str(self.bundle_pem), "NODE_EXTRA_CA_CERTS": str(self.ca_pem)}
+
+
 @contextmanager
-def services(tmp: Path, count: int, users: int) -> Iterator[list[Service]]:
+def services(tmp: Path, count: int, users: int, tls: Authority | None = None) -> Iterator[list[Service]]:
     started: list[Service] = []
+    extra = [str(tls.server_pem)] if tls is not None else []
+    scheme = "https" if tls is not None else "http"
     try:
         for n in range(count):
             proc = subprocess.Popen(
-                [sys.executable, str(ROOT / "bench" / "official_standin.py"), str(tmp / f"standin{n}"), str(users)],
+                [
+                    *(sys.executable, str(ROOT / "bench" / "official_standin.py")),
+                    *(str(tmp / f"standin{n}"), str(users), *extra),
+                ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
             )
             assert proc.stdout is not None
             url = proc.stdout.readline().strip()
-            if not url.startswith("http://127.0.0.1:"):
+            if not url.startswith(f"{scheme}://127.0.0.1:"):
                 proc.kill()
                 raise BenchError(f"the stand-in did not start (said {url!r})")
-            started.append(Service(proc, url))
+            started.append(Service(proc, url, tls.context() if tls is not None else True))
         yield started
     finally:
         for service in started:
@@ -162,20 +209,37 @@ def services(tmp: Path, count: int, users: int) -> Iterator[list[Service]]:
                 service.proc.wait()
 
 
+def _tls_version_of(tell: Callable[[str], None]) -> Callable[[str, dict[str, object]], None]:
+    """An httpcore trace hook that tells the TLS version of the connection once its handshake is done."""
+
+    def trace(event: str, info: dict[str, object]) -> None:
+        stream = info.get("return_value")
+        if event == "connection.start_tls.complete" and hasattr(stream, "get_extra_info"):
+            tls = stream.get_extra_info("ssl_object")
+            if tls is not None:
+                tell(tls.version())
+
+    return trace
+
+
 def check_proxy(service: Service, link: Link) -> list[str]:
     """The proxy measured against the path's arithmetic: lines to print with the figures."""
+    versions: list[str] = []
     body = json.dumps({"branch": BRANCH, "modules": {"main": "x" * 4_700_000}}).encode()
     lines = []
+    tls = service.url.startswith("https://")
+    trips = 3 if tls else 2  # TCP's, TLS 1.3's and the request's
     with proxy(service.url, link) as url:
-        with httpx.Client(base_url=url, timeout=60) as http:
+        with httpx.Client(base_url=url, timeout=60, verify=service.verify) as http:
             started = time.perf_counter()
-            http.get("/api/version")
+            answer = http.get("/api/version", extensions={"trace": _tls_version_of(versions.append)})
             new = time.perf_counter() - started
             started = time.perf_counter()
             http.get("/api/version")
             kept = time.perf_counter() - started
+            answer.raise_for_status()
         headers = {"X-Token": token_of(0), "Content-Type": "application/json", "Accept-Encoding": "identity"}
-        with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
+        with httpx.Client(base_url=url, headers=headers, timeout=60, verify=service.verify) as http:
             http.get("/api/version")
             started = time.perf_counter()
             http.post("/api/user/code", content=body)
@@ -185,7 +249,13 @@ def check_proxy(service: Service, link: Link) -> list[str]:
             down = time.perf_counter() - started
     service.reset(0)
     lines.append(f"path: {link.describe()}, TCP slow start from 10 segments, a round trip per new connection")
-    lines.append(f"  tiny request, new connection:  {new * 1000:6.0f} ms (2 round trips: {2 * link.rtt * 1000:.0f} ms)")
+    if tls:
+        lines.append(f"  TLS: served by the stand-in behind the path, negotiated {', '.join(versions) or 'nothing?'}")
+    handshakes = "TCP, TLS and the request" if tls else "TCP and the request"
+    lines.append(
+        f"  tiny request, new connection:  {new * 1000:6.0f} ms ({trips} round trips, {handshakes}: "
+        f"{trips * link.rtt * 1000:.0f} ms)"
+    )
     lines.append(f"  tiny request, kept connection: {kept * 1000:6.0f} ms (1 round trip: {link.rtt * 1000:.0f} ms)")
     lines.append(
         f"  4.7 MB upload:   {up:5.2f} s (on the wire alone {len(body) / link.up:.2f} s, plus slow start, a round trip"
@@ -308,6 +378,7 @@ def main() -> None:
     parser.add_argument("--down-mbit", type=float, default=100)
     parser.add_argument("--servers", type=int, default=3, help="servers of the multi-server case (1: leave it out)")
     parser.add_argument("--gitops", default=GITOPS, help="the gitops script measured")
+    parser.add_argument("--tls", action="store_true", help="the stand-in behind TLS (https://), as the official server")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     try:
@@ -322,7 +393,8 @@ def main() -> None:
     print("\n".join(checks))
     level = COMPRESS_LEVEL
     print(f"repository: {args.modules} modules, {args.total_mb} MB; zlib level {level} makes it {ratio:.1f}x smaller")
-    print(f"gitops apply --yes vs node-screeps-api code.set (token), {args.rounds} paired rounds (medians)")
+    over = "https (TLS 1.3)" if args.tls else "http"
+    print(f"gitops apply --yes vs node-screeps-api code.set (token) over {over}, {args.rounds} paired rounds (medians)")
     print(f"{'scenario':22} {'wall x':>7} {'CPU x':>6} {'mem x':>6} | {'gitops s':>8} {'peer s':>7}")
     for name, r in rows.items():
         label = name if name != "three servers" else "three servers (vs one)"
@@ -343,10 +415,12 @@ def run(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], list[str
         raw = json.dumps(expected_modules(repo / "src")).encode()
         ratio = len(raw) / len(zlib.compress(raw, COMPRESS_LEVEL))
         count = max(1, args.servers)
-        svc = stack.enter_context(services(tmp, count, 2 * rounds_total + 3))
+        authority = Authority.make(tmp) if args.tls else None
+        svc = stack.enter_context(services(tmp, count, 2 * rounds_total + 3, authority))
         checks = check_proxy(svc[0], link)
         urls = [stack.enter_context(proxy(s.url, link)) for s in svc]
-        sides = Sides(repo, urls, urls[0], clean_env(), args.gitops, tmp)
+        env = {**clean_env(), **(authority.env() if authority is not None else {})}
+        sides = Sides(repo, urls, urls[0], env, args.gitops, tmp)
         rounds = []
         for n in range(rounds_total):
             result = run_round(sides, svc, n, args.servers > 1)

@@ -259,10 +259,13 @@ class Proxy:
 
 @contextlib.contextmanager
 def proxy(target_url: str, link: Link) -> Iterator[str]:
-    """The proxy's URL in front of ``target_url`` (``http://127.0.0.1:PORT``) while the block runs."""
-    host, port = target_url.removeprefix("http://").rsplit(":", 1)
+    """The proxy's URL in front of ``target_url`` (``http://127.0.0.1:PORT``) while the block runs. For an
+    ``https://`` target the URL is ``https://`` too: the proxy carries the TCP bytes, so TLS runs end to end through
+    it and each of its handshake's round trips is paid on the path, as on the internet."""
+    scheme, rest = target_url.split("://", 1)
+    host, port = rest.rsplit(":", 1)
     with Proxy((host, int(port)), link) as url:
-        yield url
+        yield scheme + url.removeprefix("http")
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The network benchmark (bench/bench_network.py): gitops against node-screeps-api's token-mode code.set through an
-# emulated internet path (bench/netem.py) in front of the stand-in in official-server mode; both profiles of issue 23.
+# emulated internet path (bench/netem.py) in front of the stand-in in official-server mode; both profiles of issue 23,
+# and the first over TLS as the official server serves it (issue 40).
 # Installs what it needs from the project's own files: .venv, the pinned peer (bench/peer/package*.json) into
 # .bench/peer, and gitops as users get it (a regular install into .bench/gitops-venv, refreshed on every run).
 # Usage: bash bench/network.sh [--rounds 5] [--warmup 1] [--servers 3] [--json]
@@ -24,3 +25,6 @@ echo
 echo "== a faster path: RTT 20 ms, 100 Mbit/s both ways"
 .venv/bin/python bench/bench_network.py --gitops "$PWD/.bench/gitops-venv/bin/gitops" --rtt-ms 20 --up-mbit 100 \
   --down-mbit 100 --servers 1 "$@"
+echo
+echo "== over TLS (https://, TLS 1.3 served by the stand-in behind the path): RTT 80 ms, 20 Mbit/s up, 100 Mbit/s down"
+.venv/bin/python bench/bench_network.py --gitops "$PWD/.bench/gitops-venv/bin/gitops" --tls "$@" --servers 1

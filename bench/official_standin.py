@@ -35,8 +35,9 @@ def accounts(users: int) -> dict[str, object]:
 
 def main() -> None:
     data, users = Path(sys.argv[1]), int(sys.argv[2])
+    pem = Path(sys.argv[3]) if len(sys.argv) > 3 else None
     data.mkdir(parents=True, exist_ok=True)
-    with running_standin(accounts(users), data / "standin.sqlite3") as service:
+    with running_standin(accounts(users), data / "standin.sqlite3", tls=pem) as service:
         service.list_without_modules()
         service.app.advertise_encodings = False
         for n in range(users):

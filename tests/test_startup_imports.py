@@ -126,6 +126,15 @@ def test_a_plan_whose_lists_were_read_ahead_imports_no_http_client() -> None:
         assert heavy not in loaded, f"a plan whose lists were read ahead imports {heavy}"
 
 
+def test_the_early_tls_context_imports_no_http_client() -> None:
+    """Over https:// the early connection makes the client's TLS context before its handshake: without httpx, so
+    that a plan whose lists were read ahead still imports no HTTP client (issue 40)."""
+    loaded = _imported_after("from gitops.edges.tls import trust_context_early\ntrust_context_early()")
+    assert "ssl" in loaded
+    for heavy in ("httpx", "httpcore", "h11"):
+        assert heavy not in loaded, f"the early TLS context imports {heavy}"
+
+
 def test_no_module_of_the_package_imports_back_a_module_that_imports_it() -> None:
     """Two threads may import at once (the local read's worker, and a thread making the HTTP client when a list read
     ahead was not plain): without import cycles at module level, neither can see the other's module half made."""

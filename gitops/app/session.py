@@ -179,28 +179,38 @@ class Session:
                 sock.close()
 
     def _connect_early(self, begun: dict[str, socket.socket]) -> None:
-        from gitops.edges.early import EarlyConnection, address_of
+        from gitops.core.early import ALPN, route_of
+        from gitops.edges.early import EarlyConnection, EarlyTLS
 
         for server in self.servers():
             config = self.loaded.manifest.servers[server]
-            address = address_of(config.url)
-            if address is not None and server not in self._clients and server not in self._early:
-                self._early[server] = EarlyConnection(address, begun.pop(server, None))
+            route = route_of(config.url)
+            if route is not None and server not in self._clients and server not in self._early:
+                address = route.address
+                # TLS too, with the client's context, host name and ALPN (issue 40); each side connection below
+                # makes its own context, which its side client's pool then uses (one pool, one context, as before).
+                tls = None
+                if route.tls:
+                    from gitops.edges.tls import trust_context_early
+
+                    tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN)
+                self._early[server] = EarlyConnection(address, begun.pop(server, None), tls)
                 if config.token_env is not None and self._first_contact(server):
                     from gitops.app.ahead import MOST, server_branches
 
                     # The token query and a download per branch: what a first contact asks.
                     wanted = min(MOST, 1 + len(server_branches(self.loaded, server)))
-                    self._side_early[server] = [EarlyConnection(address) for _ in range(wanted)]
+                    self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]
 
     def send_list_ahead(self) -> None:
         """Send each server's branch list on its early connection (:meth:`connect_early`) as soon as it is made, before
         the HTTP client is imported: a plan's first request to each server, whose answer then travels while the run
         starts (:mod:`gitops.edges.early`). Call it once the ledgers are open. Only where the client's own first
-        request will be exactly that one: a plain-HTTP server (no TLS on the early socket), a token (a password
-        signs in first), and a ledger under which it would not wait for the global limit (the client paces its
-        requests; the one sent ahead is not paced). The client counts the request in the ledger when it sends it;
-        one it never claims is counted when the connection is given up or the session closes."""
+        request will be exactly that one: a token (a password signs in first), and a ledger under which it would not
+        wait for the global limit (the client paces its requests; the one sent ahead is not paced). On an
+        ``https://`` server it is written once the early TLS handshake is done, never in clear. The client counts
+        the request in the ledger when it sends it; one it never claims is counted when the connection is given up
+        or the session closes."""
         from gitops.config.credentials import TokenAuth
         from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, pacing_wait
         from gitops.edges.early import request_head
@@ -210,7 +220,8 @@ class Session:
         pending: dict[int, list[float]] = {}  # the requests sent ahead under each ledger (two names, one ledger)
         for server, early in self._early.items():
             url = self.loaded.manifest.servers[server].url
-            if not url.strip().lower().startswith("http://") or not self.has_credentials(server):
+            # https too: written only once the early TLS handshake is done (never in clear), else not at all.
+            if not self.has_credentials(server):
                 continue
             try:
                 auth, ledger = self.auth(server), self.ledger(server)

@@ -97,6 +97,9 @@ __all__ = [
 MAX_RATE_LIMIT_RETRIES = 3
 #: The longest wait a 429 can mean: the longest window is a day. A longer one is never waited, whatever --max-wait.
 LONGEST_WAIT = float(DAY)
+#: The longest a client waits for the TLS context its early connection makes first thing (the trust store, tens of
+#: ms); past it, it makes its own, and its pool then shakes hands itself on a new connection.
+EARLY_CONTEXT_SECONDS = 5.0
 #: Attempts of a read (GET) and of a write (POST) when the network or the server fails.
 READ_ATTEMPTS = 4
 WRITE_ATTEMPTS = 2
@@ -413,8 +416,10 @@ class ServiceClient:
                 # trust store, so the client could not speak TLS to anyone even if a request went to https://.
                 transport = httpx.HTTPTransport(verify=ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT), limits=limits)
             else:
-                # httpx's own default, made where the game socket makes its own too (one rule for both).
-                transport = httpx.HTTPTransport(verify=trust_context(), limits=limits)
+                # httpx's own default, made where the game socket makes its own too (one rule for both); the very
+                # context the early connection's TLS handshake used, when it made one (gitops.edges.early).
+                made = early.ssl_context(EARLY_CONTEXT_SECONDS) if early is not None else None
+                transport = httpx.HTTPTransport(verify=made or trust_context(), limits=limits)
             if early is not None:
                 use_early(transport, early, self._connections.remember)
                 self._early = early  # closed with the client unless its first connection took it

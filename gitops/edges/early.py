@@ -26,8 +26,16 @@ written again, and the client reads the answer already on its way; its code, err
 watchdog are those of any request. Anything else (another request first, other headers after an upgrade of the
 HTTP library) gets a new connection in place of this one, so that the answer to the request sent ahead cannot be
 read as another's; the request sent ahead is then counted by ``on_unclaimed`` (the ledger's record of a request
-sent), as it is when no client ever takes the connection (:meth:`EarlyConnection.settle`). Over TLS nothing is
-sent ahead: the early socket is a TCP handshake only (no bytes, no credentials), and TLS is the pool's.
+sent), as it is when no client ever takes the connection (:meth:`EarlyConnection.settle`).
+
+Over TLS (issue 40). For an ``https://`` server the helper thread also runs the TLS handshake (:class:`EarlyTLS`):
+with the very context the client's pool then uses (made here, first, while the TCP handshake is under way, and
+given to the client, :meth:`EarlyConnection.ssl_context`), the host name the pool gives (SNI and the certificate's
+check) and the ALPN it offers (:data:`gitops.core.early.ALPN`). The pool's ``start_tls`` on the taken socket then
+returns it as it is, when its context and host name are the ones used here (else the socket is dropped and the pool
+connects and shakes hands itself, a request sent ahead counted as unclaimed). A failed handshake is reported as the
+pool's own would be (its ``ConnectError`` with the TLS library's error underneath). The request sent ahead is
+written only on the finished TLS connection, never on the bare TCP one: the token is never sent in clear.
 
 The branch list read here. A plan that needs nothing but the branch list (nothing changed since the ledger's
 record) need not import the HTTP client at all (~60 ms of such a run). :meth:`EarlyConnection.answer_ahead` reads the
@@ -36,7 +44,7 @@ answer to the request sent ahead itself when it is the plainest kind (:func:`pla
 :meth:`gitops.app.session.Session.listed_ahead` takes it when its JSON is a list of branches
 (:meth:`EarlyConnection.accept_answer`: counted, and the connection left idle for a later client). Anything else is
 not read differently here: the bytes read stay on the connection for the client, whose first reads return them
-(:class:`AheadStream`), so that it reads the whole answer and does with it what it does with any (errors, retries,
+(:class:`EarlyStream`), so that it reads the whole answer and does with it what it does with any (errors, retries,
 messages). This parser is hand-written rather than h11's (the HTTP client's own, whose import costs ~13 ms of the 60
 saved) because it only ever accepts that one shape, and hands every other to h11 through the client.
 """
@@ -56,6 +64,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from gitops.core.early import route_of
 from gitops.edges.headers import ACCEPT_ENCODINGS, INFLATED_CODINGS, KEEPALIVE_SECONDS, inflater
 from gitops.edges.threads import start_quiet
 
@@ -135,24 +144,35 @@ def finish_connect(sock: socket.socket, timeout: float) -> socket.socket:
 
 def address_of(url: str) -> tuple[str, int] | None:
     """The host and port a client of ``url`` connects to; ``None`` for what it cannot tell (no host, a bad port)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    if not parts.hostname or scheme not in ("http", "https"):
-        return None
-    return parts.hostname, port or (443 if scheme == "https" else 80)
+    route = route_of(url)
+    return route.address if route is not None else None
+
+
+@dataclass(frozen=True)
+class EarlyTLS:
+    """The TLS an early connection runs once connected: the HTTP client's context (``context`` makes it, once, in
+    the helper thread; the client is given that object, :meth:`EarlyConnection.ssl_context`), the host name its
+    pool gives ``start_tls`` and the protocols it offers (ALPN)."""
+
+    context: Callable[[], ssl.SSLContext]
+    server_hostname: str
+    alpn: tuple[str, ...]
 
 
 class EarlyConnection:
     """One TCP connection to ``address``, being opened by a helper thread from the moment it is made (or, given
-    ``begun``, a connect :func:`begin_connect` began, which the helper thread waits for)."""
+    ``begun``, a connect :func:`begin_connect` began, which the helper thread waits for); given ``tls``, the TLS
+    handshake run on it once connected."""
 
-    def __init__(self, address: tuple[str, int], begun: socket.socket | None = None) -> None:
+    def __init__(
+        self, address: tuple[str, int], begun: socket.socket | None = None, tls: EarlyTLS | None = None
+    ) -> None:
         self.address = address
+        self.tls = tls
         self._begun = begun
+        #: The TLS context (``tls.context()``), once made; ``_context_made`` is set when it is, or failed to be.
+        self._context: ssl.SSLContext | None = None
+        self._context_made = threading.Event()
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._socket: socket.socket | None = None
@@ -173,21 +193,75 @@ class EarlyConnection:
 
     def _connect(self) -> None:
         try:
+            started = time.monotonic()
             begun, self._begun = self._begun, None
-            made = (
+            if self.tls is not None:
+                self._make_context()  # CPU (the trust store) while the SYN is on its way, or before it leaves
+            made: socket.socket | None = (
                 finish_connect(begun, CONNECT_SECONDS) if begun is not None else connect(self.address, CONNECT_SECONDS)
             )
-        except OSError as exc:
+            if made is not None and self.tls is not None:
+                made = self._handshake(made, started + CONNECT_SECONDS)
+        except OSError as exc:  # ssl.SSLError too: the pool's start_tls would meet the same
             self._error = exc
         else:
             with self._lock:
-                if self._given:
+                if made is None:
+                    pass
+                elif self._given:
                     made.close()
                 else:
                     self._socket = made
                     self._write_ahead()
         finally:
+            self._context_made.set()
             self._done.set()
+
+    def _make_context(self) -> None:
+        assert self.tls is not None
+        try:
+            context = self.tls.context()
+            context.set_alpn_protocols(list(self.tls.alpn))
+        except Exception:  # the client makes its own context, and meets this error itself, worded as ever
+            context = None
+        self._context = context
+        self._context_made.set()
+
+    def _handshake(self, sock: socket.socket, deadline: float) -> socket.socket | None:
+        """``sock`` under TLS (:class:`EarlyTLS`), its handshake done by ``deadline``; ``None`` (``sock`` closed)
+        when there is no context, or the connection was given up: the pool then connects and shakes hands itself."""
+        assert self.tls is not None
+        context = self._context
+        with self._lock:
+            # The TLS object is made from the context under the lock that take() gives the socket up under: a pool
+            # that connects on its own after a take() that gave up sets its ALPN on this same context only after.
+            if context is None or self._given:
+                sock.close()
+                return None
+            try:
+                wrapped = context.wrap_socket(
+                    sock, server_hostname=self.tls.server_hostname, do_handshake_on_connect=False
+                )
+            except BaseException:
+                sock.close()
+                raise
+        try:
+            wrapped.settimeout(max(0.001, deadline - time.monotonic()))
+            wrapped.do_handshake()
+            wrapped.settimeout(None)
+        except BaseException:
+            wrapped.close()
+            raise
+        return wrapped
+
+    def ssl_context(self, timeout: float) -> ssl.SSLContext | None:
+        """The TLS context the handshake uses (:class:`EarlyTLS`), for the client's pool to use as its own: waited for
+        at most ``timeout`` seconds (it is the helper's first work). ``None`` without TLS, when making it failed (the
+        client makes its own, and meets the same error) or took longer (the pool's handshake then is its own: a
+        socket shaken hands with another context is not taken, :func:`early_backend`)."""
+        if self.tls is None or not self._context_made.wait(timeout):
+            return None
+        return self._context
 
     def send_ahead(self, head: bytes, on_unclaimed: Callable[[], None]) -> None:
         """Send ``head`` (a whole request without a body, :func:`request_head`) on this connection as soon as it is
@@ -202,7 +276,8 @@ class EarlyConnection:
                 self._write_ahead()
 
     def _write_ahead(self) -> None:
-        # Under the lock, on a connected socket: a few hundred bytes into an empty send buffer do not block.
+        # Under the lock, on a connected socket: a few hundred bytes into an empty send buffer do not block. On a
+        # TLS route the socket is here only once its handshake is done (_connect): the head is never sent in clear.
         if self._ahead is None or self._ahead_sent or self._socket is None:
             return
         try:
@@ -530,11 +605,15 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
         except OSError as exc:
             raise httpcore.ConnectError(str(exc)) from exc
 
-    class AheadStream(httpcore.NetworkStream):
-        """The early socket with a request sent ahead: the client's first write claims it (:meth:`claim`)."""
+    class EarlyStream(httpcore.NetworkStream):
+        """The early socket. With a request sent ahead, the client's first write claims it (:meth:`claim`). Under TLS
+        already on an ``https://`` route: the pool's ``start_tls`` returns it as it is when asked with the context and
+        host name the handshake used (:class:`EarlyTLS`), else gets a new connection with its own handshake."""
 
         def __init__(self, sock: socket.socket) -> None:
-            self._stream = SyncStream(sock)
+            self._stream: httpcore.NetworkStream = SyncStream(sock)
+            #: The context and host name the pool asked for (TLS), for a new connection that replaces this one.
+            self._tls: tuple[ssl.SSLContext, str | None] | None = None
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
             return early.replayed(max_bytes) or self._stream.read(max_bytes, timeout)
@@ -545,11 +624,18 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
                 return  # on the wire already: its answer is on its way
             if claimed is False:  # the answer coming on this socket is not this request's: a new connection
                 self._stream.close()
-                with connect_errors():
-                    fresh = connect(early.address, timeout)
-                on_socket(fresh)
-                self._stream = SyncStream(fresh)
+                self._stream = self._fresh(timeout)
+                on_socket(self._stream.get_extra_info("socket"))
             self._stream.write(buffer, timeout)
+
+        def _fresh(self, timeout: float | None) -> httpcore.NetworkStream:
+            """A new connection to the address, under TLS as the pool asked for it (httpcore's own handshake)."""
+            with connect_errors():
+                fresh = SyncStream(connect(early.address, timeout))
+            if self._tls is None:
+                return fresh
+            context, hostname = self._tls
+            return fresh.start_tls(context, hostname, timeout)  # closes the socket if it fails
 
         def close(self) -> None:
             self._stream.close()
@@ -557,7 +643,17 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
         def start_tls(
             self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
         ) -> httpcore.NetworkStream:
-            return self._stream.start_tls(ssl_context, server_hostname, timeout)
+            tls = early.tls
+            if tls is None:  # a plain TCP connection taken: the pool's handshake, as on any
+                return self._stream.start_tls(ssl_context, server_hostname, timeout)
+            self._tls = (ssl_context, server_hostname)
+            if ssl_context is early.ssl_context(0) and server_hostname == tls.server_hostname:
+                return self  # the very handshake the pool asks for is done
+            # Not the pool's handshake (another context or name): its own, on a new connection. A request sent ahead
+            # on this one is counted as sent, and its answer never read.
+            early.settle()
+            self._stream.close()
+            return self._fresh(timeout)
 
         def get_extra_info(self, info: str) -> Any:
             return self._stream.get_extra_info(info)
@@ -575,7 +671,7 @@ def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], N
                 with connect_errors():
                     taken = early.take((host, port), timeout)
                 if taken is not None:
-                    return AheadStream(taken) if early.sent_ahead else SyncStream(taken)
+                    return EarlyStream(taken) if early.sent_ahead or early.tls is not None else SyncStream(taken)
             return super().connect_tcp(host, port, timeout, local_address, socket_options)
 
     return EarlyBackend()

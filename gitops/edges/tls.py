@@ -22,3 +22,22 @@ def trust_context() -> ssl.SSLContext:
     import httpx
 
     return httpx.create_ssl_context()
+
+
+def trust_context_early() -> ssl.SSLContext:
+    """:func:`trust_context`'s context, made without importing httpx: the early connection's TLS handshake
+    (:mod:`gitops.edges.early`) makes it first thing, and the client's pool then uses that very object. A plan that
+    finds nothing changed never imports the HTTP client (issue 23); importing httpx only for its rule would cost such a
+    run over ``https://`` ~85 ms (measured on the benchmark's 2-core machine, of a ~400 ms run). This is httpx's rule
+    (``httpx.create_ssl_context()``, verify and trust_env on) written out; ``tests/test_tls.py`` checks that the two
+    make the same context in each of its three cases, so that an httpx that changes its rule fails there."""
+    import os
+    import ssl
+
+    import certifi  # httpx's own dependency, as its rule imports it
+
+    if os.environ.get("SSL_CERT_FILE"):
+        return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
+    if os.environ.get("SSL_CERT_DIR"):
+        return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
+    return ssl.create_default_context(cafile=certifi.where())
