@@ -76,6 +76,23 @@ def test_a_stamped_build_gives_no_changes_and_a_real_change_uploads_as_built(
     assert _stamp_on_server(standin) != deployed
 
 
+def test_a_branch_known_from_the_ledger_is_compared_with_the_code_kept_beside_it(
+    project: Project, standin: StandIn
+) -> None:
+    # The official server's list carries no modules: a branch is then known by digest, from the ledger. The code of
+    # each deploy is kept beside the ledger (for an undo), and gives the comparison the server's text.
+    project.manifest([{"branch": "main", "root": "dist", "ignore_lines": [STAMP]}], build=STAMPING_BUILD)
+    project.commit()
+    assert project.apply("--yes").code == 0
+    result = project.plan("--refresh=never", "--rebuild")
+    assert result.code == 0, result.out + result.err
+    assert "only ignored lines differ: not uploaded (main)" in result.out
+    # Code that really changed is still a change.
+    project.write({"src/main.js": "module.exports.loop = () => { console.log(2); };\n"})
+    changed = project.plan("--refresh=never")
+    assert changed.code == 2, changed.out + changed.err
+
+
 def test_without_ignore_lines_every_stamped_build_is_an_upload(project: Project, standin: StandIn) -> None:
     project.manifest([{"branch": "main", "root": "dist"}], build=STAMPING_BUILD)
     project.commit()
