@@ -438,7 +438,7 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, deploy: yes}}]\n",
             [
                 "gitops.yaml:3: branches[0].deploy: unknown key; the keys here are: server, branch, root, include, "
-                "exclude, binary, naming, activate, remote_only, build, source_maps, requires, verify"
+                "exclude, binary, naming, activate, remote_only, build, source_maps, requires, verify, ignore_lines"
             ],
             id="unknown-key",
         ),
@@ -667,5 +667,5 @@ def test_tags_everywhere_are_reported_at_once_with_the_other_problems(here: Path
         "the tag (and quote the value if it is text)",
         "gitops.yaml:6: branches[0]: '<<' (a YAML merge key) is not supported; write the keys out",
         "gitops.yaml:6: branches[0].colour: unknown key; the keys here are: server, branch, root, include, exclude, "
-        "binary, naming, activate, remote_only, build, source_maps, requires, verify",
+        "binary, naming, activate, remote_only, build, source_maps, requires, verify, ignore_lines",
     ]

@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import hashlib
 import importlib
+import json
 import os
 import pickle
 import socket
@@ -136,40 +137,42 @@ def _read_code(
         )
     if not commands or skip_build(env):
         return read_local_code(loaded, ref, seen=seen)
+    if ref is None:
+        run_builds(loaded, env)  # reused when its inputs and output are unchanged (gitops.edges.buildcache)
+        return read_local_code(loaded)
+    # A --ref build runs in a temporary checkout, removed afterwards: nothing of it is kept to reuse.
     build_env = build_environment(env, secret)
     seal_process(secret)
-    with interrupts_as_keyboard():
-        if ref is None:
-            run_builds(loaded, env)
-            return read_local_code(loaded)
-        with temporary_checkout(loaded.base_dir, ref) as (base_dir, commit):
-            where = f" (in a temporary checkout of {ref}, commit {commit[:12]})"
-            for command in commands:
-                run_build(command, base_dir, env=build_env, where=where)
-            try:
-                local = read_local_code(dataclasses.replace(loaded, base_dir=base_dir))
-            except SourceError as exc:
-                text = exc.message.replace(str(base_dir), f"the checkout of {ref}")
-                text = text.replace("from the working tree", f"built from ref {ref}", 1)
-                raise SourceError(text, hint=exc.hint) from None
-            manifest_in_commit = base_dir / loaded.path.name
-            warnings = list(local.warnings)
-            try:
-                same = manifest_in_commit.read_bytes() == loaded.path.read_bytes()
-            except OSError:
-                same = False
-            if not same:
-                warnings.insert(
-                    0,
-                    f"the manifest {loaded.display} differs from the one in commit {commit[:12]} (or is not in it); "
-                    "the manifest is always read from disk, the code from the commit",
-                )
+    with interrupts_as_keyboard(), temporary_checkout(loaded.base_dir, ref) as (base_dir, commit):
+        where = f" (in a temporary checkout of {ref}, commit {commit[:12]})"
+        for command in commands:
+            run_build(command, base_dir, env=build_env, where=where)
+        try:
+            local = read_local_code(dataclasses.replace(loaded, base_dir=base_dir))
+        except SourceError as exc:
+            text = exc.message.replace(str(base_dir), f"the checkout of {ref}")
+            text = text.replace("from the working tree", f"built from ref {ref}", 1)
+            raise SourceError(text, hint=exc.hint) from None
+        manifest_in_commit = base_dir / loaded.path.name
+        warnings = list(local.warnings)
+        try:
+            same = manifest_in_commit.read_bytes() == loaded.path.read_bytes()
+        except OSError:
+            same = False
+        if not same:
+            warnings.insert(
+                0,
+                f"the manifest {loaded.display} differs from the one in commit {commit[:12]} (or is not in it); "
+                "the manifest is always read from disk, the code from the commit",
+            )
     return LocalCode(local.branches, SourceInfo("ref", ref, commit, None), warnings)
 
 
 def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
     """Run the build commands of the manifest's branches in the working tree, without any credential in reach
-    (:func:`gitops.edges.build.secret_names`, :func:`gitops.edges.environ.seal_process`); how many ran.
+    (:func:`gitops.edges.build.secret_names`, :func:`gitops.edges.environ.seal_process`); how many ran: none when
+    the output of the last build is reused, its inputs and its output unchanged since (:mod:`gitops.edges.buildcache`,
+    ``--rebuild`` forces the build).
 
     ``gitops build`` calls it alone: the GitHub Action builds in a step of its own whose environment holds no
     secret, and the step that plans or applies then reads what it left (``GITOPS_SKIP_BUILD``).
@@ -179,10 +182,38 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
         return 0
     secret = register_secrets(loaded, env)
     build_env = build_environment(env, secret)
+    # Imported here, as the sources are: only a run that builds in the working tree needs it (and git, hashing).
+    from gitops.edges import buildcache
+
+    written = [json.dumps(command) for command in commands]
+    record = buildcache.BuildRecord(loaded, written, env)
+    key = buildcache.inputs_key(loaded, written, build_env)
+    if key is not None and not buildcache.rebuild(env):
+        reuse = record.lookup(key)
+        if reuse.built_at is not None:
+            print(
+                f"build: reused the output of the build of {buildcache.when(reuse.built_at)} (inputs unchanged); "
+                "--rebuild forces it",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 0
+        if reuse.problem is not None:
+            print(
+                f"build: the record of the last build, {record.path}, {reuse.problem}; building (it is written "
+                "again after the build; remove it if this repeats)",
+                file=sys.stderr,
+                flush=True,
+            )
     seal_process(secret)
+    began = time.time()
     with interrupts_as_keyboard():
         for command in commands:
             run_build(command, loaded.base_dir, env=build_env)
+    # Recorded only when the inputs are what they were when the build began: a build that rewrote one of them, or
+    # a file saved while it ran, leaves no record, and the next run builds again.
+    if key is not None and buildcache.inputs_key(loaded, written, build_env) == key:
+        record.store(key, began)
     return len(commands)
 
 

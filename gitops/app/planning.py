@@ -24,6 +24,7 @@ from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import ACTIVATE, DOWNLOAD
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
+from gitops.edges.codestore import folder_for, kept
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
@@ -255,6 +256,23 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     return branch
 
 
+def _with_kept_text(s: Session, server: str, branch: RemoteBranch) -> RemoteBranch:
+    """``branch`` with its modules' text when it is known by digest only (from the ledger, or this tool's own
+    upload) and the code of that digest is kept beside the ledger (:func:`gitops.edges.codestore.kept`, which
+    checks the kept set's digest as it reads it): a branch with ``ignore_lines`` can then tell a time stamp from a
+    change without a download. Unchanged otherwise."""
+    modules = branch.modules
+    if modules is None or branch.digest is None or all(f.text is not None or f.is_binary for f in modules.values()):
+        return branch
+    held = kept(folder_for(s.ledger(server).path), branch.digest)
+    if held is None:
+        return branch
+    seen = RemoteBranch.from_code(branch.name, CodeSet.from_wire(held), branch.learnt_at, branch.how)
+    if seen.digest != branch.digest:
+        return branch
+    return dataclasses.replace(branch, modules=seen.modules)
+
+
 def gather_remote(
     s: Session,
     refresh: Refresh,
@@ -332,9 +350,20 @@ def gather_remote(
     views: dict[str, RemoteView] = {}
     aheads: dict[str, Ahead] = {}
 
+    # The branches whose comparison ignores lines (ignore_lines): known by digest only, their text is taken from the
+    # code kept beside the ledger, when it is kept (_with_kept_text).
+    stamped = {(c.server, name) for c in configs if c.ignore_lines for name in deployed_names(c)}
+
     def learn(server: str) -> None:
         views[server] = _learn_server(
-            s, server, listings.get(server), listed_at.get(server), judged[server], refresh, aheads.get(server)
+            s,
+            server,
+            listings.get(server),
+            listed_at.get(server),
+            judged[server],
+            refresh,
+            aheads.get(server),
+            frozenset(name for where, name in stamped if where == server),
         )
 
     def probe_early(server: str) -> None:
@@ -442,6 +471,7 @@ def _learn_server(
     judged: Mapping[str, Judgement],
     refresh: Refresh,
     sent_ahead: Ahead | None = None,
+    stamped: frozenset[str] = frozenset(),
 ) -> RemoteView:
     ledger = s.ledger(server)
     entries = {b.name: b for b in listing or ()}
@@ -477,6 +507,8 @@ def _learn_server(
             # The stamp listed before the download: if the branch changed in between, the next plan sees a newer
             # stamp and downloads again (never the other way round).
             ledger.stamp_branch(name, stamp)
+        if branch is not None and name in stamped:
+            branch = _with_kept_text(s, server, branch)
         branches[name] = branch
     s.save(server)
     if refresh == "never" or listing is None:

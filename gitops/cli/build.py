@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from gitops.cli.common import manifest_option, target_options
+from gitops.cli.common import manifest_option, rebuild_option, run_environment, target_options
 
 
 @click.command("build")
@@ -23,7 +23,11 @@ from gitops.cli.common import manifest_option, target_options
     help="Also read every branch's code, as plan would, and write it to this code set file (the commit, the "
     "manifest's digest, and per module its name, kind, size and SHA-256). [env: GITOPS_BUILD_OUT]",
 )
-def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], out: Path | None) -> None:
+@rebuild_option
+@click.pass_context
+def build(
+    ctx: click.Context, manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], out: Path | None
+) -> None:
     """Run the build commands of the manifest's branches in the working tree, as plan and apply would.
 
     The build sees no credential: every variable a server of the manifest names, the Action's inputs and the usual
@@ -31,8 +35,11 @@ def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], o
 
     With --out, the built code is written to a code set file: a job without secrets builds, and a job that holds
     the token deploys that file (`gitops apply --codeset FILE`) without running any of the repository's code. The
-    GitHub Action's `command: build` does this. Exit 6 when a build fails; 0 (and nothing printed) when the
-    manifest names no build and no --out is given.
+    GitHub Action's `command: build` does this, and always builds.
+
+    Without --out, the output of the last build is reused when the build's inputs (the repository's files, the
+    lockfiles, the command, the tools) and its output are unchanged since; --rebuild forces the build. Exit 6 when
+    a build fails; 0 (and nothing printed) when the manifest names no build and no --out is given.
     """
     from gitops.app.localcode import check_syntax, read_code, run_builds
     from gitops.app.targets import Targets, select
@@ -41,12 +48,14 @@ def build(manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], o
 
     loaded = select(load_manifest(manifest), Targets.of(servers, branches))
     if out is None:
-        ran = run_builds(loaded, os.environ)
+        ran = run_builds(loaded, run_environment(ctx))
         if ran:
             click.echo(f"build: {ran} command{'s' if ran != 1 else ''} done", err=True)
         return
     refuse_unless_regular(out, "--out")  # before the build: a wrong path is known at once
+    # A code set file for a deploy job is made by the build itself, never from an earlier build's output.
     env = {key: value for key, value in os.environ.items() if key != CODESET_VARIABLE}
+    env["GITOPS_REBUILD"] = "1"
     local = read_code(loaded, None, env)
     check_syntax(local)  # the deploy job sends what this writes: a module that cannot parse stops here
     write_codeset(out, local, loaded)

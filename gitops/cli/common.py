@@ -138,6 +138,7 @@ def plan_options(f: F) -> F:
                 help="always: download every branch; auto: skip branches this tool uploaded recently; "
                 "never: plan from the ledger alone (no request at all). [env: GITOPS_REFRESH]",
             ),
+            rebuild_option,
             max_wait_option,
             state_dir_option,
             # NO_COLOR is read by use_color(), not by click: click would parse it as a boolean and refuse
@@ -158,6 +159,33 @@ def plan_options(f: F) -> F:
     ):
         f = option(f)
     return f
+
+
+def rebuild_option(f: F) -> F:
+    """``--rebuild``: build even when the last build's output can be reused (:mod:`gitops.edges.buildcache`)."""
+    return click.option(
+        "--rebuild",
+        is_flag=True,
+        expose_value=False,
+        envvar="GITOPS_REBUILD",
+        callback=_remember_rebuild,
+        help="Run the build command even when its inputs and its output are unchanged since its last run (whose "
+        "output is otherwise reused). [env: GITOPS_REBUILD]",
+    )(f)
+
+
+def _remember_rebuild(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Keep ``--rebuild`` for :func:`run_environment`, which hands it to the build as ``GITOPS_REBUILD``."""
+    if value:
+        ctx.meta["gitops.rebuild"] = True
+
+
+def run_environment(ctx: click.Context) -> dict[str, str]:
+    """The run's environment: this process's, with ``--rebuild`` (:func:`rebuild_option`) as ``GITOPS_REBUILD=1``."""
+    env = dict(os.environ)
+    if ctx.meta.get("gitops.rebuild"):
+        env["GITOPS_REBUILD"] = "1"
+    return env
 
 
 def _remember_codeset(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -286,7 +314,7 @@ def options_from(
     from gitops.render.progress import Progress
 
     injected = ctx.find_root().obj or {}
-    env = dict(os.environ)
+    env = run_environment(ctx)
     codeset = ctx.meta.get("gitops.codeset")
     if codeset:
         env["GITOPS_CODESET"] = codeset

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
-from gitops.cli.common import manifest_option
+from gitops.cli.common import manifest_option, rebuild_option, run_environment
 
 _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "binary"}
 
@@ -37,7 +36,9 @@ _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "bin
     help="Print one JSON document on stdout: each branch with its module count, size and share of the 5 MB limit, "
     "and with --list its modules.",
 )
-def validate(manifest: Path, ref: str | None, list_modules: bool, as_json: bool) -> None:
+@rebuild_option
+@click.pass_context
+def validate(ctx: click.Context, manifest: Path, ref: str | None, list_modules: bool, as_json: bool) -> None:
     """Check the manifest and the local code, without the network (a branch's build command runs first).
 
     Prints each branch's modules and size as the server counts it against its 5 MB limit, and any warnings.
@@ -50,7 +51,7 @@ def validate(manifest: Path, ref: str | None, list_modules: bool, as_json: bool)
     from gitops.render.plan import size
 
     loaded = load_manifest(manifest)
-    local = read_code(loaded, ref, os.environ)
+    local = read_code(loaded, ref, run_environment(ctx))
     check_syntax(local)
     if as_json:
         _print_json(loaded, local, list_modules)

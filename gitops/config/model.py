@@ -107,6 +107,9 @@ class BranchConfig:
     source_maps: Literal["wrap", "raw", "omit"] = "wrap"
     requires: RequiresConfig = field(default_factory=RequiresConfig)
     verify: VerifyConfig | None = None
+    #: Regular expressions matched against whole lines: lines the comparison with the server ignores (never the
+    #: upload); see :func:`gitops.core.diff.differ_only_in`.
+    ignore_lines: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -344,6 +344,20 @@ def _check_pattern(value: str) -> str:
 FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_pattern)]
 
 
+def _check_line_pattern(value: str) -> str:
+    _check_pattern(value)
+    if re.fullmatch(value, ""):
+        raise _fail(
+            "matches an empty line, so the comparison would not see a change of blank lines (and '.*' would hide "
+            "every change); match the stamped line itself, e.g. '// Built at .*'"
+        )
+    return value
+
+
+#: A regular expression matched against whole lines (``ignore_lines``).
+LinePattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_line_pattern)]
+
+
 class VerifyConfig(_Model):
     """Watch the game's console after apply and judge whether the new code runs (gitops help safe-deploys)."""
 
@@ -423,6 +437,13 @@ class BranchConfig(_Model):
         None,
         description="After apply, watch the account's console and judge the deploy; off when left out. Needs "
         "activate (the console shows the active code).",
+    )
+    ignore_lines: list[LinePattern] = Field(
+        default_factory=list,
+        description="Regular expressions matched against whole lines of the text modules (a build's time stamp: "
+        "'// Built at .*'): the comparison with the server ignores lines that match, so a module whose only "
+        "differences are such lines is not uploaded. The upload, when something else changed, sends every module "
+        "as built.",
     )
 
     @field_validator("include", mode="after")

@@ -5,7 +5,8 @@ A :class:`BranchDiff` is a value; renderers and exit codes read it. Pure: no I/O
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -44,13 +45,16 @@ class ModuleChange:
 
 @dataclass(frozen=True, slots=True)
 class BranchDiff:
-    """Changes of one branch; ``kept`` lists server-only modules re-sent under ``remote_only: keep``."""
+    """Changes of one branch; ``kept`` lists server-only modules re-sent under ``remote_only: keep``; ``ignored``
+    the text modules that differ from the server's only in lines that ``ignore_lines`` matches (not counted in
+    ``unchanged``, nor in :attr:`has_changes`: whether they are sent depends on the other changes)."""
 
     added: tuple[ModuleChange, ...]
     changed: tuple[ModuleChange, ...]
     removed: tuple[ModuleChange, ...]
     kept: tuple[ModuleChange, ...]
     unchanged: int
+    ignored: tuple[ModuleChange, ...] = ()
 
     @property
     def has_changes(self) -> bool:
@@ -63,13 +67,20 @@ def diff_branch(
     *,
     remote_only: Literal["remove", "keep"] = "remove",
     max_diff_lines: int = MAX_DIFF_LINES,
+    ignore_lines: Sequence[str] = (),
 ) -> BranchDiff:
-    """Compare the repository's modules of a branch with the server's (``None``: the branch does not exist)."""
+    """Compare the repository's modules of a branch with the server's (``None``: the branch does not exist).
+
+    ``ignore_lines`` (regular expressions matched against whole lines): a text module whose only differences from
+    the server's are lines matching one of them is listed in ``ignored`` instead of ``changed``
+    (:func:`differ_only_in`); one whose server content is not known (planned from the ledger) is changed."""
     remote = remote or {}
+    patterns = [re.compile(p) for p in ignore_lines]
     added: list[ModuleChange] = []
     changed: list[ModuleChange] = []
     removed: list[ModuleChange] = []
     kept: list[ModuleChange] = []
+    ignored: list[ModuleChange] = []
     unchanged = 0
     for module in local:
         old = remote.get(module.name)
@@ -77,6 +88,13 @@ def diff_branch(
             added.append(_added(module))
         elif old.digest == module.digest:
             unchanged += 1
+        elif (
+            patterns
+            and old.text is not None
+            and module.text is not None
+            and differ_only_in(old.text, module.text, patterns)
+        ):
+            ignored.append(_changed(old, module, max_diff_lines))
         else:
             changed.append(_changed(old, module, max_diff_lines))
     for name in sorted(set(remote) - set(local.modules)):
@@ -105,7 +123,21 @@ def diff_branch(
                     binary=old.is_binary,
                 )
             )
-    return BranchDiff(tuple(added), tuple(changed), tuple(removed), tuple(kept), unchanged)
+    return BranchDiff(tuple(added), tuple(changed), tuple(removed), tuple(kept), unchanged, tuple(ignored))
+
+
+def differ_only_in(old: str, new: str, patterns: Sequence[re.Pattern[str]]) -> bool:
+    """Whether ``old`` and ``new`` are the same text once every line that one of ``patterns`` matches whole
+    (``re.fullmatch``; lines split at ``\n``) is left out of both: a build's time stamp, say. ``False`` without
+    patterns. A line removed or added that matches is ignored too; any other difference, a line ending
+    included, is not."""
+    if not patterns:
+        return False
+
+    def kept(text: str) -> list[str]:
+        return [line for line in text.split("\n") if not any(p.fullmatch(line) for p in patterns)]
+
+    return kept(old) == kept(new)
 
 
 def _added(module: Module) -> ModuleChange:

@@ -165,6 +165,10 @@ class BranchPlan:
     drift: Drift | None = None
     #: The health check after apply (``verify:`` in the manifest), ``None`` when off or nothing changes.
     verify: VerifyStep | None = None
+    #: Modules that differ from the server's only in lines ``ignore_lines`` matches, when nothing else of the
+    #: branch changed: counted in ``unchanged`` and not uploaded. (With other changes they are ``changed`` rows,
+    #: sent as built.)
+    ignored: list[str] = field(default_factory=list)
 
     def names(self, change: str) -> list[str]:
         return [m.name for m in self.modules if m.change == change]
@@ -456,9 +460,10 @@ def _plan_branch(
         # With remote_only: keep, the server's own main is kept instead (never replaced by an empty one).
         code = as_server_stores(code)
     if seen is not None and seen.exists and seen.modules is not None:
-        diff = diff_branch(code, seen.modules, remote_only=config.remote_only)
+        diff = diff_branch(code, seen.modules, remote_only=config.remote_only, ignore_lines=config.ignore_lines)
     else:
         diff = diff_branch(code, None, remote_only=config.remote_only)
+    diff, ignored = settle_ignored(diff)
     # A new branch is created holding its modules (clone-branch with defaultModules): no upload follows, and no
     # empty branch is left behind if the budget runs out between two requests.
     upload_needed = bool(exists) and diff.has_changes
@@ -521,11 +526,27 @@ def _plan_branch(
         upload_length=length,
         upload_digest=_upload_digest(code, upload_modules, diff, missing_kept),
         steps=steps,
+        ignored=ignored,
     )
     payload = None
     if writes:
         payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
     return plan, payload
+
+
+def settle_ignored(diff: BranchDiff) -> tuple[BranchDiff, list[str]]:
+    """The diff as the plan uses it, and the modules not uploaded because only ignored lines differ.
+
+    A module whose only differences are lines ``ignore_lines`` matches (``diff.ignored``) is unchanged when nothing
+    else of the branch changed: no upload for a time stamp. When something else changed, the upload sends the whole
+    branch as built, so it is a ``changed`` row like any other (with its diff), and the plan shows what is sent."""
+    if not diff.ignored:
+        return diff, []
+    if diff.has_changes:
+        changed = tuple(sorted([*diff.changed, *diff.ignored], key=lambda m: m.name))
+        return dataclasses.replace(diff, changed=changed, ignored=()), []
+    names = [m.name for m in diff.ignored]
+    return dataclasses.replace(diff, unchanged=diff.unchanged + len(names), ignored=()), names
 
 
 def _body_length(branch: str, code: CodeSet, upload_modules: dict[str, WireModule], whole: bool) -> int:

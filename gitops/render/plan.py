@@ -227,6 +227,8 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
             f"  modules: {counts['added']} added, {counts['changed']} changed, {counts['removed']} removed, "
             f"{branch.unchanged} unchanged" + (f", {counts['kept']} kept" if counts["kept"] else "") + sent
         )
+        if branch.ignored:
+            out.append(f"  {ignored_text(branch)}")
         shown_modules = shown_diff = hidden_diff = 0
         for entry in branch.modules:
             if not full and shown_modules >= TEXT_MODULE_LINES:
@@ -363,6 +365,7 @@ def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:
                     "learnt_at": b.remote.learnt_at,
                     "age_seconds": None if b.remote.learnt_at is None else max(0.0, now - b.remote.learnt_at),
                 },
+                **({"ignored": list(b.ignored)} if b.ignored else {}),
                 **drift_document(b.drift, now),
                 **({} if b.verify is None else {"verify": _flat(b.verify)}),
             }
@@ -533,10 +536,19 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     return body[:budget] + note
 
 
+def ignored_text(branch: BranchPlan) -> str:
+    """``only ignored lines differ: not uploaded (main, role/x)``: the modules whose only differences from the
+    server's are lines ``ignore_lines`` matches."""
+    return f"only ignored lines differ: not uploaded ({', '.join(branch.ignored)})"
+
+
 def _branch_markdown(branch: BranchPlan, *, with_diffs: bool, room: int | None = None) -> str:
-    if not branch.modules and not branch.activate:
+    if not branch.modules and not branch.activate and not branch.ignored:
         return ""
     lines = [f"#### {md_code(branch.label)}: {_ACTIONS[branch.action]}", ""]
+    if branch.ignored:
+        names = ", ".join(md_code(name) for name in branch.ignored)
+        lines.append(f"- only ignored lines differ: not uploaded ({names})")
     for entry in branch.modules:
         lines.append(f"- {md_code(_module_line(entry))}" + (f" ({md_text(entry.note)})" if entry.note else ""))
     for which in branch.activate:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.diff import MAX_DIFF_BYTES, MAX_DIFF_LINES, MINIFIED_LINE, diff_branch
+from gitops.core.diff import MAX_DIFF_BYTES, MAX_DIFF_LINES, MINIFIED_LINE, diff_branch, differ_only_in
 from gitops.core.remote import RemoteBranch
 
 
@@ -194,3 +195,56 @@ def test_rows_carry_sizes_digests_and_the_binary_flag() -> None:
 def test_an_existing_empty_branch_adds_everything() -> None:
     diff = diff_branch(CodeSet.of([Module("main", text="a")]), {})
     assert ([c.name for c in diff.added], diff.unchanged, diff.has_changes) == (["main"], 0, True)
+
+
+# --- ignore_lines: lines a build stamps with the time ------------------------------------------------------------
+
+STAMP = r"// Built at .*"
+
+
+def test_differ_only_in_ignores_whole_lines_that_match() -> None:
+    patterns = [re.compile(STAMP)]
+    old = "// Built at 2026-11-26 10:00\nmodule.exports.loop = () => {};\n"
+    new = "// Built at 2026-11-27 05:00\nmodule.exports.loop = () => {};\n"
+    assert differ_only_in(old, new, patterns)
+    # A stamp line added or dropped is ignored too.
+    assert differ_only_in("a\n", "// Built at now\na\n", patterns)
+    # Any other difference counts, next to a stamp or alone.
+    assert not differ_only_in(old, new.replace("{}", "{ x(); }"), patterns)
+    assert not differ_only_in("a\n", "a\r\n", patterns)
+    # Whole lines only: a stamp inside a line of code is not a stamped line.
+    assert not differ_only_in("f(); // Built at 1\n", "f(); // Built at 2\n", patterns)
+    # Without patterns nothing is ignored.
+    assert not differ_only_in(old, new, [])
+
+
+def test_a_module_that_differs_only_in_ignored_lines_is_listed_apart() -> None:
+    local = CodeSet.of([Module("main", text="// Built at 2\nloop();\n"), Module("b", text="b")])
+    remote = remote_of(Module("main", text="// Built at 1\nloop();\n"), Module("b", text="b"))
+    diff = diff_branch(local, remote.modules, ignore_lines=[STAMP])
+    assert not diff.has_changes
+    assert [m.name for m in diff.ignored] == ["main"]
+    assert diff.unchanged == 1
+    assert diff.changed == ()
+    # The row is the module's real change (sent as built when something else changes too).
+    assert diff.ignored[0].diff is not None
+    assert "+// Built at 2" in diff.ignored[0].diff
+    # Without the key the same module is a change.
+    plain = diff_branch(local, remote.modules)
+    assert [m.name for m in plain.changed] == ["main"]
+    assert plain.ignored == ()
+
+
+def test_a_module_known_only_by_digest_is_a_change_even_with_ignore_lines() -> None:
+    local = CodeSet.of([Module("main", text="// Built at 2\nloop();\n")])
+    remote = remote_of(Module("main", text="// Built at 1\nloop();\n"), downloaded=False)
+    diff = diff_branch(local, remote.modules, ignore_lines=[STAMP])
+    assert [m.name for m in diff.changed] == ["main"]
+    assert diff.ignored == ()
+
+
+def test_binary_modules_are_never_compared_by_lines() -> None:
+    local = CodeSet.of([Module("lib.wasm", binary=b"// Built at 2")])
+    remote = remote_of(Module("lib.wasm", binary=b"// Built at 1"))
+    diff = diff_branch(local, remote.modules, ignore_lines=[STAMP])
+    assert [m.name for m in diff.changed] == ["lib.wasm"]

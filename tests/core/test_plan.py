@@ -10,7 +10,7 @@ import pytest
 
 from gitops.core.codeset import code_length
 from gitops.core.endpoints import ACTIVATE, CLONE, GLOBAL_KEY, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
-from gitops.core.plan import Step, as_server_stores, requests_needed
+from gitops.core.plan import Step, as_server_stores, requests_needed, seal_problems
 from gitops.errors import ServiceError, SourceError
 from tests.core.factories import (
     NOW,
@@ -386,3 +386,45 @@ def test_a_branch_name_close_to_one_on_the_server_is_noted() -> None:
     assert similar_branch("Default", ["default"]) == "default"
     assert similar_branch("main", ["default", "sim"]) is None
     assert similar_branch("default", ["default"]) is None
+
+
+# --- ignore_lines ------------------------------------------------------------------------------------------------
+
+STAMPED = {"main": "// Built at 2026-11-27 05:00\nmodule.exports.loop = () => {};\n", "util": "u\n"}
+SERVER_STAMPED = {"main": "// Built at 2026-11-26 10:00\nmodule.exports.loop = () => {};\n", "util": "u\n"}
+
+
+def test_only_ignored_lines_differing_is_no_change_and_no_upload() -> None:
+    loaded = manifest(branch(ignore_lines=[r"// Built at .*"]))
+    result = plan(loaded, local(("local", "main", STAMPED)), view("local", on_server("main", SERVER_STAMPED)))
+    (b,) = result.branches
+    assert b.action == "none"
+    assert b.steps == []
+    assert b.ignored == ["main"]
+    assert b.unchanged == 2
+    assert b.modules == []
+    assert not result.has_changes
+    assert result.payloads == []
+
+
+def test_without_ignore_lines_a_stamp_is_an_upload() -> None:
+    result = plan(manifest(), local(("local", "main", STAMPED)), view("local", on_server("main", SERVER_STAMPED)))
+    (b,) = result.branches
+    assert b.action == "update"
+    assert b.names("changed") == ["main"]
+    assert b.ignored == []
+
+
+def test_with_a_real_change_the_stamped_module_is_sent_as_built_and_shown() -> None:
+    loaded = manifest(branch(ignore_lines=[r"// Built at .*"]))
+    changed = {**STAMPED, "util": "u2\n"}
+    result = plan(loaded, local(("local", "main", changed)), view("local", on_server("main", SERVER_STAMPED)))
+    (b,) = result.branches
+    assert b.action == "update"
+    assert b.names("changed") == ["main", "util"]
+    assert b.ignored == []
+    assert b.unchanged == 0
+    payload = result.payload("local", "main")
+    assert payload is not None
+    assert payload.modules["main"] == STAMPED["main"]  # the stamp line as built
+    assert seal_problems(result) == []

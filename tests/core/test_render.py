@@ -437,3 +437,17 @@ def test_a_big_plan_is_a_summary_and_a_sample_at_the_terminal_and_whole_with_ful
     assert "--full shows all" not in whole
     # The JSON keeps everything, whatever the terminal shows.
     assert len(json.loads(render_json(big, now=NOW))["branches"][0]["added"]) == 2001
+
+
+def test_modules_differing_only_in_ignored_lines_are_named_in_every_format() -> None:
+    loaded = manifest(branch(ignore_lines=[r"// Built at .*"]))
+    server = on_server("main", {"main": "// Built at 1\nloop();\n"})
+    result = plan(loaded, local(("local", "main", {"main": "// Built at 2\nloop();\n"})), view("local", server))
+    assert not result.has_changes
+    assert "  only ignored lines differ: not uploaded (main)" in render_text(result, now=NOW).splitlines()
+    assert "- only ignored lines differ: not uploaded (`main`)" in render_markdown(result, now=NOW)
+    (document,) = json.loads(render_json(result, now=NOW))["branches"]
+    assert document["ignored"] == ["main"]
+    # A plan without such modules keeps its JSON as it was (no empty key).
+    plain = plan(manifest(), local(("local", "main", {"main": "x"})), view("local", on_server("main", {"main": "x"})))
+    assert "ignored" not in json.loads(render_json(plain, now=NOW))["branches"][0]
