@@ -134,7 +134,10 @@ def test_a_require_inside_try_is_a_warning_and_init_lists_it(
     repo = make_repo(tmp_path / "bot", GUARDED_BOT)
     code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
     assert code == 0, err
-    assert "Optional requires (inside try blocks, no file holds them): 'config_local', 'extensions'" in out
+    assert (
+        "Requires that may never run (in try blocks, functions or blocks) and that no file holds: "
+        "'config_local', 'extensions'" in out
+    )
     text = (repo / "gitops.yaml").read_text(encoding="utf-8")
     assert '#   ignore: ["config_local", "extensions"]' in text
     code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))

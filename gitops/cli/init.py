@@ -174,7 +174,10 @@ def init(
         _say(f"Build command: {layout.build.replace('{server}', server.name)} (run by validate, plan and apply)")
     if layout.optional_requires:
         listed = ", ".join(repr(n) for n in layout.optional_requires)
-        _say(f"Optional requires (inside try blocks, no file holds them): {listed}; see requires in the manifest")
+        _say(
+            f"Requires that may never run (in try blocks, functions or blocks) and that no file holds: {listed}; "
+            "validate warns about each; see requires in the manifest"
+        )
     load_manifest(manifest)  # what was written validates as a manifest
     if server.credentials is not None:
         from gitops.app.adopting import ignore_credentials_file

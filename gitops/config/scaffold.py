@@ -231,7 +231,7 @@ def _branch_lines(layout: Layout, data: Mapping[str, Any]) -> list[str]:
             "    # source_maps: wrap   # main.js.map -> module 'main.js.map' (module.exports = <map>;); or raw, omit"
         )
     if layout.optional_requires:
-        lines.append("    # The code requires these inside try blocks and no file holds them (optional modules): plan")
+        lines.append("    # The code requires these in try blocks, functions or blocks, and no file holds them: plan")
         lines.append("    # warns about each; listed here, it does not.")
         lines.append("    # requires:")
         lines.append(f"    #   ignore: {_comment(_flow(layout.optional_requires))}")

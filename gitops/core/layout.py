@@ -120,7 +120,8 @@ class Layout:
     assumed: tuple[str, ...] = ()
     #: The game client's layout: one branch per folder (the folder's name is the branch, the folder its root).
     branch_roots: tuple[str, ...] = ()
-    #: Modules that the code requires inside a try block and that the branch does not hold (optional ones).
+    #: Modules that the code requires where it may never run (a try block, a function, a block) and that the branch
+    #: does not hold: init offers them for requires.ignore.
     optional_requires: tuple[str, ...] = ()
 
 
