@@ -7,6 +7,7 @@ the tests do not depend on the machine's Git configuration.
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
@@ -159,3 +160,19 @@ def reaped(proc: subprocess.Popen[Any]) -> Iterator[subprocess.Popen[Any]]:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def ledger_of(state_dir: Path) -> dict[str, Any]:
+    """The one ledger under a state folder (``--state-dir``, ``GITOPS_STATE_DIR``), as JSON."""
+    [path] = list((state_dir / "ledger").glob("*/*.json"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def verification_state(state_dir: Path, branch: str) -> str | None:
+    """The recorded verification state of ``branch`` in the one ledger under ``state_dir``; ``None`` while there
+    is none (no ledger yet, no record, or the file mid-replace)."""
+    try:
+        return str(ledger_of(state_dir)["verifications"][branch]["state"])
+    except (ValueError, KeyError):
+        return None

@@ -20,7 +20,7 @@ import pytest
 
 from gitops.edges.codestore import folder_for
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.factories import interruptible_python, reaped, wait_while_running
+from tests.factories import interruptible_python, ledger_of, reaped, verification_state, wait_while_running
 from tests.project import Project, spend
 
 UPLOAD = "POST /api/user/code"
@@ -57,16 +57,11 @@ def _bounded() -> Iterator[None]:
 
 
 def _ledger(p: Project) -> dict[str, Any]:
-    [path] = list((p.state_dir / "ledger").glob("*/*.json"))
-    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return data
+    return ledger_of(p.state_dir)
 
 
 def _state(p: Project) -> str | None:
-    try:
-        return str(_ledger(p)["verifications"]["main"]["state"])
-    except (ValueError, KeyError):  # not written yet (or mid-replace)
-        return None
+    return verification_state(p.state_dir, "main")
 
 
 def _apply_in_a_process(p: Project, *args: str) -> subprocess.Popen[bytes]:

@@ -15,6 +15,7 @@ and marks it active.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import os
@@ -54,6 +55,13 @@ module.exports.loop = function () {
 def ticking_server() -> Iterator[PrivateServer]:
     """A private server of its own whose world ticks (the shared one is paused); it runs player code (see the
     module's docstring)."""
+    with ticking() as server:
+        yield server
+
+
+@contextlib.contextmanager
+def ticking() -> Iterator[PrivateServer]:
+    """Start a private server whose world ticks and runs player code; stop it on exit, whatever happened."""
     for attempt in range(2):
         server = PrivateServer.start()
         if _ticks(server) or attempt == 1:

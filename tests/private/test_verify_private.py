@@ -43,7 +43,8 @@ module.exports.loop = function () {
 """
 
 
-def _activate_user(server: PrivateServer, user: ServerUser) -> None:
+def activate_user(server: PrivateServer, user: ServerUser) -> None:
+    """Give ``user`` an object in the world and mark it active: from then on the world runs its code."""
     user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(user.username)}}}).then(u => u._id)")
     room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
     assert isinstance(user_id, str)
@@ -63,26 +64,30 @@ class Bot:
         (self.repo / "src").mkdir(parents=True)
         git(self.repo, "init", "-q")
         self.verify = verify
+        #: The server's address in the manifest (a relay in front of the server, say).
+        self.url = user.url
 
     def deploy(self, code: str, *, verify: bool) -> tuple[int, dict[str, Any], str]:
+        self.write(code, verify=verify)
+        done = self.gitops("apply", "--yes", "--json")
+        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
+
+    def write(self, code: str, *, verify: bool) -> None:
+        """Write the bot's code and its manifest (the server at :attr:`url`)."""
         (self.repo / "src/main.js").write_text(code, encoding="utf-8")
         branch: dict[str, Any] = {"server": "home", "branch": "bots", "root": "src", "activate": ["world"]}
         if verify:
             branch["verify"] = self.verify
         manifest = {
             "version": 1,
-            "servers": {
-                "home": {"url": self.user.url, "username_env": "SCREEPS_USER", "password_env": "SCREEPS_PASSWORD"}
-            },
+            "servers": {"home": {"url": self.url, "username_env": "SCREEPS_USER", "password_env": "SCREEPS_PASSWORD"}},
             "branches": [branch],
         }
         (self.repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
-        done = self.gitops("apply", "--yes", "--json")
-        return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
 
-    def gitops(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """``gitops ARGS`` in the bot's repository, signed in with the user's password (never in the output)."""
-        env = {
+    def env(self) -> dict[str, str]:
+        """The environment of a ``gitops`` run: the user's password login, the state folder in the test's tmp."""
+        return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.tmp),
             "SCREEPS_USER": self.user.username,
@@ -90,6 +95,10 @@ class Bot:
             "GITOPS_STATE_DIR": str(self.tmp / "state"),
             "NO_COLOR": "1",
         }
+
+    def gitops(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``gitops ARGS`` in the bot's repository, signed in with the user's password (never in the output)."""
+        env = self.env()
         done = self.server.run_riding_out_its_crash(
             lambda: subprocess.run(
                 [sys.executable, "-m", "gitops", *args],
@@ -136,7 +145,7 @@ def test_restore_and_healthy_on_the_real_server(
     bot = Bot(server, user, tmp_path, {"ticks": 3, "timeout": 60, "on_failure": "rollback"})
     code, _doc, err = bot.deploy(GOOD % ("v1", "v1"), verify=False)
     assert code == 0, err + "\n" + server.diagnosis()
-    _activate_user(server, user)
+    activate_user(server, user)
     bot.wait_running("v1")
 
     code, doc, err = bot.deploy(BAD, verify=True)
@@ -184,7 +193,7 @@ def test_standby_on_the_real_server(
     bot = Bot(server, user, tmp_path, verify)
     code, _doc, err = bot.deploy(GOOD % ("v1", "v1"), verify=False)  # the user's code runs only from here on
     assert code == 0, err + "\n" + server.diagnosis()
-    _activate_user(server, user)
+    activate_user(server, user)
     bot.wait_running("v1")
 
     code, doc, err = bot.deploy(BAD, verify=True)
