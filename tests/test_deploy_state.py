@@ -292,3 +292,26 @@ def test_status_without_the_list_shows_the_ledgers_record_and_says_the_list_fail
     assert "verification: HEALTHY" in status.out
     assert "warning: server 'local': the branch list failed" in status.out
     assert "Traceback" not in status.err
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_a_signal_just_after_the_pending_record_is_answered_as_one_during_the_watch(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the ledger says pending, a SIGINT is answered gently (recorded interrupted, exit 12), even when it comes
+    # before the socket is opened: a CI that cancels on seeing the watch begin must not leave a bare pending.
+    from gitops.app.deploys import begin_watch
+
+    def and_a_signal(*args: Any, **kwargs: Any) -> Any:
+        record = begin_watch(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)
+        return record
+
+    monkeypatch.setattr("gitops.app.applying.begin_watch", and_a_signal)
+    project.write({"src/main.js": V2_GOOD})
+    project.commit("v2")
+    result = project.apply("--yes")
+    assert result.code == 12, result.out + result.err
+    assert "verify local/main: INTERRUPTED after 0 tick(s)" in result.err + result.out
+    assert _state(project) == "interrupted"
+    assert "interrupted by SIGINT during the watch" in _ledger(project)["verifications"]["main"]["reason"]

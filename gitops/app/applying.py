@@ -207,8 +207,10 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
     if step is not None and step.switch_back is not None:
         before = ledger.applied(step.switch_back)
         standby = None if before is None else frozenset(before.modules)
-    record = begin_watch(s, branch, source_commit(plan.source), previous)
+    # The pending record is made inside: once the ledger says pending, a signal is answered as one during the watch
+    # (recorded interrupted), never with the KeyboardInterrupt that would leave a bare pending and say "aborted".
     with s.options.interrupt.verifying():
+        record = begin_watch(s, branch, source_commit(plan.source), previous)
         verification = verify_branch(
             s,
             branch,
