@@ -304,7 +304,8 @@ def test_a_signal_just_after_the_pending_record_is_answered_as_one_during_the_wa
 
     def and_a_signal(*args: Any, **kwargs: Any) -> Any:
         record = begin_watch(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGINT)
+        if "reason" not in kwargs:  # the record made as the watch begins (not the one made once the code is up)
+            os.kill(os.getpid(), signal.SIGINT)
         return record
 
     monkeypatch.setattr("gitops.app.applying.begin_watch", and_a_signal)
@@ -315,3 +316,39 @@ def test_a_signal_just_after_the_pending_record_is_answered_as_one_during_the_wa
     assert "verify local/main: INTERRUPTED after 0 tick(s)" in result.err + result.out
     assert _state(project) == "interrupted"
     assert "interrupted by SIGINT during the watch" in _ledger(project)["verifications"]["main"]["reason"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_kill_9_during_one_branchs_watch_leaves_every_deployed_branch_pending(
+    project: Project, standin: StandIn
+) -> None:
+    # Two verified branches on one server: both are uploaded, then watched one after the other. A kill during the
+    # first watch must leave the second (deployed, never watched) unverified too, not without a state ("No changes").
+    second = {"branch": "second", "root": "src", "activate": ["sim"], "verify": {"ticks": 1000, "timeout": 30}}
+    project.write({"src/main.js": V2_GOOD})
+    project.manifest([*_branch(ticks=1000, on_failure="rollback"), second])
+    project.commit("v2, and a second branch")
+    proc = _apply_in_a_process(project)
+    with reaped(proc):
+        wait_while_running(proc, lambda: _state(project) == "pending" and _watching(project))
+        assert _watching(project), proc.communicate(timeout=5)
+        proc.kill()
+        proc.communicate(timeout=30)
+    assert standin.branch_modules(ALICE, "second") == {"main": V2_GOOD}
+    records = _ledger(project)["verifications"]
+    assert {name: r["state"] for name, r in records.items()} == {"main": "pending", "second": "pending"}
+    assert records["second"]["reason"] == "deployed; its watch has not begun"
+    plan = project.plan("--json")
+    assert plan.code == 12, plan.out + plan.err
+    assert sorted((n["branch"], n["state"]) for n in json.loads(plan.out)["unsettled"]) == [
+        ("main", "pending"),
+        ("second", "pending"),
+    ]
+
+
+def _watching(p: Project) -> bool:
+    """Whether the ledger says the watch of ``main`` has begun (its own pending record, not the one made at upload)."""
+    try:
+        return bool(_ledger(p)["verifications"]["main"]["reason"] == "the watch began and has not ended")
+    except (ValueError, KeyError):
+        return False

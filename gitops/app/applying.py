@@ -434,6 +434,12 @@ def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, 
             commit, how = source_commit(plan.source), s.options.deploy_how
             digest = None if made is None else made.digest
             record_deploy(s, branch.server, branch.branch, modules, commit, how, digest)
+            if branch.verify is not None:
+                # Unverified from now on, not from its own watch: a kill during another branch's watch (or any step
+                # before this branch's) must not leave the deployed code without a state, which plan reads as settled.
+                rollback = plan.rollback(branch.server, branch.branch)
+                previous = None if rollback is None else rollback.modules
+                begin_watch(s, branch, commit, previous, reason="deployed; its watch has not begun")
 
 
 def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:

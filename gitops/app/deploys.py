@@ -96,10 +96,16 @@ def record_deploy(
 
 
 def begin_watch(
-    s: Session, branch: BranchPlan, commit: str | None, previous: Mapping[str, WireModule] | None
+    s: Session,
+    branch: BranchPlan,
+    commit: str | None,
+    previous: Mapping[str, WireModule] | None,
+    *,
+    reason: str = "the watch began and has not ended",
 ) -> VerifyRecord:
-    """Before the watch: the branch's verification is ``pending``, with what is needed to undo it (the code to
-    restore kept beside the ledger, or the standby branch), saved at once (a kill leaves it)."""
+    """Before the watch (and as soon as the branch's code is deployed): the branch's verification is ``pending``,
+    with what is needed to undo it (the code to restore kept beside the ledger, or the standby branch), saved at once
+    (a kill leaves it)."""
     server = branch.server
     ledger = s.ledger(server)
     now = s.options.clock.now()
@@ -113,7 +119,7 @@ def begin_watch(
         commit,
         applied.applied_at if applied is not None else now,
         now,
-        "the watch began and has not ended",
+        reason,
     )
     if step.reserves_upload and previous is not None:
         with_code = dict(previous)
