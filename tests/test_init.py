@@ -189,3 +189,15 @@ def test_init_naming_a_credentials_entry_makes_git_ignore_the_credentials_file(t
     assert ".screeps.yaml" in (repo / ".gitignore").read_text(encoding="utf-8").splitlines()
     check = subprocess.run(["git", "check-ignore", "-q", ".screeps.yaml"], cwd=repo, check=False)
     assert check.returncode == 0
+
+
+def test_each_guess_is_said_once_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, _, _ = LAYOUTS["build"]  # rollup.config.js, and a build script that does not run rollup: a guess
+    repo = make_repo(tmp_path / "bot", files)
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    guesses = [line for line in out.splitlines() if line.startswith("  - assumed: ")]
+    assert "  - assumed: 'npm run build' writes dist/; change build if another script does" in guesses
+    assert len(guesses) == len(set(guesses))
+    assert "assumed: assumed" not in out
+    assert "assumed: assumed" not in (repo / "gitops.yaml").read_text(encoding="utf-8")

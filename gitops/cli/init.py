@@ -165,7 +165,7 @@ def init(
     _say(f"Detected layout: {layout.kind} (root {layout.root}, separator {layout.separator!r})")
     for line in layout.seen:
         _say(f"  - {line}")
-    for line in (*layout.assumed, *server.assumed):
+    for line in dict.fromkeys((*layout.assumed, *server.assumed)):  # each guess once
         _say(f"  - assumed: {line}")
     branches = layout.branch_roots or (branch,)
     shown = ", ".join(repr(b) for b in branches)

@@ -466,14 +466,14 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
             out_dir = _tsc_out_dir(snapshot.contents.get("tsconfig.json"))
             bundler = _Bundler("tsc", out_dir or "dist", "tsconfig.json's outDir" if out_dir else "tsc")
             if out_dir is None:
-                assumed.append("TypeScript without a bundler or an outDir: assumed the code is compiled into dist/")
+                assumed.append("TypeScript without a bundler or an outDir: the code is compiled into dist/")
         elif scripts.get("build") and "dist" in snapshot.folders:
             bundler = _Bundler("build", "dist", "a dist/ folder (the bundle)")
         else:
             return None
     seen.append(f"{bundler.tool} writes {bundler.root}/ ({bundler.source})")
     if bundler.guessed:
-        assumed.append(f"{bundler.source}'s output folder could not be read: assumed dist/; change root if not")
+        assumed.append(f"{bundler.source}'s output folder could not be read: dist/; change root if not")
     script = _script_running(scripts, bundler.tool) if bundler.tool != "build" else "build"
     if script is not None:
         build: str | None = _npm(script)
@@ -481,7 +481,7 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
             seen.append(f"the {script!r} script runs {bundler.tool}; 'build' ({scripts['build']}) does not")
     elif "build" in scripts:
         build = "npm run build"
-        assumed.append(f"assumed 'npm run build' writes {bundler.root}/; change build if another script does")
+        assumed.append(f"'npm run build' writes {bundler.root}/; change build if another script does")
     elif bundler.tool in ("rollup", "webpack"):
         build = "npx rollup -c" if bundler.tool == "rollup" else "npx webpack"
         assumed.append(
