@@ -201,3 +201,60 @@ def test_each_guess_is_said_once_plainly(tmp_path: Path, capsys: pytest.CaptureF
     assert len(guesses) == len(set(guesses))
     assert "assumed: assumed" not in out
     assert "assumed: assumed" not in (repo / "gitops.yaml").read_text(encoding="utf-8")
+
+
+def test_webpack_writing_main_js_beside_the_config_deploys_that_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = (
+        "const path = require('path');\n"
+        "module.exports = { entry: './src/main.js', target: 'node',\n"
+        "  output: { path: __dirname, filename: 'main.js', libraryTarget: 'commonjs2' } };\n"
+    )
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The stand-in for webpack: the build writes ./main.js, as the configuration says webpack would.
+            "package.json": json.dumps({"scripts": {"build": "cp src/main.js main.js"}}),
+            "webpack.config.js": config,
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "tools/lint.js": "// not the bot\n",
+        },
+    )
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: build (root ., separator '/')\n")
+    assert "  - webpack writes main.js (webpack.config.js)\n" in out
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["include"], branch["build"]) == (".", ["main.js"], "npm run build")
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "create the folder" not in out + err
+    assert "mmo/default: 1 module" in out
+
+
+def test_a_wasm_copied_beside_the_bundle_is_deployed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The stand-in for rollup with rollup-plugin-copy: the bundle and the prebuilt module into dist/.
+            "package.json": json.dumps(
+                {"scripts": {"build": "mkdir -p dist && cp src/main.js dist/ && cp wasm/engine.wasm dist/"}}
+            ),
+            "rollup.config.js": (
+                "import copy from 'rollup-plugin-copy';\n"
+                "export default { input: 'src/main.js', output: { file: 'dist/main.js', format: 'cjs' },\n"
+                "  plugins: [copy({ targets: [{ src: 'wasm/engine.wasm', dest: 'dist' }] })] };\n"
+            ),
+            "src/main.js": "const engine = require('engine.wasm');\nmodule.exports.loop = () => engine;\n",
+            "wasm/engine.wasm": WASM,
+            ".gitignore": "dist/\n",
+        },
+    )
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["include"], branch["binary"]) == ("dist", ["**/*.js", "**/*.wasm"], ["**/*.wasm"])
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "2 modules (1 binary)" in out

@@ -43,7 +43,7 @@ from typing import Literal
 
 from gitops.core.requires import GAME_MODULES, NODE_BUILTINS, resolve, scan_requires
 
-LayoutKind = Literal["wasm", "build", "flat", "src", "client", "empty"]
+LayoutKind = Literal["wasm", "build", "compiled", "flat", "src", "client", "empty"]
 
 #: Folders where a build leaves its output (the first one found holding a ``.wasm`` is the wasm layout's root).
 OUTPUT_FOLDERS = ("dist", "target", "pkg")
@@ -61,13 +61,22 @@ BUNDLER_CONFIGS: dict[str, str] = {
     "esbuild.config.mjs": "esbuild",
     "esbuild.config.cjs": "esbuild",
 }
-#: Files whose text the detection reads (besides the bundler configurations).
-READ_FILES = ("package.json", "tsconfig.json", *BUNDLER_CONFIGS)
+#: Task runners' files: gulp and grunt pipelines, read (never run) to tell one that writes an output folder from one
+#: that uploads the sources as they are.
+GULPFILES = ("gulpfile.js", "gulpfile.babel.js", "gulpfile.ts", "gulpfile.mjs", "gulpfile.cjs")
+GRUNTFILES = ("Gruntfile.js", "Gruntfile.coffee", "gruntfile.js")
+#: Build files of bots written in another language that compiles to JavaScript (Kotlin/JS, Python through
+#: Transcrypt).
+OTHER_LANGUAGE_FILES = ("build.gradle", "build.gradle.kts", "requirements.txt", "pyproject.toml", "Makefile")
+#: Files whose text the detection reads (besides the bundler configurations). ``*.py`` files at the top and in
+#: ``src/`` are read too (their text is in ``contents`` by path), to tell a Transcrypt bot.
+READ_FILES = ("package.json", "tsconfig.json", *BUNDLER_CONFIGS, *GULPFILES, *GRUNTFILES, *OTHER_LANGUAGE_FILES)
 #: What a flat layout leaves out: dependencies, the tools' own scripts and configurations, tests.
 FLAT_EXCLUDES = (
     "node_modules/**",
     "Gruntfile.js",
     "gulpfile.js",
+    "gulpfile.babel.js",
     "*.config.js",
     "test/**",
     "tests/**",
@@ -175,16 +184,74 @@ def _rollup_output(text: str) -> str | None:
     return None
 
 
-def _webpack_output(text: str) -> str:
-    joined = re.search(r"\bpath\s*:\s*path\.(?:resolve|join)\(\s*__dirname\s*,\s*" + _STRING, text)
-    added = re.search(r"\bpath\s*:\s*__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", text)
-    plain = re.search(r"\bpath\s*:\s*" + _STRING, text)
-    for found in (joined, added, plain):
-        if found is not None:
-            folder = _relative_folder(found.group(1))
-            if folder is not None:
-                return folder
-    return "dist"  # webpack's own default
+def _block_after(text: str, key: str) -> str | None:
+    """The text of the object literal that ``key: {`` opens in ``text`` (to its matching brace), or ``None``."""
+    found = re.search(rf"\b{key}\s*:\s*\{{", text)
+    if found is None:
+        return None
+    depth = 0
+    for k in range(found.end() - 1, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[found.end() : k]
+    return text[found.end() :]
+
+
+@dataclass(frozen=True)
+class _WebpackOutput:
+    root: str
+    #: The bundle's file under the root (``main.js``), when the configuration names one without a placeholder.
+    file: str | None
+    #: How the root was read: "output.path", "output.filename", or "webpack's default".
+    how: str
+
+
+def _webpack_output(text: str) -> _WebpackOutput | None:
+    """Where webpack (4 and 5) writes the bundle: ``output.path`` (``path.resolve(__dirname, 'x')``, ``__dirname``,
+    ``__dirname + '/x'``, a plain string) joined with ``output.filename``'s folder; without ``output.path``, webpack's
+    default ``dist`` (``path.resolve(process.cwd(), 'dist')``, and the build runs in the repository). ``None`` when
+    the path is an expression this cannot read."""
+    output = _block_after(text, "output")
+    filename = re.search(r"\bfilename\s*:\s*" + _STRING, output or "")
+    file: str | None = filename.group(1) if filename else "main.js"  # webpack's default: the entry 'main'
+    if file is not None and ("[" in file or _relative_folder(file) is None):
+        file = None  # '[name].js': one bundle per entry, named at build time
+    path_value = re.search(
+        r"\bpath\s*:\s*(path\.(?:resolve|join)\([^()]*(?:\(\)[^()]*)*\)|__dirname\s*\+\s*" + _STRING + r"|[^,\n}]+)",
+        output or "",
+    )
+    how = "output.path"
+    if path_value is None:
+        folder: str | None = "dist"
+        how = "webpack's default output.path"
+    else:
+        value = path_value.group(1).strip()
+        joined = re.fullmatch(
+            r"path\.(?:resolve|join)\(\s*(?:__dirname|process\.cwd\(\))\s*(?:,\s*" + _STRING + r"\s*)?\)", value
+        )
+        added = re.fullmatch(r"__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", value)
+        plain = re.fullmatch(_STRING, value)
+        if value == "__dirname":
+            folder = "."
+        elif joined is not None:
+            folder = _relative_folder(joined.group(1)) if joined.group(1) else "."
+        elif added is not None:
+            folder = _relative_folder(added.group(1))
+        elif plain is not None:
+            folder = _relative_folder(plain.group(1))
+        else:
+            folder = None
+    if folder is None:
+        return None
+    if file is not None and "/" in file:
+        folder = posixpath.normpath(posixpath.join(folder, posixpath.dirname(file)))
+        file = posixpath.basename(file)
+        if _relative_folder(folder) is None:
+            return None
+    return _WebpackOutput(folder, file, how)
 
 
 def _esbuild_output(text: str) -> str | None:
@@ -210,6 +277,10 @@ class _Bundler:
     source: str  # where the root was read: "rollup.config.js", "the build script", ...
     #: The root is a guess (the configuration's output could not be read).
     guessed: bool = False
+    #: The one file the build writes, when the root is a folder that holds much else (webpack into ``.``).
+    file: str | None = None
+    #: The configuration copies ``.wasm`` files beside the bundle (rollup-plugin-copy, copy-webpack-plugin).
+    wasm: bool = False
 
 
 def _bundler(snapshot: RepoSnapshot, scripts: Mapping[str, str]) -> _Bundler | None:
@@ -220,15 +291,20 @@ def _bundler(snapshot: RepoSnapshot, scripts: Mapping[str, str]) -> _Bundler | N
     for name in sorted(n for n in snapshot.files if n in BUNDLER_CONFIGS):
         tool = BUNDLER_CONFIGS[name]
         text = snapshot.contents.get(name, "")
+        wasm = ".wasm" in text
         if tool == "rollup":
             # rollup-plugin-screeps leaves the wrapped source map beside the bundle as main.js.map.js, which
             # '**/*.js' reads as module 'main.js.map', as the plugin uploads it.
             root = _rollup_output(text)
         elif tool == "webpack":
-            root = _webpack_output(text)
+            output = _webpack_output(text)
+            if output is None:
+                return _Bundler(tool, "dist", name, guessed=True, wasm=wasm)
+            where = name if output.how == "output.path" else f"{name}, {output.how}"
+            return _Bundler(tool, output.root, where, file=output.file if output.root == "." else None, wasm=wasm)
         else:
             root = _esbuild_output(text)
-        return _Bundler(tool, root or "dist", name, guessed=root is None)
+        return _Bundler(tool, root or "dist", name, guessed=root is None, wasm=wasm)
     for command in scripts.values():
         if re.search(r"\besbuild\b", command):
             root = _esbuild_output(command)
@@ -471,7 +547,8 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
             bundler = _Bundler("build", "dist", "a dist/ folder (the bundle)")
         else:
             return None
-    seen.append(f"{bundler.tool} writes {bundler.root}/ ({bundler.source})")
+    written = f"{bundler.root}/{bundler.file}" if bundler.file is not None else f"{bundler.root}/"
+    seen.append(f"{bundler.tool} writes {posixpath.normpath(written) if bundler.file else written} ({bundler.source})")
     if bundler.guessed:
         assumed.append(f"{bundler.source}'s output folder could not be read: dist/; change root if not")
     script = _script_running(scripts, bundler.tool) if bundler.tool != "build" else "build"
@@ -490,11 +567,20 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
     else:
         build = None
         assumed.append(f"no build command found: write the one that makes {bundler.root}/ under build")
+    include: tuple[str, ...] = ("**/*.js",)
+    if bundler.root == ".":
+        # The bundle beside the sources: that file alone, not every script of the repository.
+        include = (bundler.file,) if bundler.file is not None else ("*.js",)
+    if bundler.wasm or any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset())):
+        # A prebuilt module the configuration copies beside the bundle: the built output holds it, the code needs it.
+        include += ("**/*.wasm",)
+        seen.append(f"{bundler.source} copies .wasm files beside the bundle: **/*.wasm is included")
     return Layout(
         kind="build",
         root=bundler.root,
         separator="/",
-        include=("**/*.js",),
+        include=include,
+        exclude=FLAT_EXCLUDES if bundler.root == "." and bundler.file is None else (),
         build=build,
         seen=tuple(seen),
         assumed=tuple(assumed),

@@ -198,6 +198,96 @@ def test_the_root_is_the_folder_the_bundler_configuration_writes(config: str, te
     assert (layout.kind, layout.root) == ("build", root)
 
 
+@pytest.mark.parametrize(
+    ("text", "root", "include", "seen"),
+    [
+        # webpack 4 and 5 without output.path: path.resolve(process.cwd(), 'dist'), filename main.js.
+        (
+            "module.exports = { entry: './src/main.js' };",
+            "dist",
+            ("**/*.js",),
+            "webpack writes dist/ (webpack.config.js, webpack's default output.path)",
+        ),
+        # The player's own: the bundle beside the sources, that file alone.
+        (
+            "module.exports = { output: { filename: 'main.js', path: __dirname, libraryTarget: 'commonjs2' } };",
+            ".",
+            ("main.js",),
+            "webpack writes main.js (webpack.config.js)",
+        ),
+        (
+            "module.exports = { output: { path: path.resolve(__dirname), filename: 'bot.js' } };",
+            ".",
+            ("bot.js",),
+            "webpack writes bot.js (webpack.config.js)",
+        ),
+        (
+            "module.exports = { output: { path: path.resolve(process.cwd(), 'out') } };",
+            "out",
+            ("**/*.js",),
+            "webpack writes out/ (webpack.config.js)",
+        ),
+        (
+            "module.exports = { output: { path: path.join(__dirname, 'build'), filename: 'bot/main.js' } };",
+            "build/bot",
+            ("**/*.js",),
+            "webpack writes build/bot/ (webpack.config.js)",
+        ),
+        # A path outside output (resolve's) is not the output's.
+        (
+            "module.exports = { resolve: { alias: { path: 'x' } }, output: { filename: 'main.js' } };",
+            "dist",
+            ("**/*.js",),
+            "webpack writes dist/ (webpack.config.js, webpack's default output.path)",
+        ),
+    ],
+)
+def test_webpacks_real_output_is_the_root(text: str, root: str, include: tuple[str, ...], seen: str) -> None:
+    layout = detect_layout(
+        snap(
+            {"package.json", "webpack.config.js"},
+            {"src"},
+            {"src": {"main.js"}},
+            {"package.json": package({"build": "webpack"}), "webpack.config.js": text},
+        )
+    )
+    assert (layout.kind, layout.root, layout.include, layout.build) == ("build", root, include, "npm run build")
+    assert seen in layout.seen
+    assert not layout.assumed
+    manifest = manifest_from_data(yaml.safe_load(manifest_text(layout, ServerChoice("mmo"), "default")))
+    assert (manifest.branches[0].root, tuple(manifest.branches[0].include)) == (root, include)
+
+
+def test_a_wasm_the_bundler_copies_beside_the_bundle_is_included() -> None:
+    config = (
+        "import copy from 'rollup-plugin-copy';\n"
+        "export default { input: 'src/main.js', output: { file: 'dist/main.js', format: 'cjs' },\n"
+        "  plugins: [copy({ targets: [{ src: 'wasm/engine.wasm', dest: 'dist' }] })] };\n"
+    )
+    layout = detect_layout(
+        snap(
+            {"package.json", "rollup.config.js"},
+            {"src", "wasm"},
+            {"src": {"main.js"}, "wasm": {"engine.wasm"}},
+            {"package.json": package({"build": "rollup -c"}), "rollup.config.js": config},
+        )
+    )
+    assert (layout.root, layout.include, layout.binary) == ("dist", ("**/*.js", "**/*.wasm"), ("**/*.wasm",))
+    assert "rollup.config.js copies .wasm files beside the bundle: **/*.wasm is included" in layout.seen
+    plain = detect_layout(
+        snap(
+            {"package.json", "rollup.config.js"},
+            {"src"},
+            {"src": {"main.js"}},
+            {
+                "package.json": package({"build": "rollup -c"}),
+                "rollup.config.js": config.replace("engine.wasm", "x.txt"),
+            },
+        )
+    )
+    assert plain.include == ("**/*.js",)
+
+
 def test_the_build_is_the_script_that_runs_the_bundler_not_one_that_watches_or_uploads() -> None:
     scripts = {
         "build": "npm run lint && npm run bundle",
