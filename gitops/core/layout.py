@@ -393,14 +393,25 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     wasm = _wasm_layout(snapshot, scripts, seen)
     if wasm is not None:
         return wasm
-    built = _build_layout(snapshot, scripts, seen)
+    bundled = bool(configs) and "package.json" in snapshot.files
+    if bundled:
+        built = _build_layout(snapshot, scripts, seen)
+        if built is not None:
+            return built
+    pipeline = _pipeline_layout(snapshot, scripts, seen)
+    if pipeline is not None:
+        return pipeline
+    compiled = _compiled_layout(snapshot, scripts, seen)
+    if compiled is not None:
+        return compiled
+    built = None if bundled else _build_layout(snapshot, scripts, seen)
     if built is not None:
         return built
 
     top_js = sorted(
         name
         for name in snapshot.files
-        if name.endswith(".js") and name not in ("Gruntfile.js", "gulpfile.js") and not name.endswith(".config.js")
+        if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not name.endswith(".config.js")
     )
     if top_js:
         shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
@@ -581,6 +592,217 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
         separator="/",
         include=include,
         exclude=FLAT_EXCLUDES if bundler.root == "." and bundler.file is None else (),
+        build=build,
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+
+
+#: grunt plugins that only check, watch or clean: a Gruntfile loading only these (and grunt-screeps) uploads the
+#: sources as they are.
+_GRUNT_NOT_WRITING = (
+    "grunt-screeps",
+    "grunt-contrib-watch",
+    "grunt-contrib-jshint",
+    "grunt-eslint",
+    "grunt-contrib-clean",
+)
+_UPLOAD_WORDS = re.compile(r"gulp-screeps|grunt-screeps|\bscreeps\s*\(")
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    """What a gulp or grunt file does to the code, read from its text."""
+
+    tool: str  # "gulp" or "grunt"
+    file: str
+    #: The folder it writes, ``None`` when it cannot be read.
+    output: str | None
+    #: The task that writes it (``build``), ``None`` for the default task.
+    task: str | None
+    #: The build's task may also upload (gulp-screeps, grunt-screeps).
+    uploads: bool
+    #: The task is the writing plugins' own tasks, not one the file registers.
+    task_guessed: bool = False
+
+
+def _glob_folder(glob: str) -> str:
+    """The folder a glob reads from: ``dist/*.js`` -> ``dist``, ``*.js`` -> ``.``."""
+    parts: list[str] = []
+    for part in glob.split("/"):
+        if any(c in part for c in "*?[{"):
+            break
+        parts.append(part)
+    else:
+        parts = parts[:-1]  # a file: its folder
+    return posixpath.normpath("/".join(parts)) if parts else "."
+
+
+def _folder_of_dest(value: str) -> str | None:
+    folder = posixpath.dirname(value) if value.endswith(".js") else value
+    return _relative_folder(folder or ".")
+
+
+def _gulp_pipeline(name: str, text: str) -> _Pipeline | None:
+    """A gulpfile that writes an output folder (``gulp.dest('dist')``, or a pipe whose output cannot be read);
+    ``None`` for one that only uploads (gulp-screeps reading the sources) or does nothing to the code."""
+    uploads = bool(_UPLOAD_WORDS.search(text))
+    dests = re.findall(r"\bdest\s*\(\s*([^)]*)\)", text)
+    if not dests and (uploads or ".pipe(" not in text):
+        return None
+    output = None
+    for value in dests:
+        literal = re.fullmatch(_STRING, value.strip())
+        if literal is not None:
+            output = _folder_of_dest(literal.group(1))
+            if output is not None:
+                break
+    tasks = re.findall(r"\bgulp\.task\(\s*" + _STRING, text) + re.findall(r"\bexports\.([\w$]+)\s*=", text)
+    task = next((t for t in _BUILD_NAMES if t in tasks), None)
+    return _Pipeline("gulp", name, output, task, uploads)
+
+
+def _grunt_pipeline(name: str, text: str, snapshot: RepoSnapshot) -> _Pipeline | None:
+    """A Gruntfile whose tasks write an output folder (a copy task's ``dest``, or grunt-screeps' ``src`` reading a
+    folder that the repository does not hold yet); ``None`` for one that uploads the sources as they are."""
+    uploads = bool(_UPLOAD_WORDS.search(text))
+    screeps = _block_after(text, "screeps") or ""
+    upload_src = re.search(r"\bsrc\s*:\s*\[\s*" + _STRING, screeps) or re.search(r"\bsrc\s*:\s*" + _STRING, screeps)
+    upload_folder = _relative_folder(_glob_folder(upload_src.group(1))) if upload_src else None
+    dests = [d for d in (_folder_of_dest(v) for v in re.findall(r"\bdest\s*:\s*" + _STRING, text)) if d]
+    plugins = re.findall(r"loadNpmTasks\(\s*" + _STRING, text)
+    writing = [p for p in plugins if p not in _GRUNT_NOT_WRITING]
+    built_folder = upload_folder not in (None, ".") and upload_folder not in snapshot.folders
+    if not dests and not writing and not built_folder:
+        return None  # grunt-screeps reading the sources as they are
+    if upload_folder is not None and upload_folder != "." and (upload_folder in dests or built_folder or not dests):
+        output: str | None = upload_folder  # what the old deploy uploaded is what the build wrote
+    else:
+        output = dests[0] if dests else None
+    registered = dict(
+        re.findall(r"registerTask\(\s*['\"`]([\w:-]+)['\"`]\s*,\s*(?:['\"`][^'\"`]*['\"`]\s*,\s*)?(\[[^\]]*\])", text)
+    )
+    without_upload = [
+        t for t, steps in registered.items() if "screeps" not in {s.split(":")[0] for s in re.findall(_STRING, steps)}
+    ]
+    task = next((t for t in (*_BUILD_NAMES, "default") if t in without_upload), None)
+    guessed = False
+    if task is None and writing:
+        # No task of its own: the writing plugins' tasks, by grunt's names (grunt-contrib-copy runs as 'copy').
+        names = [re.sub(r"^grunt-(contrib-)?", "", p).replace("-", "_") for p in writing]
+        task = " ".join(n for n in names if re.search(rf"\b{re.escape(n)}\s*:\s*\{{", text)) or None
+        guessed = task is not None
+    # A registered task without 'screeps' or the plugins' own tasks only write: only the default task may upload.
+    return _Pipeline("grunt", name, output, task, uploads and task is None, task_guessed=guessed)
+
+
+def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """The build layout of a gulp or grunt pipeline that writes the deployed code (see :func:`_gulp_pipeline`)."""
+    pipeline: _Pipeline | None = None
+    for name in sorted(snapshot.files):
+        text = snapshot.contents.get(name)
+        if text is None:
+            continue
+        if name in GULPFILES:
+            pipeline = _gulp_pipeline(name, text)
+        elif name in GRUNTFILES:
+            pipeline = _grunt_pipeline(name, text, snapshot)
+        if pipeline is not None:
+            break
+    if pipeline is None:
+        return None
+    assumed: list[str] = []
+    root = pipeline.output
+    if root is None:
+        root = "dist"
+        seen.append(f"{pipeline.file} writes the code through {pipeline.tool}, to a folder it does not name plainly")
+        assumed.append(
+            f"the folder {pipeline.file} writes could not be read: root is dist, the most likely; check it, and "
+            "change root to the folder the build writes"
+        )
+    else:
+        seen.append(f"{pipeline.file} writes the code to {root}/ ({pipeline.tool}): that folder is what is deployed")
+    script = _script_running(scripts, pipeline.tool)
+    if script is not None:
+        build = _npm(script)
+    else:
+        build = f"npx {pipeline.tool}" + (f" {pipeline.task}" if pipeline.task else "")
+        if pipeline.uploads:
+            assumed.append(
+                f"{pipeline.file} also uploads ({pipeline.tool}-screeps): the build is '{build}'; make it a task "
+                "that only writes the code, or gitops and the old upload both send it"
+            )
+        elif pipeline.task is None:
+            assumed.append(f"the build is '{build}' (the default task); change build if another task writes {root}/")
+        elif pipeline.task_guessed:
+            assumed.append(
+                f"{pipeline.file} registers no task that writes {root}/ without uploading: the build runs its "
+                f"plugins' tasks, '{build}'; change build if it needs others"
+            )
+    return Layout(
+        kind="build",
+        root=root,
+        separator="/",
+        include=("**/*.js",),
+        build=build,
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+
+
+_KOTLIN_JS = re.compile(
+    r"kotlin\(\s*\"js\"\s*\)|kotlin-js|kotlin2js|org\.jetbrains\.kotlin\.js|\bjs\s*(\(\s*IR\s*\)|\{)"
+)
+
+
+def _compiled_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """A bot written in another language that compiles to JavaScript: the root is where the compiler writes, whether
+    or not it has run yet, and the build is the compiler (never the sources' folder, which holds no module)."""
+    assumed: list[str] = []
+    gradle = next((n for n in ("build.gradle.kts", "build.gradle") if n in snapshot.files), None)
+    if gradle is not None and _KOTLIN_JS.search(snapshot.contents.get(gradle, "")):
+        wrapper = "gradlew" in snapshot.files
+        build = "./gradlew build" if wrapper else "gradle build"
+        seen.append(f"{gradle}: a Kotlin bot compiled to JavaScript (Kotlin/JS) by Gradle")
+        seen.append(f"build it with '{build}'; its output, build/distributions/, is what is deployed")
+        assumed.append(
+            "Kotlin/JS writes the bundle to build/distributions/ (newer Kotlin: build/dist/js/productionExecutable/); "
+            "change root if your build writes elsewhere"
+        )
+        return Layout(
+            kind="compiled",
+            root="build/distributions",
+            separator="/",
+            include=("*.js",),
+            build=build,
+            seen=tuple(seen),
+            assumed=tuple(assumed),
+        )
+    python = sorted(path for path in snapshot.contents if path.endswith(".py"))
+    mentions = [
+        name
+        for name, text in snapshot.contents.items()
+        if name.endswith(".py") or name in ("requirements.txt", "pyproject.toml", "Makefile", "package.json")
+        if re.search(r"transcrypt", text, re.IGNORECASE)
+    ]
+    if not python or not mentions:
+        return None
+    main = next((p for p in ("main.py", "src/main.py") if p in python), python[0])
+    folder = posixpath.dirname(main)
+    root = posixpath.join(folder, "__target__") if folder else "__target__"
+    seen.append(f"{main}: a Python bot compiled to JavaScript by Transcrypt ({', '.join(sorted(mentions)[:3])})")
+    script = _script_running(scripts, "transcrypt")
+    if script is not None:
+        build = _npm(script)
+    else:
+        build = f"transcrypt -b -n {main}"
+        assumed.append(f"the build is '{build}' (Transcrypt writes {root}/ beside {main}); change build to your own")
+    seen.append(f"build it with '{build}'; its output, {root}/, is what is deployed")
+    return Layout(
+        kind="compiled",
+        root=root,
+        separator="/",
+        include=("**/*.js",),
         build=build,
         seen=tuple(seen),
         assumed=tuple(assumed),
