@@ -384,3 +384,27 @@ def test_a_bot_in_another_language_is_told_what_to_build_and_where_it_goes(
     code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
     assert code == 0, err
     assert "mmo/default: 1 module" in out
+
+
+def test_a_build_that_does_not_write_the_root_is_not_told_to_create_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The build succeeds and writes ./main.js, not the dist/ the manifest names.
+            "package.json": json.dumps({"scripts": {"build": "cp src/main.js main.js"}}),
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "gitops.yaml": yaml.safe_dump(
+                {
+                    "version": 1,
+                    "servers": {"mmo": {"url": "https://screeps.com", "token_env": "SCREEPS_TOKEN"}},
+                    "branches": [{"server": "mmo", "branch": "default", "root": "dist", "build": "npm run build"}],
+                }
+            ),
+        },
+    )
+    code, _, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert code != 0
+    assert "create the folder" not in err
+    assert "and the build (npm run build) did not write it; set root to the folder the build writes" in err
