@@ -19,6 +19,14 @@ The rule is "what the player's own tooling would do". The layouts, in the order 
   ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
   uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
   ``rollup -c`` means ``npm run compile``).
+* **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
+  copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
+  by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
+  uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+* **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
+  ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
+  ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
+* **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
 * **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
 * **src**: a ``src/`` folder of JavaScript: root ``src``.
 * **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
