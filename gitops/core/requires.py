@@ -202,6 +202,12 @@ def _hint(
 ) -> str | None:
     if module in left_out:
         return left_out[module]
+    binary = f"{module}.wasm"  # require('engine') of engine.wasm: named by its stem only with strip_suffixes
+    by_stem = f"add '.wasm' to naming.strip_suffixes to name it {module!r}, or write require({binary!r})"
+    if binary in names:
+        return f"the branch has {binary!r}; {by_stem}"
+    if binary in left_out:
+        return f"{left_out[binary]}, and {by_stem}"
     other = module.replace("/", separator) if separator != "/" else module.replace(".", "/")
     if other != module and other in names:
         return (
