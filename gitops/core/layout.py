@@ -747,7 +747,7 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
                 f"{pipeline.file} registers no task that writes {root}/ without uploading: the build runs its "
                 f"plugins' tasks, '{build}'; change build if it needs others"
             )
-    return Layout(
+    layout = Layout(
         kind="build",
         root=root,
         separator="/",
@@ -756,6 +756,13 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
         seen=tuple(seen),
         assumed=tuple(assumed),
     )
+    src_js = _modules_under(snapshot, "src")
+    if not src_js:
+        return layout
+    # A pipeline copies the files (it does not bundle them): the output's modules are named as the sources' requires
+    # name them. The separator is learnt from src/; what is optional there may not be in the output, so no more.
+    learnt = _with_requires(replace(layout, root="src"), snapshot, src_js)
+    return replace(layout, separator=learnt.separator, seen=learnt.seen, assumed=learnt.assumed)
 
 
 _KOTLIN_JS = re.compile(

@@ -126,6 +126,8 @@ LAYOUTS = [
         build="cargo screeps build",
         strip_suffixes=(".js", ".wasm"),
     ),
+    Layout("compiled", "build/distributions", "/", ("*.js",), build="./gradlew build"),
+    Layout("build", ".", "/", ("main.js", "**/*.wasm"), build="npx gulp build"),
     Layout("empty", "src", "/", ("**/*.js",)),
 ]
 
@@ -574,3 +576,19 @@ def test_a_transcrypt_bot_is_built_into_its_target_folder_not_pulled_into_its_so
     # Python without Transcrypt is not a bot of this kind.
     other = detect_layout(snap({"setup.py"}, contents={"setup.py": "import setuptools\n"}))
     assert other.kind == "empty"
+
+
+def test_a_pipeline_that_copies_the_files_keeps_the_separator_their_requires_use() -> None:
+    layout = detect_layout(
+        snap(
+            {"package.json", "gulpfile.js"},
+            {"src"},
+            {"src": {"main.js", "role/harvester.js"}},
+            {"package.json": package({}), "gulpfile.js": GULP_COPY_AND_APPEND},
+            {"src/main.js": "const h = require('role.harvester');\nmodule.exports.loop = () => h.run();\n"},
+        )
+    )
+    assert (layout.root, layout.separator) == ("dist", ".")
+    assert "1 of 1 literal requires name modules with the separator '.'" in layout.seen
+    manifest = manifest_from_data(yaml.safe_load(manifest_text(layout, ServerChoice("mmo"), "default")))
+    assert manifest.branches[0].naming.separator == "."
