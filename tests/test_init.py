@@ -189,3 +189,222 @@ def test_init_naming_a_credentials_entry_makes_git_ignore_the_credentials_file(t
     assert ".screeps.yaml" in (repo / ".gitignore").read_text(encoding="utf-8").splitlines()
     check = subprocess.run(["git", "check-ignore", "-q", ".screeps.yaml"], cwd=repo, check=False)
     assert check.returncode == 0
+
+
+def test_each_guess_is_said_once_plainly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, _, _ = LAYOUTS["build"]  # rollup.config.js, and a build script that does not run rollup: a guess
+    repo = make_repo(tmp_path / "bot", files)
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    guesses = [line for line in out.splitlines() if line.startswith("  - assumed: ")]
+    assert "  - assumed: 'npm run build' writes dist/; change build if another script does" in guesses
+    assert len(guesses) == len(set(guesses))
+    assert "assumed: assumed" not in out
+    assert "assumed: assumed" not in (repo / "gitops.yaml").read_text(encoding="utf-8")
+
+
+def test_webpack_writing_main_js_beside_the_config_deploys_that_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = (
+        "const path = require('path');\n"
+        "module.exports = { entry: './src/main.js', target: 'node',\n"
+        "  output: { path: __dirname, filename: 'main.js', libraryTarget: 'commonjs2' } };\n"
+    )
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The stand-in for webpack: the build writes ./main.js, as the configuration says webpack would.
+            "package.json": json.dumps({"scripts": {"build": "cp src/main.js main.js"}}),
+            "webpack.config.js": config,
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "tools/lint.js": "// not the bot\n",
+        },
+    )
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: build (root ., separator '/')\n")
+    assert "  - webpack writes main.js (webpack.config.js)\n" in out
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["include"], branch["build"]) == (".", ["main.js"], "npm run build")
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "create the folder" not in out + err
+    assert "mmo/default: 1 module" in out
+
+
+def test_a_wasm_copied_beside_the_bundle_is_deployed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The stand-in for rollup with rollup-plugin-copy: the bundle and the prebuilt module into dist/.
+            "package.json": json.dumps(
+                {"scripts": {"build": "mkdir -p dist && cp src/main.js dist/ && cp wasm/engine.wasm dist/"}}
+            ),
+            "rollup.config.js": (
+                "import copy from 'rollup-plugin-copy';\n"
+                "export default { input: 'src/main.js', output: { file: 'dist/main.js', format: 'cjs' },\n"
+                "  plugins: [copy({ targets: [{ src: 'wasm/engine.wasm', dest: 'dist' }] })] };\n"
+            ),
+            "src/main.js": "const engine = require('engine.wasm');\nmodule.exports.loop = () => engine;\n",
+            "wasm/engine.wasm": WASM,
+            ".gitignore": "dist/\n",
+        },
+    )
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["include"], branch["binary"]) == ("dist", ["**/*.js", "**/*.wasm"], ["**/*.wasm"])
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "2 modules (1 binary)" in out
+
+
+GULPFILE = """const gulp = require('gulp');
+const footer = require('gulp-footer');
+exports.build = () => gulp.src('src/**/*.js').pipe(footer('global.BUILT = Date.now();')).pipe(gulp.dest('dist'));
+"""
+GRUNTFILE = """module.exports = function (grunt) {
+    grunt.loadNpmTasks('grunt-screeps');
+    grunt.loadNpmTasks('grunt-contrib-copy');
+    grunt.initConfig({
+        screeps: { options: { branch: 'default' }, dist: { src: ['dist/*.js'] } },
+        copy: { main: { files: [{ expand: true, cwd: 'src/', src: '**', dest: 'dist/', flatten: true }] } },
+    });
+    grunt.registerTask('compile', ['copy:main']);
+    grunt.registerTask('default', ['copy:main', 'screeps']);
+};
+"""
+# The bots' code: main requires a module the build output holds (flattened by the copy).
+PIPELINE_SOURCES = {
+    "src/main.js": "const harvester = require('harvester');\nmodule.exports.loop = () => harvester.run();\n",
+    "src/roles/harvester.js": "module.exports.run = () => global.BUILT;\n",
+    ".gitignore": "dist/\nnode_modules/\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("files", "build"),
+    [
+        ({"gulpfile.js": GULPFILE, "package.json": json.dumps({"devDependencies": {"gulp": "4"}})}, "npx gulp build"),
+        (
+            {"Gruntfile.js": GRUNTFILE, "package.json": json.dumps({"scripts": {"dist": "grunt compile"}})},
+            "npm run dist",
+        ),
+    ],
+    ids=["gulp", "grunt"],
+)
+def test_a_task_runner_that_transforms_the_code_is_the_build_and_its_output_the_root(
+    files: dict[str, str],
+    build: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    repo = make_repo(tmp_path / "bot", {**files, **PIPELINE_SOURCES})
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: build (root dist, separator '/')\n")
+    assert f"Build command: {build} (run by validate, plan and apply)" in out
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["build"], branch["include"]) == ("dist", build, ["**/*.js"])
+    # gulp and grunt are not installed here: the output the tool would write stands in for its run.
+    (repo / "dist").mkdir()
+    (repo / "dist" / "main.js").write_text(PIPELINE_SOURCES["src/main.js"] + "global.BUILT = 1;\n", encoding="utf-8")
+    (repo / "dist" / "harvester.js").write_text(PIPELINE_SOURCES["src/roles/harvester.js"], encoding="utf-8")
+    monkeypatch.setenv("GITOPS_SKIP_BUILD", "1")
+    code, out, err = gitops(capsys, "validate", "--list", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "mmo/default: 2 modules" in out
+    assert "dist/main.js" in out
+
+
+def test_an_upload_only_gruntfile_keeps_the_classic_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    classic = Path(__file__).resolve().parents[1] / "examples" / "classic"
+    files = {p.name: p.read_text(encoding="utf-8") for p in classic.iterdir() if p.name != "gitops.yaml"}
+    repo = make_repo(tmp_path / "bot", files)
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith("Detected layout: flat (root ., separator '.')\n")
+    assert "build" not in yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "mmo/default: 3 modules" in out
+
+
+@pytest.mark.parametrize(
+    ("files", "root", "build", "output"),
+    [
+        (
+            {
+                "requirements.txt": "transcrypt==3.9.1\n",
+                "src/main.py": "from roles import harvester\n\ndef loop():\n    harvester.run()\n",
+                "src/roles/harvester.py": "def run():\n    pass\n",
+            },
+            "src/__target__",
+            "transcrypt -b -n src/main.py",
+            {"src/__target__/main.js": "module.exports.loop = function () {};\n"},
+        ),
+        (
+            {
+                "build.gradle.kts": 'plugins { kotlin("js") version "1.8.0" }\nkotlin { js(IR) { nodejs() } }\n',
+                "settings.gradle.kts": 'rootProject.name = "bot"\n',
+                "src/main/kotlin/Main.kt": "fun loop() {}\n",
+            },
+            "build/distributions",
+            "gradle build",
+            {"build/distributions/main.js": "module.exports.loop = function () {};\n"},
+        ),
+    ],
+    ids=["transcrypt", "kotlin"],
+)
+def test_a_bot_in_another_language_is_told_what_to_build_and_where_it_goes(
+    files: dict[str, str],
+    root: str,
+    build: str,
+    output: dict[str, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    repo = make_repo(tmp_path / "bot", {**files, ".gitignore": "__target__/\nbuild/\n"})
+    code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert out.startswith(f"Detected layout: compiled (root {root}, separator '/')\n")
+    assert "no code yet" not in out
+    assert "gitops pull" not in out  # never into the sources' folder
+    assert f"  {build}   # build the bot first: it writes {root}/, which is what is deployed" in out
+    branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
+    assert (branch["root"], branch["build"]) == (root, build)
+    # The compiler is not installed here: its output stands in for its run.
+    for path, text in output.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text, encoding="utf-8")
+    monkeypatch.setenv("GITOPS_SKIP_BUILD", "1")
+    code, out, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert code == 0, err
+    assert "mmo/default: 1 module" in out
+
+
+def test_a_build_that_does_not_write_the_root_is_not_told_to_create_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            # The build succeeds and writes ./main.js, not the dist/ the manifest names.
+            "package.json": json.dumps({"scripts": {"build": "cp src/main.js main.js"}}),
+            "src/main.js": "module.exports.loop = () => {};\n",
+            "gitops.yaml": yaml.safe_dump(
+                {
+                    "version": 1,
+                    "servers": {"mmo": {"url": "https://screeps.com", "token_env": "SCREEPS_TOKEN"}},
+                    "branches": [{"server": "mmo", "branch": "default", "root": "dist", "build": "npm run build"}],
+                }
+            ),
+        },
+    )
+    code, _, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
+    assert code != 0
+    assert "create the folder" not in err
+    assert "and the build (npm run build) did not write it; set root to the folder the build writes" in err

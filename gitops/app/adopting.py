@@ -30,6 +30,8 @@ _SKIPPED = {".git", "node_modules"}
 MAX_SOURCES = 400
 #: ... each up to this size (a bundle far larger is not a module the requires name).
 MAX_SOURCE_BYTES = 256 * 1024
+#: At most this many Python files are read to tell a Transcrypt bot.
+MAX_PYTHON = 20
 
 
 def _names(folder: Path, *, recursive: bool) -> frozenset[str]:
@@ -85,6 +87,12 @@ def snapshot_of(folder: Path) -> RepoSnapshot:
             text = _read_text(folder / name, MAX_PACKAGE_JSON)
             if text is not None:
                 contents[name] = text
+    # Python at the top and in src/: a bot compiled by Transcrypt says so in its sources.
+    python = [n for n in sorted(files) if n.endswith(".py")] + [f"src/{p}" for p in sorted(inside.get("src", ()))]
+    for path in [p for p in python if p.endswith(".py")][:MAX_PYTHON]:
+        text = _read_text(folder / path, MAX_SOURCE_BYTES)
+        if text is not None:
+            contents[path] = text
     sources: dict[str, str] = {}
     candidates = [n for n in sorted(files) if n.endswith(".js")]
     candidates += [f"{name}/{p}" for name in sorted(folders) if name != "dist" for p in sorted(inside[name])]

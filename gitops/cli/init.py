@@ -165,7 +165,7 @@ def init(
     _say(f"Detected layout: {layout.kind} (root {layout.root}, separator {layout.separator!r})")
     for line in layout.seen:
         _say(f"  - {line}")
-    for line in (*layout.assumed, *server.assumed):
+    for line in dict.fromkeys((*layout.assumed, *server.assumed)):  # each guess once
         _say(f"  - assumed: {line}")
     branches = layout.branch_roots or (branch,)
     shown = ", ".join(repr(b) for b in branches)
@@ -205,7 +205,12 @@ def init(
         click.echo(f"  export {server.password_env}=...      # its password (screepsmod-auth); never in the manifest")
     elif server.token_env is not None:
         click.echo(f"  export {server.token_env}=...        # never in the manifest")
-    click.echo("  gitops pull                 # bring the server's code into the repository (optional)")
+    if layout.kind == "compiled":
+        # The sources are another language: a pull would write JavaScript into the compiler's output, or beside the
+        # sources, neither of which is the bot. Build first; the root is the compiler's output.
+        _say(f"  {layout.build}   # build the bot first: it writes {layout.root}/, which is what is deployed")
+    else:
+        click.echo("  gitops pull                 # bring the server's code into the repository (optional)")
     click.echo("  gitops validate             # check the manifest and the local code, no network")
     click.echo("  gitops plan                 # what apply would change")
     return 0

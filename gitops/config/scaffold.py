@@ -81,7 +81,7 @@ def signin_for(url: str, version: Mapping[str, object] | None) -> tuple[str, tup
         "password",
         (),
         (
-            f"{url} could not be reached, and it is not screeps.com: assumed a private server signing in with a "
+            f"{url} could not be reached, and it is not screeps.com: a private server signing in with a "
             "user name and password (screepsmod-auth); for a token, run init again with --token-env NAME",
         ),
     )
@@ -257,7 +257,7 @@ def manifest_text(layout: Layout, server: ServerChoice, branch: str) -> str:
     ]
     if layout.assumed or server.assumed:
         lines.append("# Assumed (check these):")
-        lines += [f"#   - {_comment(line)}" for line in (*layout.assumed, *server.assumed)]
+        lines += [f"#   - {_comment(line)}" for line in dict.fromkeys((*layout.assumed, *server.assumed))]
     lines += [
         f"version: {data['version']}",
         "servers:",

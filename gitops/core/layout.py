@@ -19,6 +19,14 @@ The rule is "what the player's own tooling would do". The layouts, in the order 
   ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
   uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
   ``rollup -c`` means ``npm run compile``).
+* **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
+  copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
+  by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
+  uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+* **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
+  ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
+  ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
+* **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
 * **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
 * **src**: a ``src/`` folder of JavaScript: root ``src``.
 * **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
@@ -43,7 +51,7 @@ from typing import Literal
 
 from gitops.core.requires import GAME_MODULES, NODE_BUILTINS, resolve, scan_requires
 
-LayoutKind = Literal["wasm", "build", "flat", "src", "client", "empty"]
+LayoutKind = Literal["wasm", "build", "compiled", "flat", "src", "client", "empty"]
 
 #: Folders where a build leaves its output (the first one found holding a ``.wasm`` is the wasm layout's root).
 OUTPUT_FOLDERS = ("dist", "target", "pkg")
@@ -61,13 +69,22 @@ BUNDLER_CONFIGS: dict[str, str] = {
     "esbuild.config.mjs": "esbuild",
     "esbuild.config.cjs": "esbuild",
 }
-#: Files whose text the detection reads (besides the bundler configurations).
-READ_FILES = ("package.json", "tsconfig.json", *BUNDLER_CONFIGS)
+#: Task runners' files: gulp and grunt pipelines, read (never run) to tell one that writes an output folder from one
+#: that uploads the sources as they are.
+GULPFILES = ("gulpfile.js", "gulpfile.babel.js", "gulpfile.ts", "gulpfile.mjs", "gulpfile.cjs")
+GRUNTFILES = ("Gruntfile.js", "Gruntfile.coffee", "gruntfile.js")
+#: Build files of bots written in another language that compiles to JavaScript (Kotlin/JS, Python through
+#: Transcrypt).
+OTHER_LANGUAGE_FILES = ("build.gradle", "build.gradle.kts", "requirements.txt", "pyproject.toml", "Makefile")
+#: Files whose text the detection reads (besides the bundler configurations). ``*.py`` files at the top and in
+#: ``src/`` are read too (their text is in ``contents`` by path), to tell a Transcrypt bot.
+READ_FILES = ("package.json", "tsconfig.json", *BUNDLER_CONFIGS, *GULPFILES, *GRUNTFILES, *OTHER_LANGUAGE_FILES)
 #: What a flat layout leaves out: dependencies, the tools' own scripts and configurations, tests.
 FLAT_EXCLUDES = (
     "node_modules/**",
     "Gruntfile.js",
     "gulpfile.js",
+    "gulpfile.babel.js",
     "*.config.js",
     "test/**",
     "tests/**",
@@ -175,16 +192,74 @@ def _rollup_output(text: str) -> str | None:
     return None
 
 
-def _webpack_output(text: str) -> str:
-    joined = re.search(r"\bpath\s*:\s*path\.(?:resolve|join)\(\s*__dirname\s*,\s*" + _STRING, text)
-    added = re.search(r"\bpath\s*:\s*__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", text)
-    plain = re.search(r"\bpath\s*:\s*" + _STRING, text)
-    for found in (joined, added, plain):
-        if found is not None:
-            folder = _relative_folder(found.group(1))
-            if folder is not None:
-                return folder
-    return "dist"  # webpack's own default
+def _block_after(text: str, key: str) -> str | None:
+    """The text of the object literal that ``key: {`` opens in ``text`` (to its matching brace), or ``None``."""
+    found = re.search(rf"\b{key}\s*:\s*\{{", text)
+    if found is None:
+        return None
+    depth = 0
+    for k in range(found.end() - 1, len(text)):
+        if text[k] == "{":
+            depth += 1
+        elif text[k] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[found.end() : k]
+    return text[found.end() :]
+
+
+@dataclass(frozen=True)
+class _WebpackOutput:
+    root: str
+    #: The bundle's file under the root (``main.js``), when the configuration names one without a placeholder.
+    file: str | None
+    #: How the root was read: "output.path", "output.filename", or "webpack's default".
+    how: str
+
+
+def _webpack_output(text: str) -> _WebpackOutput | None:
+    """Where webpack (4 and 5) writes the bundle: ``output.path`` (``path.resolve(__dirname, 'x')``, ``__dirname``,
+    ``__dirname + '/x'``, a plain string) joined with ``output.filename``'s folder; without ``output.path``, webpack's
+    default ``dist`` (``path.resolve(process.cwd(), 'dist')``, and the build runs in the repository). ``None`` when
+    the path is an expression this cannot read."""
+    output = _block_after(text, "output")
+    filename = re.search(r"\bfilename\s*:\s*" + _STRING, output or "")
+    file: str | None = filename.group(1) if filename else "main.js"  # webpack's default: the entry 'main'
+    if file is not None and ("[" in file or _relative_folder(file) is None):
+        file = None  # '[name].js': one bundle per entry, named at build time
+    path_value = re.search(
+        r"\bpath\s*:\s*(path\.(?:resolve|join)\([^()]*(?:\(\)[^()]*)*\)|__dirname\s*\+\s*" + _STRING + r"|[^,\n}]+)",
+        output or "",
+    )
+    how = "output.path"
+    if path_value is None:
+        folder: str | None = "dist"
+        how = "webpack's default output.path"
+    else:
+        value = path_value.group(1).strip()
+        joined = re.fullmatch(
+            r"path\.(?:resolve|join)\(\s*(?:__dirname|process\.cwd\(\))\s*(?:,\s*" + _STRING + r"\s*)?\)", value
+        )
+        added = re.fullmatch(r"__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", value)
+        plain = re.fullmatch(_STRING, value)
+        if value == "__dirname":
+            folder = "."
+        elif joined is not None:
+            folder = _relative_folder(joined.group(1)) if joined.group(1) else "."
+        elif added is not None:
+            folder = _relative_folder(added.group(1))
+        elif plain is not None:
+            folder = _relative_folder(plain.group(1))
+        else:
+            folder = None
+    if folder is None:
+        return None
+    if file is not None and "/" in file:
+        folder = posixpath.normpath(posixpath.join(folder, posixpath.dirname(file)))
+        file = posixpath.basename(file)
+        if _relative_folder(folder) is None:
+            return None
+    return _WebpackOutput(folder, file, how)
 
 
 def _esbuild_output(text: str) -> str | None:
@@ -210,6 +285,10 @@ class _Bundler:
     source: str  # where the root was read: "rollup.config.js", "the build script", ...
     #: The root is a guess (the configuration's output could not be read).
     guessed: bool = False
+    #: The one file the build writes, when the root is a folder that holds much else (webpack into ``.``).
+    file: str | None = None
+    #: The configuration copies ``.wasm`` files beside the bundle (rollup-plugin-copy, copy-webpack-plugin).
+    wasm: bool = False
 
 
 def _bundler(snapshot: RepoSnapshot, scripts: Mapping[str, str]) -> _Bundler | None:
@@ -220,15 +299,20 @@ def _bundler(snapshot: RepoSnapshot, scripts: Mapping[str, str]) -> _Bundler | N
     for name in sorted(n for n in snapshot.files if n in BUNDLER_CONFIGS):
         tool = BUNDLER_CONFIGS[name]
         text = snapshot.contents.get(name, "")
+        wasm = ".wasm" in text
         if tool == "rollup":
             # rollup-plugin-screeps leaves the wrapped source map beside the bundle as main.js.map.js, which
             # '**/*.js' reads as module 'main.js.map', as the plugin uploads it.
             root = _rollup_output(text)
         elif tool == "webpack":
-            root = _webpack_output(text)
+            output = _webpack_output(text)
+            if output is None:
+                return _Bundler(tool, "dist", name, guessed=True, wasm=wasm)
+            where = name if output.how == "output.path" else f"{name}, {output.how}"
+            return _Bundler(tool, output.root, where, file=output.file if output.root == "." else None, wasm=wasm)
         else:
             root = _esbuild_output(text)
-        return _Bundler(tool, root or "dist", name, guessed=root is None)
+        return _Bundler(tool, root or "dist", name, guessed=root is None, wasm=wasm)
     for command in scripts.values():
         if re.search(r"\besbuild\b", command):
             root = _esbuild_output(command)
@@ -317,14 +401,25 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     wasm = _wasm_layout(snapshot, scripts, seen)
     if wasm is not None:
         return wasm
-    built = _build_layout(snapshot, scripts, seen)
+    bundled = bool(configs) and "package.json" in snapshot.files
+    if bundled:
+        built = _build_layout(snapshot, scripts, seen)
+        if built is not None:
+            return built
+    pipeline = _pipeline_layout(snapshot, scripts, seen)
+    if pipeline is not None:
+        return pipeline
+    compiled = _compiled_layout(snapshot, scripts, seen)
+    if compiled is not None:
+        return compiled
+    built = None if bundled else _build_layout(snapshot, scripts, seen)
     if built is not None:
         return built
 
     top_js = sorted(
         name
         for name in snapshot.files
-        if name.endswith(".js") and name not in ("Gruntfile.js", "gulpfile.js") and not name.endswith(".config.js")
+        if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not name.endswith(".config.js")
     )
     if top_js:
         shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
@@ -466,14 +561,15 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
             out_dir = _tsc_out_dir(snapshot.contents.get("tsconfig.json"))
             bundler = _Bundler("tsc", out_dir or "dist", "tsconfig.json's outDir" if out_dir else "tsc")
             if out_dir is None:
-                assumed.append("TypeScript without a bundler or an outDir: assumed the code is compiled into dist/")
+                assumed.append("TypeScript without a bundler or an outDir: the code is compiled into dist/")
         elif scripts.get("build") and "dist" in snapshot.folders:
             bundler = _Bundler("build", "dist", "a dist/ folder (the bundle)")
         else:
             return None
-    seen.append(f"{bundler.tool} writes {bundler.root}/ ({bundler.source})")
+    written = f"{bundler.root}/{bundler.file}" if bundler.file is not None else f"{bundler.root}/"
+    seen.append(f"{bundler.tool} writes {posixpath.normpath(written) if bundler.file else written} ({bundler.source})")
     if bundler.guessed:
-        assumed.append(f"{bundler.source}'s output folder could not be read: assumed dist/; change root if not")
+        assumed.append(f"{bundler.source}'s output folder could not be read: dist/; change root if not")
     script = _script_running(scripts, bundler.tool) if bundler.tool != "build" else "build"
     if script is not None:
         build: str | None = _npm(script)
@@ -481,7 +577,7 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
             seen.append(f"the {script!r} script runs {bundler.tool}; 'build' ({scripts['build']}) does not")
     elif "build" in scripts:
         build = "npm run build"
-        assumed.append(f"assumed 'npm run build' writes {bundler.root}/; change build if another script does")
+        assumed.append(f"'npm run build' writes {bundler.root}/; change build if another script does")
     elif bundler.tool in ("rollup", "webpack"):
         build = "npx rollup -c" if bundler.tool == "rollup" else "npx webpack"
         assumed.append(
@@ -490,9 +586,236 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
     else:
         build = None
         assumed.append(f"no build command found: write the one that makes {bundler.root}/ under build")
+    include: tuple[str, ...] = ("**/*.js",)
+    if bundler.root == ".":
+        # The bundle beside the sources: that file alone, not every script of the repository.
+        include = (bundler.file,) if bundler.file is not None else ("*.js",)
+    if bundler.wasm or any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset())):
+        # A prebuilt module the configuration copies beside the bundle: the built output holds it, the code needs it.
+        include += ("**/*.wasm",)
+        seen.append(f"{bundler.source} copies .wasm files beside the bundle: **/*.wasm is included")
     return Layout(
         kind="build",
         root=bundler.root,
+        separator="/",
+        include=include,
+        exclude=FLAT_EXCLUDES if bundler.root == "." and bundler.file is None else (),
+        build=build,
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+
+
+#: grunt plugins that only check, watch or clean: a Gruntfile loading only these (and grunt-screeps) uploads the
+#: sources as they are.
+_GRUNT_NOT_WRITING = (
+    "grunt-screeps",
+    "grunt-contrib-watch",
+    "grunt-contrib-jshint",
+    "grunt-eslint",
+    "grunt-contrib-clean",
+)
+_UPLOAD_WORDS = re.compile(r"gulp-screeps|grunt-screeps|\bscreeps\s*\(")
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    """What a gulp or grunt file does to the code, read from its text."""
+
+    tool: str  # "gulp" or "grunt"
+    file: str
+    #: The folder it writes, ``None`` when it cannot be read.
+    output: str | None
+    #: The task that writes it (``build``), ``None`` for the default task.
+    task: str | None
+    #: The build's task may also upload (gulp-screeps, grunt-screeps).
+    uploads: bool
+    #: The task is the writing plugins' own tasks, not one the file registers.
+    task_guessed: bool = False
+
+
+def _glob_folder(glob: str) -> str:
+    """The folder a glob reads from: ``dist/*.js`` -> ``dist``, ``*.js`` -> ``.``."""
+    parts: list[str] = []
+    for part in glob.split("/"):
+        if any(c in part for c in "*?[{"):
+            break
+        parts.append(part)
+    else:
+        parts = parts[:-1]  # a file: its folder
+    return posixpath.normpath("/".join(parts)) if parts else "."
+
+
+def _folder_of_dest(value: str) -> str | None:
+    folder = posixpath.dirname(value) if value.endswith(".js") else value
+    return _relative_folder(folder or ".")
+
+
+def _gulp_pipeline(name: str, text: str) -> _Pipeline | None:
+    """A gulpfile that writes an output folder (``gulp.dest('dist')``, or a pipe whose output cannot be read);
+    ``None`` for one that only uploads (gulp-screeps reading the sources) or does nothing to the code."""
+    uploads = bool(_UPLOAD_WORDS.search(text))
+    dests = re.findall(r"\bdest\s*\(\s*([^)]*)\)", text)
+    if not dests and (uploads or ".pipe(" not in text):
+        return None
+    output = None
+    for value in dests:
+        literal = re.fullmatch(_STRING, value.strip())
+        if literal is not None:
+            output = _folder_of_dest(literal.group(1))
+            if output is not None:
+                break
+    tasks = re.findall(r"\bgulp\.task\(\s*" + _STRING, text) + re.findall(r"\bexports\.([\w$]+)\s*=", text)
+    task = next((t for t in _BUILD_NAMES if t in tasks), None)
+    return _Pipeline("gulp", name, output, task, uploads)
+
+
+def _grunt_pipeline(name: str, text: str, snapshot: RepoSnapshot) -> _Pipeline | None:
+    """A Gruntfile whose tasks write an output folder (a copy task's ``dest``, or grunt-screeps' ``src`` reading a
+    folder that the repository does not hold yet); ``None`` for one that uploads the sources as they are."""
+    uploads = bool(_UPLOAD_WORDS.search(text))
+    screeps = _block_after(text, "screeps") or ""
+    upload_src = re.search(r"\bsrc\s*:\s*\[\s*" + _STRING, screeps) or re.search(r"\bsrc\s*:\s*" + _STRING, screeps)
+    upload_folder = _relative_folder(_glob_folder(upload_src.group(1))) if upload_src else None
+    dests = [d for d in (_folder_of_dest(v) for v in re.findall(r"\bdest\s*:\s*" + _STRING, text)) if d]
+    plugins = re.findall(r"loadNpmTasks\(\s*" + _STRING, text)
+    writing = [p for p in plugins if p not in _GRUNT_NOT_WRITING]
+    built_folder = upload_folder not in (None, ".") and upload_folder not in snapshot.folders
+    if not dests and not writing and not built_folder:
+        return None  # grunt-screeps reading the sources as they are
+    if upload_folder is not None and upload_folder != "." and (upload_folder in dests or built_folder or not dests):
+        output: str | None = upload_folder  # what the old deploy uploaded is what the build wrote
+    else:
+        output = dests[0] if dests else None
+    registered = dict(
+        re.findall(r"registerTask\(\s*['\"`]([\w:-]+)['\"`]\s*,\s*(?:['\"`][^'\"`]*['\"`]\s*,\s*)?(\[[^\]]*\])", text)
+    )
+    without_upload = [
+        t for t, steps in registered.items() if "screeps" not in {s.split(":")[0] for s in re.findall(_STRING, steps)}
+    ]
+    task = next((t for t in (*_BUILD_NAMES, "default") if t in without_upload), None)
+    guessed = False
+    if task is None and writing:
+        # No task of its own: the writing plugins' tasks, by grunt's names (grunt-contrib-copy runs as 'copy').
+        names = [re.sub(r"^grunt-(contrib-)?", "", p).replace("-", "_") for p in writing]
+        task = " ".join(n for n in names if re.search(rf"\b{re.escape(n)}\s*:\s*\{{", text)) or None
+        guessed = task is not None
+    # A registered task without 'screeps' or the plugins' own tasks only write: only the default task may upload.
+    return _Pipeline("grunt", name, output, task, uploads and task is None, task_guessed=guessed)
+
+
+def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """The build layout of a gulp or grunt pipeline that writes the deployed code (see :func:`_gulp_pipeline`)."""
+    pipeline: _Pipeline | None = None
+    for name in sorted(snapshot.files):
+        text = snapshot.contents.get(name)
+        if text is None:
+            continue
+        if name in GULPFILES:
+            pipeline = _gulp_pipeline(name, text)
+        elif name in GRUNTFILES:
+            pipeline = _grunt_pipeline(name, text, snapshot)
+        if pipeline is not None:
+            break
+    if pipeline is None:
+        return None
+    assumed: list[str] = []
+    root = pipeline.output
+    if root is None:
+        root = "dist"
+        seen.append(f"{pipeline.file} writes the code through {pipeline.tool}, to a folder it does not name plainly")
+        assumed.append(
+            f"the folder {pipeline.file} writes could not be read: root is dist, the most likely; check it, and "
+            "change root to the folder the build writes"
+        )
+    else:
+        seen.append(f"{pipeline.file} writes the code to {root}/ ({pipeline.tool}): that folder is what is deployed")
+    script = _script_running(scripts, pipeline.tool)
+    if script is not None:
+        build = _npm(script)
+    else:
+        build = f"npx {pipeline.tool}" + (f" {pipeline.task}" if pipeline.task else "")
+        if pipeline.uploads:
+            assumed.append(
+                f"{pipeline.file} also uploads ({pipeline.tool}-screeps): the build is '{build}'; make it a task "
+                "that only writes the code, or gitops and the old upload both send it"
+            )
+        elif pipeline.task is None:
+            assumed.append(f"the build is '{build}' (the default task); change build if another task writes {root}/")
+        elif pipeline.task_guessed:
+            assumed.append(
+                f"{pipeline.file} registers no task that writes {root}/ without uploading: the build runs its "
+                f"plugins' tasks, '{build}'; change build if it needs others"
+            )
+    layout = Layout(
+        kind="build",
+        root=root,
+        separator="/",
+        include=("**/*.js",),
+        build=build,
+        seen=tuple(seen),
+        assumed=tuple(assumed),
+    )
+    src_js = _modules_under(snapshot, "src")
+    if not src_js:
+        return layout
+    # A pipeline copies the files (it does not bundle them): the output's modules are named as the sources' requires
+    # name them. The separator is learnt from src/; what is optional there may not be in the output, so no more.
+    learnt = _with_requires(replace(layout, root="src"), snapshot, src_js)
+    return replace(layout, separator=learnt.separator, seen=learnt.seen, assumed=learnt.assumed)
+
+
+_KOTLIN_JS = re.compile(
+    r"kotlin\(\s*\"js\"\s*\)|kotlin-js|kotlin2js|org\.jetbrains\.kotlin\.js|\bjs\s*(\(\s*IR\s*\)|\{)"
+)
+
+
+def _compiled_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """A bot written in another language that compiles to JavaScript: the root is where the compiler writes, whether
+    or not it has run yet, and the build is the compiler (never the sources' folder, which holds no module)."""
+    assumed: list[str] = []
+    gradle = next((n for n in ("build.gradle.kts", "build.gradle") if n in snapshot.files), None)
+    if gradle is not None and _KOTLIN_JS.search(snapshot.contents.get(gradle, "")):
+        wrapper = "gradlew" in snapshot.files
+        build = "./gradlew build" if wrapper else "gradle build"
+        seen.append(f"{gradle}: a Kotlin bot compiled to JavaScript (Kotlin/JS) by Gradle")
+        seen.append(f"build it with '{build}'; its output, build/distributions/, is what is deployed")
+        assumed.append(
+            "Kotlin/JS writes the bundle to build/distributions/ (newer Kotlin: build/dist/js/productionExecutable/); "
+            "change root if your build writes elsewhere"
+        )
+        return Layout(
+            kind="compiled",
+            root="build/distributions",
+            separator="/",
+            include=("*.js",),
+            build=build,
+            seen=tuple(seen),
+            assumed=tuple(assumed),
+        )
+    python = sorted(path for path in snapshot.contents if path.endswith(".py"))
+    mentions = [
+        name
+        for name, text in snapshot.contents.items()
+        if name.endswith(".py") or name in ("requirements.txt", "pyproject.toml", "Makefile", "package.json")
+        if re.search(r"transcrypt", text, re.IGNORECASE)
+    ]
+    if not python or not mentions:
+        return None
+    main = next((p for p in ("main.py", "src/main.py") if p in python), python[0])
+    folder = posixpath.dirname(main)
+    root = posixpath.join(folder, "__target__") if folder else "__target__"
+    seen.append(f"{main}: a Python bot compiled to JavaScript by Transcrypt ({', '.join(sorted(mentions)[:3])})")
+    script = _script_running(scripts, "transcrypt")
+    if script is not None:
+        build = _npm(script)
+    else:
+        build = f"transcrypt -b -n {main}"
+        assumed.append(f"the build is '{build}' (Transcrypt writes {root}/ beside {main}); change build to your own")
+    seen.append(f"build it with '{build}'; its output, {root}/, is what is deployed")
+    return Layout(
+        kind="compiled",
+        root=root,
         separator="/",
         include=("**/*.js",),
         build=build,

@@ -279,6 +279,33 @@ def build_inputs(config: BranchConfig) -> tuple[object, ...]:
     )
 
 
+def _left_out(
+    paths: list[str],
+    selected: set[str],
+    config: BranchConfig,
+    includes: list[Callable[[str], bool]],
+    shown: Callable[[str], str],
+) -> dict[str, str]:
+    """The modules that files under the root would make but include or exclude leave out, each with the hint a
+    require of it gets: the file exists, and the glob to add to include (``**/*.wasm`` for a suffix) or that exclude
+    drops it."""
+    is_binary = _matcher(config.binary)
+    found: dict[str, str] = {}
+    for path in paths:
+        if path in selected or never_module(path):
+            continue
+        name = module_name(path, binary=is_binary(path), naming=config.naming)
+        if name in found:
+            continue
+        if any(match(path) for match in includes):
+            found[name] = f"{shown(path)} exists, but exclude leaves it out; change exclude"
+            continue
+        suffix = posixpath.splitext(path)[1]
+        glob = f"**/*{suffix}" if suffix and suffix.isascii() and suffix[1:].isalnum() else path
+        found[name] = f"{shown(path)} exists, but include does not match it; add {glob!r} to include"
+    return found
+
+
 def build_branch(
     config: BranchConfig,
     paths: Iterable[str],
@@ -322,7 +349,8 @@ def build_branch(
 
     selected: list[str] = []
     included = 0
-    for path in sorted(paths):
+    ordered = sorted(paths)
+    for path in ordered:
         if never_module(path):
             continue
         matched = False
@@ -442,6 +470,7 @@ def build_branch(
             [m.name for m in modules],
             ignore=config.requires.ignore,
             separator=config.naming.separator,
+            left_out=_left_out(ordered, set(selected), config, includes, shown),
         )
         problems += summarise(missing, label)
         warnings += guarded_warnings(missing, label)

@@ -24,7 +24,7 @@ never run in game. Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 #: Modules the game provides to every player (its require cache starts with lodash).
@@ -197,7 +197,17 @@ def nearest_module(module: str, names: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
-def _hint(written: str, module: str, requiring: str, names: set[str], separator: str) -> str | None:
+def _hint(
+    written: str, module: str, requiring: str, names: set[str], separator: str, left_out: Mapping[str, str]
+) -> str | None:
+    if module in left_out:
+        return left_out[module]
+    binary = f"{module}.wasm"  # require('engine') of engine.wasm: named by its stem only with strip_suffixes
+    by_stem = f"add '.wasm' to naming.strip_suffixes to name it {module!r}, or write require({binary!r})"
+    if binary in names:
+        return f"the branch has {binary!r}; {by_stem}"
+    if binary in left_out:
+        return f"{left_out[binary]}, and {by_stem}"
     other = module.replace("/", separator) if separator != "/" else module.replace(".", "/")
     if other != module and other in names:
         return (
@@ -224,11 +234,17 @@ def _hint(written: str, module: str, requiring: str, names: set[str], separator:
 
 
 def check_requires(
-    sources: Iterable[tuple[str, str, str]], names: Iterable[str], *, ignore: Iterable[str] = (), separator: str = "/"
+    sources: Iterable[tuple[str, str, str]],
+    names: Iterable[str],
+    *,
+    ignore: Iterable[str] = (),
+    separator: str = "/",
+    left_out: Mapping[str, str] | None = None,
 ) -> list[MissingRequire]:
     """Every literal require in ``sources`` (module name, file shown in messages, JavaScript text) that names a
     module not in ``names``, nor in ``ignore``, the game's own modules or Node's built-ins; guarded ones too
-    (``MissingRequire.guarded``), which :func:`summarise` reports as warnings."""
+    (``MissingRequire.guarded``), which :func:`summarise` reports as warnings. ``left_out`` maps the modules that
+    files under the root would make but include or exclude leave out to the hint that says so."""
     held = set(names)
     allowed = held | set(ignore) | GAME_MODULES
     missing: list[MissingRequire] = []
@@ -237,7 +253,7 @@ def check_requires(
             module = resolve(call.name)
             if module in allowed or call.name in allowed or module in NODE_BUILTINS or module.startswith("node:"):
                 continue
-            hint = _hint(call.name, module, requiring, held, separator)
+            hint = _hint(call.name, module, requiring, held, separator, left_out or {})
             missing.append(
                 MissingRequire(file, call.line, call.name, module, hint, guarded=call.guarded, nested=call.nested)
             )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import shlex
 import stat
 import subprocess
 from collections.abc import Callable
@@ -116,6 +117,9 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
+_MISSING_ROOT_FIX = "; create the folder, or fix root"
+
+
 class _WorkTree:
     """Files on disk under the manifest's folder, and only those of the repository that holds it."""
 
@@ -155,7 +159,7 @@ class _WorkTree:
         try:
             is_folder = stat.S_ISDIR(os.stat(root).st_mode)
         except (FileNotFoundError, NotADirectoryError):
-            return f"does not exist in {self.base_dir}; create the folder, or fix root"
+            return f"does not exist in {self.base_dir}{_MISSING_ROOT_FIX}"
         except OSError as exc:  # a name too long, a chain of links without end, no permission
             return f"cannot be read ({exc.strerror or type(exc).__name__}); make the folder readable, or fix root"
         if not is_folder:
@@ -686,6 +690,15 @@ def _read_branches(
             listings[prefix] = tree.listing(prefix)
         listing = listings[prefix]
         if isinstance(listing, str):
+            command = config.build if config.build is not None else loaded.manifest.build
+            if command is not None and listing.endswith(_MISSING_ROOT_FIX):
+                # A build output that is not there after the build: the build writes another folder (or has not run,
+                # with GITOPS_SKIP_BUILD); creating the folder by hand is never the fix.
+                shown = command if isinstance(command, str) else shlex.join(command)
+                listing = (
+                    listing.removesuffix(_MISSING_ROOT_FIX) + f", and the build ({shown}) did not write it; set root "
+                    "to the folder the build writes (its configuration's output), or fix build"
+                )
             problems.append(f"{where(('root',))}: {config.root!r} {listing}")
             continue
         inputs = build_inputs(config)

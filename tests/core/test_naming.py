@@ -279,3 +279,37 @@ def test_names_that_are_one_file_on_a_case_insensitive_file_system_are_refused()
         "Lib.js and lib.js are one file on a case-insensitive or Unicode-normalising file system (macOS, Windows) "
         "(modules 'lib'); the two would overwrite each other"
     ]
+
+
+def test_a_require_of_a_file_include_leaves_out_names_the_glob_to_add() -> None:
+    files = {
+        "main.js": b"const bot = require('bot.wasm');\nrequire('old');\nmodule.exports.loop = () => {};\n",
+        "bot.wasm": b"\x00asm\x01\x00\x00\x00",
+        "old.js": b"module.exports = 1;\n",
+    }
+    branch = config(include=["**/*.js"], exclude=["old.js"])
+    built = build_branch(branch, files, files.__getitem__, prefix="dist")
+    assert (
+        "local/main: dist/main.js:1: require('bot.wasm') names a module the branch will not hold; "
+        "dist/bot.wasm exists, but include does not match it; add '**/*.wasm' to include"
+    ) in built.problems
+    assert any("dist/old.js exists, but exclude leaves it out; change exclude" in p for p in built.problems)
+    widened = build_branch(config(include=["**/*.js", "**/*.wasm"]), files, files.__getitem__, prefix="dist")
+    assert widened.problems == []
+
+
+def test_a_require_of_a_wasm_by_its_stem_says_both_fixes() -> None:
+    files = {"main.js": b"require('engine');\nmodule.exports.loop = () => {};\n", "engine.wasm": b"\x00asm"}
+    built = build_branch(config(include=["**/*.js"]), files, files.__getitem__, prefix="dist")
+    assert built.problems[0] == (
+        "local/main: dist/main.js:1: require('engine') names a module the branch will not hold; dist/engine.wasm "
+        "exists, but include does not match it; add '**/*.wasm' to include, and add '.wasm' to "
+        "naming.strip_suffixes to name it 'engine', or write require('engine.wasm')"
+    )
+    included = build_branch(config(include=["**/*.js", "**/*.wasm"]), files, files.__getitem__, prefix="dist")
+    assert included.problems[0].endswith(
+        "the branch has 'engine.wasm'; add '.wasm' to naming.strip_suffixes to name it 'engine', or write "
+        "require('engine.wasm')"
+    )
+    named = config(include=["**/*.js", "**/*.wasm"], naming={"strip_suffixes": [".js", ".wasm"]})
+    assert build_branch(named, files, files.__getitem__, prefix="dist").problems == []

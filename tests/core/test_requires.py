@@ -64,7 +64,8 @@ def test_check_reports_missing_modules_with_hints() -> None:
         "src/main.js:3: require('role.builder') names a module the branch will not hold"
     ]
     assert check("require('lib/add')", ["main", "lib/add.wasm"]) == [
-        "src/main.js:1: require('lib/add') names a module the branch will not hold"
+        "src/main.js:1: require('lib/add') names a module the branch will not hold; the branch has 'lib/add.wasm'; "
+        "add '.wasm' to naming.strip_suffixes to name it 'lib/add', or write require('lib/add.wasm')"
     ]
     assert check("require('mybot_bg.wasm')", ["main", "mybot_bg"]) == [
         "src/main.js:1: require('mybot_bg.wasm') names a module the branch will not hold; module names have no "
