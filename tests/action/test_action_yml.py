@@ -21,8 +21,8 @@ EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
 PUBLISHED = f"OWNER/screeps-gitops@v{__version__}"
 #: The commits the action pins (the tags in comments beside them): users pin the action by SHA, so the action
 #: pins what it uses the same way (issue 41).
-SETUP_PYTHON = "a26af69be951a213d495a4c3e4e4022e16d87065"  # v5.6.0
-CACHE = "5a3ec84eff668545956fd18022155c47e93e2684"  # v4.2.3
+SETUP_PYTHON = "e797f83bcb11b83ae66e0230d6156d7c80228e7c"  # v6.0.0
+CACHE = "cdf6c1fa76f9f475f3d7449005a359c84ca0f306"  # v5.0.3
 
 
 def actionlint() -> str:
@@ -204,6 +204,20 @@ def test_examples_are_the_four_workflows() -> None:
         text = path.read_text(encoding="utf-8")
         assert ("SCREEPS_TOKEN }}" in text) is (path.name != "plan.yml")
         assert "noratelimit" not in text
+
+
+def test_every_example_pins_each_action_by_commit_and_keeps_no_git_credentials() -> None:
+    """Issue 41: the Action asks its users to pin it by SHA, so its examples pin what they use the same way, at the
+    current majors, and their checkouts leave no credential in .git for later steps."""
+    for path in EXAMPLES:
+        workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for job in workflow["jobs"].values():
+            for step in job["steps"]:
+                uses = step.get("uses", "")
+                if uses.startswith("actions/"):
+                    assert re.fullmatch(r"actions/[\w/-]+@[0-9a-f]{40}", uses), f"{path.name}: {uses}"
+                if uses.startswith("actions/checkout"):
+                    assert step["with"]["persist-credentials"] is False, path.name
 
 
 def test_actionlint_passes_on_the_example_workflows() -> None:
