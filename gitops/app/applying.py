@@ -418,18 +418,27 @@ def _record_pending(s: Session, records: Records) -> None:
         s.ledger(server).record_pending(record)
 
 
+def _written_branches(plan: Plan, outcome: Outcome) -> list[BranchPlan]:
+    """The branch whose modules ``outcome``'s finished step wrote: its upload, or the clone of a branch created with
+    its modules (no upload step); none for any other step, or one that was not done."""
+    if outcome.status != "done":
+        return []
+    return [
+        branch
+        for branch in plan.branches
+        if branch.label == outcome.branch
+        and (
+            outcome.step.kind == "upload"
+            or (outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps))
+        )
+    ]
+
+
 def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, outcome: Outcome) -> None:
     """A step that wrote a branch's modules is done: a deploy in the history, its code kept (``app/deploys.py``)."""
-    if outcome.status != "done":
-        return
-    for branch in plan.branches:
-        if branch.label != outcome.branch:
-            continue
-        writes = outcome.step.kind == "upload" or (
-            outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps)
-        )
+    for branch in _written_branches(plan, outcome):
         modules = uploads.get((branch.server, branch.branch))
-        if writes and modules is not None:
+        if modules is not None:
             made = records.get((branch.server, branch.branch))  # its digest, computed once for the applied record
             commit, how = source_commit(plan.source), s.options.deploy_how
             digest = None if made is None else made.digest
@@ -445,14 +454,7 @@ def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, 
 def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:
     """A step that wrote a branch's modules is done: they are its last applied record (stamped now). That is the
     upload, or the clone of a branch created with its modules (no upload step)."""
-    if outcome.status != "done":
-        return
-    for branch in plan.branches:
-        if branch.label != outcome.branch:
-            continue
-        writes = outcome.step.kind == "upload" or (
-            outcome.step.kind == "clone-branch" and not any(step.kind == "upload" for step in branch.steps)
-        )
+    for branch in _written_branches(plan, outcome):
         record = records.get((branch.server, branch.branch))
-        if writes and record is not None:
+        if record is not None:
             s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))
