@@ -97,6 +97,32 @@ def _ticks(server: PrivateServer, within: float = 30.0) -> bool:
     return False
 
 
+def apply_in_game(
+    server: PrivateServer, repo: Path, user: Any, tmp_path: Path, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``gitops apply --yes`` in ``repo`` as its own process, signed in as ``user`` (SCREEPS_USER/SCREEPS_PASSWORD),
+    with a state folder and home of the test's own; a crash of the server's runner mid-apply is ridden out."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "SCREEPS_USER": user.username,
+        "SCREEPS_PASSWORD": user.password,
+        "GITOPS_STATE_DIR": str(tmp_path / "state"),
+        "NO_COLOR": "1",
+    }
+    return server.run_riding_out_its_crash(
+        lambda: subprocess.run(
+            [sys.executable, "-m", "gitops", "apply", "--yes"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    )
+
+
 def read_memory(server: PrivateServer, user: Any, path: str) -> Any:
     answer = user.call("GET", "/api/user/memory", params={"path": path})
     data = answer.get("data")
@@ -132,40 +158,13 @@ def test_a_wrapped_source_map_and_a_wasm_module_without_suffix_load_in_a_tick(
         ],
     }
     (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "SCREEPS_USER": user.username,
-        "SCREEPS_PASSWORD": user.password,
-        "GITOPS_STATE_DIR": str(tmp_path / "state"),
-        "NO_COLOR": "1",
-    }
-    done = server.run_riding_out_its_crash(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "gitops", "apply", "--yes"],
-            cwd=repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    )
+    done = apply_in_game(server, repo, user, tmp_path, timeout=120)
     assert done.returncode == 0, done.stderr
     held = user.code("bots")
     assert sorted(held) == ["main", "main.js.map", "mybot_bg"]
 
     # Make the user one whose code the runner runs: an object in the world, and active.
-    user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(user.username)}}}).then(u => u._id)")
-    room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
-    assert isinstance(user_id, str)
-    assert isinstance(room, str), "the private server's world has no normal room"
-    server.cli(
-        "storage.db['rooms.objects'].insert({type: 'constructionSite', structureType: 'road', "
-        f"room: {json.dumps(room)}, x: 25, y: 25, user: {json.dumps(user_id)}, progress: 0, progressTotal: 300}})"
-        ".then(() => 1)"
-    )
-    server.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$set: {{active: 10000}}}})")
+    give_world_object(server, user.username)
 
     deadline = time.monotonic() + TICK_TIMEOUT
     found = None
@@ -188,7 +187,7 @@ module.exports.loop = function () {
 """
 
 
-def _give_world_object(server: PrivateServer, username: str) -> None:
+def give_world_object(server: PrivateServer, username: str) -> None:
     """Make ``username`` a user whose code the runner runs: an object in the world (a construction site), active."""
     user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(username)}}}).then(u => u._id)")
     room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
@@ -209,7 +208,7 @@ def test_a_bot_deployed_to_the_scripts_server_logs_in_game_and_verify_judges_it_
     # FAILING with the runtime's own `ReferenceError: _ is not defined`. The script now preloads no_snapshot.js.
     server = ticking_server
     user = server.register()
-    _give_world_object(server, user.username)
+    give_world_object(server, user.username)
     repo = tmp_path / "bot"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -229,25 +228,7 @@ def test_a_bot_deployed_to_the_scripts_server_logs_in_game_and_verify_judges_it_
         ],
     }
     (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "SCREEPS_USER": user.username,
-        "SCREEPS_PASSWORD": user.password,
-        "GITOPS_STATE_DIR": str(tmp_path / "state"),
-        "NO_COLOR": "1",
-    }
-    done = server.run_riding_out_its_crash(
-        lambda: subprocess.run(
-            [sys.executable, "-m", "gitops", "apply", "--yes"],
-            cwd=repo,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-    )
+    done = apply_in_game(server, repo, user, tmp_path, timeout=180)
     assert done.returncode == 0, done.stdout + done.stderr + server.diagnosis()
     assert "verify home/logger: HEALTHY" in done.stderr + done.stdout, done.stdout + done.stderr
     assert "is not defined" not in done.stdout + done.stderr

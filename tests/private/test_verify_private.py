@@ -24,7 +24,7 @@ import yaml
 
 from tests.factories import git
 from tests.private.harness import PrivateServer, ServerUser
-from tests.private.test_bots_in_game import read_memory, ticking_server  # noqa: F401 (the fixture)
+from tests.private.test_bots_in_game import give_world_object, read_memory, ticking_server  # noqa: F401 (the fixture)
 
 TICK_TIMEOUT = 60.0
 
@@ -45,16 +45,7 @@ module.exports.loop = function () {
 
 def activate_user(server: PrivateServer, user: ServerUser) -> None:
     """Give ``user`` an object in the world and mark it active: from then on the world runs its code."""
-    user_id = server.cli(f"storage.db.users.findOne({{username: {json.dumps(user.username)}}}).then(u => u._id)")
-    room = server.cli("storage.db.rooms.findOne({status: 'normal'}).then(r => r && r._id)")
-    assert isinstance(user_id, str)
-    assert isinstance(room, str), "the private server's world has no normal room"
-    server.cli(
-        "storage.db['rooms.objects'].insert({type: 'constructionSite', structureType: 'road', "
-        f"room: {json.dumps(room)}, x: 25, y: 25, user: {json.dumps(user_id)}, progress: 0, progressTotal: 300}})"
-        ".then(() => 1)"
-    )
-    server.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$set: {{active: 10000}}}})")
+    give_world_object(server, user.username)
 
 
 class Bot:
