@@ -44,7 +44,8 @@ def build(
     from gitops.app.localcode import check_syntax, read_code, run_builds
     from gitops.app.targets import Targets, select
     from gitops.config.manifest import load_manifest
-    from gitops.edges.codesetfile import CODESET_VARIABLE, refuse_unless_regular, write_codeset
+    from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
+    from gitops.edges.outfile import check_out_path
 
     loaded = select(load_manifest(manifest), Targets.of(servers, branches))
     if out is None:
@@ -52,7 +53,7 @@ def build(
         if ran:
             click.echo(f"build: {ran} command{'s' if ran != 1 else ''} done", err=True)
         return
-    refuse_unless_regular(out, "--out")  # before the build: a wrong path is known at once
+    check_out_path(out, what=OUT_WHAT)  # before the build: a wrong path is known at once
     # A code set file for a deploy job is made by the build itself, never from an earlier build's output.
     env = {key: value for key, value in os.environ.items() if key != CODESET_VARIABLE}
     env["GITOPS_REBUILD"] = "1"

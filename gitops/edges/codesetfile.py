@@ -9,14 +9,14 @@ import json
 import os
 import stat
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from gitops.config.manifest import LoadedManifest
 from gitops.core.artifact import ArtifactProblem, artifact_data, artifact_from_data, manifest_sha256, pick_branches
 from gitops.core.local import LocalCode, SourceInfo
-from gitops.errors import SourceError, UsageError
+from gitops.edges.outfile import write_out
+from gitops.errors import SourceError
 
 #: The environment variable (and the Action's input behind it) that names a code set file to deploy.
 CODESET_VARIABLE = "GITOPS_CODESET"
@@ -36,11 +36,8 @@ def codeset_path(env: Mapping[str, str]) -> Path | None:
 
 
 def write_codeset(path: Path, local: LocalCode, loaded: LoadedManifest) -> None:
-    """Write ``local``'s code as a code set file at ``path``: a new file, or a regular file replaced atomically.
-
-    :class:`UsageError` when ``path`` is anything else (a device, a link, a folder, a FIFO): it is never replaced.
-    """
-    refuse_unless_regular(path, "--out")
+    """Write ``local``'s code as a code set file at ``path``: a new file, or a regular file replaced atomically, never
+    a link, device, FIFO or folder (:mod:`gitops.edges.outfile`)."""
     data = artifact_data(
         local.branches,
         commit=local.source.commit,
@@ -49,32 +46,11 @@ def write_codeset(path: Path, local: LocalCode, loaded: LoadedManifest) -> None:
         warnings=local.warnings,
     )
     # ensure_ascii: a module may hold a lone surrogate, which JSON can carry only as an escape.
-    text = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, temp = tempfile.mkstemp(prefix=".codeset-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="ascii") as stream:
-            stream.write(text)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_out(path, json.dumps(data, ensure_ascii=True, separators=(",", ":")), what=OUT_WHAT)
 
 
-def refuse_unless_regular(path: Path, what: str) -> None:
-    """:class:`UsageError` unless ``path`` is missing or a regular file (never a link, device, FIFO or folder)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UsageError(f"{what} {path}: cannot be checked ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        kind = "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-        raise UsageError(
-            f"{what} {path} is {kind}; it is never replaced",
-            hint="Name a new file or a regular file to overwrite.",
-        )
+#: How messages name a code set file (``--out`` refusals).
+OUT_WHAT = "code set file"
 
 
 def read_codeset(path: Path, loaded: LoadedManifest) -> LocalCode:

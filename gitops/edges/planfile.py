@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import stat
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitops.core.plan import PLAN_FORMAT_VERSION, Plan, seal_problems
-from gitops.errors import PlanFileError, UsageError
+from gitops.edges import outfile
+from gitops.errors import PlanFileError
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -57,67 +55,16 @@ def plan_data(plan: Plan) -> dict[str, Any]:
 
 
 def check_out_path(path: Path) -> None:
-    """:class:`UsageError` unless ``path`` is a regular file or does not exist yet.
-
-    The plan is written under a temporary name and renamed over ``path``: over a device (``/dev/null``, as root),
-    a FIFO, a symbolic link (to a file elsewhere) or a folder, that rename would replace the thing itself with a
-    plan file. ``lstat``, so a link is seen as a link and never followed.
-    """
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write the plan to {path}: {exc.strerror or exc}",
-            hint="Name a file in a folder you can write to with --out.",
-        ) from None
-    if stat.S_ISREG(mode):
-        return
-    what = (
-        "a symbolic link"
-        if stat.S_ISLNK(mode)
-        else "a folder"
-        if stat.S_ISDIR(mode)
-        else "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
-    raise UsageError(
-        f"--out {path} is {what}; a plan is saved only to a regular file or a new path, and nothing was replaced",
-        hint="Name a new file (or a regular file to overwrite) with --out, for example --out plan.json.",
-    )
+    """:class:`UsageError` unless ``path`` is a regular file or does not exist yet (:mod:`gitops.edges.outfile`)."""
+    outfile.check_out_path(path, what="plan")
 
 
 def save_plan(plan: Plan, path: Path) -> None:
-    """Write the plan (with its payloads) atomically: a reader never sees half a file. Only to a regular file or a
-    new path (:func:`check_out_path`, checked again just before the rename)."""
-    check_out_path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write the plan to {path}: {exc.strerror or exc}",
-            hint="Name a file in a folder you can write to with --out.",
-        ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            # Through json.dumps, ASCII: a server's module name or text may hold a lone surrogate, which pydantic's
-            # JSON writer refuses (in a value) or replaces (in a key), and a plan must read back as it was made.
-            fh.write(json.dumps(plan_data(plan), ensure_ascii=True, separators=(",", ":")))
-            fh.flush()
-            os.fsync(fh.fileno())
-        check_out_path(path)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write the plan to {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write the plan (with its payloads) atomically, only to a regular file or a new path
+    (:mod:`gitops.edges.outfile`). Through json.dumps, ASCII: a server's module name or text may hold a lone
+    surrogate, which pydantic's JSON writer refuses (in a value) or replaces (in a key), and a plan must read back as
+    it was made."""
+    outfile.write_out(path, json.dumps(plan_data(plan), ensure_ascii=True, separators=(",", ":")), what="plan")
 
 
 def load_plan(path: Path) -> Plan:
