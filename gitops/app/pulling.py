@@ -23,6 +23,7 @@ from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
 from gitops.core.codeset import CodeSet
 from gitops.core.pull import BranchPull, plan_branch_pull
+from gitops.edges.gitout import git_text
 from gitops.edges.safewrite import write_under
 from gitops.edges.sources import outside_reason, worktree_files
 from gitops.errors import ServiceError, SourceError
@@ -211,13 +212,7 @@ def _uncommitted(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls
 
 def _git_prefix(base_dir: Path) -> str:
     """The manifest folder's path inside the work tree (``git status`` names files from the top), e.g. ``bot/``."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--show-prefix"], cwd=base_dir, capture_output=True, check=False, text=True
-        )
-    except OSError:
-        return ""
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return git_text(["rev-parse", "--show-prefix"], base_dir) or ""
 
 
 def write_files(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> None:

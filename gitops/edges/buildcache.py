@@ -54,7 +54,6 @@ import os
 import shlex
 import shutil
 import stat
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
@@ -65,6 +64,7 @@ from typing import Any
 import gitops
 from gitops.config.manifest import LoadedManifest
 from gitops.config.manifestcache import default_cache_dir
+from gitops.edges.gitout import git_output
 
 __all__ = [
     "ALWAYS_READ",
@@ -126,17 +126,6 @@ def output_roots(loaded: LoadedManifest) -> list[Path]:
     return list(roots)
 
 
-def _git(args: list[str], cwd: Path) -> bytes | None:
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, capture_output=True, check=False, stdin=subprocess.DEVNULL
-        )
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
-
-
 def _paths(out: bytes) -> list[str]:
     return [os.fsdecode(p) for p in out.split(b"\0") if p]
 
@@ -167,7 +156,7 @@ def inputs_key(loaded: LoadedManifest, commands: list[str], env: Mapping[str, st
     builds' environment); ``None`` when a build here cannot be reused: no Git repository (or Git cannot run), or
     an output root that is the manifest's folder, holds it, or lies outside the repository."""
     base = loaded.base_dir.resolve()
-    top_out = _git(["rev-parse", "--show-toplevel"], base)
+    top_out = git_output(["rev-parse", "--show-toplevel"], base)
     if top_out is None:
         return None
     top = Path(os.fsdecode(top_out.strip())).resolve()
@@ -176,9 +165,9 @@ def inputs_key(loaded: LoadedManifest, commands: list[str], env: Mapping[str, st
         if root in (base, top) or base.is_relative_to(root) or not root.is_relative_to(top):
             return None
         excluded.append(root.relative_to(top).as_posix())
-    staged = _git(["ls-files", "-s", "-z"], top)
-    modified = _git(["ls-files", "-m", "-z"], top)
-    untracked = _git(["ls-files", "-o", "--exclude-standard", "-z"], top)
+    staged = git_output(["ls-files", "-s", "-z"], top)
+    modified = git_output(["ls-files", "-m", "-z"], top)
+    untracked = git_output(["ls-files", "-o", "--exclude-standard", "-z"], top)
     if staged is None or modified is None or untracked is None:
         return None
     files: dict[str, str] = {}

@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from gitops.config.manifest import LoadedManifest
 from gitops.core.artifact import ArtifactProblem, artifact_data, artifact_from_data, manifest_sha256, pick_branches
 from gitops.core.local import LocalCode, SourceInfo
+from gitops.edges.gitout import git_text
 from gitops.edges.outfile import write_out
 from gitops.errors import SourceError
 
@@ -108,19 +108,4 @@ def _manifest_bytes(loaded: LoadedManifest) -> bytes:
 
 def head_commit(folder: Path) -> str | None:
     """The commit checked out in the Git repository that holds ``folder``, or ``None`` outside Git."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-            cwd=folder,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=30,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    commit = done.stdout.strip()
-    return commit if done.returncode == 0 and commit else None
+    return git_text(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], folder) or None

@@ -8,14 +8,13 @@ repository). Nothing here runs the repository's code: ``git show`` and one GET.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.config.model import Manifest
+from gitops.edges.gitout import git_output, git_text
 from gitops.errors import GitopsError
 from gitops.github.api import GitHubClient, GitHubError
 from gitops.secrets import Secret
@@ -35,9 +34,9 @@ def read_base_manifest(
     """The manifest file at ``loaded``'s path in commit ``base_sha``, validated as any manifest."""
     if not base_sha:
         return BaseManifest(None, "the event names no base commit")
-    prefix = _git(["rev-parse", "--show-prefix"], loaded.path.parent)
+    prefix = git_text(["rev-parse", "--show-prefix"], loaded.path.parent)
     in_repo = (prefix or "") + loaded.path.name
-    raw = _git_bytes(["show", f"{base_sha}:{in_repo}"], loaded.path.parent)
+    raw = git_output(["show", f"{base_sha}:{in_repo}"], loaded.path.parent)
     if raw is None and github_token and repository:
         try:
             with GitHubClient(Secret(github_token), repository, api_url=api_url) as gh:
@@ -55,19 +54,3 @@ def read_base_manifest(
             return BaseManifest(load_manifest(path).manifest)
         except GitopsError:
             return BaseManifest(None, f"the base commit's {in_repo} is not a valid manifest")
-
-
-def _git(args: list[str], cwd: Path) -> str | None:
-    out = _git_bytes(args, cwd)
-    return None if out is None else out.decode("utf-8", "replace").strip()
-
-
-def _git_bytes(args: list[str], cwd: Path) -> bytes | None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
-    try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout if done.returncode == 0 else None
