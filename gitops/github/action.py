@@ -526,7 +526,8 @@ def _plan_and_apply(
         targets=inputs.targets,
     )
     if pr is not None:
-        _compare_with_base(loaded, pr, runner, report, github_token=env.get(INPUT_ENV["github-token"], "").strip())
+        token = inputs.github_token.reveal() if inputs.github_token is not None else ""
+        _compare_with_base(loaded, pr, runner, report, github_token=token)
     with open_session(options, loaded) as s:
         servers = s.servers()
         for warning in _refuse_credentials_from_the_step_env(loaded, servers, inputs, env):
