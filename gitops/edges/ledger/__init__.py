@@ -1,0 +1,24 @@
+"""The local ledger: what this tool has learnt of one server account, kept between runs.
+
+Three concerns, one module each: ``format`` (the JSON file and its version), ``store`` (where the file lives, the
+run's lock, writes a crash cannot tear) and ``knowledge`` (:class:`Ledger`, what the ledger knows: the client's
+observer). Importers take the names from here, so that the file's form can change without them.
+"""
+
+from __future__ import annotations
+
+from gitops.config.folders import STATE_DIR_ENV, default_state_dir
+from gitops.edges.ledger.format import FORMAT_VERSION, ActiveName
+from gitops.edges.ledger.knowledge import Ledger
+from gitops.edges.ledger.store import LOCK_WAIT_ENV, LOCK_WAIT_SECONDS, lock_wait
+
+__all__ = [
+    "FORMAT_VERSION",
+    "LOCK_WAIT_ENV",
+    "LOCK_WAIT_SECONDS",
+    "STATE_DIR_ENV",
+    "ActiveName",
+    "Ledger",
+    "default_state_dir",
+    "lock_wait",
+]
