@@ -1,8 +1,9 @@
 """The ledger's lock file: one run at a time per state file, released by the system when the process dies.
 
 On POSIX this is ``flock`` on the lock file, called directly: the same call the ``filelock`` library makes there,
-which costs more than 20 ms to import (49 modules in filelock 4) on every run, before the first request; a speed
-issue (23) measured it. Elsewhere (Windows) the library does it (``msvcrt`` locking), imported only there.
+whose import every run would otherwise pay before its first request (a speed issue, 23, measured it). Elsewhere
+(Windows) the library does it (``msvcrt`` locking), imported only there: the one lazy import of this module, at the
+boundary the architecture document names for it.
 """
 
 from __future__ import annotations
@@ -73,16 +74,15 @@ class _Library:
     """The ``filelock`` library's lock, where there is no ``flock``."""
 
     def __init__(self, path: Path) -> None:
-        from filelock import FileLock as LibraryLock
+        import filelock  # noqa: PLC0415 (boundary: filelock on Windows)
 
-        self._lock = LibraryLock(path)
+        self._lock = filelock.FileLock(path)
+        self._timeout: type[Exception] = filelock.Timeout
 
     def acquire(self, timeout: float, poll_interval: float = 0.05) -> None:
-        from filelock import Timeout
-
         try:
             self._lock.acquire(timeout=timeout, poll_interval=poll_interval)
-        except Timeout:
+        except self._timeout:
             raise LockTimeout(str(self._lock.lock_file)) from None
 
     def release(self) -> None:
