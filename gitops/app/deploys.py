@@ -1,5 +1,5 @@
 """Deployment state (issue 39): the verification state of each branch's last deploy and the history of deploys,
-kept in each server's ledger (``gitops.core.deploys`` decides, ``edges/ledger.py`` and ``edges/codestore.py``
+kept in each server's ledger (``gitops.core.deploys`` decides, ``edges/ledger/`` and ``edges/codestore.py``
 keep). ``app/applying.py`` records through here; ``plan``, ``apply``, ``drift``, ``status``, ``history`` and
 ``rollback`` read through here. It never prints.
 """

@@ -1,7 +1,7 @@
 """Deployment state (issue 39), pure: each branch's verification state, the history of deploys, which code is kept
 for an undo, and the choice of the deploy a manual rollback restores. No I/O, no clock: times come in.
 
-The ledger (``edges/ledger.py``) keeps these records; ``app/deploys.py`` writes them around a deploy and its watch
+The ledger (``edges/ledger/``) keeps these records; ``app/deploys.py`` writes them around a deploy and its watch
 and reads them for ``plan``, ``apply``, ``drift``, ``status``, ``history`` and ``rollback``.
 
 States of a branch's verification:
