@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from gitops.core.applied import AppliedRecord
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.drift import AppliedRecord
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.edges.clock import ManualClock
 from gitops.edges.ledger import Ledger

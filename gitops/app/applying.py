@@ -19,9 +19,10 @@ from gitops.app.session import Session
 from gitops.app.targets import plan_for_server
 from gitops.app.verifying import Verification, verify_branch, watch, worst
 from gitops.config.manifest import ActiveName
+from gitops.core.applied import AppliedRecord
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
-from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
+from gitops.core.drift import record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.core.remote import RemoteReader, RemoteWriter

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Literal
 
+from gitops.core.applied import AppliedHow, AppliedRecord
 from gitops.core.codeset import CodeSet, WireModule, module_from_wire, set_digest, text_facts
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.remote import ModuleFacts, RemoteBranch
@@ -27,23 +28,7 @@ if TYPE_CHECKING:  # plan.py imports Drift from here
 #: The JSON document of ``gitops drift --json``; a later incompatible change raises it.
 DRIFT_FORMAT_VERSION = 1
 
-#: How a last-applied record came about: the tool uploaded it, or found the server already equal to the repository.
-AppliedHow = Literal["upload", "verified"]
-
 DriftStatus = Literal["drifted", "none", "no-record", "unknown"]
-
-
-@dataclass(frozen=True, slots=True)
-class AppliedRecord:
-    """What this tool last made one branch hold: module digests and sizes (never text), with when and from what."""
-
-    branch: str
-    modules: Mapping[str, ModuleFacts]
-    digest: str
-    applied_at: float
-    how: AppliedHow
-    commit: str | None = None
-    source: str | None = None
 
 
 def source_text(source: Mapping[str, str | bool | None]) -> str:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from gitops.core.applied import AppliedRecord
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.drift import (
-    AppliedRecord,
     BranchDrift,
     Drift,
     DriftReport,

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import orjson
 
+from gitops.core.applied import AppliedRecord
 from gitops.core.codeset import request_body
 from gitops.core.deploys import Deploy, VerifyRecord
-from gitops.core.drift import AppliedRecord
 from gitops.core.remote import ModuleFacts, Provenance
 
 if TYPE_CHECKING:  # at run time imported by validated only (see there)
@@ -110,7 +110,7 @@ class BranchEntry:
 
 @dataclass
 class AppliedEntry:
-    """What this tool last applied to a branch (``gitops.core.drift.AppliedRecord``): digests, never text."""
+    """What this tool last applied to a branch (``gitops.core.applied.AppliedRecord``): digests, never text."""
 
     __pydantic_config__ = _FORBID
     digest: str

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from gitops.core.applied import AppliedRecord
 from gitops.core.budget import (
     WindowState,
     headers_outlived,
@@ -25,7 +26,6 @@ from gitops.core.budget import (
     window_states,
 )
 from gitops.core.deploys import Deploy, VerifyRecord, add_deploy, with_state
-from gitops.core.drift import AppliedRecord
 from gitops.core.endpoints import header_number, reset_time
 from gitops.core.remote import BranchInfo, ModuleFacts, RemoteBranch
 from gitops.edges.clock import Clock
