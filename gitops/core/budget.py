@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import ClassVar, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar
 
 from gitops.core.endpoints import (
     ENDPOINT_LIMITS,
@@ -161,24 +161,25 @@ class BudgetFacts:
 Sent = Sequence[tuple[float, int]]
 
 
-class HeadersSeen(Protocol):
-    """The last ``X-RateLimit-*`` headers of an endpoint, as the ledger records them."""
+if TYPE_CHECKING:  # a type only: the ledger's records have these fields
 
-    @property
-    def limit(self) -> int: ...
-    @property
-    def remaining(self) -> int: ...
-    @property
-    def reset(self) -> float: ...
-    @property
-    def learnt_at(self) -> float: ...
-    @property
-    def seq(self) -> int:
-        """Sequence number of the last request sent when these headers arrived: later requests are subtracted."""
-        ...
+    class HeadersSeen(Protocol):
+        """The last ``X-RateLimit-*`` headers of an endpoint, as the ledger records them."""
 
+        @property
+        def limit(self) -> int: ...
+        @property
+        def remaining(self) -> int: ...
+        @property
+        def reset(self) -> float: ...
+        @property
+        def learnt_at(self) -> float: ...
+        @property
+        def seq(self) -> int:
+            """Sequence number of the last request sent when these headers arrived: later requests are subtracted."""
+            ...
 
-_Seen = TypeVar("_Seen", bound=HeadersSeen)
+    _Seen = TypeVar("_Seen", bound=HeadersSeen)
 
 
 def sent_to(sent: Mapping[str, Sent], key: str) -> list[tuple[float, int]]:
