@@ -12,7 +12,7 @@ One JSON file per server URL and credentials fingerprint (a hash; the token itse
 * the branch list with its active flags, and
 * the end of an unlimited (no-rate-limit) period.
 
-The HTTP client tells the ledger what it learns (the ledger is its observer, ``gitops.edges.client.Observer``);
+The HTTP client tells the ledger what it learns (the ledger is its observer, ``gitops.edges.service.Observer``);
 the session saves it once per logical step. With it a plan can budget its requests without spending any
 (``windows()``), and ``--refresh=auto`` can skip downloading a branch the tool uploaded itself a moment ago. The
 file is written atomically (temporary file in the same folder, ``fsync``, ``os.replace``), so a run killed
@@ -238,7 +238,7 @@ class _File:
     applied: dict[str, _Applied] = field(default_factory=dict)
     #: Per branch: the set of an upload about to be sent, until it is known to have landed (a lost answer).
     pending: dict[str, _Applied] = field(default_factory=dict)
-    #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.client``), and when.
+    #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.service``), and when.
     compression: Literal["accepted", "refused"] | None = None
     compression_at: float | None = None
     #: What the token may use, from the token query: ``None`` unknown, else full access or these endpoint keys.
