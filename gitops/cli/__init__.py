@@ -289,7 +289,7 @@ def _interrupted() -> str:
 
 
 def _where(exc: BaseException) -> str:
-    """`` in gitops/edges/service/ratelimits.py line 131 (_rate_limited)``: the innermost frame of this package (bug
+    """`` in gitops/edges/service/ratelimits.py line 144 (_rate_limited)``: the innermost frame of this package (bug
     reports)."""
     package = Path(__file__).resolve().parent.parent
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):

@@ -1,6 +1,6 @@
 """The game client: every request to a game server, and nothing else that talks to one over HTTP.
 
-Importing this package imports httpx (tens of milliseconds), which a plan whose lists were read ahead never needs:
+Importing this package imports httpx, which a plan whose lists were read ahead never needs:
 so nothing on that path imports it at its top. The session opens its clients through one lazy import (the HTTP
 client boundary of ``docs/architecture.md``); everything else imports it only when it sends a request anyway. The
 modules: :mod:`.client` (the requests and their envelopes), :mod:`.auth` (one login per kind), :mod:`.failures`
