@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from gitops.config.manifest import ServerConfig
 from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted
-from gitops.config.yamlload import Problems, read_yaml
+from gitops.config.yamlload import Problems, read_yaml  # loaded already: every manifest load parses YAML first
 from gitops.core.tokens import LoginKind, account_fingerprint, value_problem
 from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
