@@ -16,9 +16,9 @@ import pytest
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.remote import BranchInfo
-from gitops.edges.client import ReadOnlyClient, ServiceClient, TokenInfo
 from gitops.edges.clock import ManualClock
 from gitops.edges.ledger import Ledger
+from gitops.edges.service import ReadOnlyClient, ServiceClient, TokenInfo
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 from gitops.standin.testing import ALICE as ALICE_NAME
@@ -202,8 +202,8 @@ def test_get_retries_500_then_succeeds(make_client: Callable[..., ServiceClient]
 def test_retries_after_the_first_attempt_count_it_as_their_first(
     make_client: Callable[..., ServiceClient], clock: ManualClock
 ) -> None:
-    """The first attempt is sent without tenacity (imported only when it fails, gitops.edges.retries); the retries
-    count it all the same: three failures, then the answer, with the backoff and the debug lines of one loop."""
+    """The first attempt is sent without tenacity (imported only when it fails, gitops.edges.service.retries); the
+    retries count it all the same: three failures, then the answer, with the backoff and the debug lines of one loop."""
     lines: list[str] = []
     rec = Recorder(
         httpx.Response(500, text="oops"),

@@ -22,7 +22,6 @@ from gitops.app.session import Session, open_session
 from gitops.config.credentials import TokenAuth
 from gitops.edges import early as early_module
 from gitops.edges import headers as headers_module
-from gitops.edges.client import ServiceClient
 from gitops.edges.early import (
     EarlyConnection,
     address_of,
@@ -33,6 +32,7 @@ from gitops.edges.early import (
     same_request,
 )
 from gitops.edges.headers import CLIENT_HEADERS
+from gitops.edges.service import ServiceClient
 from gitops.errors import ExitCode, NetworkError, ServiceError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn

@@ -307,7 +307,7 @@ _OBSERVE = textwrap.dedent(
             fh.write(json.dumps({"bodies_from_child": made, "thread": threading.current_thread().name}) + "\\n")
         return bodies
     localcode._bodies_from = bodies_from
-    from gitops.edges import client
+    from gitops.edges.service import client
     original_json = client._json_body
     def json_body(body):
         if isinstance(body, dict) and ("modules" in body or "defaultModules" in body):
@@ -439,7 +439,7 @@ def test_ctrl_c_during_the_childs_read_kills_the_child(
 
 def test_the_childs_upload_body_is_the_clients() -> None:
     """The body the child makes ahead is, byte for byte, the one the client sends (else its deflate is wasted)."""
-    from gitops.edges import client
+    from gitops.edges.service import client
 
     modules: dict[str, WireModule] = {"main": "loop();\n", "lib/ü": "// é\n", "bin": {"binary": "AAEC"}}
     wire = dict(sorted(modules.items()))

@@ -22,9 +22,9 @@ from gitops.cli import run
 from gitops.config.credentials import TokenAuth
 from gitops.core.codeset import code_length
 from gitops.core.endpoints import BRANCHES_ANSWER_CAP, CODE_ANSWER_CAP, MAX_CODE_LENGTH, SMALL_ANSWER_CAP, answer_cap
-from gitops.edges.client import ServiceClient
 from gitops.edges.clock import ManualClock
 from gitops.edges.http import MAX_JSON_DEPTH, UnreadableJSON, parse_json
+from gitops.edges.service import ServiceClient
 from gitops.errors import NetworkError, ServiceError
 from gitops.secrets import Secret
 from tests.factories import make_repo, write_manifest

@@ -23,7 +23,7 @@ sent the same way as soon as the branch list shows that its branch does not exis
 after the plan is shown: its answer is kept in the ledger, so a later deploy needs no probe even when this run
 turns out to change nothing, and the plan says it was asked.
 
-Each side client's observer is a :class:`~gitops.edges.client.DeferredObserver`: what a read teaches reaches the
+Each side client's observer is a :class:`~gitops.edges.service.DeferredObserver`: what a read teaches reaches the
 ledger in the server's own thread, when its answer is taken (:meth:`Ahead.download`) or when planning the server
 ends (:meth:`Ahead.finish`); a read nobody needed is still told to the ledger (its request counts). A download that
 failed raises its error where the download would have been sent in order; a failed token query is left to planning,
@@ -42,7 +42,7 @@ from gitops.errors import BudgetError, GitopsError
 
 if TYPE_CHECKING:
     from gitops.app.session import Session
-    from gitops.edges.client import DeferredObserver, ServiceClient
+    from gitops.edges.service import DeferredObserver, ServiceClient
 
 #: The most reads sent ahead per server (and so side connections opened for it).
 MOST = 3
@@ -78,7 +78,7 @@ class Ahead:
         self._probe: _Read | None = None
 
     def _side(self, work: Callable[[ServiceClient], Any]) -> _Read:
-        from gitops.edges.client import DeferredObserver
+        from gitops.edges.service import DeferredObserver
 
         observer = DeferredObserver(self._s.ledger(self._server))
         return _Read(self._s.side_client(self._server, observer), observer, work)
@@ -97,7 +97,7 @@ class Ahead:
             self._s.mark_queried(self._server)  # learn_unlimited: the token was asked in this run
 
     def send_probe(self) -> None:
-        """Send the compression probe (:meth:`gitops.edges.client.ServiceClient.probe_compression`): only once the
+        """Send the compression probe (:meth:`gitops.edges.service.ServiceClient.probe_compression`): only once the
         branch list showed that its branch does not exist, and the activation fits the budget (the caller checks)."""
         self._probe = self._side(lambda client: client.probe_compression())
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # imported where used: the plan model is needed once the serv
     from gitops.core.plan import Plan
 
 #: The HTTP client's module (with httpx: ~60 ms of imports).
-CLIENT = "gitops.edges.client"
+CLIENT = "gitops.edges.service"
 #: The modules that talk to a server, imported by this thread while the local read's child reads. The client's is
 #: left out when every server's branch list was sent ahead: it is imported when the local read sees a changed file
 #: (:meth:`LocalRead.when_changes_seen`), or when a client is made; a plan that asks nothing more never needs it

@@ -29,9 +29,9 @@ if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a s
     from gitops.app.localcode import UploadBody
     from gitops.config.credentials import Auth
     from gitops.edges.bodies import Ahead
-    from gitops.edges.client import Observer, ServiceClient
     from gitops.edges.early import EarlyConnection
     from gitops.edges.ledger import Ledger
+    from gitops.edges.service import Observer, ServiceClient
     from gitops.edges.threads import Background
 
 
@@ -129,7 +129,7 @@ class Session:
         return str(Ledger.path_for(self.state_dir, config.url, fingerprint)[0])
 
     def client(self, server: str) -> ServiceClient:
-        """The :class:`gitops.edges.client.ServiceClient` of the server (credentials required); its observer is the
+        """The :class:`gitops.edges.service.ServiceClient` of the server (credentials required); its observer is the
         server's ledger."""
         if server not in self._clients:
             self._clients[server] = self._new_client(server, self.ledger(server), self._early.get(server))
@@ -140,7 +140,7 @@ class Session:
     ) -> ServiceClient:
         if self._importing is not None:
             self._importing.join()  # the same imports: wait for them rather than race them
-        from gitops.edges.client import ServiceClient
+        from gitops.edges.service import ServiceClient
 
         config = self.loaded.manifest.servers[server]
         transport = self.options.transport
@@ -211,7 +211,6 @@ class Session:
         ``https://`` server it is written once the early TLS handshake is done, never in clear. The client counts
         the request in the ledger when it sends it; one it never claims is counted when the connection is given up
         or the session closes."""
-        from gitops.config.credentials import TokenAuth
         from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, pacing_wait
         from gitops.edges.early import request_head
         from gitops.edges.headers import CLIENT_HEADERS
@@ -227,7 +226,8 @@ class Session:
                 auth, ledger = self.auth(server), self.ledger(server)
             except GitopsError:  # its error comes when the client is made
                 continue
-            if not isinstance(auth, TokenAuth):
+            token = auth.persistent_token
+            if token is None:
                 continue
             if not self._unlimited_now(server):
                 sent = pending.setdefault(id(ledger), [])
@@ -235,7 +235,7 @@ class Session:
                     continue
                 sent.append(now)
             try:
-                head = request_head(url, LIST.split(" ", 1)[1], {**CLIENT_HEADERS, "X-Token": auth.token.reveal()})
+                head = request_head(url, LIST.split(" ", 1)[1], {**CLIENT_HEADERS, "X-Token": token.reveal()})
             except UnicodeEncodeError:  # a token the client refuses to send with its own message
                 continue
             early.send_ahead(head, functools.partial(ledger.record_sent, LIST))
@@ -317,7 +317,7 @@ class Session:
 
     def reader(self, server: str) -> RemoteReader:
         """Read-only access to the server, for planning: a narrow wrapper that has no method that writes."""
-        from gitops.edges.client import ReadOnlyClient
+        from gitops.edges.service import ReadOnlyClient
 
         return ReadOnlyClient(self.client(server))
 
@@ -362,7 +362,7 @@ class Session:
     def deflate_ahead(self) -> tuple[Callable[[list[UploadBody]], None], dict[tuple[str, str], str | None]]:
         """What the local read's worker calls with the upload bodies it has (``apply --yes``), and which bodies
         those are (:data:`gitops.app.localcode.Wanted`). The body of each branch is deflated in a background thread
-        (:class:`gitops.edges.bodies.Ahead`), the bytes that :meth:`gitops.edges.client.ServiceClient.upload_code`
+        (:class:`gitops.edges.bodies.Ahead`), the bytes that :meth:`gitops.edges.service.ServiceClient.upload_code`
         would send, so that the upload finds them ready instead of waiting ~50 ms for them. Only for servers whose
         uploads may go compressed (decided here, in this thread, from the manifest and the ledgers). A branch the
         plan does not upload has cost a background deflate and nothing else; the threads are joined when the
@@ -521,7 +521,7 @@ class Session:
 def import_client() -> None:
     """Import what making a client imports (~80 ms): its module (and httpx), and httpcore, which httpx's transport
     imports only when it is made. Called ahead of a client that will most likely be made, beside a wait."""
-    importlib.import_module("gitops.edges.client")
+    importlib.import_module("gitops.edges.service")
     importlib.import_module("httpcore")
     importlib.import_module("httpcore._backends.sync")  # the early connection's backend (gitops.edges.early)
 

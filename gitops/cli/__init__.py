@@ -275,9 +275,9 @@ def habit_hint(args: list[str]) -> str | None:
 
 def _interrupted() -> str:
     """What a Ctrl-C cut: when a write was in flight, that it may have landed and that the next plan checks it."""
-    if "gitops.edges.client" not in sys.modules:
+    if "gitops.edges.service.inflight" not in sys.modules:
         return "interrupted."
-    from gitops.edges.client import writes_in_flight
+    from gitops.edges.service.inflight import writes_in_flight
 
     cut = writes_in_flight()
     if not cut:
@@ -289,7 +289,8 @@ def _interrupted() -> str:
 
 
 def _where(exc: BaseException) -> str:
-    """`` in gitops/edges/client.py line 548 (_rate_limited)``: the innermost frame of this package (bug reports)."""
+    """`` in gitops/edges/service/ratelimits.py line 144 (_rate_limited)``: the innermost frame of this package (bug
+    reports)."""
     package = Path(__file__).resolve().parent.parent
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         path = Path(frame.filename).resolve()

@@ -14,22 +14,21 @@ A server names exactly one way (the manifest checks it; see ``docs/credentials.m
 
 from __future__ import annotations
 
-import hashlib
+import base64
 import os
-import unicodedata
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from gitops.config.manifest import ServerConfig
 from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted
+from gitops.config.yamlload import Problems, read_yaml  # loaded already: every manifest load parses YAML first
+from gitops.core.tokens import LoginKind, account_fingerprint, value_problem
 from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
-
-if TYPE_CHECKING:
-    from gitops.config.yamlload import Problems
 
 __all__ = [
     "MAX_CREDENTIALS_BYTES",
@@ -50,10 +49,22 @@ class TokenAuth:
 
     token: Secret
     source: str
+    #: Which login this is (the client's :func:`gitops.edges.service.auth.login_for` builds its login from it).
+    kind: ClassVar[LoginKind] = "token"
 
     def fingerprint(self) -> str:
         """A non-reversible name of the token, used as the ledger key (never the token itself)."""
         return self.token.fingerprint()
+
+    @property
+    def persistent_token(self) -> Secret | None:
+        """The persistent token (``None`` for a login that has none)."""
+        return self.token
+
+    def secret_texts(self) -> tuple[tuple[str, bool], ...]:
+        """Each text that would reveal the credentials, with whether it is a Screeps token (whose first characters
+        the official server echoes, so that they are hidden too)."""
+        return ((self.token.reveal(), True),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +79,22 @@ class PasswordAuth:
     password: Secret
     url: str
     source: str
+    #: Which login this is (the client's :func:`gitops.edges.service.auth.login_for` builds its login from it).
+    kind: ClassVar[LoginKind] = "password"
 
     def fingerprint(self) -> str:
         """A hash of server URL and user name: one ledger per account, the same across password changes."""
-        raw = f"screeps-gitops\0{self.url.rstrip('/').lower()}\0{self.username}".encode()
-        return hashlib.sha256(raw).hexdigest()[:16]
+        return account_fingerprint(self.url, self.username)
+
+    @property
+    def persistent_token(self) -> Secret | None:
+        """``None``: a password login has no persistent token (its session token is the client's)."""
+        return None
+
+    def secret_texts(self) -> tuple[tuple[str, bool], ...]:
+        """Each text that would reveal the credentials: the password, and the HTTP Basic form of the login."""
+        basic = base64.b64encode(f"{self.username}:{self.password.reveal()}".encode()).decode("ascii")
+        return ((self.password.reveal(), False), (basic, False))
 
 
 Auth = TokenAuth | PasswordAuth
@@ -154,7 +176,7 @@ def _check(server_name: str, where: str, what: Literal["token", "user name", "pa
     or httpx refuses the header with an error that quotes it. A password travels in a JSON body, so any printable
     text will do (spaces and non-ASCII letters too), but a control character is a copy-and-paste accident.
     """
-    problem = _problem(value, header=what != "password")
+    problem = value_problem(value, header=what != "password")
     if problem is None:
         return
     if what == "token":
@@ -165,22 +187,6 @@ def _check(server_name: str, where: str, what: Literal["token", "user name", "pa
     else:
         hint = f"Set the {what} again without line endings or other control characters."
     raise AuthError(f"the {what} for server '{server_name}' in {where} {problem}; it is not used.", hint=hint)
-
-
-def _problem(value: str, *, header: bool) -> str | None:
-    for char in value:
-        if char in "\r\n":
-            return "contains a line break (carriage return or newline)"
-        category = unicodedata.category(char)
-        if category == "Cs":
-            return "contains bytes that are not valid UTF-8"
-        if category == "Cc":
-            return "contains a control character"
-        if header and char.isspace():
-            return "contains whitespace"
-        if header and not char.isascii():
-            return "contains a non-ASCII character (only letters, digits and ASCII punctuation can be sent)"
-    return None
 
 
 def _state(var: str, env: Mapping[str, str]) -> str:
@@ -240,8 +246,6 @@ def find_credentials_file(env: Mapping[str, str], *, cwd: Path) -> Path | None:
 def _exposed_to_git(path: Path) -> str | None:
     """The top of the Git work tree that holds ``path`` when Git does not ignore it (a ``git add -A`` would stage
     it), else ``None`` (ignored, outside any work tree, or no git to ask)."""
-    import subprocess
-
     folder = path.resolve().parent
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
@@ -264,28 +268,47 @@ def _invalid(header: str, problems: list[str], hint: str = _FILE_HINT) -> Creden
 
 
 def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, str], *, cwd: Path) -> Auth:
-    path = find_credentials_file(env, cwd=cwd)
-    if path is None:
-        places = ", ".join(str(p) for p in credentials_file_candidates(env, cwd=cwd))
-        raise AuthError(  # no file at all: "no credentials", as an unset variable
-            f"server '{server_name}' reads entry '{entry_name}' of the credentials file, but none was found "
-            f"(looked in: {places}).",
-            hint="Create .screeps.yaml with `servers: {"
-            + entry_name
-            + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
-        )
-    exposed = _exposed_to_git(path)
-    if exposed is not None:
-        raise CredentialsFileError(
-            f"the credentials file {path} is in the Git work tree {exposed} and Git does not ignore it: "
-            "'git add -A' would commit the token in it; it was not read.",
-            hint=f"Ignore it (echo {path.name} >> {Path(exposed) / '.gitignore'}), or move it out of the repository "
-            "(~/.config/screeps/config.yaml is read too).",
-        )
+    """The credentials of entry ``entry_name`` of the credentials file, for ``server_name`` at ``url``."""
+    path = _found_file(server_name, entry_name, env, cwd=cwd)
+    _refuse_exposed(path)
     file_header = f"the credentials file {path} is invalid"
-    # pyyaml is imported only by a run that reads a credentials file (a token in the environment needs none).
-    from gitops.config.yamlload import Problems, read_yaml
+    data, problems = _read_file(path, file_header)
+    entry = _entry(server_name, entry_name, path, data, problems, file_header)
+    at: Loc = ("servers", entry_name)
+    _check_entry_types(entry, at, problems, file_header)
+    return _entry_auth(server_name, url, entry_name, path, entry, problems)
 
+
+def _found_file(server_name: str, entry_name: str, env: Mapping[str, str], *, cwd: Path) -> Path:
+    """Finding the file: the first in the SS3 order; none at all is "no credentials", as an unset variable."""
+    path = find_credentials_file(env, cwd=cwd)
+    if path is not None:
+        return path
+    places = ", ".join(str(p) for p in credentials_file_candidates(env, cwd=cwd))
+    raise AuthError(
+        f"server '{server_name}' reads entry '{entry_name}' of the credentials file, but none was found "
+        f"(looked in: {places}).",
+        hint="Create .screeps.yaml with `servers: {"
+        + entry_name
+        + ": {host: ..., token: ...}}`, or set SCREEPS_CONFIG to its path.",
+    )
+
+
+def _refuse_exposed(path: Path) -> None:
+    """Refusing a file that a ``git add -A`` would commit, before it is read."""
+    exposed = _exposed_to_git(path)
+    if exposed is None:
+        return
+    raise CredentialsFileError(
+        f"the credentials file {path} is in the Git work tree {exposed} and Git does not ignore it: "
+        "'git add -A' would commit the token in it; it was not read.",
+        hint=f"Ignore it (echo {path.name} >> {Path(exposed) / '.gitignore'}), or move it out of the repository "
+        "(~/.config/screeps/config.yaml is read too).",
+    )
+
+
+def _read_file(path: Path, file_header: str) -> tuple[Any, Problems]:
+    """Reading the file: its data, and the problems found so far (each placed at its line)."""
     try:
         document = read_yaml(path, str(path), what="a credentials file", limit=MAX_CREDENTIALS_BYTES)
     except OSError as exc:
@@ -296,7 +319,13 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
         raise _invalid(file_header, exc.problems) from None
     problems = Problems(str(path), document.locations)
     problems.cover(document.problems)
-    data = document.data
+    return document.data, problems
+
+
+def _entry(
+    server_name: str, entry_name: str, path: Path, data: Any, problems: Problems, file_header: str
+) -> dict[Any, Any]:
+    """Finding the entry: the file's ``servers`` mapping must hold ``entry_name``, as a mapping."""
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         at_servers: Loc = ("servers",) if isinstance(data, dict) and "servers" in data else ()
@@ -313,10 +342,17 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
             hint=f"Add servers.{entry_name} to {path}, or fix 'credentials' of servers.{server_name} in the manifest.",
         )
     entry = servers[entry_name]
-    at: Loc = ("servers", entry_name)
     if not isinstance(entry, dict):
-        problems.add(at, "is not a mapping; write the entry as host: ..., token: ... (or username and password)")
+        problems.add(
+            ("servers", entry_name),
+            "is not a mapping; write the entry as host: ..., token: ... (or username and password)",
+        )
         raise _invalid(file_header, problems.texts())
+    return entry
+
+
+def _check_entry_types(entry: Mapping[str, Any], at: Loc, problems: Problems, file_header: str) -> None:
+    """Checking the entry's value types; a problem anywhere in the file: the entry's values are not trusted yet."""
     for key in _ENTRY_TEXT_KEYS:
         value = entry.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, str | int)):
@@ -324,8 +360,15 @@ def _from_file(server_name: str, url: str, entry_name: str, env: Mapping[str, st
     for key in ("secure", "ptr", "season"):
         if entry.get(key) is not None and not isinstance(entry[key], bool):
             problems.add((*at, key), "must be true or false")
-    if problems:  # a problem anywhere in the file: the entry's values are not trusted yet
+    if problems:
         raise _invalid(file_header, problems.texts())
+
+
+def _entry_auth(
+    server_name: str, url: str, entry_name: str, path: Path, entry: Mapping[str, Any], problems: Problems
+) -> Auth:
+    """Taking the entry's credentials: written for the manifest's address, with a token or a whole login."""
+    at: Loc = ("servers", entry_name)
     _check_address(server_name, url, entry, at, problems)
     token = entry.get("token")
     user, password = entry.get("username"), entry.get("password")
@@ -385,8 +428,6 @@ def entry_for(folder: Path, url: str) -> tuple[str, Path] | None:
     ``.example-screeps.yaml`` starters ship): the name of the first entry written for ``url`` (same host, and port,
     scheme and path where the entry states them), and the file it is in; ``None`` when there is none. Only names and
     addresses are read; a secret in the file is never looked at."""
-    from gitops.config.yamlload import Problems, read_yaml
-
     for name in (".screeps.yaml", ".example-screeps.yaml"):
         path = folder / name
         if not path.is_file() or path.is_symlink():

@@ -1,7 +1,7 @@
 """What the tool knows of a server, and the two views of it that planning and applying get.
 
 Planning gets a :class:`RemoteReader` (read-only); applying gets a :class:`RemoteWriter`. The HTTP client
-(``gitops.edges.client.ServiceClient``) implements both; these types are pure data.
+(``gitops.edges.service.ServiceClient``) implements both; these types are pure data.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The headers every request of the tool carries, how long its connections are kept and how an answer's content coding
 is undone, in a module of the standard library only.
 
-:class:`gitops.edges.client.ServiceClient` gives them to its HTTP client, and the branch list sent ahead on the early
+:class:`gitops.edges.service.ServiceClient` gives them to its HTTP client, and the branch list sent ahead on the early
 connection (:func:`gitops.edges.early.request_head`) writes the same before the HTTP client is even imported.
 """
 

@@ -22,7 +22,6 @@ not a failure of the step: the ``exit-code`` output carries the 2.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -656,15 +655,8 @@ def _drift(s: Any, report: Report, *, echo: Echo) -> None:
 
 def _mask_credentials(mask: _Masks, s: Any, server: str) -> None:
     """Mask the server's credentials (also those the step's own ``env:`` supplies) and the no-rate-limit link."""
-    from gitops.config.credentials import PasswordAuth, TokenAuth
-
-    auth = s.auth(server)
-    if isinstance(auth, TokenAuth):
-        mask.add(auth.token.reveal(), prefix=True)
-    elif isinstance(auth, PasswordAuth):
-        mask.add(auth.password.reveal())
-        basic = base64.b64encode(f"{auth.username}:{auth.password.reveal()}".encode()).decode("ascii")
-        mask.add(basic)
+    for text, token in s.auth(server).secret_texts():
+        mask.add(text, prefix=token)
     link = s.unlock_link(server)
     if link is not None:
         mask.add(link.reveal(), register=False)

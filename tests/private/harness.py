@@ -85,7 +85,7 @@ class Credentials:
 
 
 class ServerUser:
-    """One registered user, and the server's own API for assertions (independent of ``gitops.edges.client``)."""
+    """One registered user, and the server's own API for assertions (independent of ``gitops.edges.service``)."""
 
     def __init__(self, server: PrivateServer, credentials: Credentials) -> None:
         self.server = server

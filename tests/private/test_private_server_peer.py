@@ -1,6 +1,6 @@
 """What the real private server (screeps 4.3.0 + screepsmod-auth 2.7.2) answers: the facts our client relies on.
 
-These tests use only the harness and raw httpx, so they hold whatever state ``gitops.edges.client`` is in. Each fact is
+These tests use only the harness and raw httpx, so they hold whatever state ``gitops.edges.service`` is in. Each fact is
 written down in ``docs/private-server-facts.md``; when a test here fails, the server changed and so must the doc.
 """
 
@@ -646,7 +646,7 @@ def test_unknown_routes_are_html_404(private_server: PrivateServer, private_user
 # --- the stand-in answers as the private server does: the same request to both, compared ---
 #
 # Each test sends the same requests to the private server (a fresh user) and to the stand-in (alice, a fresh
-# database) and compares what clients read: ours (``gitops.edges.client``) and the ones the stand-in's fidelity
+# database) and compares what clients read: ours (``gitops.edges.service``) and the ones the stand-in's fidelity
 # facts came from (node-screeps-api and its CLI, python screepsapi). The stand-in's own tests of the same facts are
 # in ``tests/server/test_fidelity.py``; the differences that remain are listed in ``docs/serve.md``.
 

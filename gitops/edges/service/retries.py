@@ -1,9 +1,10 @@
 """The retries of a request whose first attempt failed transiently (tenacity), imported only then (issue 23).
 
-Most requests succeed at once; importing tenacity costs ~10 ms before a run's first request, so the client sends
-the first attempt itself and hands the rest to :func:`after_first`. Tenacity is told of that first attempt as its
-own first (it is raised again as tenacity's attempt 1), so the attempts, the backoff, the limits and the debug lines
-are exactly those of one tenacity loop around every attempt.
+Most requests succeed at once, and importing tenacity would delay a run's first request for nothing; so the client
+sends the first attempt itself and hands the rest to :func:`after_first` (the lazy import is the "tenacity"
+boundary of ``docs/architecture.md``). Tenacity is told of that first attempt as its own first (it is raised again
+as tenacity's attempt 1), so the attempts, the backoff, the limits and the debug lines are exactly those of one
+tenacity loop around every attempt.
 """
 
 from __future__ import annotations
