@@ -186,7 +186,7 @@ class LedgerData:
     applied: dict[str, AppliedEntry] = field(default_factory=dict)
     #: Per branch: the set of an upload about to be sent, until it is known to have landed (a lost answer).
     pending: dict[str, AppliedEntry] = field(default_factory=dict)
-    #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.client``), and when.
+    #: Whether the server reads compressed request bodies (learnt by the probe, ``gitops.edges.service``), and when.
     compression: Literal["accepted", "refused"] | None = None
     compression_at: float | None = None
     #: What the token may use, from the token query: ``None`` unknown, else full access or these endpoint keys.

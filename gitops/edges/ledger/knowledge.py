@@ -1,6 +1,6 @@
 """What the ledger knows of one server account, kept between runs: the client's observer.
 
-The HTTP client tells the ledger what it learns (the ledger is its observer, ``gitops.edges.client.Observer``):
+The HTTP client tells the ledger what it learns (the ledger is its observer, ``gitops.edges.service.Observer``):
 each request sent, the last ``X-RateLimit-*`` headers of each endpoint, and the end of an unlimited period; the
 last known state of each branch (module digests and sizes, never module text, with when and how it was learnt);
 the branch list with its active flags; and, kept apart, what this tool last applied to each branch (drift is
