@@ -18,7 +18,7 @@ from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
-from gitops.core.drift import Drift
+from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.health import VerifyOverrides
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
