@@ -15,9 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from wcmatch import glob as wcglob
+
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.local import glob_flags, module_name, never_module
+from gitops.core.globs import glob_flags
+from gitops.core.local import module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
 from gitops.core.protected import collisions, refusal
@@ -66,8 +69,6 @@ def module_bytes(module: Module) -> bytes:
 
 
 def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
-    from wcmatch import glob as wcglob
-
     patterns = list(patterns)
     if not patterns:
         return lambda _path: False
@@ -76,7 +77,7 @@ def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
 
 
 class _Reading:
-    """How the manifest reads a file under the root (as :func:`gitops.core.local.build_branch` does, without the
+    """How the manifest reads a file under the root (as :func:`gitops.core.branchbuild.build_branch` does, without the
     file's content): whether it is a module, and of which name and kind."""
 
     def __init__(self, config: BranchConfig) -> None:
