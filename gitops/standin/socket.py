@@ -43,15 +43,13 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from gitops.standin.accounts import Account, Token
+from gitops.standin.parts import StandInParts
 from gitops.standin.wire import Response
-
-if TYPE_CHECKING:
-    from gitops.standin.accounts import Account, Token
-    from gitops.standin.app import StandInApp
 
 log = logging.getLogger("gitops.standin")
 
@@ -211,7 +209,7 @@ class _Conn:
 class SocketHub:
     """The socket endpoint and the tick clock of one stand-in."""
 
-    def __init__(self, app: StandInApp) -> None:
+    def __init__(self, app: StandInParts) -> None:
         self.app = app
         self._lock = threading.Lock()
         self.tick_seconds = TICK_SECONDS
