@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from gitops.config.manifest import ActiveName
+from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.deploys import UnsettledDeploy
@@ -21,12 +21,9 @@ from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_bran
 from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.health import VerifyOverrides
+from gitops.core.local import LocalCode
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
-
-if TYPE_CHECKING:
-    from gitops.config.manifest import BranchConfig, LoadedManifest, VerifyConfig
-    from gitops.core.local import LocalCode
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
 
@@ -445,7 +442,8 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
     folded = {n.casefold(): n for n in existing}
     if name.casefold() in folded:
         return folded[name.casefold()]
-    import difflib  # only for a branch the server does not have: other plans do not pay for the import (~4 ms)
+    # Only a branch the server does not have needs difflib: other plans never import it (tests/test_startup_imports.py).
+    import difflib
 
     close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
     return close[0] if close else None

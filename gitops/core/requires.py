@@ -23,6 +23,7 @@ never run in game. Pure: no I/O.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -186,8 +187,6 @@ def nearest_module(module: str, names: Iterable[str]) -> str | None:
     """The module of ``names`` that ``module`` most likely means: one that differs only in the characters between
     its parts (``actions_build`` for ``actions/build``) or in case, else the closest by spelling; ``None`` when
     nothing is close."""
-    import difflib
-
     held = sorted(set(names))
     shape = _JOINERS.sub("/", module).casefold()
     same_shape = [n for n in held if _JOINERS.sub("/", n).casefold() == shape and n != module]
