@@ -416,32 +416,50 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     if built is not None:
         return built
 
+    return (
+        _flat_layout(snapshot, seen)
+        or _src_layout(snapshot, scripts, seen)
+        or _client_layout(snapshot, seen)
+        or _empty_layout(seen)
+    )
+
+
+def _flat_layout(snapshot: RepoSnapshot, seen: list[str]) -> Layout | None:
+    """``*.js`` at the top, the tools' own files aside: root ``.``."""
     top_js = sorted(
         name
         for name in snapshot.files
         if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not name.endswith(".config.js")
     )
-    if top_js:
-        shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
-        seen.append(f"{len(top_js)} .js file{'s' if len(top_js) != 1 else ''} at the top: {shown}")
-        return _with_requires(
-            Layout(kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)),
-            snapshot,
-            top_js,
-        )
+    if not top_js:
+        return None
+    shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
+    seen.append(f"{len(top_js)} .js file{'s' if len(top_js) != 1 else ''} at the top: {shown}")
+    return _with_requires(
+        Layout(kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)),
+        snapshot,
+        top_js,
+    )
 
+
+def _src_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """A ``src/`` folder of JavaScript (and its ``.wasm``): root ``src``."""
     src_js = _modules_under(snapshot, "src")
-    if "src" in snapshot.folders and src_js:
-        seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
-        has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
-        include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
-        npm_build = "npm run build" if "build" in scripts else None
-        return _with_requires(
-            Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
-            snapshot,
-            src_js,
-        )
+    if "src" not in snapshot.folders or not src_js:
+        return None
+    seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
+    has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
+    include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
+    npm_build = "npm run build" if "build" in scripts else None
+    return _with_requires(
+        Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
+        snapshot,
+        src_js,
+    )
 
+
+def _client_layout(snapshot: RepoSnapshot, seen: list[str]) -> Layout | None:
+    """The game client's own folder: one folder per branch, each holding a ``main.js``."""
     client = sorted(
         folder
         for folder in snapshot.folders
@@ -449,25 +467,27 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
         and not folder.startswith(".")
         and "main.js" in snapshot.inside.get(folder, frozenset())
     )
-    if client:
-        seen.append(
-            f"the game client's layout: a folder per branch holding main.js ({', '.join(f + '/' for f in client)})"
-        )
-        paths = sorted({p for f in client for p in snapshot.inside.get(f, frozenset()) if p.endswith(".js")})
-        return _with_requires(
-            Layout(
-                kind="client",
-                root=client[0],
-                separator=".",
-                include=("*.js",),
-                seen=tuple(seen),
-                branch_roots=tuple(client),
-            ),
-            snapshot,
-            paths,
-            prefixes=client,
-        )
+    if not client:
+        return None
+    seen.append(f"the game client's layout: a folder per branch holding main.js ({', '.join(f + '/' for f in client)})")
+    paths = sorted({p for f in client for p in snapshot.inside.get(f, frozenset()) if p.endswith(".js")})
+    return _with_requires(
+        Layout(
+            kind="client",
+            root=client[0],
+            separator=".",
+            include=("*.js",),
+            seen=tuple(seen),
+            branch_roots=tuple(client),
+        ),
+        snapshot,
+        paths,
+        prefixes=client,
+    )
 
+
+def _empty_layout(seen: list[str]) -> Layout:
+    """Nothing recognised: the ``src`` layout, for ``gitops pull`` (or the player) to fill."""
     seen.append("no code yet: the src/ layout, for 'gitops pull' or you to fill")
     return Layout(kind="empty", root="src", separator="/", include=("**/*.js",), seen=tuple(seen))
 
