@@ -29,7 +29,7 @@ def glob_flags() -> int:
 def matcher(patterns: list[str]) -> Callable[[str], bool]:
     """Whether a path matches one of ``patterns`` (and none of their exclusions), as ``wcglob.compile(patterns,
     flags=glob_flags()).match(path)`` says. The library's own regular expressions (``wcglob.translate``), matched here
-    directly: its matcher object adds ~5 µs of checks per call, a third of the local read of 2,000 files."""
+    directly: its matcher object adds checks to every call, and the local read calls it for every file."""
     if not patterns:
         return lambda _path: False
     include, exclude = wcglob.translate(patterns, flags=glob_flags())

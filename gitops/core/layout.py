@@ -1,43 +1,12 @@
 """Which layout a bot's repository has, from a listing of its top level: the pure half of ``gitops init``.
 
-:func:`detect_layout` reads a :class:`RepoSnapshot` (the names at the top of the repository, the names inside a few
-folders, the text of ``package.json``, the bundlers' configurations and some JavaScript) and returns a
-:class:`Layout`: the root, separator and globs a manifest needs, the build command when there is one, what was seen
-and what was assumed (both printed by ``gitops init`` and written into the manifest's comments). No I/O happens
-here; :mod:`gitops.app.adopting` takes the snapshot and writes the manifest.
-
-The rule is "what the player's own tooling would do". The layouts, in the order they are tried:
-
-* **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``). Today's
-  rustyscreeps starter builds with wasm-pack and rollup through an npm script into ``dist/`` (``main.js`` plus
-  the ``.wasm`` renamed to the crate's name, uploaded by its stem): root ``dist``, built by that script in its
-  dry-run mode. A repository with cargo-screeps' configuration (``screeps.toml``) and no npm build is built by
-  ``cargo screeps build`` into ``target``.
-* **build**: a bundler whose output is the code: a rollup, webpack or esbuild configuration (or an esbuild or
-  ``tsc`` command in a package script, with ``tsconfig.json``'s ``outDir``). The root is the folder the
-  configuration writes (``output.file``'s folder, ``output.dir``, webpack's ``output.path``, esbuild's
-  ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
-  uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
-  ``rollup -c`` means ``npm run compile``).
-* **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
-  copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
-  by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
-  uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
-* **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
-  ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
-  ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
-* **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
-* **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
-* **src**: a ``src/`` folder of JavaScript: root ``src``.
-* **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
-  ``sim/main.js``): one manifest branch per folder.
-* **empty**: nothing recognised: the ``src`` layout, for ``gitops pull`` (or you) to fill.
-
-For the layouts whose files are the modules (flat, src, client), the separator is the one the code's own
-``require`` calls use: each candidate (``/``, ``.``, ``_``, ``-``) is tried, and the one under which most literal
-requires name a module the branch holds wins (a player whose upload script flattens ``roles/harvester.js`` into
-``roles_harvester`` gets ``_``). Requires written inside a ``try`` block whose module is missing are optional
-extension points: they are listed for ``requires.ignore``.
+A first manifest should be right without the player reading about globs, so ``gitops init`` proposes what the
+player's own tooling already does: the folder its bundler writes, the separator its ``require`` calls use, one branch
+per folder of the game client's layout. Deciding is kept pure and apart from reading: :func:`detect_layout` takes a
+bounded :class:`RepoSnapshot` (names, ``package.json``, bundler configurations, some JavaScript) and returns a
+:class:`Layout` with what was seen and what was assumed, which ``gitops init`` prints and writes into the
+manifest's comments. :mod:`gitops.app.adopting` takes the snapshot and writes the manifest; the layouts and the order
+they are tried in are :func:`detect_layout`'s docstring.
 """
 
 from __future__ import annotations
@@ -388,7 +357,41 @@ def choose_separator(
 
 
 def detect_layout(snapshot: RepoSnapshot) -> Layout:
-    """The layout of the repository that ``snapshot`` shows (see the module's docstring for the rules)."""
+    """The layout of the repository that ``snapshot`` shows.
+
+    The rule is "what the player's own tooling would do". The layouts, in the order they are tried:
+
+    * **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``). Today's
+      rustyscreeps starter builds with wasm-pack and rollup through an npm script into ``dist/`` (``main.js`` plus
+      the ``.wasm`` renamed to the crate's name, uploaded by its stem): root ``dist``, built by that script in its
+      dry-run mode. A repository with cargo-screeps' configuration (``screeps.toml``) and no npm build is built by
+      ``cargo screeps build`` into ``target``.
+    * **build**: a bundler whose output is the code: a rollup, webpack or esbuild configuration (or an esbuild or
+      ``tsc`` command in a package script, with ``tsconfig.json``'s ``outDir``). The root is the folder the
+      configuration writes (``output.file``'s folder, ``output.dir``, webpack's ``output.path``, esbuild's
+      ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
+      uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
+      ``rollup -c`` means ``npm run compile``).
+    * **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
+      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
+      by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
+      uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+    * **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
+      ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
+      ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
+    * **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
+    * **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
+    * **src**: a ``src/`` folder of JavaScript: root ``src``.
+    * **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
+      ``sim/main.js``): one manifest branch per folder.
+    * **empty**: nothing recognised: the ``src`` layout, for ``gitops pull`` (or you) to fill.
+
+    For the layouts whose files are the modules (flat, src, client), the separator is the one the code's own
+    ``require`` calls use: each candidate (``/``, ``.``, ``_``, ``-``) is tried, and the one under which most literal
+    requires name a module the branch holds wins (a player whose upload script flattens ``roles/harvester.js`` into
+    ``roles_harvester`` gets ``_``). Requires written inside a ``try`` block whose module is missing are optional
+    extension points: they are listed for ``requires.ignore``.
+    """
     seen: list[str] = []
     package = _package(snapshot.contents.get("package.json"))
     scripts = _scripts(package)

@@ -33,8 +33,8 @@ Seen = Literal["download", "own-upload", "ledger", "unknown"]
 
 
 # The plan's models are frozen stdlib dataclasses, made without validation: ``build_plan`` fills them from typed
-# values, and a plan of 2,000 modules is made on every run, where pydantic's import and model building cost more
-# than the rest of planning. A saved plan file is untrusted input: ``gitops.edges.planfile`` validates it with
+# values, and a plan is made on every run, where pydantic's import and model building cost more than the rest of
+# planning. A saved plan file is untrusted input: ``gitops.edges.planfile`` validates it with
 # pydantic (a ``TypeAdapter`` of :class:`Plan`, imported only there), and ``__pydantic_config__`` makes it refuse
 # unknown fields at every level. Fields are keyword-only, in the order of the plan file's JSON.
 
