@@ -268,8 +268,8 @@ def fit_to_server(
     """``layout`` widened until a pull of ``code`` writes every module where the manifest reads it back as itself
     (source maps, binary modules with or without a suffix, names with ``/``). ``render(layout)`` makes the branch's
     :class:`~gitops.config.manifest.BranchConfig` from a layout; ``listing`` is what the root holds now."""
-    from gitops.core.layout import widen_for
     from gitops.core.pull import plan_branch_pull
+    from gitops.core.readback import widen_for
 
     for _ in range(4):
         config = render(layout)

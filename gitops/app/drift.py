@@ -16,7 +16,8 @@ import dataclasses
 from gitops.app.deploys import unsettled
 from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
-from gitops.core.drift import BranchDrift, Drift, DriftReport, RepositoryCode, compare, record_from_branch
+from gitops.core.drift import BranchDrift, DriftReport, RepositoryCode, compare, record_from_branch
+from gitops.core.driftfinding import Drift
 from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.errors import ScopeError, SourceError
 

@@ -28,7 +28,7 @@ from gitops.edges.codestore import folder_for, kept
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
-    from gitops.core.drift import Drift
+    from gitops.core.driftfinding import Drift
     from gitops.core.plan import Plan
 
 #: The HTTP client's module (with httpx: ~60 ms of imports).

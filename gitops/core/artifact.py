@@ -4,16 +4,8 @@ A build runs the repository's code (its build script, its dependencies, a pull r
 run where a deploy token is. ``gitops build --out FILE`` builds and reads the code as ``plan`` would and writes this
 file; ``gitops plan/apply --codeset FILE`` (and the Action's ``codeset`` input) take the code from it, in a job that
 runs no repository code at all. The file says what it was made from, and the reader checks it against the run that
-holds the credential:
-
-* ``manifest.sha256``: the SHA-256 of the manifest file's bytes. The deploying run reads the manifest from its own
-  checkout; a code set built from another manifest (another url, other branches) is refused, so nothing the build
-  wrote decides where a credential goes.
-* ``commit``: the commit the build job checked out; the deploying run's checkout must be the same commit.
-* per module its name, kind, size and SHA-256 beside the content (text, or base64 for a binary module): a file that
-  was cut or edited on the way is refused, not deployed.
-
-Pure: no I/O (:mod:`gitops.edges.codesetfile` reads and writes the bytes).
+holds the credential (:func:`artifact_from_data` lists the checks), so that nothing the build wrote decides where a
+credential goes. Pure: no I/O (:mod:`gitops.edges.codesetfile` reads and writes the bytes).
 """
 
 from __future__ import annotations
@@ -95,7 +87,15 @@ def _content_sha256(module: Module) -> str:
 
 
 def artifact_from_data(data: Any) -> CodeSetArtifact:
-    """The checked content of a parsed code set file; :class:`ArtifactProblem` naming what is wrong."""
+    """The checked content of a parsed code set file; :class:`ArtifactProblem` naming what is wrong.
+
+    * ``manifest.sha256``: the SHA-256 of the manifest file's bytes. The deploying run reads the manifest from its own
+      checkout; a code set built from another manifest (another url, other branches) is refused, so nothing the build
+      wrote decides where a credential goes.
+    * ``commit``: the commit the build job checked out; the deploying run's checkout must be the same commit.
+    * per module its name, kind, size and SHA-256 beside the content (text, or base64 for a binary module): a file that
+      was cut or edited on the way is refused, not deployed.
+    """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ArtifactProblem("is not a screeps-gitops code set (no 'format: screeps-gitops-codeset')")
     if data.get("format_version") != FORMAT_VERSION:

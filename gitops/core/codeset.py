@@ -56,7 +56,7 @@ class Module:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as one tuple, its digest and size kept (not found again): the local read's child process hands
-        # 2,000 modules back at half the cost of the dataclass's own state, field by field.
+        # its modules back more cheaply than as the dataclass's own state, field by field.
         return (_restored_module, (self.name, self.text, self.binary, self.digest, self.size))
 
     def wire(self) -> WireModule:
@@ -78,8 +78,8 @@ def _restored_module(name: str, text: str | None, binary: bytes | None, digest: 
     return module
 
 
-# A frozen Module's fields, set through its slots' own setters (its __setattr__ refuses); a fraction of the cost of
-# object.__setattr__ for the 2,000 modules a pickled set brings back.
+# A frozen Module's fields, set through its slots' own setters (its __setattr__ refuses): cheaper than
+# object.__setattr__ for every module a pickled set brings back.
 _new_module = object.__new__
 _set_name, _set_text, _set_binary, _set_digest, _set_size = (
     Module.__dict__[name].__set__ for name in ("name", "text", "binary", "digest", "size")
@@ -108,7 +108,7 @@ class _DigestMemo:
     """The digests of the contents this process has hashed, so that each content is hashed once.
 
     One run meets the same texts several times: read from the repository, in the server's answer, in the upload
-    and in the records made of it (4.5 MB is about 10 ms of SHA-256 each time). A text met again is usually the
+    and in the records made of it (hashing megabytes each time is not free). A text met again is usually the
     same string object, whose hash Python keeps, so finding it costs next to nothing; an equal text from
     elsewhere (the server's answer) costs one comparison. A text and bytes never compare equal, so both kinds
     share the table. The contents kept referenced are bounded (:attr:`LIMIT` characters or bytes, the oldest
@@ -331,7 +331,7 @@ def code_length(wire_modules: Mapping[str, Any]) -> int:
 
 def _utf16_length(encoded: bytes) -> int:
     """The UTF-16 length of JSON that :func:`request_body` wrote (orjson writes the same compact JSON as
-    ``json.dumps(ensure_ascii=False)``, as UTF-8, ~10x faster; a lone surrogate is written as its six-character
+    ``json.dumps(ensure_ascii=False)``, as UTF-8, much faster; a lone surrogate is written as its six-character
     escape, as ``JSON.stringify`` writes it since Node 12)."""
     if encoded.isascii():
         return len(encoded)
@@ -344,7 +344,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\ud
 
 
 def request_body(body: Any) -> bytes:
-    """A request's JSON body as the tool sends it: compact UTF-8 (orjson, a 4.5 MB upload in ~5 ms). A module holding
+    """A request's JSON body as the tool sends it: compact UTF-8 (orjson, for speed). A module holding
     a lone surrogate, which UTF-8 cannot carry, is written with the standard library and the surrogate as its
     ``\\uXXXX`` escape (as JavaScript's ``JSON.stringify`` writes it), so that the server reads it back the same."""
     try:

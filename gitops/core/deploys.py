@@ -1,22 +1,11 @@
 """Deployment state (issue 39), pure: each branch's verification state, the history of deploys, which code is kept
 for an undo, and the choice of the deploy a manual rollback restores. No I/O, no clock: times come in.
 
-The ledger (``edges/ledger/``) keeps these records; ``app/deploys.py`` writes them around a deploy and its watch
-and reads them for ``plan``, ``apply``, ``drift``, ``status``, ``history`` and ``rollback``.
-
-States of a branch's verification:
-
-* ``pending``: recorded before the watch begins, saved at once: a run killed during the watch (``kill -9``) leaves
-  it, and the next run reports it as unverified;
-* ``interrupted``: SIGINT or SIGTERM came during the watch; the step in flight was finished and the watch stopped;
-* ``healthy`` / ``unknown``: judged (unknown: no evidence either way, e.g. the server's own errors);
-* ``failing``: judged failing and left in place, or rolled back but the code after the undo was not judged healthy;
-* ``rolled-back``: judged failing, undone, and the code after the undo judged healthy;
-* ``rollback-failed``: judged failing and the undo failed: the failing code is still on the server.
-
-``pending``, ``interrupted``, ``failing`` and ``rollback-failed`` are *unsettled*: the deploy is unverified or
-failing, and ``plan``/``apply``/``drift`` say so with exit code 12 until a new deploy, ``apply --verify-again`` or
-``gitops rollback`` replaces the record.
+A deploy whose watch was cut short, or whose code failed, must not be forgotten by the next run: so the state is
+recorded before the watch begins and kept until a later deploy replaces it, and an unsettled one (:data:`UNSETTLED`,
+the states are :data:`VerifyState`'s) makes ``plan``/``apply``/``drift`` say so with exit code 12. The ledger
+(``edges/ledger/``) keeps these records; ``app/deploys.py`` writes them around a deploy and its watch and reads
+them for ``plan``, ``apply``, ``drift``, ``status``, ``history`` and ``rollback``.
 """
 
 from __future__ import annotations
@@ -25,7 +14,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
+# States of a branch's verification:
+#
+# * ``pending``: recorded before the watch begins, saved at once: a run killed during the watch (``kill -9``) leaves
+#   it, and the next run reports it as unverified;
+# * ``interrupted``: SIGINT or SIGTERM came during the watch; the step in flight was finished and the watch stopped;
+# * ``healthy`` / ``unknown``: judged (unknown: no evidence either way, e.g. the server's own errors);
+# * ``failing``: judged failing and left in place, or rolled back but the code after the undo was not judged healthy;
+# * ``rolled-back``: judged failing, undone, and the code after the undo judged healthy;
+# * ``rollback-failed``: judged failing and the undo failed: the failing code is still on the server.
 VerifyState = Literal["pending", "interrupted", "healthy", "unknown", "failing", "rolled-back", "rollback-failed"]
+#: The unsettled states: the deploy is unverified or failing, and ``plan``/``apply``/``drift`` say so with exit code
+#: 12 until a new deploy, ``apply --verify-again`` or ``gitops rollback`` replaces the record.
 UNSETTLED: frozenset[str] = frozenset({"pending", "interrupted", "failing", "rollback-failed"})
 DeployHow = Literal["apply", "rollback"]
 

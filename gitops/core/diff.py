@@ -181,7 +181,8 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
         return None, f"large module: sizes and hashes only; {first_difference(old.text, new.text)}"
     if _looks_minified(old.text) or _looks_minified(new.text):
         return None, f"minified module (very long lines): sizes and hashes only; {first_difference(old.text, new.text)}"
-    import difflib  # only for changed text modules: a run without changes does not pay for the import
+    # Only a changed text module needs difflib: a plan without changes never imports it (tests/test_startup_imports.py).
+    import difflib
 
     lines = list(
         difflib.unified_diff(

@@ -14,21 +14,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gitops.core.applied import AppliedHow, AppliedRecord
 from gitops.core.codeset import CodeSet, WireModule, module_from_wire, set_digest, text_facts
 from gitops.core.deploys import UnsettledDeploy
+from gitops.core.driftfinding import Drift
 from gitops.core.remote import ModuleFacts, RemoteBranch
 
-if TYPE_CHECKING:  # plan.py imports Drift from here
+if TYPE_CHECKING:  # for the annotations only: a ledger takes its records from here without the plan's modules
     from gitops.core.plan import BranchPlan, Plan
 
 #: The JSON document of ``gitops drift --json``; a later incompatible change raises it.
 DRIFT_FORMAT_VERSION = 1
-
-DriftStatus = Literal["drifted", "none", "no-record", "unknown"]
 
 
 def source_text(source: Mapping[str, str | bool | None]) -> str:
@@ -55,7 +54,7 @@ def record_from_wire(
 ) -> AppliedRecord:
     """The record of a module set as sent to the server (the payload of an upload): what
     ``record_from_branch(RemoteBranch.from_code(branch, CodeSet.from_wire(modules), at))`` gives, made without the
-    module objects (an upload's record is on the way to the upload: 2,000 modules took ~20 ms that way).
+    module objects (an upload's record is on the way to the upload, so it is made the cheap way).
 
     Raises ``ValueError`` for a value that is not a module (:func:`module_from_wire`)."""
     facts: dict[str, ModuleFacts] = {}
@@ -82,52 +81,6 @@ def record_from_branch(
         n: f if f.text is None else ModuleFacts(f.name, f.digest, f.size, f.is_binary) for n, f in seen.modules.items()
     }
     return AppliedRecord(seen.name, facts, seen.digest, seen.learnt_at, how, commit, source)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Drift:
-    """The drift finding of one branch.
-
-    ``status``: ``drifted`` (the server differs from the last applied record: ``added``/``changed``/``removed``
-    name the modules changed outside Git, relative to that record; ``missing`` when the branch is gone),
-    ``none`` (the server holds what was last applied, or a pending upload's set), ``no-record`` (this tool never
-    applied the branch: nothing to compare with, not drift) or ``unknown`` (the server's code was not learnt now:
-    planned from the ledger or from the tool's own upload).
-
-    A frozen dataclass made without validation; validated (unknown fields refused) when a plan file is read.
-    """
-
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
-
-    status: DriftStatus
-    added: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    missing: bool = False
-    applied_at: float | None = None
-    applied_how: AppliedHow | None = None
-    commit: str | None = None
-    #: The server holds the set of an upload whose outcome this tool did not learn (its answer was lost).
-    pending_landed: bool = False
-    #: What the server's code was compared with besides the last applied record: the repository's code, read from
-    #: this source (``worktree``, ``ref main``); ``None`` when the repository was not read.
-    repository: str | None = None
-    #: The server holds exactly the repository's code (another machine, or CI, deployed it): no drift.
-    equals_repository: bool = False
-
-    @property
-    def drifted(self) -> bool:
-        return self.status == "drifted"
-
-    def modules_text(self, limit: int | None = None) -> str:
-        """``~ main, + hack, - role/x``: the modules changed outside Git, or that the branch is gone; with ``limit``
-        at most that many names, then how many more (a job summary or an issue has a size limit)."""
-        if self.missing:
-            return "the branch was deleted"
-        parts = [f"~ {n}" for n in self.changed] + [f"+ {n}" for n in self.added] + [f"- {n}" for n in self.removed]
-        if limit is not None and len(parts) > limit:
-            return ", ".join(parts[:limit]) + f" and {len(parts) - limit} more"
-        return ", ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,43 +1,12 @@
 """Which layout a bot's repository has, from a listing of its top level: the pure half of ``gitops init``.
 
-:func:`detect_layout` reads a :class:`RepoSnapshot` (the names at the top of the repository, the names inside a few
-folders, the text of ``package.json``, the bundlers' configurations and some JavaScript) and returns a
-:class:`Layout`: the root, separator and globs a manifest needs, the build command when there is one, what was seen
-and what was assumed (both printed by ``gitops init`` and written into the manifest's comments). No I/O happens
-here; :mod:`gitops.app.adopting` takes the snapshot and writes the manifest.
-
-The rule is "what the player's own tooling would do". The layouts, in the order they are tried:
-
-* **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``). Today's
-  rustyscreeps starter builds with wasm-pack and rollup through an npm script into ``dist/`` (``main.js`` plus
-  the ``.wasm`` renamed to the crate's name, uploaded by its stem): root ``dist``, built by that script in its
-  dry-run mode. A repository with cargo-screeps' configuration (``screeps.toml``) and no npm build is built by
-  ``cargo screeps build`` into ``target``.
-* **build**: a bundler whose output is the code: a rollup, webpack or esbuild configuration (or an esbuild or
-  ``tsc`` command in a package script, with ``tsconfig.json``'s ``outDir``). The root is the folder the
-  configuration writes (``output.file``'s folder, ``output.dir``, webpack's ``output.path``, esbuild's
-  ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
-  uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
-  ``rollup -c`` means ``npm run compile``).
-* **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
-  copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
-  by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
-  uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
-* **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
-  ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
-  ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
-* **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
-* **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
-* **src**: a ``src/`` folder of JavaScript: root ``src``.
-* **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
-  ``sim/main.js``): one manifest branch per folder.
-* **empty**: nothing recognised: the ``src`` layout, for ``gitops pull`` (or you) to fill.
-
-For the layouts whose files are the modules (flat, src, client), the separator is the one the code's own
-``require`` calls use: each candidate (``/``, ``.``, ``_``, ``-``) is tried, and the one under which most literal
-requires name a module the branch holds wins (a player whose upload script flattens ``roles/harvester.js`` into
-``roles_harvester`` gets ``_``). Requires written inside a ``try`` block whose module is missing are optional
-extension points: they are listed for ``requires.ignore``.
+A first manifest should be right without the player reading about globs, so ``gitops init`` proposes what the
+player's own tooling already does: the folder its bundler writes, the separator its ``require`` calls use, one branch
+per folder of the game client's layout. Deciding is kept pure and apart from reading: :func:`detect_layout` takes a
+bounded :class:`RepoSnapshot` (names, ``package.json``, bundler configurations, some JavaScript) and returns a
+:class:`Layout` with what was seen and what was assumed, which ``gitops init`` prints and writes into the
+manifest's comments. :mod:`gitops.app.adopting` takes the snapshot and writes the manifest; the layouts and the order
+they are tried in are :func:`detect_layout`'s docstring.
 """
 
 from __future__ import annotations
@@ -388,7 +357,41 @@ def choose_separator(
 
 
 def detect_layout(snapshot: RepoSnapshot) -> Layout:
-    """The layout of the repository that ``snapshot`` shows (see the module's docstring for the rules)."""
+    """The layout of the repository that ``snapshot`` shows.
+
+    The rule is "what the player's own tooling would do". The layouts, in the order they are tried:
+
+    * **wasm**: a ``Cargo.toml`` or a ``*.wasm`` file (at the top or in ``dist``/``target``/``pkg``). Today's
+      rustyscreeps starter builds with wasm-pack and rollup through an npm script into ``dist/`` (``main.js`` plus
+      the ``.wasm`` renamed to the crate's name, uploaded by its stem): root ``dist``, built by that script in its
+      dry-run mode. A repository with cargo-screeps' configuration (``screeps.toml``) and no npm build is built by
+      ``cargo screeps build`` into ``target``.
+    * **build**: a bundler whose output is the code: a rollup, webpack or esbuild configuration (or an esbuild or
+      ``tsc`` command in a package script, with ``tsconfig.json``'s ``outDir``). The root is the folder the
+      configuration writes (``output.file``'s folder, ``output.dir``, webpack's ``output.path``, esbuild's
+      ``--outfile``/``--outdir``), and the build is the package script that runs that bundler without watching or
+      uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
+      ``rollup -c`` means ``npm run compile``).
+    * **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
+      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
+      by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
+      uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+    * **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
+      ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
+      ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
+    * **build**, the fallbacks: ``tsc`` with ``tsconfig.json``'s ``outDir``; a ``build`` script beside a ``dist/``.
+    * **flat**: ``*.js`` at the top (the tutorial's ``role.harvester.js``): root ``.``, the tools' own files left out.
+    * **src**: a ``src/`` folder of JavaScript: root ``src``.
+    * **client**: the game client's own folder, one folder per branch each holding a ``main.js`` (``default/main.js``,
+      ``sim/main.js``): one manifest branch per folder.
+    * **empty**: nothing recognised: the ``src`` layout, for ``gitops pull`` (or you) to fill.
+
+    For the layouts whose files are the modules (flat, src, client), the separator is the one the code's own
+    ``require`` calls use: each candidate (``/``, ``.``, ``_``, ``-``) is tried, and the one under which most literal
+    requires name a module the branch holds wins (a player whose upload script flattens ``roles/harvester.js`` into
+    ``roles_harvester`` gets ``_``). Requires written inside a ``try`` block whose module is missing are optional
+    extension points: they are listed for ``requires.ignore``.
+    """
     seen: list[str] = []
     package = _package(snapshot.contents.get("package.json"))
     scripts = _scripts(package)
@@ -416,32 +419,50 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     if built is not None:
         return built
 
+    return (
+        _flat_layout(snapshot, seen)
+        or _src_layout(snapshot, scripts, seen)
+        or _client_layout(snapshot, seen)
+        or _empty_layout(seen)
+    )
+
+
+def _flat_layout(snapshot: RepoSnapshot, seen: list[str]) -> Layout | None:
+    """``*.js`` at the top, the tools' own files aside: root ``.``."""
     top_js = sorted(
         name
         for name in snapshot.files
         if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not name.endswith(".config.js")
     )
-    if top_js:
-        shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
-        seen.append(f"{len(top_js)} .js file{'s' if len(top_js) != 1 else ''} at the top: {shown}")
-        return _with_requires(
-            Layout(kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)),
-            snapshot,
-            top_js,
-        )
+    if not top_js:
+        return None
+    shown = ", ".join(top_js[:3]) + (", ..." if len(top_js) > 3 else "")
+    seen.append(f"{len(top_js)} .js file{'s' if len(top_js) != 1 else ''} at the top: {shown}")
+    return _with_requires(
+        Layout(kind="flat", root=".", separator=".", include=("**/*.js",), exclude=FLAT_EXCLUDES, seen=tuple(seen)),
+        snapshot,
+        top_js,
+    )
 
+
+def _src_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
+    """A ``src/`` folder of JavaScript (and its ``.wasm``): root ``src``."""
     src_js = _modules_under(snapshot, "src")
-    if "src" in snapshot.folders and src_js:
-        seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
-        has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
-        include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
-        npm_build = "npm run build" if "build" in scripts else None
-        return _with_requires(
-            Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
-            snapshot,
-            src_js,
-        )
+    if "src" not in snapshot.folders or not src_js:
+        return None
+    seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
+    has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
+    include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
+    npm_build = "npm run build" if "build" in scripts else None
+    return _with_requires(
+        Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
+        snapshot,
+        src_js,
+    )
 
+
+def _client_layout(snapshot: RepoSnapshot, seen: list[str]) -> Layout | None:
+    """The game client's own folder: one folder per branch, each holding a ``main.js``."""
     client = sorted(
         folder
         for folder in snapshot.folders
@@ -449,25 +470,27 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
         and not folder.startswith(".")
         and "main.js" in snapshot.inside.get(folder, frozenset())
     )
-    if client:
-        seen.append(
-            f"the game client's layout: a folder per branch holding main.js ({', '.join(f + '/' for f in client)})"
-        )
-        paths = sorted({p for f in client for p in snapshot.inside.get(f, frozenset()) if p.endswith(".js")})
-        return _with_requires(
-            Layout(
-                kind="client",
-                root=client[0],
-                separator=".",
-                include=("*.js",),
-                seen=tuple(seen),
-                branch_roots=tuple(client),
-            ),
-            snapshot,
-            paths,
-            prefixes=client,
-        )
+    if not client:
+        return None
+    seen.append(f"the game client's layout: a folder per branch holding main.js ({', '.join(f + '/' for f in client)})")
+    paths = sorted({p for f in client for p in snapshot.inside.get(f, frozenset()) if p.endswith(".js")})
+    return _with_requires(
+        Layout(
+            kind="client",
+            root=client[0],
+            separator=".",
+            include=("*.js",),
+            seen=tuple(seen),
+            branch_roots=tuple(client),
+        ),
+        snapshot,
+        paths,
+        prefixes=client,
+    )
 
+
+def _empty_layout(seen: list[str]) -> Layout:
+    """Nothing recognised: the ``src`` layout, for ``gitops pull`` (or the player) to fill."""
     seen.append("no code yet: the src/ layout, for 'gitops pull' or you to fill")
     return Layout(kind="empty", root="src", separator="/", include=("**/*.js",), seen=tuple(seen))
 
@@ -821,52 +844,4 @@ def _compiled_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
         build=build,
         seen=tuple(seen),
         assumed=tuple(assumed),
-    )
-
-
-def _glob_for(path: str) -> str:
-    """A glob that matches the file ``path`` exactly (its special characters escaped)."""
-    from wcmatch import glob
-
-    return str(glob.escape(path))
-
-
-def widen_for(layout: Layout, modules: list[tuple[str, bool, str | None]]) -> Layout:
-    """``layout`` with what it needs to read back ``modules`` (name, binary, text) that a pull would not write yet:
-    ``/`` as separator for names holding one; ``**/*.js.map`` for source maps (``raw`` when the server's maps are
-    plain JSON, not the ``module.exports = <map>;`` wrapper); for binary modules their suffix's glob
-    (``**/*.bin``), or the exact file for one without a suffix (``addTwo``), in both ``include`` and ``binary``.
-    Each change is said in ``seen``."""
-    from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, unwrap_source_map
-
-    include = list(layout.include)
-    binary = list(layout.binary)
-    seen = list(layout.seen)
-    separator = layout.separator
-    source_maps = layout.source_maps
-    if separator != "/" and any("/" in name for name, _, _ in modules):
-        separator = "/"
-        seen.append("the server's module names hold '/': the separator is '/'")
-    for name, is_binary, text in modules:
-        if is_binary:
-            stem, dot, suffix = name.rpartition(".")
-            glob = f"**/*.{suffix}" if dot and stem and "/" not in suffix else _glob_for(name)
-            for globs in (include, binary):
-                if glob not in globs:
-                    globs.append(glob)
-            seen.append(f"binary module {name!r} on the server: {glob} is included as binary")
-        elif name.endswith(SOURCE_MAP_SUFFIX):
-            if "**/*.js.map" not in include:
-                include.append("**/*.js.map")
-                seen.append(f"source map {name!r} on the server: **/*.js.map is included")
-            if text is not None and unwrap_source_map(text) is None and source_maps is None:
-                source_maps = "raw"
-                seen.append(f"{name!r} is a plain map on the server, not wrapped: source_maps is raw")
-    return replace(
-        layout,
-        include=tuple(include),
-        binary=tuple(binary),
-        separator=separator,
-        source_maps=source_maps,
-        seen=tuple(dict.fromkeys(seen)),
     )

@@ -2,19 +2,8 @@
 
 The game evaluates every text module as the body of a CommonJS function and hands a binary module's bytes to
 ``require`` as a buffer. So a text module must be JavaScript, or it throws a ``SyntaxError`` in game every tick:
-
-* **JavaScript**: ``.js``, ``.cjs`` and ``.mjs`` files, and files ending with a suffix the branch lists in
-  ``naming.strip_suffixes`` (that list says which suffixes name modules). Only the name is looked at: ES module
-  syntax (``import``/``export``) in any of them still fails in game; bundle it to CommonJS first.
-* **source map**: a ``.js.map`` file. With ``source_maps: wrap`` (the default) it becomes module ``NAME.js.map``
-  holding ``module.exports = <the map's JSON>;``, rollup-plugin-screeps' convention (it writes ``main.js.map.js``
-  with that content, no newline at the end, and uploads it as module ``main.js.map``), which the screeps
-  source-map helpers read with ``require('main.js.map')``. A ``.js.map`` file that already holds the wrapper is
-  sent as it is. ``raw`` uploads the file as it is (the game cannot evaluate it), ``omit`` leaves it out.
-* **binary**: any file the branch's ``binary`` globs pick (``**/*.wasm`` by default).
-
-Any other text file (a ``.json``, ``.ts``, ``.md``) is refused by name: uploaded, it would fail in game.
-Pure: no I/O.
+any other text file (a ``.json``, ``.ts``, ``.md``) is refused by its name before it is uploaded. The kinds are
+:func:`kind_of`'s docstring. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -32,7 +21,19 @@ Kind = Literal["javascript", "source map", "binary", "other"]
 
 def kind_of(path: str, *, binary: bool, module_suffixes: tuple[str, ...] = ()) -> Kind:
     """The kind of module the file at ``path`` makes; ``binary`` says whether the branch's binary globs pick it,
-    ``module_suffixes`` are the branch's ``naming.strip_suffixes`` (also JavaScript)."""
+    ``module_suffixes`` are the branch's ``naming.strip_suffixes`` (also JavaScript).
+
+    * **JavaScript**: ``.js``, ``.cjs`` and ``.mjs`` files, and files ending with a suffix the branch lists in
+      ``naming.strip_suffixes`` (that list says which suffixes name modules). Only the name is looked at: ES module
+      syntax (``import``/``export``) in any of them still fails in game; bundle it to CommonJS first.
+    * **source map**: a ``.js.map`` file. With ``source_maps: wrap`` (the default) it becomes module ``NAME.js.map``
+      holding ``module.exports = <the map's JSON>;``, rollup-plugin-screeps' convention (it writes ``main.js.map.js``
+      with that content, no newline at the end, and uploads it as module ``main.js.map``), which the screeps source-map
+      helpers read with ``require('main.js.map')``. A ``.js.map`` file that already holds the wrapper is sent as it is.
+      ``raw`` uploads the file as it is (the game cannot evaluate it), ``omit`` leaves it out.
+    * **binary**: any file the branch's ``binary`` globs pick (``**/*.wasm`` by default).
+    * **other**: any other file, refused.
+    """
     if binary:
         return "binary"
     if path.endswith(SOURCE_MAP_SUFFIX):

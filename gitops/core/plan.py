@@ -11,22 +11,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from gitops.config.manifest import ActiveName
+from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import MAX_DIFF_LINES, BranchDiff, ModuleChange, diff_branch, text_diff
-from gitops.core.drift import Drift
+from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, CLONE, MAX_BODY_BYTES, MAX_BRANCHES, MAX_CODE_LENGTH, UPLOAD
 from gitops.core.health import VerifyOverrides
+from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.remote import Basis, ModuleFacts, RemoteBranch, RemoteView
 from gitops.errors import ServiceError, SourceError
-
-if TYPE_CHECKING:
-    from gitops.config.manifest import BranchConfig, LoadedManifest, VerifyConfig
-    from gitops.core.local import LocalCode
 
 PLAN_FORMAT_VERSION: Literal[1] = 1
 
@@ -36,8 +33,8 @@ Seen = Literal["download", "own-upload", "ledger", "unknown"]
 
 
 # The plan's models are frozen stdlib dataclasses, made without validation: ``build_plan`` fills them from typed
-# values, and a plan of 2,000 modules is made on every run, where pydantic's import and model building cost more
-# than the rest of planning. A saved plan file is untrusted input: ``gitops.edges.planfile`` validates it with
+# values, and a plan is made on every run, where pydantic's import and model building cost more than the rest of
+# planning. A saved plan file is untrusted input: ``gitops.edges.planfile`` validates it with
 # pydantic (a ``TypeAdapter`` of :class:`Plan`, imported only there), and ``__pydantic_config__`` makes it refuse
 # unknown fields at every level. Fields are keyword-only, in the order of the plan file's JSON.
 
@@ -284,66 +281,22 @@ def build_plan(
     ``extra_needs`` (per server, per endpoint) are requests apply sends besides the branches' steps, counted in the
     budget too (the compression probe, say)."""
     configs = {(b.server, b.branch): b for b in loaded.manifest.branches}
+    overrides = verify or VerifyOverrides()
     branches: list[BranchPlan] = []
     payloads: list[Payload] = []
     rollbacks: list[Payload] = []
     warnings = list(local.warnings)
     for entry in local.branches:
-        config = configs[(entry.server, entry.branch)]
         view = remote.get(entry.server) or RemoteView(entry.server, None, {})
-        enabled = config.verify is not None and (verify or VerifyOverrides()).enabled
-        pair = _blue_green(config, view) if enabled else None
-        if pair is not None and pair[1] is not None:
-            running = dataclasses.replace(config, branch=pair[1])
-            if not _plan_branch(running, entry.code, view, view.branches.get(pair[1]))[0].steps:
-                pair = None  # the active one of the pair holds the code already: nothing to deploy
-                config = running
-        if pair is not None:
-            config = dataclasses.replace(config, branch=pair[0])
-        seen_branch = view.branches.get(config.branch)
-        branch_plan, payload = _plan_branch(config, entry.code, view, seen_branch)
-        if config.verify is not None and enabled and branch_plan.steps:
-            step, previous = _verify_step(config.verify, verify or VerifyOverrides(), branch_plan, seen_branch)
-            if pair is not None:
-                step = _standby_step(step, config, entry.branch, pair[1])
-            branch_plan = dataclasses.replace(branch_plan, verify=step)
-            if previous is not None:
-                rollbacks.append(Payload(server=config.server, branch=config.branch, modules=previous))
-            if step.note:
-                warnings.append(f"{branch_plan.label}: on_failure: rollback cannot be done: {step.note}")
-        branches.append(branch_plan)
-        if payload is not None:
-            payloads.append(payload)
-        if branch_plan.remote.how == "unknown":
-            warnings.append(
-                f"{branch_plan.label}: nothing is known of this branch on the server (no download, empty ledger); "
-                "the plan assumes it does not exist"
-            )
-        if branch_plan.action == "create" and view.branch_list is not None:
-            similar = similar_branch(entry.branch, [b.name for b in view.branch_list])
-            if similar is not None:
-                warnings.append(
-                    f"{branch_plan.label}: no branch of that name on the server, so it is created; the server has "
-                    f"'{similar}': if that is the one meant, fix branch: in the manifest"
-                )
+        planned = _plan_entry(entry, configs[(entry.server, entry.branch)], view, overrides)
+        branches.append(planned.plan)
+        if planned.payload is not None:
+            payloads.append(planned.payload)
+        if planned.rollback is not None:
+            rollbacks.append(planned.rollback)
+        warnings += planned.warnings
     _check_branch_count(branches, remote)
-    budget: list[EndpointBudget] = []
-    not_limited: list[str] = []
-    for server in sorted({b.server for b in branches}):
-        facts = budgets.get(server) or BudgetFacts({})
-        if not facts.limited:
-            not_limited.append(server)
-            continue
-        needs = requests_needed([b for b in branches if b.server == server])
-        for endpoint, count in (extra_needs or {}).get(server, {}).items():
-            needs[endpoint] = needs.get(endpoint, 0) + count
-        reserve = dict(facts.reserve or {})
-        mine = [b for b in branches if b.server == server]
-        held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
-        rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
-        budget.extend(
-            dataclasses.replace(row, for_rollback=held[row.endpoint]) if held.get(row.endpoint) else row for row in rows
-        )
+    budget, not_limited = _plan_budget(branches, budgets, extra_needs or {}, now)
     return Plan(
         created_at=float(now),
         manifest_path=str(loaded.path),
@@ -362,6 +315,102 @@ def build_plan(
         payloads=payloads,
         rollbacks=rollbacks,
     )
+
+
+@dataclass(frozen=True)
+class _PlannedBranch:
+    """One branch of the manifest, planned: its plan, its upload, the code a rollback would restore, and warnings."""
+
+    plan: BranchPlan
+    payload: Payload | None
+    rollback: Payload | None
+    warnings: list[str]
+
+
+def _plan_entry(
+    entry: LocalBranch, config: BranchConfig, view: RemoteView, overrides: VerifyOverrides
+) -> _PlannedBranch:
+    """Plan one branch of the manifest: which branch receives the code (the idle one of a blue/green pair), its
+    steps, and its verification and rollback when it is verified."""
+    enabled = config.verify is not None and overrides.enabled
+    config, pair = _deploy_target(config, entry.code, view) if enabled else (config, None)
+    seen_branch = view.branches.get(config.branch)
+    branch_plan, payload = _plan_branch(config, entry.code, view, seen_branch)
+    rollback: Payload | None = None
+    warnings: list[str] = []
+    if config.verify is not None and enabled and branch_plan.steps:
+        step, previous = _verify_step(config.verify, overrides, branch_plan, seen_branch)
+        if pair is not None:
+            step = _standby_step(step, config, entry.branch, pair[1])
+        branch_plan = dataclasses.replace(branch_plan, verify=step)
+        if previous is not None:
+            rollback = Payload(server=config.server, branch=config.branch, modules=previous)
+        if step.note:
+            warnings.append(f"{branch_plan.label}: on_failure: rollback cannot be done: {step.note}")
+    warnings += _branch_warnings(branch_plan, entry.branch, view)
+    return _PlannedBranch(branch_plan, payload, rollback, warnings)
+
+
+def _deploy_target(
+    config: BranchConfig, code: CodeSet, view: RemoteView
+) -> tuple[BranchConfig, tuple[str, str | None] | None]:
+    """The branch a verified deploy goes to, and its blue/green pair (:func:`_blue_green`) when it deploys to the
+    idle one. When the active one of the pair holds the code already, nothing is deployed: the plan is the active
+    branch's, without a pair."""
+    pair = _blue_green(config, view)
+    if pair is None:
+        return config, None
+    if pair[1] is not None:
+        running = dataclasses.replace(config, branch=pair[1])
+        if not _plan_branch(running, code, view, view.branches.get(pair[1]))[0].steps:
+            return running, None
+    return dataclasses.replace(config, branch=pair[0]), pair
+
+
+def _branch_warnings(branch_plan: BranchPlan, name: str, view: RemoteView) -> list[str]:
+    """What the plan says of a branch it knows nothing of, or creates while the server has one of a close name."""
+    warnings: list[str] = []
+    if branch_plan.remote.how == "unknown":
+        warnings.append(
+            f"{branch_plan.label}: nothing is known of this branch on the server (no download, empty ledger); "
+            "the plan assumes it does not exist"
+        )
+    if branch_plan.action == "create" and view.branch_list is not None:
+        similar = similar_branch(name, [b.name for b in view.branch_list])
+        if similar is not None:
+            warnings.append(
+                f"{branch_plan.label}: no branch of that name on the server, so it is created; the server has "
+                f"'{similar}': if that is the one meant, fix branch: in the manifest"
+            )
+    return warnings
+
+
+def _plan_budget(
+    branches: list[BranchPlan],
+    budgets: Mapping[str, BudgetFacts],
+    extra_needs: Mapping[str, Mapping[str, int]],
+    now: float,
+) -> tuple[list[EndpointBudget], list[str]]:
+    """The budget rows of every rate-limited server (what the steps and ``extra_needs`` spend, with what a rollback
+    holds back), and the servers that are not rate limited."""
+    budget: list[EndpointBudget] = []
+    not_limited: list[str] = []
+    for server in sorted({b.server for b in branches}):
+        facts = budgets.get(server) or BudgetFacts({})
+        if not facts.limited:
+            not_limited.append(server)
+            continue
+        needs = requests_needed([b for b in branches if b.server == server])
+        for endpoint, count in extra_needs.get(server, {}).items():
+            needs[endpoint] = needs.get(endpoint, 0) + count
+        reserve = dict(facts.reserve or {})
+        mine = [b for b in branches if b.server == server]
+        held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
+        rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
+        budget.extend(
+            dataclasses.replace(row, for_rollback=held[row.endpoint]) if held.get(row.endpoint) else row for row in rows
+        )
+    return budget, not_limited
 
 
 def _verify_step(
@@ -445,7 +494,8 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
     folded = {n.casefold(): n for n in existing}
     if name.casefold() in folded:
         return folded[name.casefold()]
-    import difflib  # only for a branch the server does not have: other plans do not pay for the import (~4 ms)
+    # Only a branch the server does not have needs difflib: other plans never import it (tests/test_startup_imports.py).
+    import difflib
 
     close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
     return close[0] if close else None
@@ -454,7 +504,49 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
 def _plan_branch(
     config: BranchConfig, code: CodeSet, view: RemoteView, seen: RemoteBranch | None
 ) -> tuple[BranchPlan, Payload | None]:
+    """One branch's plan: its diff against what the server is known to hold, its steps, and its upload."""
     exists = seen.exists if seen is not None else None
+    code, diff, ignored = _branch_diff(config, code, seen)
+    # A new branch is created holding its modules (clone-branch with defaultModules): no upload follows, and no
+    # empty branch is left behind if the budget runs out between two requests.
+    upload_needed = bool(exists) and diff.has_changes
+    writes = not exists or upload_needed
+    info = view.info(config.branch)
+    activate: list[ActiveName] = [
+        which for which in config.activate if not exists or info is None or not info.is_active(which)
+    ]
+    steps, action = _steps(exists=bool(exists), upload_needed=upload_needed, activate=activate)
+    upload_modules, missing_kept = _upload_set(code, diff, seen)
+    # Without modules kept from the server the upload is exactly `code`, whose lengths the read computed already.
+    whole = not diff.kept
+    length = code.server_length() if whole else code_length(upload_modules)
+    if writes:
+        _check_upload_size(config, code, upload_modules, whole, length=length, kept=len(diff.kept))
+    plan = BranchPlan(
+        server=config.server,
+        branch=config.branch,
+        action=action,
+        remote=_remote_seen(seen),
+        modules=[*diff.added, *diff.changed, *diff.removed, *diff.kept],
+        unchanged=diff.unchanged,
+        activate=activate,
+        module_count=len(upload_modules) + len(missing_kept),
+        upload_length=length,
+        upload_digest=_upload_digest(code, upload_modules, diff, missing_kept),
+        steps=steps,
+        ignored=ignored,
+    )
+    payload = None
+    if writes:
+        payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
+    return plan, payload
+
+
+def _branch_diff(
+    config: BranchConfig, code: CodeSet, seen: RemoteBranch | None
+) -> tuple[CodeSet, BranchDiff, list[str]]:
+    """The code as the server would store it, its diff against the server's modules (when known), and the modules
+    left out of the upload because only ignored lines differ."""
     server_has_main = seen is not None and seen.modules is not None and "main" in seen.modules
     if not (config.remote_only == "keep" and server_has_main):
         # With remote_only: keep, the server's own main is kept instead (never replaced by an empty one).
@@ -464,14 +556,11 @@ def _plan_branch(
     else:
         diff = diff_branch(code, None, remote_only=config.remote_only)
     diff, ignored = settle_ignored(diff)
-    # A new branch is created holding its modules (clone-branch with defaultModules): no upload follows, and no
-    # empty branch is left behind if the budget runs out between two requests.
-    upload_needed = bool(exists) and diff.has_changes
-    writes = not exists or upload_needed
-    info = view.info(config.branch)
-    activate: list[ActiveName] = [
-        which for which in config.activate if not exists or info is None or not info.is_active(which)
-    ]
+    return code, diff, ignored
+
+
+def _steps(*, exists: bool, upload_needed: bool, activate: list[ActiveName]) -> tuple[list[Step], Action]:
+    """The branch's requests in order (create, upload, activations) and the action they add up to."""
     steps: list[Step] = []
     if not exists:
         steps.append(Step(kind="clone-branch", request=CLONE))
@@ -487,51 +576,44 @@ def _plan_branch(
         action = "activate"
     else:
         action = "none"
-    upload_modules, missing_kept = _upload_set(code, diff, seen)
-    # Without modules kept from the server the upload is exactly `code`, whose lengths the read computed already.
-    whole = not diff.kept
-    length = code.server_length() if whole else code_length(upload_modules)
-    if writes and length > MAX_CODE_LENGTH:
-        # The sources check the repository's part; modules kept from the server can push the upload over.
+    return steps, action
+
+
+def _check_upload_size(
+    config: BranchConfig, code: CodeSet, upload_modules: dict[str, WireModule], whole: bool, *, length: int, kept: int
+) -> None:
+    """Refuse an upload over the server's 5 MB (as it counts) or its request body limit. The sources check the
+    repository's part; modules kept from the server can push the upload over."""
+    if length > MAX_CODE_LENGTH:
         raise SourceError(
             f"{config.server}/{config.branch}: the upload would be {length:,} characters as the server counts "
-            f"them, over its limit of {MAX_CODE_LENGTH:,} (5 MB), with {len(diff.kept)} module(s) kept from the "
+            f"them, over its limit of {MAX_CODE_LENGTH:,} (5 MB), with {kept} module(s) kept from the "
             "server (remote_only: keep)",
             hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
         )
-    if writes and (body := _body_length(config.branch, code, upload_modules, whole)) > MAX_BODY_BYTES:
+    if (body := _body_length(config.branch, code, upload_modules, whole)) > MAX_BODY_BYTES:
         raise SourceError(
             f"{config.server}/{config.branch}: the upload would be {body:,} bytes of JSON (UTF-8), over the server's "
             f"request body limit of {MAX_BODY_BYTES:,} (8 MiB), though under 5 MB as the server counts characters",
             hint="Remove modules from the branch, or use remote_only: remove so that server-only modules go.",
         )
-    entries = [*diff.added, *diff.changed, *diff.removed, *diff.kept]
-    plan = BranchPlan(
-        server=config.server,
-        branch=config.branch,
-        action=action,
-        remote=RemoteSeen(
-            how=seen.how if seen is not None else "unknown",
-            learnt_at=_seconds(seen.learnt_at) if seen is not None else None,
-            exists=exists,
-            digest=seen.digest if seen is not None else None,
-            verified=seen.verified if seen is not None else False,
-            basis=seen.current_basis if seen is not None else "unknown",
-            checked_at=_seconds(seen.checked_at) if seen is not None else None,
-        ),
-        modules=entries,
-        unchanged=diff.unchanged,
-        activate=activate,
-        module_count=len(upload_modules) + len(missing_kept),
-        upload_length=length,
-        upload_digest=_upload_digest(code, upload_modules, diff, missing_kept),
-        steps=steps,
-        ignored=ignored,
+
+
+def _remote_seen(seen: RemoteBranch | None) -> RemoteSeen:
+    """How the plan knows the server's branch, as the plan states it."""
+    if seen is None:
+        return RemoteSeen(
+            how="unknown", learnt_at=None, exists=None, digest=None, verified=False, basis="unknown", checked_at=None
+        )
+    return RemoteSeen(
+        how=seen.how,
+        learnt_at=_seconds(seen.learnt_at),
+        exists=seen.exists,
+        digest=seen.digest,
+        verified=seen.verified,
+        basis=seen.current_basis,
+        checked_at=_seconds(seen.checked_at),
     )
-    payload = None
-    if writes:
-        payload = Payload(server=config.server, branch=config.branch, modules=upload_modules, missing_kept=missing_kept)
-    return plan, payload
 
 
 def settle_ignored(diff: BranchDiff) -> tuple[BranchDiff, list[str]]:

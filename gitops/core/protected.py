@@ -3,21 +3,9 @@
 A pull turns names chosen by whoever controls the server's code (a leaked token, a shared account) into files of the
 repository. A file there can run: the manifest's ``build:``, ``package.json``'s scripts, a bundler's config, a
 workflow under ``.github``, an ``.envrc``, an editor's task file; a ``.gitignore`` can hide the rest. So pull
-writes a module only to a path that is none of these, judged as the file systems players use would open it:
-
-* every part of the path is checked as Git's own ``verify_path`` checks it (``read-cache.c``, ``path.c``): after
-  dropping the code points that HFS+ ignores (U+200C and friends) and the trailing dots and spaces that Windows
-  drops, a part may not start with ``.`` (no dot-file or dot-folder at all, which covers ``.git``, ``.github``,
-  ``.gitignore``, ``.envrc``, ``.vscode`` and the credentials file ``.screeps.yaml``), may not be NTFS's short name
-  of such a folder (``GIT~1``), a Windows device name (``CON``, ``NUL``, ``COM1``, ...) or hold a character Windows
-  refuses (``<>:"|?*``);
-* the file's name may not be one of the files that configure or run a build, case-insensitively
-  (:data:`PROTECTED_NAMES`, any ``*.config.*``, the manifest itself), nor one that a build tool, task runner or
-  test runner finds and runs *by its name* whatever its suffix (:data:`RUN_BY_NAME`: ``gulpfile.babel.js``,
-  ``Gruntfile.ts``, ``build.js``, ``Dangerfile``; and any ``*.conf.*``, the test runners' spelling:
-  ``karma.conf.js``, ``protractor.conf.js``, ``wdio.conf.ts``), nor, for a binary module, carry a suffix of a
-  configuration or script file (:data:`PROTECTED_SUFFIXES`);
-* the path may not be deeper than :data:`MAX_DEPTH` folders or longer than :data:`MAX_PATH_BYTES`.
+writes a module only to a path that is none of these, judged as the file systems players use would open it
+(:func:`refusal` lists the rules), and never two paths that one file system would take for one file
+(:func:`collisions`).
 """
 
 from __future__ import annotations
@@ -148,6 +136,20 @@ def refusal(path: str, *, binary: bool, manifest_names: frozenset[str] = frozens
     """Why a pull must not write ``path`` (``/`` separators, relative to the repository or the branch's root), or
     ``None``. ``manifest_names`` are further file names (case-insensitive) to protect, e.g. the manifest's own.
     The text completes "it would be written to PATH, but ...".
+
+    * every part of the path is checked as Git's own ``verify_path`` checks it (``read-cache.c``, ``path.c``): after
+      dropping the code points that HFS+ ignores (U+200C and friends) and the trailing dots and spaces that Windows
+      drops, a part may not start with ``.`` (no dot-file or dot-folder at all, which covers ``.git``, ``.github``,
+      ``.gitignore``, ``.envrc``, ``.vscode`` and the credentials file ``.screeps.yaml``), may not be NTFS's short name
+      of such a folder (``GIT~1``), a Windows device name (``CON``, ``NUL``, ``COM1``, ...) or hold a character Windows
+      refuses (``<>:"|?*``);
+    * the file's name may not be one of the files that configure or run a build, case-insensitively
+      (:data:`PROTECTED_NAMES`, any ``*.config.*``, the manifest itself), nor one that a build tool, task runner or test
+      runner finds and runs *by its name* whatever its suffix (:data:`RUN_BY_NAME`: ``gulpfile.babel.js``,
+      ``Gruntfile.ts``, ``build.js``, ``Dangerfile``; and any ``*.conf.*``, the test runners' spelling:
+      ``karma.conf.js``, ``protractor.conf.js``, ``wdio.conf.ts``), nor, for a binary module, carry a suffix of a
+      configuration or script file (:data:`PROTECTED_SUFFIXES`);
+    * the path may not be deeper than :data:`MAX_DEPTH` folders or longer than :data:`MAX_PATH_BYTES`.
     """
     parts = path.split("/")
     if len(parts) - 1 > MAX_DEPTH:

@@ -11,13 +11,16 @@ and local files the server does not have (the next apply uploads them). Hostile 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from wcmatch import glob as wcglob
+
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.local import glob_flags, module_name, never_module
+from gitops.core.globs import glob_flags
+from gitops.core.local import module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
 from gitops.core.protected import collisions, refusal
@@ -66,8 +69,6 @@ def module_bytes(module: Module) -> bytes:
 
 
 def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
-    from wcmatch import glob as wcglob
-
     patterns = list(patterns)
     if not patterns:
         return lambda _path: False
@@ -76,7 +77,7 @@ def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
 
 
 class _Reading:
-    """How the manifest reads a file under the root (as :func:`gitops.core.local.build_branch` does, without the
+    """How the manifest reads a file under the root (as :func:`gitops.core.branchbuild.build_branch` does, without the
     file's content): whether it is a module, and of which name and kind."""
 
     def __init__(self, config: BranchConfig) -> None:
@@ -173,11 +174,29 @@ def plan_branch_pull(
     (and then nothing at all is written). ``manifest_names`` are the manifest's own file names, protected too.
     """
     listed = sorted(paths)
-    listed_set = set(listed)
     reading = _Reading(config)
     existing = existing_modules(config, listed)
     result = BranchPull(config.server, config.branch, config.root)
+    chosen = _choose_files(code, config, reading, existing, manifest_names, result)
     targets: dict[str, list[str]] = {}
+    for name, (path, _) in chosen.items():
+        targets.setdefault(path, []).append(name)
+    _refuse_collisions(targets, listed, result)
+    _plan_writes(code, chosen, targets, set(listed), reading, current, result)
+    _closing_notes(config, code, existing, result)
+    return result
+
+
+def _choose_files(
+    code: CodeSet,
+    config: BranchConfig,
+    reading: _Reading,
+    existing: Mapping[str, str],
+    manifest_names: frozenset[str],
+    result: BranchPull,
+) -> dict[str, tuple[str, bytes]]:
+    """Phase 1: module name -> the file it goes to and its bytes, in the code's order; a module with no path the
+    naming rule can give, no UTF-8 form, or a refused path gets a note or a refusal in ``result`` instead."""
     chosen: dict[str, tuple[str, bytes]] = {}
     for module in code:
         try:
@@ -207,7 +226,12 @@ def plan_branch_pull(
             result.refused.append(f"module {module.name!r} would be written to {path}, but {why_refused}")
             continue
         chosen[module.name] = (path, data)
-        targets.setdefault(path, []).append(module.name)
+    return chosen
+
+
+def _refuse_collisions(targets: Mapping[str, list[str]], listed: list[str], result: BranchPull) -> None:
+    """Phase 2: refuse two paths (chosen, or already there) that one case-insensitive or normalising file system
+    would take for one file."""
     for first, second in collisions(targets, [p for p in listed if p not in targets]):
         names = [n for p in (first, second) for n in targets.get(p, [])]
         result.refused.append(
@@ -216,6 +240,18 @@ def plan_branch_pull(
             "overwrite each other"
         )
 
+
+def _plan_writes(
+    code: CodeSet,
+    chosen: Mapping[str, tuple[str, bytes]],
+    targets: Mapping[str, list[str]],
+    listed_set: set[str],
+    reading: _Reading,
+    current: Callable[[str], bytes | None],
+    result: BranchPull,
+) -> None:
+    """Phase 3: the write of each chosen module, unless modules share its path, a file or folder is in the way, or
+    the manifest would not read the file back as that module (then a note says why)."""
     planned = set(targets)
     for module in code:
         if module.name not in chosen:
@@ -247,6 +283,10 @@ def plan_branch_pull(
         before = current(path)
         action: Action = "create" if before is None else "same" if before == data else "update"
         result.writes.append(FileWrite(path, module.name, data, action))
+
+
+def _closing_notes(config: BranchConfig, code: CodeSet, existing: Mapping[str, str], result: BranchPull) -> None:
+    """Phase 4: what the pull means for a branch with a build, and the modules of the repository the server lacks."""
     if config.build is not None and result.changes:
         result.notes.append(
             f"the branch has a build, so {config.root}/ holds its output: the pulled files are the server's bundle, "
@@ -255,4 +295,3 @@ def plan_branch_pull(
     for name, path in sorted(existing.items()):
         if name not in code:
             result.notes.append(f"{path} (module {name!r}) is not on the server; the next apply uploads it")
-    return result

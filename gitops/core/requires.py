@@ -1,28 +1,17 @@
 """The require check: every literal ``require('name')`` in a branch's JavaScript must name a module it holds.
 
-How the game resolves a name (``@screeps/engine``, ``src/game/game.js``, ``requireFn``): it removes one leading
-``./`` and looks the rest up among the branch's module names, as they are; nothing is resolved relative to the
-requiring module's folder (``require('./util')`` in ``role/harvester`` loads module ``util``, not
-``role/util``) and ``../`` is not resolved at all. ``lodash`` is always there (the require cache starts with it).
-
-What the scan sees: calls ``require(<one string literal>)`` (``'...'``, ``"..."``, or a template literal without
-``${}``), outside comments, strings and regular expression literals, and not a property (``x.require(...)``).
-A call written inside the braces of a ``try`` block is *guarded*: the code catches what the game throws for a missing
-module (``try { require('config_local') } catch (e) {}``, an optional extension point), so a missing guarded module
-is a warning, not a refusal. A function declared inside a ``try`` block and called elsewhere counts as guarded too:
-the scan reads text, not control flow. A call inside any other braces (a function's body, an ``if`` block, an
-object) is *nested*: it runs only when that code runs, which may be never (a path not taken, a feature switched
-off), so a missing nested module is a warning too, with its file and line. Only a call outside every brace, which
-runs when the module is loaded, refuses the branch: there the game surely throws.
-Its limits, on purpose: ``require(name)`` with a variable or an expression is not checked (list optional names in
-``requires.ignore``, or set ``requires.check: false``); a regular expression literal is told from a division by the
-token before it, as most tokenizers guess; a template literal is skipped whole, ``${}`` included.
-Node's built-in modules (``fs``, ``node:path``) are not reported: bundles reference them in guarded branches that
-never run in game. Pure: no I/O.
+A require of a missing module throws in game every tick, and nothing in the upload would say so; checking before the
+upload turns that into a refusal with the file and line. The check follows how the game resolves a name
+(``@screeps/engine``, ``src/game/game.js``, ``requireFn``): it removes one leading ``./`` and looks the rest up among
+the branch's module names, as they are; nothing is resolved relative to the requiring module's folder
+(``require('./util')`` in ``role/harvester`` loads module ``util``) and ``../`` is not resolved at all. ``lodash``
+is always there (the require cache starts with it). Only a call that surely runs when the module loads refuses the
+branch; the others are warnings (:func:`scan_requires` says which, and what the scan cannot see). Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -82,7 +71,23 @@ def _literal(token: str) -> str | None:
 
 
 def scan_requires(text: str) -> list[RequireCall]:
-    """The literal ``require(...)`` calls in JavaScript ``text``, in order (see the module's limits)."""
+    """The literal ``require(...)`` calls in JavaScript ``text``, in order.
+
+    What the scan sees: calls ``require(<one string literal>)`` (``'...'``, ``"..."``, or a template literal without
+    ``${}``), outside comments, strings and regular expression literals, and not a property (``x.require(...)``). A call
+    written inside the braces of a ``try`` block is *guarded*: the code catches what the game throws for a missing
+    module (``try { require('config_local') } catch (e) {}``, an optional extension point), so a missing guarded module
+    is a warning, not a refusal. A function declared inside a ``try`` block and called elsewhere counts as guarded too:
+    the scan reads text, not control flow. A call inside any other braces (a function's body, an ``if`` block, an
+    object) is *nested*: it runs only when that code runs, which may be never (a path not taken, a feature switched
+    off), so a missing nested module is a warning too, with its file and line. Only a call outside every brace, which
+    runs when the module is loaded, refuses the branch: there the game surely throws.
+
+    Its limits, on purpose: ``require(name)`` with a variable or an expression is not checked (list optional names in
+    ``requires.ignore``, or set ``requires.check: false``); a regular expression literal is told from a division by the
+    token before it, as most tokenizers guess; a template literal is skipped whole, ``${}`` included. Node's built-in
+    modules (``fs``, ``node:path``) are not reported: bundles reference them in guarded branches that never run in game.
+    """
     if "require" not in text:
         return []  # bundled output: nothing to scan
     calls: list[RequireCall] = []
@@ -186,8 +191,6 @@ def nearest_module(module: str, names: Iterable[str]) -> str | None:
     """The module of ``names`` that ``module`` most likely means: one that differs only in the characters between
     its parts (``actions_build`` for ``actions/build``) or in case, else the closest by spelling; ``None`` when
     nothing is close."""
-    import difflib
-
     held = sorted(set(names))
     shape = _JOINERS.sub("/", module).casefold()
     same_shape = [n for n in held if _JOINERS.sub("/", n).casefold() == shape and n != module]

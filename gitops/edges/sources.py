@@ -1,7 +1,8 @@
 """The local code: what each branch of the manifest holds in this repository.
 
-The pure core, :func:`gitops.core.local.build_branch`, turns a branch's configuration, a listing of the files under
-its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed it:
+The pure core, :func:`gitops.core.branchbuild.build_branch`, turns a branch's configuration, a listing of the files
+under its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed
+it:
 
 * the working tree: the files on disk under the manifest's folder, except what Git ignores (unless the root itself
   is ignored: a build output folder such as ``dist/`` is read whole; :mod:`gitops.edges.ignored`), ``.git`` and
@@ -42,16 +43,13 @@ from gitops.errors import SourceError
 if TYPE_CHECKING:
     import git
 
+from gitops.core.branchbuild import BranchBuild, UnreadableFile, build_branch, build_inputs
+from gitops.core.globs import glob_flags
 from gitops.core.local import (
     NEVER_MODULE_FOLDERS,
-    BranchBuild,
     LocalBranch,
     LocalCode,
     SourceInfo,
-    UnreadableFile,
-    build_branch,
-    build_inputs,
-    glob_flags,
     in_git_folder,
     module_name,
     printable,

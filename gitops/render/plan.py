@@ -16,7 +16,7 @@ from typing import Any
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import ModuleChange
-from gitops.core.drift import Drift
+from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.inert import inert

@@ -1,22 +1,9 @@
 """The stand-in's accounts file: users, their passwords and their tokens, in YAML.
 
-The whole schema is here::
-
-    users:
-      - username: alice              # required, unique (case-insensitive)
-        email: alice@example.com     # optional; HTTP Basic accepts it or the username
-        password: s3cret             # optional; without it the user has no HTTP Basic login
-        tokens:                      # optional
-          - value: 0123456789abcdef0123456789abcdef   # required, unique, 8+ printable characters
-            full: true                                # full access: every endpoint and segment
-          - value: fedcba9876543210fedcba9876543210
-            endpoints: ["GET /api/user/code", "POST /api/user/code"]
-            websockets: ["console"]                   # stored and reported; there is no websocket server
-            memory_segments: [0, 1]                   # 0..99
-
-A token without ``full: true`` is restricted: it reaches the endpoints it lists, and the memory-segment endpoints
-for the segments it lists. Every problem in the file is reported at once, each as ``file:line: key: problem``; the
-file is read as the manifest is (``gitops.config.yamlload``: at most 1 MB, no anchors, no odd tags).
+The stand-in must answer logins and token scopes as the real server does, and its file is written by hand for a
+test or a demo, so it is checked like the manifest: every problem in the file is reported at once, each as
+``file:line: key: problem``, and the file is read as the manifest is (``gitops.config.yamlload``: at most 1 MB, no
+anchors, no odd tags). The whole schema is :func:`load_accounts`'s docstring.
 """
 
 from __future__ import annotations
@@ -143,7 +130,25 @@ class Accounts:
 
 def load_accounts(source: Path | Mapping[str, Any]) -> Accounts:
     """Read and check an accounts file (or an already parsed mapping); :class:`AccountsError` lists every problem,
-    each as ``file:line: key: problem`` (``key: problem`` for a mapping)."""
+    each as ``file:line: key: problem`` (``key: problem`` for a mapping).
+
+    The whole schema::
+
+        users:
+          - username: alice              # required, unique (case-insensitive)
+            email: alice@example.com     # optional; HTTP Basic accepts it or the username
+            password: s3cret             # optional; without it the user has no HTTP Basic login
+            tokens:                      # optional
+              - value: 0123456789abcdef0123456789abcdef   # required, unique, 8+ printable characters
+                full: true                                # full access: every endpoint and segment
+              - value: fedcba9876543210fedcba9876543210
+                endpoints: ["GET /api/user/code", "POST /api/user/code"]
+                websockets: ["console"]                   # stored and reported; there is no websocket server
+                memory_segments: [0, 1]                   # 0..99
+
+    A token without ``full: true`` is restricted: it reaches the endpoints it lists, and the memory-segment
+    endpoints for the segments it lists.
+    """
     if isinstance(source, Path):
         where = f"the accounts file {source}"
         try:

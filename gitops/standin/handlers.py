@@ -13,18 +13,16 @@ import random
 import re
 from collections.abc import Callable
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitops import __version__
 from gitops.core.codeset import code_length, dropped_name_reason, module_from_wire, request_body
 from gitops.core.endpoints import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.standin.accounts import Account, fingerprint
 from gitops.standin.endpoints import SEGMENT_COUNT
+from gitops.standin.parts import StandInParts
 from gitops.standin.store import ActiveName, dump_json, dump_modules, new_id
 from gitops.standin.wire import HTML_TYPE, Reject, Request, Response, dump, ok
-
-if TYPE_CHECKING:
-    from gitops.standin.app import StandInApp
 
 Handler = Callable[[Request], Response]
 
@@ -146,7 +144,7 @@ def check_modules(raw: Any, field: str) -> dict[str, Any]:
 class Handlers:
     """The endpoint handlers of one stand-in app."""
 
-    def __init__(self, app: StandInApp) -> None:
+    def __init__(self, app: StandInParts) -> None:
         self.app = app
         self.store = app.store
         self.page = resources.files("gitops.standin").joinpath("page.html").read_bytes()

@@ -1,4 +1,10 @@
-"""Serving the stand-in with uvicorn: on a socket bound here (so port 0 works), in the foreground or a thread."""
+"""Serving the stand-in with uvicorn: on a socket bound here (so port 0 works), in the foreground or a thread.
+
+``gitops serve`` runs it in the foreground for a player; the test suites run it in a thread on an ephemeral loopback
+port. The socket is bound here rather than by uvicorn so that the caller knows the port before the server starts
+(port 0 picks a free one) and nothing races for it. Only this module knows uvicorn: the app
+(:mod:`gitops.standin.app`) stays plain ASGI.
+"""
 
 from __future__ import annotations
 

@@ -1,33 +1,13 @@
 """The stand-in's game socket: the websocket the game's client reads the console and the CPU from.
 
-What it follows (``@screeps/backend``'s ``lib/game/socket/server.js`` and ``user.js``): a SockJS service under
-``/socket/``. ``/socket/websocket`` is SockJS's raw websocket (one message per frame, no framing); the SockJS form
-``/socket/<3 digits>/<8 chars>/websocket`` wraps every server message in ``a["..."]`` after an ``o`` frame and reads
-client messages as JSON arrays of strings. On connect the server says ``time <ms>`` and ``protocol <n>``. Client
-commands: ``auth TOKEN`` (``auth ok NEWTOKEN`` or ``auth failed``), ``subscribe CHANNEL``, ``unsubscribe CHANNEL``,
-``gzip on|off`` (messages then sent as ``gz:`` + base64 of deflated data when that is shorter). A subscription to
-another user's channel is silently ignored, as there. A subscription before ``auth`` is ignored too, **on purpose**:
-the real server streams ``user:<id>/console`` and ``/cpu`` to a socket that never authenticated, so anyone who knows
-a player's id reads their console; the stand-in does not teach clients to rely on that (docs/serve.md,
-"Differences"). A SockJS frame that is not JSON closes the socket with 3000 "Broken framing.", as sockjs-node does.
-SockJS's HTTP side is answered as far as a browser's sockjs-client needs it (:func:`sockjs_http`: ``/socket/info``
-and the greeting); its polling transports are not served.
-
-The stand-in runs no code, so ticks come from a clock of its own (:class:`SocketHub`, one tick every
-``tick_seconds``, paused at 0) and what "the code" prints comes from rules that tests set through the control routes
-(:class:`ConsoleRule`): while the active world branch of a user matches a rule (its name, a marker in its code),
-each tick logs the rule's lines and, when it has one, sends the rule's error as the separate ``{"error": ...}``
-message of a tick in which the player's code failed. Without a rule the code "runs fine": one console message per
-tick with empty arrays, and one ``{"cpu": N, "memory": BYTES}`` message per tick on ``user:<id>/cpu``.
-
-Scope: a token with ``full`` access may subscribe to everything of its user; a restricted token needs at least one
-websocket event in its scope to authenticate at all (otherwise ``auth failed``), and the event (``console``,
-``cpu``) in its scope to receive a channel's messages.
-
-Bounds: at most :data:`MAX_SOCKETS` sockets at once (more are refused before the handshake), messages from clients
-of at most :data:`MAX_CLIENT_MESSAGE` bytes (uvicorn closes the socket on larger ones, 1009), ``auth`` within
-:data:`AUTH_TIMEOUT` seconds, :data:`MAX_SUBSCRIPTIONS` channels per socket, and a queue of
-:data:`MAX_QUEUED` messages per socket (a client that does not read loses the oldest ticks, never the server's memory).
+``gitops apply`` with ``verify:`` and ``gitops console`` watch the console over this socket, so the stand-in speaks
+what ``@screeps/backend`` speaks (``lib/game/socket/server.js``, ``user.js``: a SockJS service under ``/socket/``)
+closely enough for the tool's client and a browser's sockjs-client; :class:`SocketHub` lists the protocol. Where the
+real server is unsafe the stand-in is stricter on purpose (a subscription before ``auth`` is ignored, since the real
+server streams a player's console to anyone who knows their id; docs/serve.md, "Differences"), so that clients do
+not learn to rely on it. The stand-in runs no code: ticks come from a clock of its own, and what "the code" prints
+from rules that tests set through the control routes (:class:`ConsoleRule`). Every resource a client can make it
+hold is bounded (the ``MAX_*`` constants), so that a test or a stray client cannot exhaust it.
 """
 
 from __future__ import annotations
@@ -43,15 +23,13 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from gitops.standin.accounts import Account, Token
+from gitops.standin.parts import StandInParts
 from gitops.standin.wire import Response
-
-if TYPE_CHECKING:
-    from gitops.standin.accounts import Account, Token
-    from gitops.standin.app import StandInApp
 
 log = logging.getLogger("gitops.standin")
 
@@ -209,9 +187,35 @@ class _Conn:
 
 
 class SocketHub:
-    """The socket endpoint and the tick clock of one stand-in."""
+    """The socket endpoint and the tick clock of one stand-in.
 
-    def __init__(self, app: StandInApp) -> None:
+    ``/socket/websocket`` is SockJS's raw websocket (one message per frame, no framing); the SockJS form
+    ``/socket/<3 digits>/<8 chars>/websocket`` wraps every server message in ``a["..."]`` after an ``o`` frame and
+    reads client messages as JSON arrays of strings. On connect the server says ``time <ms>`` and ``protocol <n>``.
+    Client commands: ``auth TOKEN`` (``auth ok NEWTOKEN`` or ``auth failed``), ``subscribe CHANNEL``, ``unsubscribe
+    CHANNEL``, ``gzip on|off`` (messages then sent as ``gz:`` + base64 of deflated data when that is shorter). A
+    subscription to another user's channel is silently ignored, as there, and so is one before ``auth``. A SockJS
+    frame that is not JSON closes the socket with 3000 "Broken framing.", as sockjs-node does. SockJS's HTTP side is
+    :func:`sockjs_http`.
+
+    Ticks: one every ``tick_seconds`` (paused at 0). While the active world branch of a user matches a
+    :class:`ConsoleRule`, each tick logs the rule's lines and, when it has one, sends the rule's error as the separate
+    ``{"error": ...}`` message of a tick in which the player's code failed. Without a rule the code "runs fine": one
+    console message per tick with empty arrays, and one ``{"cpu": N, "memory": BYTES}`` message per tick on
+    ``user:<id>/cpu``.
+
+    Scope: a token with ``full`` access may subscribe to everything of its user; a restricted token needs at least
+    one websocket event in its scope to authenticate at all (otherwise ``auth failed``), and the event (``console``,
+    ``cpu``) in its scope to receive a channel's messages.
+
+    Bounds: at most :data:`MAX_SOCKETS` sockets at once (more are refused before the handshake), messages from
+    clients of at most :data:`MAX_CLIENT_MESSAGE` bytes (uvicorn closes the socket on larger ones, 1009), ``auth``
+    within :data:`AUTH_TIMEOUT` seconds, :data:`MAX_SUBSCRIPTIONS` channels per socket, and a queue of
+    :data:`MAX_QUEUED` messages per socket (a client that does not read loses the oldest ticks, never the server's
+    memory).
+    """
+
+    def __init__(self, app: StandInParts) -> None:
         self.app = app
         self._lock = threading.Lock()
         self.tick_seconds = TICK_SECONDS

@@ -1,4 +1,10 @@
-"""Requests, responses and the error envelope of the stand-in, independent of the ASGI plumbing."""
+"""Requests, responses and the error envelope of the stand-in, independent of the ASGI plumbing.
+
+The handlers answer as the real server does (``{"ok": 1, ...}``, and HTTP 200 with ``{"error": "..."}`` for a
+logical error), and they are easier to read and test as functions from a :class:`Request` to a :class:`Response`
+than as ASGI callables. So the request is parsed once here (its JSON read as JavaScript's ``JSON.parse`` would,
+refusing ``NaN``), and a handler refuses a request by raising :class:`Reject`, which the app turns into the envelope.
+"""
 
 from __future__ import annotations
 

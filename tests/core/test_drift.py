@@ -10,7 +10,6 @@ from gitops.core.applied import AppliedRecord
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.drift import (
     BranchDrift,
-    Drift,
     DriftReport,
     compare,
     equal_to_repository,
@@ -20,6 +19,7 @@ from gitops.core.drift import (
     source_text,
     with_drift,
 )
+from gitops.core.driftfinding import Drift
 from gitops.core.remote import RemoteBranch
 from gitops.render.plan import drift_document, drift_text, render_json, render_markdown, render_text
 from tests.core.factories import NOW, local, manifest, on_server, plan, view

@@ -1,4 +1,4 @@
-"""The manifest's globs are matched with wcmatch's own regular expressions (``gitops.core.local._matcher``, issue 23):
+"""The manifest's globs are matched with wcmatch's own regular expressions (``gitops.core.globs.matcher``, issue 23):
 the answer must be the library matcher's for every glob and path, hidden files, braces and globstars included."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import itertools
 
 from wcmatch import glob as wcglob
 
-from gitops.core.local import _matcher, glob_flags
+from gitops.core.globs import glob_flags, matcher
 
 GLOBS = [
     "**/*.js", "*.js", "src/**", "**/*.{js,wasm}", "lib/*.js", "**/.hidden/*", "a/**/b/*.map", "**", "**/*",
@@ -25,7 +25,7 @@ def test_the_matcher_answers_as_the_library_for_every_glob_pair_and_path() -> No
     for size in (1, 2):
         for globs in itertools.combinations(GLOBS, size):
             library = wcglob.compile(list(globs), flags=glob_flags())
-            ours = _matcher(list(globs))
+            ours = matcher(list(globs))
             for path in PATHS:
                 assert ours(path) == bool(library.match(path)), (globs, path)
                 checked += 1
@@ -33,4 +33,4 @@ def test_the_matcher_answers_as_the_library_for_every_glob_pair_and_path() -> No
 
 
 def test_no_glob_matches_nothing() -> None:
-    assert not _matcher([])("a.js")
+    assert not matcher([])("a.js")

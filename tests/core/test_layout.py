@@ -10,6 +10,7 @@ import yaml
 from gitops.config.manifest import manifest_from_data
 from gitops.config.scaffold import ServerChoice, manifest_text, server_name_for
 from gitops.core.layout import FLAT_EXCLUDES, Layout, RepoSnapshot, detect_layout
+from gitops.core.readback import widen_for
 
 PACKAGE_WITH_BUILD = json.dumps({"name": "bot", "scripts": {"build": "rollup -c"}})
 
@@ -381,8 +382,6 @@ def test_a_tie_keeps_the_layouts_own_separator_and_guarded_missing_requires_are_
 
 
 def test_widen_for_reads_back_maps_binaries_and_names_with_a_slash() -> None:
-    from gitops.core.layout import widen_for
-
     base = detect_layout(snap({"main.js"}))
     wider = widen_for(
         base,

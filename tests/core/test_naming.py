@@ -7,8 +7,9 @@ import re
 import pytest
 
 from gitops.config.manifest import BranchConfig, Naming, manifest_from_data
+from gitops.core.branchbuild import build_branch
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.local import build_branch, module_name
+from gitops.core.local import module_name
 from gitops.core.naming import Unmappable, module_path
 from gitops.core.pull import plan_branch_pull
 

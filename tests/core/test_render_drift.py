@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from gitops.core.drift import BranchDrift, Drift, DriftReport
+from gitops.core.drift import BranchDrift, DriftReport
+from gitops.core.driftfinding import Drift
 from gitops.render.drift import render_json, render_markdown, render_text
 from tests.core.factories import NOW
 from tests.core.test_markdown_inert import HOSTILE, parse
