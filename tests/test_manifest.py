@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitops.config import schema
+from gitops.config import validation
 from gitops.config.manifest import DEFAULT_MANIFEST, load_manifest, manifest_from_data
 from gitops.errors import ManifestError
 from tests.factories import manifest_data, write_manifest
@@ -544,7 +544,7 @@ def test_data_not_read_from_a_file_is_checked_by_the_same_rules() -> None:
         "password_env (private servers), or credentials (an entry of the unified credentials file .screeps.yaml)",
     ]
     # The models hold the rules for one value only: the cross-field rules run once, on the data as loaded.
-    assert schema.Manifest.model_validate(data).branches[0].server == "nowhere"
+    assert validation.Manifest.model_validate(data).branches[0].server == "nowhere"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import gitops
-from gitops.config import manifestcache, schema
+from gitops.config import manifestcache, validation
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.config.manifestcache import default_cache_dir
 from gitops.errors import ManifestError
@@ -83,13 +83,13 @@ def manifest(tmp_path: Path) -> Path:
 def validations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times the real validator ran (the function is wrapped, not replaced)."""
     calls: list[int] = []
-    real = schema.validate
+    real = validation.validate
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(schema, "validate", counted)
+    monkeypatch.setattr(validation, "validate", counted)
     return calls
 
 

@@ -1,5 +1,5 @@
 """The manifest's runtime classes (``gitops/config/model.py``) against the pydantic models that validate it
-(``gitops/config/schema.py``): the same fields, in the same order, of the same types, with the same defaults, so
+(``gitops/config/validation.py``): the same fields, in the same order, of the same types, with the same defaults, so
 that the two cannot drift apart; and a validated manifest's digest is what it was when the models were the runtime
 classes (a saved plan compares it)."""
 
@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from gitops.config import model, schema
+from gitops.config import model, validation
 from gitops.config.manifest import load_manifest, manifest_digest, manifest_from_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def _shape(hint: Any) -> Any:
 
 @pytest.mark.parametrize("name", list(model.CLASSES))
 def test_each_runtime_class_has_the_fields_of_its_model(name: str) -> None:
-    runtime, validator = model.CLASSES[name], getattr(schema, name)
+    runtime, validator = model.CLASSES[name], getattr(validation, name)
     fields = dataclasses.fields(runtime)
     assert [f.name for f in fields] == list(validator.model_fields)
     hints = typing.get_type_hints(runtime)
@@ -59,7 +59,7 @@ def test_each_runtime_class_has_the_fields_of_its_model(name: str) -> None:
             continue
         assert not info.is_required(), f"{name}.{f.name} has a default in the runtime class only"
         ours = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
-        theirs = schema.to_runtime(info.get_default(call_default_factory=True))
+        theirs = validation.to_runtime(info.get_default(call_default_factory=True))
         assert ours == theirs, f"{name}.{f.name}: the defaults differ"
         assert type(ours) is type(theirs), f"{name}.{f.name}: the defaults' types differ"
 
@@ -73,7 +73,7 @@ def test_the_check_sees_a_difference() -> None:
 
 def _old_digest(data: Any) -> str:
     """The digest as it was taken before: over pydantic's JSON dump of the validated model."""
-    dumped = schema.Manifest.model_validate(data).model_dump(mode="json")
+    dumped = validation.Manifest.model_validate(data).model_dump(mode="json")
     canonical = json.dumps(dumped, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 

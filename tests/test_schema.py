@@ -10,7 +10,8 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs in the test extras
 import pytest
 import yaml
 
-from gitops.config.manifest import load_manifest, manifest_json_schema
+from gitops.config.manifest import load_manifest
+from gitops.config.validation import manifest_json_schema
 from tests.factories import manifest_data
 
 REPO = Path(__file__).resolve().parent.parent

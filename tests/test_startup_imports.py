@@ -108,7 +108,7 @@ def test_a_plan_whose_manifest_was_validated_before_imports_no_validator(tmp_pat
     )
     assert "gitops.config.manifestcache" in loaded  # the check sees the real path
     assert "gitops.config.cachecheck" in loaded
-    for heavy in ("gitops.config.schema", "pydantic", "annotated_types"):
+    for heavy in ("gitops.config.validation", "pydantic", "annotated_types"):
         assert heavy not in loaded, f"a plan with a cached manifest imports {heavy}"
 
 

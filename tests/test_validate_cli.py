@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitops.cli import run
-from gitops.config.manifest import manifest_json_schema
+from gitops.config.validation import manifest_json_schema
 from tests.factories import commit_all, git, make_repo, manifest_data, write_files, write_manifest
 
 BOT: dict[str, str | bytes] = {

@@ -126,6 +126,6 @@ def schema() -> None:
 
     Regenerate the committed file with: gitops schema > schemas/gitops.schema.json
     """
-    from gitops.config.manifest import manifest_json_schema
+    from gitops.config.validation import manifest_json_schema
 
     click.echo(json.dumps(manifest_json_schema(), indent=2, ensure_ascii=False))

@@ -4,7 +4,7 @@ The cache (:mod:`gitops.config.manifestcache`) is keyed by the digest of the fil
 that anything running as the player can write: a pull request's build, run by a reviewer's ``gitops validate``,
 could plant an entry under the digest of main's manifest that names another server url, and the next ``gitops
 plan`` on main would send the token there. So an entry never decides anything on its own: on every hit the file is
-parsed again (pyyaml, ~25 ms; the validator and pydantic, the expensive part, are still skipped) and every value of
+parsed again (pyyaml; the validator and pydantic, the expensive part, are still skipped) and every value of
 the entry's manifest must be the value the file writes, or the field's default where the file writes none. Any
 difference is a miss, and the file is validated as if nothing were cached.
 

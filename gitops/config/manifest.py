@@ -1,27 +1,23 @@
 """The manifest (``gitops.yaml``): loading it, and the classes the rest of the tool uses.
 
-Importing this module imports neither pydantic nor pyyaml, so that every ``from gitops.config.manifest import ...``
-stays cheap. The classes are the frozen dataclasses of :mod:`gitops.config.model` (re-exported here); the rules, the
-messages and the JSON Schema are :mod:`gitops.config.schema`'s pydantic models, imported only to validate.
+Importing this module imports neither pydantic nor pyyaml: many modules import it for the classes alone (the
+frozen dataclasses of :mod:`gitops.config.model`, re-exported here). So the two heavy parts are imported in one
+function each, when needed: the YAML reader (:mod:`gitops.config.yamlload`) when a file is loaded, and the
+validator (:mod:`gitops.config.validation`, pydantic) only when the validated-manifest cache
+(:mod:`gitops.config.manifestcache`, keyed by the file's exact bytes) has no usable entry.
 
-:func:`load_manifest` reads the file's bytes and looks them up in the validated-manifest cache
-(:mod:`gitops.config.manifestcache`, keyed by the SHA-256 of the exact bytes and by the tool's version): a manifest
-validated before is built from the cache entry without importing pydantic. The YAML is parsed on every load (with
-line numbers, :mod:`gitops.config.yamlload`), a hit too: the entry is used only when every value it holds is what the
-file says (:mod:`gitops.config.cachecheck`), since anything running as the player can write the cache. Otherwise it
-validates, reports every problem at once, each as
-``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``, and caches a valid manifest.
+The file is parsed on every load, a cache hit too: anything running as the player can write the cache, so an entry
+is used only when every value it holds is what the file says (:mod:`gitops.config.cachecheck`). A manifest that is
+validated gets every problem reported at once, each as ``gitops.yaml:12: branches[0].include[1]: <what is wrong>;
+<how to fix>``, and a valid one is cached.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitops.config import manifestcache
 from gitops.config.cachecheck import entry_matches_file
@@ -39,9 +35,13 @@ from gitops.config.model import (
     ServerConfig,
     VerifyConfig,
     deployed_names,
+    manifest_digest,
 )
 from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted, format_loc, read_capped
 from gitops.errors import ManifestError
+
+if TYPE_CHECKING:
+    from gitops.config.yamlload import Document, Found
 
 __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's vocabulary too
     "DEFAULT_MANIFEST",
@@ -62,18 +62,10 @@ __all__ = [  # Loc and format_loc are re-exported: key paths are the manifest's 
     "load_manifest",
     "manifest_digest",
     "manifest_from_data",
-    "manifest_json_schema",
 ]
 
 #: The largest manifest read (a manifest needs a few kilobytes); a larger one is refused before it is parsed.
 MAX_MANIFEST_BYTES = MAX_FILE_BYTES
-
-
-def manifest_digest(manifest: Manifest) -> str:
-    """SHA-256 of the canonical JSON of a validated manifest (the same JSON pydantic's ``model_dump(mode="json")``
-    gives of the validated model: every value is a string, number, boolean, null, list or mapping)."""
-    canonical = json.dumps(dataclasses.asdict(manifest), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedManifest:
@@ -112,31 +104,43 @@ def load_manifest(path: Path, env: Mapping[str, str] | None = None) -> LoadedMan
         raise _invalid(display, exc.problems) from None
     cache_env = os.environ if env is None else env
     cached = manifestcache.lookup(raw, cache_env)
-    from gitops.config.yamlload import decode, parse  # pyyaml: every load parses the file, a cache hit too
-
-    try:
-        document = parse(decode(raw, display), display, what="a manifest")
-    except Unreadable as exc:
-        raise _invalid(display, exc.problems) from None
+    document = _parse(raw, display)
     if cached is not None and entry_matches_file(cached.manifest, document.data):
         # The entry saves the validation; the file itself still says every value (config/cachecheck.py).
         return _loaded(path, display, cached.manifest, cached.digest, cached.locations)
-    # Not validated before, or the entry says something the file does not: validate (pydantic is imported here).
-    from gitops.config.schema import validate
-    from gitops.config.yamlload import Problems
-
+    # Not validated before, or the entry says something the file does not: validate.
     if document.data is None:
         raise _invalid(
             display, [f"{display}:1: the manifest is empty; start it with 'version: 1' (see gitops help manifest)"]
         )
-    problems = Problems(display, document.locations)
-    problems.cover(document.problems)
-    manifest = validate(document.data, problems)
-    if problems or manifest is None:
-        raise _invalid(display, problems.texts())
+    manifest = _validate(document.data, display, document.locations, document.problems)
     digest = manifest_digest(manifest)
     manifestcache.store(raw, cache_env, manifest, digest, document.locations)
     return _loaded(path, display, manifest, digest, document.locations)
+
+
+def _parse(raw: bytes, display: str) -> Document:
+    """The file's YAML, with the line of each key path (every load parses it, a cache hit too)."""
+    # pyyaml is imported when a file is loaded, not when a module imports this one for the classes.
+    from gitops.config import yamlload  # noqa: PLC0415 (boundary: PyYAML)
+
+    try:
+        return yamlload.parse(yamlload.decode(raw, display), display, what="a manifest")
+    except Unreadable as exc:
+        raise _invalid(display, exc.problems) from None
+
+
+def _validate(
+    data: Any, display: str | None, locations: Mapping[Loc, int] | None = None, found: Iterable[Found] = ()
+) -> Manifest:
+    """The validated manifest, or :class:`~gitops.errors.ManifestError` listing every problem."""
+    # pydantic is imported only when the cache has no usable entry (or for data not read from a file).
+    from gitops.config import validation  # noqa: PLC0415 (boundary: the validator)
+
+    manifest, problems = validation.check(data, display, locations or {}, found)
+    if manifest is None:
+        raise _invalid("data" if display is None else display, problems)
+    return manifest
 
 
 def _short(display: str, limit: int = 200) -> str:
@@ -162,21 +166,7 @@ def manifest_from_data(data: Any) -> Manifest:
 
     Raises :class:`~gitops.errors.ManifestError` listing every problem as ``key: problem``.
     """
-    from gitops.config.schema import validate
-    from gitops.config.yamlload import Problems
-
-    problems = Problems(None, {})
-    manifest = validate(data, problems)
-    if problems or manifest is None:
-        raise _invalid("data", problems.texts())
-    return manifest
-
-
-def manifest_json_schema() -> dict[str, Any]:
-    """The manifest's JSON Schema, as ``schemas/gitops.schema.json`` holds it (``gitops schema`` prints it)."""
-    from gitops.config.schema import manifest_json_schema as generated
-
-    return generated()
+    return _validate(data, None)
 
 
 def _invalid(display: str, problems: list[str]) -> ManifestError:

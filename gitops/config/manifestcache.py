@@ -1,35 +1,16 @@
 """The validated-manifest cache: a manifest validated before is loaded without pydantic.
 
-Parsing the YAML and validating it with the pydantic models costs a run more CPU than anything else it does before
-its first request (mostly importing pydantic and building the models). The manifest rarely changes between runs,
-so :func:`gitops.config.manifest.load_manifest` reads the file's bytes, and looks for
-``<cache>/manifests/<sha256 of the bytes>.json``; ``<cache>`` is ``$GITOPS_CACHE_DIR``, else
-``$XDG_CACHE_HOME/screeps-gitops``, else ``~/.cache/screeps-gitops`` (:func:`default_cache_dir`).
+Validating a manifest (importing pydantic, building its models) costs a run more than anything else it does before
+its first request, and the manifest rarely changes between runs. So a valid manifest is written to
+``<cache>/manifests/<sha256 of the file's bytes>.json`` (:func:`default_cache_dir`), and the next load of the same
+bytes builds the classes of :mod:`gitops.config.model` from that entry instead.
 
-Why it is safe to skip validation on a hit:
-
-* The entry never decides anything alone: the file is parsed on every run, and an entry whose manifest differs from
-  what the file says in any value is a miss (:mod:`gitops.config.cachecheck`). Anything running as the player (a
-  pull request's build) can write this folder; what it writes can only make a run validate again.
-* The key is the SHA-256 of the file's exact bytes, and the entry names them again (``sha256``): any change to the
-  file, even one byte, is a miss and is validated.
-* An entry is used only when it was written by the same tool: the same ``gitops.__version__``, the same
-  :data:`FORMAT` of entry, and the same ``rules`` stamp (size and modification time of the modules that hold the
-  rules: an edited checkout whose version did not change does not reuse entries its old rules accepted).
-* Only a *valid* manifest is written, after every rule passed; an invalid one is validated on every run and gets
-  its messages every time.
-* The entry is checked as it is read: every field's type against :mod:`gitops.config.model`, and the manifest's
-  digest is computed again and compared with the one stored. A truncated, corrupt, hand-edited or foreign entry is
-  a miss, silently.
-* The folders are created ``0700`` and entries ``0600``; a ``manifests`` folder that is not the user's own, or that
-  others may write to, is not used at all (another user could otherwise plant an entry).
-* Nothing secret is stored: a manifest names environment variables, never their values (literal secrets are
-  refused by validation, so never cached). Where the file is (``path``, ``base_dir``, the name shown in messages)
-  always comes from the run, never from the cache; only the manifest, its digest and the line of each key path do.
-
-Any failure to read or write the cache (no home folder, a read-only disk, a full one, a corrupt entry) falls back
-to validating, with no message: the cache can only make a run faster. Writes are atomic (a temporary file renamed
-over the entry), and the folder keeps the :data:`KEEP` most recently used entries (a hit refreshes an entry's time).
+Why skipping the validation is safe: anything running as the player can write this folder, so an entry never
+decides alone. The file is still parsed and every value of the entry compared with it (:mod:`gitops.config.cachecheck`);
+an entry is used only for the same bytes, the same tool version, entry :data:`FORMAT` and rules (the stamp of the
+modules in ``_RULES``); every value is type-checked and the digest recomputed as it is read; only valid manifests are
+written, never a secret (a manifest names variables, not values); the folder must be the user's own and private.
+Any failure reading or writing is a miss, silently: the cache can only make a run faster.
 """
 
 from __future__ import annotations
@@ -40,6 +21,7 @@ import hashlib
 import json
 import os
 import stat
+import tempfile
 import time
 import types
 import typing
@@ -51,7 +33,7 @@ from typing import Any, Literal
 import gitops
 from gitops.config import model
 from gitops.config.folders import user_folder
-from gitops.config.model import Manifest
+from gitops.config.model import Manifest, manifest_digest
 from gitops.config.reading import Loc
 
 __all__ = ["CACHE_DIR_ENV", "FORMAT", "KEEP", "Cached", "default_cache_dir", "lookup", "store"]
@@ -65,7 +47,7 @@ KEEP = 64
 _MAX_ENTRY_BYTES = 4 * 1024 * 1024
 #: The modules whose rules decide what is valid (under ``gitops/``): their size and time are part of what an entry
 #: must match. ``core/endpoints.py`` is the limits table that ``budget.reserve`` keys are checked against.
-_RULES = ("config/schema.py", "config/yamlload.py", "config/model.py", "config/reading.py", "core/endpoints.py")
+_RULES = ("config/validation.py", "config/yamlload.py", "config/model.py", "config/reading.py", "core/endpoints.py")
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -111,8 +93,6 @@ def store(raw: bytes, env: Mapping[str, str], manifest: Manifest, digest: str, l
 
 
 def _store(raw: bytes, env: Mapping[str, str], manifest: Manifest, digest: str, locations: Mapping[Loc, int]) -> None:
-    import tempfile
-
     lines: list[list[Any]] = []
     for loc, line in locations.items():
         if not all(type(part) in (str, int) for part in loc) or type(line) is not int:
@@ -204,8 +184,6 @@ def _from_entry(entry: Any, key: str) -> Cached | None:
         return None
     manifest = _build(Manifest, entry.get("manifest"))
     digest = entry.get("digest")
-    from gitops.config.manifest import manifest_digest
-
     if not isinstance(digest, str) or manifest_digest(manifest) != digest:
         return None
     locations: dict[Loc, int] = {}

@@ -1,29 +1,30 @@
-"""The manifest as the rest of the tool uses it: frozen stdlib dataclasses, without pydantic and without YAML.
+"""The manifest's one definition: every class and field, its type, default, description and constraints.
 
-:mod:`gitops.config.schema` holds the pydantic models that *validate* a manifest (every rule, every message, the
-JSON Schema); a validated model is converted into these classes, which are all that ``app``, ``core``, ``edges``
-and the front ends ever see. A manifest found in the validated-manifest cache (:mod:`gitops.config.manifestcache`)
-is built straight into them, so a run whose manifest was validated before imports neither pydantic nor pyyaml.
+These frozen stdlib dataclasses are what ``app``, ``core``, ``edges`` and the front ends use. The validator
+(:mod:`gitops.config.validation`) derives its pydantic models from them, field by field, and the JSON Schema comes
+from those models; it adds only what a field cannot say: each named :class:`Rule`'s check and message, and the
+rules that relate fields.
 
-Why the fields are written twice (here and in ``schema.py``) rather than one set being derived from the other:
-the pydantic side carries what only validation needs (descriptions, JSON Schema extras, validators), and deriving
-the models from these dataclasses would route the schema through a different generator, putting the byte-identical
-``schemas/gitops.schema.json`` at risk; deriving these from the models would import pydantic. Instead one test
-(``tests/test_manifest_model.py``) compares both sides class by class — field names, their order, their types
-(with the validators' ``Annotated`` metadata removed) and their defaults — so they cannot drift apart.
+Why the dataclasses are the definition and pydantic is derived, not the reverse: a manifest validated before is
+built from the validated-manifest cache (:mod:`gitops.config.manifestcache`) straight into these classes, and that
+path must import neither pydantic nor pyyaml. So this module imports neither: a field's description and
+constraints are plain data in its ``metadata`` (:func:`schema`), a value's rule a :class:`Rule` marker in
+``Annotated`` (stripped by :func:`typing.get_type_hints`, read by the validator).
 
-Defaults are the models' exactly: ``VerifyConfig.timeout`` is ``120`` (an ``int``, as pydantic keeps an
-unvalidated default), because the manifest's digest is taken over these values and a saved plan compares it.
-A copy with one field changed is :func:`dataclasses.replace`; a class built directly (tests, ``gitops init``)
-checks nothing: :func:`gitops.config.manifest.manifest_from_data` validates data.
+Defaults are kept as written (``VerifyConfig.timeout`` is the ``int`` ``120``): the manifest's digest is taken over
+these values and a saved plan compares it. A class built directly (tests, ``gitops init``) checks nothing:
+:func:`gitops.config.manifest.manifest_from_data` validates data.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from gitops.config.reading import Loc, format_loc, line_of
 
@@ -37,105 +38,313 @@ __all__ = [
     "Manifest",
     "Naming",
     "RequiresConfig",
+    "Rule",
     "ServerConfig",
     "VerifyConfig",
     "deployed_names",
+    "manifest_digest",
+    "schema",
 ]
 
 DEFAULT_MANIFEST = "gitops.yaml"
+#: A usable server name (the key under ``servers``), a regular expression.
+SERVER_NAME = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A named rule a value must follow; :mod:`gitops.config.validation` holds its check, message and JSON Schema."""
+
+    name: str
+
+
+def schema(description: str | None = None, **constraints: Any) -> dict[str, Any]:
+    """A field's ``metadata``: its description and constraints, as the validator's fields take them (``ge``, ``le``,
+    ``gt``; ``json_schema_extra`` for what only the JSON Schema says)."""
+    return {"description": description, **constraints} if description is not None else dict(constraints)
+
+
+# The values that follow a rule of their own (the rule's check and message: gitops.config.validation).
+EnvName = Annotated[str, Rule("env_name")]
+CredentialsEntry = Annotated[str, Rule("credentials_entry")]
+BranchName = Annotated[str, Rule("branch_name")]
+RootPath = Annotated[str, Rule("root")]
+Glob = Annotated[str, Rule("glob")]
+Separator = Annotated[str, Rule("separator")]
+Suffix = Annotated[str, Rule("suffix")]
+Url = Annotated[str, Rule("url")]
+#: A regular expression a console line is matched against (``fail_on``).
+FailPattern = Annotated[str, Rule("fail_pattern")]
+#: A regular expression matched against whole lines (``ignore_lines``).
+LinePattern = Annotated[str, Rule("line_pattern")]
 ActiveName = Literal["world", "sim"]
 #: A build command: a string runs through the shell (``sh -c``), a list is the program and its arguments.
-BuildCommand = str | list[str]
+BuildCommand = Annotated[str | list[str], Rule("build")]
+#: Requests kept back per endpoint of the limits table (``gitops.core.endpoints``).
+ReserveTable = Annotated[dict[str, Annotated[int, Rule("strict_int")]], Rule("reserve")]
+
+_BUILD_DESCRIPTION = (
+    "A command that writes the branch's root (a build output folder such as dist), run once before the code is "
+    "read, with the manifest's folder as working directory: a string runs through the shell (sh -c), a list is "
+    "the program and its arguments. With --ref it runs in a temporary checkout of that commit. Branches sharing "
+    "a command run it once. See: gitops help layouts."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """A game server and how to authenticate to it (the variables' names, never their values)."""
+    """A game server and how to authenticate to it. Credentials are only ever named, never written here.
 
-    url: str
-    token_env: str | None = None
-    username_env: str | None = None
-    password_env: str | None = None
-    credentials: str | None = None
-    compress: Literal["auto", "always", "never"] = "auto"
+    Exactly one way of credentials: ``token_env``; or ``username_env`` with ``password_env``; or ``credentials``.
+    """
+
+    url: Url = field(
+        metadata=schema(
+            "Base URL, with any path prefix: https://screeps.com, https://screeps.com/ptr, "
+            "https://screeps.com/season, http://127.0.0.1:21025. No user name, password, query or fragment; a "
+            "trailing '/' is dropped.",
+            json_schema_extra={"pattern": "^https?://[^/?#@]+"},
+        )
+    )
+    token_env: EnvName | None = field(
+        default=None,
+        metadata=schema("Name of the environment variable that holds the token (official servers)."),
+    )
+    username_env: EnvName | None = field(
+        default=None,
+        metadata=schema(
+            "Private servers: name of the environment variable holding the user name or e-mail "
+            "(together with password_env)."
+        ),
+    )
+    password_env: EnvName | None = field(
+        default=None,
+        metadata=schema("Private servers: name of the environment variable holding the password."),
+    )
+    credentials: CredentialsEntry | None = field(
+        default=None,
+        metadata=schema("Name of a server entry in the screepers unified credentials file (.screeps.yaml)."),
+    )
+    compress: Literal["auto", "always", "never"] = field(
+        default="auto",
+        metadata=schema(
+            "Send uploads compressed (Content-Encoding: deflate; Screeps code shrinks 4 to 7 times): 'auto' "
+            "where the server is known to take it (a private server signed in with a password, or learnt once with "
+            "a harmless probe and kept in the ledger), 'always' (no probe), 'never'."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Naming:
     """How a file's path under the branch root becomes a module name."""
 
-    separator: str = "/"
-    strip_suffixes: list[str] = field(default_factory=lambda: [".js"])
+    separator: Separator = field(
+        default="/",
+        metadata=schema(
+            "What a folder boundary becomes in the module name: role/harvester.js becomes "
+            "'role/harvester' with '/', 'role.harvester' with '.' (require('role.harvester')), 'role_harvester' "
+            "with '_'. Any one character the code's requires use."
+        ),
+    )
+    strip_suffixes: list[Suffix] = field(
+        default_factory=lambda: [".js"],
+        metadata=schema(
+            "Suffixes removed from module names (the longest that matches), binary modules included: "
+            "add '.wasm' to name pkg/mybot_bg.wasm 'pkg/mybot_bg' (require('mybot_bg') with root: pkg). With the "
+            "default, lib/pathfinder.wasm stays 'lib/pathfinder.wasm'.",
+            json_schema_extra={"default": [".js"]},
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class RequiresConfig:
     """The check of literal require('name') calls against the modules the branch will hold."""
 
-    check: bool = True
-    ignore: list[str] = field(default_factory=list)
+    check: bool = field(
+        default=True, metadata=schema("Refuse a branch whose JavaScript requires a module it will not hold.")
+    )
+    ignore: list[str] = field(
+        default_factory=list,
+        metadata=schema(
+            "Module names a require may name without the branch holding them (optional or dynamic requires)."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyConfig:
-    """Watch the game's console after apply and judge whether the new code runs."""
+    """Watch the game's console after apply and judge whether the new code runs (gitops help safe-deploys)."""
 
-    ticks: int = 10
-    error_share: float = 0.5
-    timeout: float = 120
-    on_failure: Literal["report", "rollback"] = "report"
-    rollback: Literal["restore", "standby"] = "restore"
-    standby: str | None = None
-    fail_on: list[str] = field(default_factory=list)
+    ticks: int = field(default=10, metadata=schema("Ticks to watch after the code landed.", ge=1, le=1000))
+    error_share: float = field(
+        default=0.5,
+        metadata=schema(
+            "The deploy is failing when at least this share of the watched ticks failed (an uncaught "
+            "error, a CPU-limit termination, a line matching fail_on); 0: any failed tick.",
+            ge=0,
+            le=1,
+        ),
+    )
+    timeout: float = field(
+        default=120,
+        metadata=schema("Seconds to wait for the ticks; fewer ticks in that time: unknown.", gt=0, le=3600),
+    )
+    on_failure: Literal["report", "rollback"] = field(
+        default="report",
+        metadata=schema("When failing: 'report' (leave the code in place) or 'rollback' (undo the deploy)."),
+    )
+    rollback: Literal["restore", "standby"] = field(
+        default="restore",
+        metadata=schema(
+            "How to undo: 'restore' uploads the code the server held before (1 upload, reserved in the "
+            "plan); 'standby' (blue/green) deploys to whichever of the branch and its standby is not active, "
+            "activates it, and on failure activates the other again (no upload; 1 activation reserved per activate "
+            "entry)."
+        ),
+    )
+    standby: BranchName | None = field(
+        default=None,
+        metadata=schema("rollback: standby: the second branch, taking turns with this one (not in branches)."),
+    )
+    fail_on: list[FailPattern] = field(
+        default_factory=list,
+        metadata=schema(
+            "Regular expressions: a console log line matching one makes its tick a failed one (errors "
+            "the bot catches and logs itself)."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class BranchConfig:
     """One code branch on one server, and the files that make it up."""
 
-    server: str
-    branch: str
-    root: str = "."
-    include: list[str] = field(default_factory=lambda: ["**/*.js"])
-    exclude: list[str] = field(default_factory=list)
-    binary: list[str] = field(default_factory=lambda: ["**/*.wasm"])
+    server: str = field(metadata=schema("Key of an entry under 'servers'."))
+    branch: BranchName = field(
+        metadata=schema("Branch name on the server; it must exist there or be created by apply.")
+    )
+    root: RootPath = field(
+        default=".",
+        metadata=schema("Folder, relative to the manifest's folder, that globs and module names are relative to."),
+    )
+    include: Annotated[list[Glob], Rule("include")] = field(
+        default_factory=lambda: ["**/*.js"],
+        metadata=schema(
+            "Globs of the files under root that are modules ('**' spans folders; '*' does not match a "
+            "leading dot). Every glob must match at least one file.",
+            json_schema_extra={"minItems": 1, "default": ["**/*.js"]},
+        ),
+    )
+    exclude: list[Glob] = field(
+        default_factory=list, metadata=schema("Globs of files under root to leave out, even if included.")
+    )
+    binary: list[Glob] = field(
+        default_factory=lambda: ["**/*.wasm"],
+        metadata=schema(
+            "Globs picking which included files are binary modules, sent as {'binary': base64}. They "
+            "must be included too: include: ['**/*.js', '**/*.wasm'].",
+            json_schema_extra={"default": ["**/*.wasm"]},
+        ),
+    )
     naming: Naming = field(default_factory=Naming)
-    activate: list[ActiveName] = field(default_factory=list)
-    remote_only: Literal["remove", "keep"] = "remove"
-    build: BuildCommand | None = None
-    source_maps: Literal["wrap", "raw", "omit"] = "wrap"
+    activate: Annotated[list[ActiveName], Rule("activate")] = field(
+        default_factory=list,
+        metadata=schema(
+            "Make this branch the active one for the world and/or the simulation: [world], [sim], [world, sim]."
+        ),
+    )
+    remote_only: Literal["remove", "keep"] = field(
+        default="remove",
+        metadata=schema(
+            "Modules on the server but not in the repository: 'remove' them (default; an upload replaces "
+            "the branch) or 'keep' them (re-sent with every upload)."
+        ),
+    )
+    build: BuildCommand | None = field(default=None, metadata=schema(_BUILD_DESCRIPTION))
+    source_maps: Literal["wrap", "raw", "omit"] = field(
+        default="wrap",
+        metadata=schema(
+            "What a matched *.js.map file becomes: 'wrap' (module NAME.js.map holding "
+            "'module.exports = <the map>;', as rollup-plugin-screeps uploads it), 'raw' (the file as it is) or "
+            "'omit' (left out)."
+        ),
+    )
     requires: RequiresConfig = field(default_factory=RequiresConfig)
-    verify: VerifyConfig | None = None
-    #: Regular expressions matched against whole lines: lines the comparison with the server ignores (never the
-    #: upload); see :func:`gitops.core.diff.differ_only_in`.
-    ignore_lines: list[str] = field(default_factory=list)
+    verify: VerifyConfig | None = field(
+        default=None,
+        metadata=schema(
+            "After apply, watch the account's console and judge the deploy; off when left out. Needs "
+            "activate (the console shows the active code)."
+        ),
+    )
+    #: See :func:`gitops.core.diff.differ_only_in`.
+    ignore_lines: list[LinePattern] = field(
+        default_factory=list,
+        metadata=schema(
+            "Regular expressions matched against whole lines of the text modules (a build's time stamp: "
+            "'// Built at .*'): the comparison with the server ignores lines that match, so a module whose only "
+            "differences are such lines is not uploaded. The upload, when something else changed, sends every "
+            "module as built."
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class BudgetConfig:
     """How the tool spends the token's rate limits."""
 
-    reserve: dict[str, int] = field(default_factory=dict)
-    trust_own_upload_seconds: int = 600
+    reserve: ReserveTable = field(
+        default_factory=dict,
+        metadata=schema(
+            "Requests kept back for the person, per endpoint of the limits table "
+            "('POST /api/user/code': 20). Each value is 0 or more and below that limit."
+        ),
+    )
+    trust_own_upload_seconds: int = field(
+        default=600,
+        metadata=schema(
+            "With --refresh=auto, a branch this tool uploaded less than this long ago is planned from "
+            "the ledger instead of downloaded.",
+            ge=0,
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
     """The whole manifest (gitops.yaml)."""
 
-    version: Literal[1]
-    servers: dict[str, ServerConfig]
-    branches: list[BranchConfig]
+    version: Literal[1] = field(metadata=schema("Manifest format version; 1."))
+    servers: dict[str, ServerConfig] = field(
+        metadata=schema(
+            "Game servers by name (letters, digits, '-', '_', '.'); branches refer to these names.",
+            json_schema_extra={"minProperties": 1, "propertyNames": {"pattern": f"^{SERVER_NAME}$"}},
+        )
+    )
+    branches: list[BranchConfig] = field(
+        metadata=schema("The code branches to deploy; each (server, branch) once.", json_schema_extra={"minItems": 1})
+    )
     budget: BudgetConfig = field(default_factory=BudgetConfig)
-    build: BuildCommand | None = None
+    build: BuildCommand | None = field(
+        default=None,
+        metadata=schema(_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."),
+    )
 
 
-#: Every class of the manifest, by name (the validator converts its models into the class of the same name).
+#: Every class of the manifest, by name (the validator derives a model of the same name from each).
 CLASSES: Mapping[str, type] = {
     cls.__name__: cls
     for cls in (ServerConfig, Naming, RequiresConfig, VerifyConfig, BranchConfig, BudgetConfig, Manifest)
 }
+
+
+def manifest_digest(manifest: Manifest) -> str:
+    """SHA-256 of the canonical JSON of a validated manifest (the same JSON pydantic's ``model_dump(mode="json")``
+    gives of the validated model: every value is a string, number, boolean, null, list or mapping)."""
+    canonical = json.dumps(dataclasses.asdict(manifest), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

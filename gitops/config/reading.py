@@ -1,7 +1,8 @@
 """Reading an input file and naming places in it, without YAML (``gitops.config.yamlload`` parses).
 
-A manifest found in the validated-manifest cache (``gitops.config.manifestcache``) is read here and never parsed,
-so nothing in this module may import pyyaml or pydantic. :mod:`gitops.config.yamlload` re-exports all of it.
+The manifest's classes (:mod:`gitops.config.model`) and its loading up to the cache lookup use this module, and a
+manifest found in the validated-manifest cache is never validated: so nothing here may import pyyaml or pydantic.
+:mod:`gitops.config.yamlload` re-exports all of it.
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """The YAML files the tool reads (the manifest, the credentials file, the stand-in's accounts file), one way.
 
-Each of them is read by :func:`read_yaml`: at most :data:`MAX_FILE_BYTES` (refused before parsing), UTF-8, then
-composed by :class:`UntrustedLoader` and built into plain data with the line of every key path. Each file then
-checks its own values and reports every problem through :class:`Problems`, one line each::
+:func:`read_yaml` reads at most :data:`MAX_FILE_BYTES`, UTF-8, composes with :class:`UntrustedLoader` and builds
+plain data with the line of every key path; each file then reports every problem through :class:`Problems`, as
+``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``.
 
-    gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>
-
-Why the loader is stricter than ``yaml.safe_load``:
-
-* An alias repeats a value in several places. A self-referencing one (``servers: &a {x: *a}``) makes a structure
-  without end, and nested ones ("billion laughs") one that grows exponentially as it is walked. These small files
-  have no use for either, so composing refuses both before anything is expanded: an alias is replaced by ``null``
-  and an anchor is not registered, and :attr:`UntrustedLoader.refused` says where each one was, so that every one
-  of them can be reported at once. Nesting deeper than :data:`MAX_DEPTH` levels is refused too (composing
-  recurses, and ``[[[[...`` would otherwise end in a ``RecursionError``).
-* Values are built one node at a time, so a value that does not fit its tag (``!!int x``, ``!!timestamp x``, a
-  plain ``2024-13-45``, an integer of 5,000 digits) or a tag these files have no use for (``!!binary``, ``!!set``,
-  ``!!python/...``, ``!custom``) is a problem at its line and key instead of an exception from deep in pyyaml.
-  Such a value is :data:`UNFIT` in the data, and :meth:`Problems.cover` keeps later checks from reporting it a
-  second time.
-* A key written twice is a problem (YAML would silently keep the last).
+Why stricter than ``yaml.safe_load``: these small files have no use for aliases, and a self-referencing or nested
+one ("billion laughs") makes a structure without end or of exponential size, so anchors and aliases are refused
+before anything is expanded (each reported at its line), and so is nesting deeper than :data:`MAX_DEPTH`. Values
+are built one node at a time, so a value that does not fit its tag (``!!int x``, ``2024-13-45``) or a tag these
+files do not use (``!!binary``, ``!!python/...``) is a problem at its line and key, not an exception from deep in
+pyyaml; it is :data:`UNFIT` in the data, and :meth:`Problems.cover` keeps later checks from reporting it again. A
+key written twice is a problem (YAML would silently keep the last).
 
 No message here quotes a value: the credentials and accounts files hold secrets.
 """

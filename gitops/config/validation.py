@@ -1,29 +1,29 @@
-"""The manifest's validator (``gitops.yaml``): the pydantic models, every rule, every message, the JSON Schema.
+"""The manifest's validator: every rule and message, and the pydantic models and JSON Schema derived from the model.
 
-Only a manifest that has not been validated before comes here (:func:`gitops.config.manifest.load_manifest`
-looks in the validated-manifest cache first); the tool itself works with the frozen dataclasses of
-:mod:`gitops.config.model`, into which :func:`validate` converts a valid model. The whole schema is readable here,
-in three parts:
+The manifest is defined once, in :mod:`gitops.config.model` (fields, types, defaults, descriptions, constraints).
+This module turns that definition into pydantic models (:func:`_derive`, with :func:`pydantic.create_model`), so
+validation and ``schemas/gitops.schema.json`` (``gitops schema``) follow the definition and cannot drift from it.
+What the definition only names is written here: the check and message of each :class:`~gitops.config.model.Rule`
+(URLs, environment variable names, branch names, globs) with what the JSON Schema says of it, and the rules that
+relate values (one way of credentials per server, branches naming known servers, each branch listed once, reserve
+keys from the limits table). Those run once, in :func:`validate`, on the data as loaded; a model holds only the
+rules for one value.
 
-1. the models (types, defaults, descriptions) — ``schemas/gitops.schema.json`` is generated from them
-   (``gitops schema``), and a test keeps the two in sync; a second test keeps their fields those of
-   :mod:`gitops.config.model`;
-2. the rules one value must follow (``_check_*``: URLs, environment variable names, branch names, globs);
-3. the rules that relate values (``_*_rules``: one way of credentials per server, branches naming known servers,
-   each branch listed once, reserve keys from the limits table). They run once, in :func:`validate`, on the data
-   as loaded; the models hold only the rules for one value, so a model built directly checks no cross-field rule.
-
-Each problem is reported as ``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how to fix>``. Values
-that could be secrets are never echoed in a message.
+Only a manifest not validated before comes here (pydantic is imported on a cache miss only: see
+:mod:`gitops.config.manifest`). Each problem reads ``gitops.yaml:12: branches[0].include[1]: <what is wrong>; <how
+to fix>``; values that could be secrets are never echoed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import re
 import types
 import typing
-from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -31,17 +31,16 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StrictInt,
+    Strict,
     ValidationError,
     WithJsonSchema,
-    field_validator,
+    create_model,
 )
 from pydantic_core import PydanticCustomError
 
 from gitops.config import model
-from gitops.config.model import ActiveName
 from gitops.config.reading import Loc
-from gitops.config.yamlload import Problems
+from gitops.config.yamlload import Found, Problems
 from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 
 __all__ = [
@@ -52,6 +51,7 @@ __all__ = [
     "RequiresConfig",
     "ServerConfig",
     "VerifyConfig",
+    "check",
     "manifest_json_schema",
     "to_runtime",
     "validate",
@@ -62,7 +62,7 @@ SCHEMA_ID = "urn:screeps-gitops:manifest:v1"
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _TOKEN_LIKE = re.compile(r"(?=.*[0-9])[0-9A-Fa-f-]{20,}")
-_SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SERVER_NAME = re.compile(model.SERVER_NAME)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -176,26 +176,6 @@ def _check_suffix(value: str) -> str:
     return value
 
 
-# The JSON Schema says what it can of each rule (editors check as you type); the validators say the rest.
-EnvName = Annotated[
-    str, AfterValidator(_check_env_name), WithJsonSchema({"type": "string", "pattern": f"^{_ENV_NAME.pattern}$"})
-]
-CredentialsEntry = Annotated[
-    str, AfterValidator(_check_credentials_entry), WithJsonSchema({"type": "string", "minLength": 1})
-]
-BranchName = Annotated[
-    str, AfterValidator(_check_branch_name), WithJsonSchema({"type": "string", "pattern": "^[^$]", "maxLength": 30})
-]
-RootPath = Annotated[str, AfterValidator(_check_root), WithJsonSchema({"type": "string", "pattern": "^[^/\\\\]"})]
-Glob = Annotated[str, AfterValidator(_check_glob), WithJsonSchema({"type": "string", "minLength": 1})]
-Separator = Annotated[
-    str,
-    AfterValidator(_check_separator),
-    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1, "pattern": "^[^\\s\\\\]$", "default": "/"}),
-]
-Suffix = Annotated[str, AfterValidator(_check_suffix), WithJsonSchema({"type": "string", "pattern": "^[.].+"})]
-
-
 def _normalise_url(value: str) -> str:
     """The base URL without a trailing ``/``; refuses anything that is not a plain http(s) base URL."""
     try:
@@ -230,107 +210,12 @@ def _normalise_url(value: str) -> str:
     return value.rstrip("/")
 
 
-# --- the models ----------------------------------------------------------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ServerConfig(_Model):
-    """A game server and how to authenticate to it. Credentials are only ever named, never written here.
-
-    Exactly one way of credentials: ``token_env``; or ``username_env`` with ``password_env``; or ``credentials``.
-    """
-
-    url: str = Field(
-        json_schema_extra={"pattern": "^https?://[^/?#@]+"},
-        description="Base URL, with any path prefix: https://screeps.com, https://screeps.com/ptr, "
-        "https://screeps.com/season, http://127.0.0.1:21025. No user name, password, query or fragment; a "
-        "trailing '/' is dropped.",
-    )
-    token_env: EnvName | None = Field(
-        None, description="Name of the environment variable that holds the token (official servers)."
-    )
-    username_env: EnvName | None = Field(
-        None,
-        description="Private servers: name of the environment variable holding the user name or e-mail "
-        "(together with password_env).",
-    )
-    password_env: EnvName | None = Field(
-        None, description="Private servers: name of the environment variable holding the password."
-    )
-    credentials: CredentialsEntry | None = Field(
-        None, description="Name of a server entry in the screepers unified credentials file (.screeps.yaml)."
-    )
-    compress: Literal["auto", "always", "never"] = Field(
-        "auto",
-        description="Send uploads compressed (Content-Encoding: deflate; Screeps code shrinks 4 to 7 times): 'auto' "
-        "where the server is known to take it (a private server signed in with a password, or learnt once with a "
-        "harmless probe and kept in the ledger), 'always' (no probe), 'never'.",
-    )
-
-    @field_validator("url", mode="after")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        return _normalise_url(value)
-
-
-class Naming(_Model):
-    """How a file's path under the branch root becomes a module name."""
-
-    separator: Separator = Field(
-        "/",
-        description="What a folder boundary becomes in the module name: role/harvester.js becomes "
-        "'role/harvester' with '/', 'role.harvester' with '.' (require('role.harvester')), 'role_harvester' with "
-        "'_'. Any one character the code's requires use.",
-    )
-    strip_suffixes: list[Suffix] = Field(
-        default_factory=lambda: [".js"],
-        json_schema_extra={"default": [".js"]},
-        description="Suffixes removed from module names (the longest that matches), binary modules included: "
-        "add '.wasm' to name pkg/mybot_bg.wasm 'pkg/mybot_bg' (require('mybot_bg') with root: pkg). With the "
-        "default, lib/pathfinder.wasm stays 'lib/pathfinder.wasm'.",
-    )
-
-
 def _check_build(value: str | list[str]) -> str | list[str]:
     if isinstance(value, str) and not value.strip():
         raise _fail("is an empty command; write the build command, e.g. 'npm ci && npm run build', or remove it")
     if isinstance(value, list) and (not value or not value[0]):
         raise _fail("is an empty argument list; write the program and its arguments, e.g. [npm, run, build]")
     return value
-
-
-#: A build command: a string runs through the shell (``sh -c``), a list is the program and its arguments.
-BuildCommand = Annotated[
-    str | list[str],
-    AfterValidator(_check_build),
-    WithJsonSchema(
-        {
-            "anyOf": [
-                {"type": "string", "minLength": 1},
-                {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            ]
-        }
-    ),
-]
-_BUILD_DESCRIPTION = (
-    "A command that writes the branch's root (a build output folder such as dist), run once before the code is "
-    "read, with the manifest's folder as working directory: a string runs through the shell (sh -c), a list is "
-    "the program and its arguments. With --ref it runs in a temporary checkout of that commit. Branches sharing "
-    "a command run it once. See: gitops help layouts."
-)
-
-
-class RequiresConfig(_Model):
-    """The check of literal require('name') calls against the modules the branch will hold."""
-
-    check: bool = Field(True, description="Refuse a branch whose JavaScript requires a module it will not hold.")
-    ignore: list[str] = Field(
-        default_factory=list,
-        description="Module names a require may name without the branch holding them (optional or dynamic requires).",
-    )
 
 
 def _check_pattern(value: str) -> str:
@@ -354,154 +239,129 @@ def _check_line_pattern(value: str) -> str:
     return value
 
 
-#: A regular expression matched against whole lines (``ignore_lines``).
-LinePattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_line_pattern)]
+def _check_include(value: list[str]) -> list[str]:
+    if not value:
+        raise _fail(
+            "is empty, so the branch would have no modules; list at least one glob, e.g. ['**/*.js'], or "
+            "leave include out for that default"
+        )
+    return value
 
 
-class VerifyConfig(_Model):
-    """Watch the game's console after apply and judge whether the new code runs (gitops help safe-deploys)."""
-
-    ticks: int = Field(10, ge=1, le=1000, description="Ticks to watch after the code landed.")
-    error_share: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="The deploy is failing when at least this share of the watched ticks failed (an uncaught "
-        "error, a CPU-limit termination, a line matching fail_on); 0: any failed tick.",
-    )
-    timeout: float = Field(
-        120, gt=0, le=3600, description="Seconds to wait for the ticks; fewer ticks in that time: unknown."
-    )
-    on_failure: Literal["report", "rollback"] = Field(
-        "report", description="When failing: 'report' (leave the code in place) or 'rollback' (undo the deploy)."
-    )
-    rollback: Literal["restore", "standby"] = Field(
-        "restore",
-        description="How to undo: 'restore' uploads the code the server held before (1 upload, reserved in the "
-        "plan); 'standby' (blue/green) deploys to whichever of the branch and its standby is not active, activates "
-        "it, and on failure activates the other again (no upload; 1 activation reserved per activate entry).",
-    )
-    standby: BranchName | None = Field(
-        None, description="rollback: standby: the second branch, taking turns with this one (not in branches)."
-    )
-    fail_on: list[FailPattern] = Field(
-        default_factory=list,
-        description="Regular expressions: a console log line matching one makes its tick a failed one (errors "
-        "the bot catches and logs itself).",
-    )
+def _check_activate(value: list[str]) -> list[str]:
+    for name in ("world", "sim"):
+        if value.count(name) > 1:
+            raise _fail(f"lists '{name}' twice; list it once")
+    return value
 
 
-class BranchConfig(_Model):
-    """One code branch on one server, and the files that make it up."""
+# --- the models, derived from gitops.config.model --------------------------------------------------------------
 
-    server: str = Field(description="Key of an entry under 'servers'.")
-    branch: BranchName = Field(description="Branch name on the server; it must exist there or be created by apply.")
-    root: RootPath = Field(
-        ".", description="Folder, relative to the manifest's folder, that globs and module names are relative to."
-    )
-    include: list[Glob] = Field(
-        default_factory=lambda: ["**/*.js"],
-        description="Globs of the files under root that are modules ('**' spans folders; '*' does not match a "
-        "leading dot). Every glob must match at least one file.",
-        json_schema_extra={"minItems": 1, "default": ["**/*.js"]},
-    )
-    exclude: list[Glob] = Field(
-        default_factory=list, description="Globs of files under root to leave out, even if included."
-    )
-    binary: list[Glob] = Field(
-        default_factory=lambda: ["**/*.wasm"],
-        json_schema_extra={"default": ["**/*.wasm"]},
-        description="Globs picking which included files are binary modules, sent as {'binary': base64}. They "
-        "must be included too: include: ['**/*.js', '**/*.wasm'].",
-    )
-    naming: Naming = Field(default_factory=Naming)
-    activate: list[ActiveName] = Field(
-        default_factory=list,
-        description="Make this branch the active one for the world and/or the simulation: [world], [sim], "
-        "[world, sim].",
-    )
-    remote_only: Literal["remove", "keep"] = Field(
-        "remove",
-        description="Modules on the server but not in the repository: 'remove' them (default; an upload replaces "
-        "the branch) or 'keep' them (re-sent with every upload).",
-    )
-    build: BuildCommand | None = Field(None, description=_BUILD_DESCRIPTION)
-    source_maps: Literal["wrap", "raw", "omit"] = Field(
-        "wrap",
-        description="What a matched *.js.map file becomes: 'wrap' (module NAME.js.map holding "
-        "'module.exports = <the map>;', as rollup-plugin-screeps uploads it), 'raw' (the file as it is) or "
-        "'omit' (left out).",
-    )
-    requires: RequiresConfig = Field(default_factory=RequiresConfig)
-    verify: VerifyConfig | None = Field(
-        None,
-        description="After apply, watch the account's console and judge the deploy; off when left out. Needs "
-        "activate (the console shows the active code).",
-    )
-    ignore_lines: list[LinePattern] = Field(
-        default_factory=list,
-        description="Regular expressions matched against whole lines of the text modules (a build's time stamp: "
-        "'// Built at .*'): the comparison with the server ignores lines that match, so a module whose only "
-        "differences are such lines is not uploaded. The upload, when something else changed, sends every module "
-        "as built.",
-    )
+#: What each :class:`~gitops.config.model.Rule` is to pydantic: its check, and what the JSON Schema says of it
+#: (editors check as you type; the checks say the rest).
+_RULES: dict[str, tuple[Any, ...]] = {
+    "env_name": (
+        AfterValidator(_check_env_name),
+        WithJsonSchema({"type": "string", "pattern": f"^{_ENV_NAME.pattern}$"}),
+    ),
+    "credentials_entry": (
+        AfterValidator(_check_credentials_entry),
+        WithJsonSchema({"type": "string", "minLength": 1}),
+    ),
+    "branch_name": (
+        AfterValidator(_check_branch_name),
+        WithJsonSchema({"type": "string", "pattern": "^[^$]", "maxLength": MAX_BRANCH_NAME_UNITS}),
+    ),
+    "root": (AfterValidator(_check_root), WithJsonSchema({"type": "string", "pattern": "^[^/\\\\]"})),
+    "glob": (AfterValidator(_check_glob), WithJsonSchema({"type": "string", "minLength": 1})),
+    "separator": (
+        AfterValidator(_check_separator),
+        WithJsonSchema({"type": "string", "minLength": 1, "maxLength": 1, "pattern": "^[^\\s\\\\]$", "default": "/"}),
+    ),
+    "suffix": (AfterValidator(_check_suffix), WithJsonSchema({"type": "string", "pattern": "^[.].+"})),
+    "url": (AfterValidator(_normalise_url),),
+    "fail_pattern": (Field(min_length=1, max_length=500), AfterValidator(_check_pattern)),
+    "line_pattern": (Field(min_length=1, max_length=500), AfterValidator(_check_line_pattern)),
+    "build": (
+        AfterValidator(_check_build),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "string", "minLength": 1},
+                    {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                ]
+            }
+        ),
+    ),
+    "include": (AfterValidator(_check_include),),
+    "activate": (AfterValidator(_check_activate),),
+    "strict_int": (Strict(),),
+    "reserve": (
+        Field(
+            json_schema_extra={
+                "propertyNames": {"enum": [*ENDPOINT_LIMITS]},
+                "additionalProperties": {"type": "integer", "minimum": 0},
+            }
+        ),
+    ),
+}
 
-    @field_validator("include", mode="after")
-    @classmethod
-    def _include_not_empty(cls, value: list[str]) -> list[str]:
-        if not value:
-            raise _fail(
-                "is empty, so the branch would have no modules; list at least one glob, e.g. ['**/*.js'], or "
-                "leave include out for that default"
-            )
-        return value
-
-    @field_validator("activate", mode="after")
-    @classmethod
-    def _activate_once(cls, value: list[ActiveName]) -> list[ActiveName]:
-        for name in ("world", "sim"):
-            if value.count(name) > 1:
-                raise _fail(f"lists '{name}' twice; list it once")
-        return value
+#: Model settings beyond every model's (unknown keys refused, frozen), by class name.
+_CONFIG: dict[str, ConfigDict] = {"Manifest": ConfigDict(title="screeps-gitops manifest")}
+_MODELS: dict[type, type[BaseModel]] = {}
 
 
-class BudgetConfig(_Model):
-    """How the tool spends the token's rate limits."""
-
-    reserve: dict[str, StrictInt] = Field(
-        default_factory=dict,
-        description="Requests kept back for the person, per endpoint of the limits table "
-        "('POST /api/user/code': 20). Each value is 0 or more and below that limit.",
-        json_schema_extra={
-            "propertyNames": {"enum": [*ENDPOINT_LIMITS]},
-            "additionalProperties": {"type": "integer", "minimum": 0},
-        },
+def _derive(cls: type) -> type[BaseModel]:
+    """The pydantic model of a class of :mod:`gitops.config.model`: the same name, docstring and fields."""
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields: dict[str, Any] = {
+        spec.name: (_pydantic_type(hints[spec.name]), _field_info(spec)) for spec in dataclasses.fields(cls)
+    }
+    config = ConfigDict(extra="forbid", frozen=True, **_CONFIG.get(cls.__name__, {}))
+    derived: type[BaseModel] = create_model(
+        cls.__name__, __config__=config, __doc__=cls.__doc__, __module__=__name__, **fields
     )
-    trust_own_upload_seconds: int = Field(
-        600,
-        ge=0,
-        description="With --refresh=auto, a branch this tool uploaded less than this long ago is planned from "
-        "the ledger instead of downloaded.",
-    )
+    return derived
 
 
-class Manifest(_Model):
-    """The whole manifest (gitops.yaml)."""
+def _field_info(spec: dataclasses.Field[Any]) -> Any:
+    """A dataclass field's default and metadata as pydantic's ``Field`` (a class default becomes its model)."""
+    if spec.default is not dataclasses.MISSING:
+        return Field(spec.default, **spec.metadata)
+    if spec.default_factory is not dataclasses.MISSING:
+        factory = spec.default_factory
+        return Field(default_factory=_MODELS.get(factory, factory), **spec.metadata)  # type: ignore[call-overload]
+    return Field(**spec.metadata)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, title="screeps-gitops manifest")
 
-    version: Literal[1] = Field(description="Manifest format version; 1.")
-    servers: dict[str, ServerConfig] = Field(
-        description="Game servers by name (letters, digits, '-', '_', '.'); branches refer to these names.",
-        json_schema_extra={"minProperties": 1, "propertyNames": {"pattern": f"^{_SERVER_NAME.pattern}$"}},
-    )
-    branches: list[BranchConfig] = Field(
-        description="The code branches to deploy; each (server, branch) once.", json_schema_extra={"minItems": 1}
-    )
-    budget: BudgetConfig = Field(default_factory=BudgetConfig)
-    build: BuildCommand | None = Field(
-        None, description=_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."
-    )
+def _pydantic_type(hint: Any) -> Any:
+    """A type of :mod:`gitops.config.model` for pydantic: classes as their models, rules as their validators."""
+    if isinstance(hint, type) and hint in _MODELS:
+        return _MODELS[hint]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    annotated: Any = Annotated
+    if origin is Annotated:
+        rules = [item for mark in args[1:] for item in (_RULES[mark.name] if isinstance(mark, model.Rule) else (mark,))]
+        return annotated[(_pydantic_type(args[0]), *rules)]
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_pydantic_type(arg) for arg in args)]  # noqa: UP007 (built from a tuple)
+    if origin is list:
+        return list[_pydantic_type(args[0])]  # type: ignore[misc]
+    if origin is dict:
+        return dict[_pydantic_type(args[0]), _pydantic_type(args[1])]  # type: ignore[misc]
+    return hint
+
+
+for _cls in model.CLASSES.values():  # in the definition's order: a class comes after the classes it holds
+    _MODELS[_cls] = _derive(_cls)
+
+ServerConfig: Any = _MODELS[model.ServerConfig]
+Naming: Any = _MODELS[model.Naming]
+RequiresConfig: Any = _MODELS[model.RequiresConfig]
+VerifyConfig: Any = _MODELS[model.VerifyConfig]
+BranchConfig: Any = _MODELS[model.BranchConfig]
+BudgetConfig: Any = _MODELS[model.BudgetConfig]
+Manifest: Any = _MODELS[model.Manifest]
 
 
 # --- rules that relate values (run on raw YAML data, so they must accept anything) ----------------------------
@@ -589,83 +449,121 @@ def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
 
 def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     """Rules across servers and branches (not the per-server and budget rules, which their models check)."""
-    problems: list[tuple[Loc, str]] = []
     servers = raw.get("servers")
-    if isinstance(servers, dict):
-        if not servers:
-            problems.append(
-                (("servers",), "lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, token_env: ...}")
-            )
-        for name in servers:
-            if isinstance(name, str) and not _SERVER_NAME.fullmatch(name):
-                problems.append(
-                    (
-                        ("servers", name),
-                        "is not a usable server name; use letters, digits, '-', '_' and '.', starting with a "
-                        "letter or digit",
-                    )
-                )
+    problems = _server_name_rules(servers)
     branches = raw.get("branches")
     if not isinstance(branches, list):
         return problems
     if not branches:
         problems.append((("branches",), "lists no branches; add one, e.g. - {server: local, branch: main}"))
-    seen: dict[tuple[str, str], int] = {}
-    standbys: dict[str, dict[str, int]] = {}
-    active: dict[tuple[str, str], list[int]] = {}
-    per_server: dict[str, set[str]] = {}
-    for i, b in enumerate(branches):
-        if not isinstance(b, dict):
-            continue
-        server, name = b.get("server"), b.get("branch")
-        if isinstance(server, str) and isinstance(servers, dict) and servers and server not in servers:
-            known = ", ".join(str(s) for s in servers)
-            problems.append(
-                (("branches", i, "server"), f"'{server}' is not a server of this manifest; use one of: {known}")
-            )
-        if not (isinstance(server, str) and isinstance(name, str)):
-            continue
-        per_server.setdefault(server, set()).add(name)
-        first = seen.setdefault((server, name), i)
-        if first != i:
+    listing = _Listing()
+    for i, entry in enumerate(branches):
+        if isinstance(entry, dict):
+            problems += _branch_entry_rules(i, entry, servers, listing)
+    return problems + _listing_rules(listing)
+
+
+def _server_name_rules(servers: Any) -> list[tuple[Loc, str]]:
+    """The ``servers`` mapping: at least one server, each with a usable name."""
+    problems: list[tuple[Loc, str]] = []
+    if not isinstance(servers, dict):
+        return problems
+    if not servers:
+        problems.append(
+            (("servers",), "lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, token_env: ...}")
+        )
+    for name in servers:
+        if isinstance(name, str) and not _SERVER_NAME.fullmatch(name):
             problems.append(
                 (
-                    ("branches", i),
-                    f"branch '{name}' of server '{server}' is already listed at branches[{first}]; list each "
-                    "branch once",
+                    ("servers", name),
+                    "is not a usable server name; use letters, digits, '-', '_' and '.', starting with a "
+                    "letter or digit",
                 )
             )
-            continue
-        activate = b.get("activate")
-        verify = b.get("verify")
-        if isinstance(verify, dict):
-            standby = verify.get("standby")
-            if verify.get("rollback") == "standby" and not isinstance(standby, str):
-                problems.append(
-                    (
-                        ("branches", i, "verify"),
-                        "rollback: standby needs standby: BRANCH, the second branch that takes turns with this one",
-                    )
-                )
-            if isinstance(standby, str) and verify.get("rollback") != "standby":
-                problems.append((("branches", i, "verify", "standby"), "is only for rollback: standby; add it"))
-            if isinstance(standby, str) and standby == name:
-                problems.append((("branches", i, "verify", "standby"), "must differ from the branch itself"))
-            if isinstance(standby, str):
-                standbys.setdefault(server, {})[standby] = i
-        if isinstance(verify, dict) and not (isinstance(activate, list) and activate):
+    return problems
+
+
+@dataclass
+class _Listing:
+    """What the branch entries say together, gathered entry by entry for the rules that compare them."""
+
+    #: The index of each (server, branch) where it is first listed.
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: Per server, each standby branch and the index of the entry that names it.
+    standbys: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: The indexes of the entries that activate (server, 'world' or 'sim').
+    active: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    #: The branch names deployed to each server.
+    per_server: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _branch_entry_rules(i: int, entry: Mapping[str, Any], servers: Any, listing: _Listing) -> list[tuple[Loc, str]]:
+    """One entry of ``branches``: a known server, listed once, a consistent ``verify``; noted in ``listing``."""
+    problems: list[tuple[Loc, str]] = []
+    server, name = entry.get("server"), entry.get("branch")
+    if isinstance(server, str) and isinstance(servers, dict) and servers and server not in servers:
+        known = ", ".join(str(s) for s in servers)
+        problems.append(
+            (("branches", i, "server"), f"'{server}' is not a server of this manifest; use one of: {known}")
+        )
+    if not (isinstance(server, str) and isinstance(name, str)):
+        return problems
+    listing.per_server.setdefault(server, set()).add(name)
+    first = listing.seen.setdefault((server, name), i)
+    if first != i:
+        problems.append(
+            (
+                ("branches", i),
+                f"branch '{name}' of server '{server}' is already listed at branches[{first}]; list each branch once",
+            )
+        )
+        return problems
+    activate = entry.get("activate")
+    verify = entry.get("verify")
+    if isinstance(verify, dict):
+        problems += _verify_rules(i, verify, server, name, listing)
+        if not (isinstance(activate, list) and activate):
             problems.append(
                 (
                     ("branches", i, "verify"),
                     "needs the branch to be activated (the console shows the active code); add activate: [world]",
                 )
             )
-        if isinstance(activate, list):
-            for which in dict.fromkeys(a for a in activate if a in ("world", "sim")):
-                active.setdefault((server, which), []).append(i)
-    for server, standby_of in standbys.items():
+    if isinstance(activate, list):
+        for which in dict.fromkeys(a for a in activate if a in ("world", "sim")):
+            listing.active.setdefault((server, which), []).append(i)
+    return problems
+
+
+def _verify_rules(
+    i: int, verify: Mapping[str, Any], server: str, name: str, listing: _Listing
+) -> list[tuple[Loc, str]]:
+    """A branch's ``verify``: ``standby`` exactly with ``rollback: standby``, and not the branch itself."""
+    problems: list[tuple[Loc, str]] = []
+    standby = verify.get("standby")
+    if verify.get("rollback") == "standby" and not isinstance(standby, str):
+        problems.append(
+            (
+                ("branches", i, "verify"),
+                "rollback: standby needs standby: BRANCH, the second branch that takes turns with this one",
+            )
+        )
+    if isinstance(standby, str):
+        if verify.get("rollback") != "standby":
+            problems.append((("branches", i, "verify", "standby"), "is only for rollback: standby; add it"))
+        if standby == name:
+            problems.append((("branches", i, "verify", "standby"), "must differ from the branch itself"))
+        listing.standbys.setdefault(server, {})[standby] = i
+    return problems
+
+
+def _listing_rules(listing: _Listing) -> list[tuple[Loc, str]]:
+    """Across entries: no standby also listed, one active branch per server and kind, the server's branch limit."""
+    problems: list[tuple[Loc, str]] = []
+    for server, standby_of in listing.standbys.items():
         for standby, i in standby_of.items():
-            if (server, standby) in seen:
+            if (server, standby) in listing.seen:
                 problems.append(
                     (
                         ("branches", i, "verify", "standby"),
@@ -673,7 +571,7 @@ def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
                         "list it only here",
                     )
                 )
-    for (server, which), indexes in active.items():
+    for (server, which), indexes in listing.active.items():
         for i in indexes[1:]:
             problems.append(
                 (
@@ -682,7 +580,7 @@ def _manifest_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
                     f"one active {which} branch; keep activate: [{which}] on one of them",
                 )
             )
-    for server_name, names in per_server.items():
+    for server_name, names in listing.per_server.items():
         if len(names) > MAX_BRANCHES:
             problems.append(
                 (
@@ -733,10 +631,23 @@ def validate(data: Any, problems: Problems) -> model.Manifest | None:
     return runtime
 
 
+def check(
+    data: Any, display: str | None, locations: Mapping[Loc, int], found: Iterable[Found] = ()
+) -> tuple[model.Manifest | None, list[str]]:
+    """Validate ``data`` read from ``display`` (``None``: not read from a file) with the line of each key path in
+    ``locations`` and the problems ``found`` while reading it: the manifest when every rule passed, else ``None``
+    and every problem's text."""
+    problems = Problems(display, locations)
+    problems.cover(found)
+    manifest = validate(data, problems)
+    if problems or manifest is None:
+        return None, problems.texts()
+    return manifest, []
+
+
 def to_runtime(value: Any) -> Any:
     """A validated model (or a list, dict or plain value holding models) as :mod:`gitops.config.model` classes:
-    each model becomes the dataclass of the same name, field by field (the test of the model module keeps the two
-    sides' fields the same)."""
+    each model becomes the dataclass it was derived from, field by field."""
     if isinstance(value, BaseModel):
         cls = model.CLASSES[type(value).__name__]
         return cls(**{name: to_runtime(getattr(value, name)) for name in type(value).model_fields})
@@ -751,9 +662,6 @@ def to_runtime(value: Any) -> Any:
 
 
 def _close_matches(key: str, candidates: list[str]) -> list[str]:
-    # difflib is imported only for a manifest with a mistake: it costs every run that has none ~5 ms.
-    import difflib
-
     return difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
 
 
