@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import os
 import re
 import signal
@@ -114,7 +116,8 @@ def test_testing_mode_control_routes(tmp_path: Path) -> None:
         with httpx.Client(base_url=served.url) as http:
             now = http.get("/__standin__/now").json()["now"]
             first = http.get("/api/user/code", headers=full)
-            assert first.headers["x-ratelimit-reset"] == str(int(now) + 3600 + (now % 1 > 0))
+            # The window is kept in whole milliseconds (floor) and its reset is sent in whole seconds (ceiling).
+            assert first.headers["x-ratelimit-reset"] == str(-(-math.floor(now * 1000) // 1000) + 3600)
             assert http.post("/__standin__/advance", json={"seconds": 3601}).json()["now"] == now + 3601
             # The hour has passed on the server's clock: a new window.
             assert http.get("/api/user/code", headers=full).headers["x-ratelimit-remaining"] == "59"
