@@ -31,7 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from gitops.app.applying import run_apply
 from gitops.app.options import Options
+from gitops.app.planning import budget_error, make_plan
+from gitops.app.session import open_session
 from gitops.app.targets import select
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.endpoints import UPLOAD
@@ -141,7 +144,7 @@ def _files_text(paths: set[str], limit: int = 3) -> str:
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def watch(
+def deploy_on_save(
     options: Options,
     source: ChangeSource,
     say: Callable[[str], None],
@@ -229,15 +232,11 @@ def _deploy_round(
     monotonic: Callable[[], float],
 ) -> None:
     """One plan and apply of what is pending; its outcome is one line."""
-    from gitops.app.applying import run_apply
-    from gitops.app.planning import budget_error, make_plan
-    from gitops.app.session import open_session
-
     changed = _files_text(state.pending - {"(start)"}) or "start of watch"
     state.deploying = True
     try:
-        with open_session(options, loaded) as s:
-            plan = make_plan(s)
+        with open_session(options, loaded) as session:
+            plan = make_plan(session)
             if not plan.has_changes:
                 state.pending.clear()
                 say(f"{changed}: nothing to deploy (the servers hold it already)")
@@ -247,12 +246,15 @@ def _deploy_round(
             if slot > now:
                 state.not_before = slot  # shown by the loop at its next turn, with the time
                 return
-            refusal = budget_error(plan, s)
+            refusal = budget_error(plan, session)
             if refusal is not None:
                 raise refusal
-            before = {id(s.ledger(server)): (s.ledger(server), s.ledger(server).sequence) for server in s.servers()}
+            before = {
+                id(session.ledger(server)): (session.ledger(server), session.ledger(server).sequence)
+                for server in session.servers()
+            }
             try:
-                report = run_apply(s, plan, saved=False)
+                report = run_apply(session, plan, saved=False)
             except BaseException:
                 sent = _uploads_sent(before)
                 pacer.record(options.clock.now(), sent)

@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rollback": ("gitops.cli.state", "rollback", "Restore the code of an earlier deploy (--to N), budget checked."),
     "watch": (
         "gitops.cli.watch",
-        "watch",
+        "watch_command",
         "Deploy on every change, paced under the day's upload limit (Ctrl-C stops).",
     ),
     "console": ("gitops.cli.console", "console", "Stream the account's console (redacted) until Ctrl-C."),

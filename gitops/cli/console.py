@@ -53,10 +53,10 @@ def console(
         servers=servers,
         branches=branches,
     )
-    with open_session(options) as s:
-        server = pick_server(s)
+    with open_session(options) as session:
+        server = pick_server(session)
         try:
-            for line in stream_console(s, server, seconds=seconds):
+            for line in stream_console(session, server, seconds=seconds):
                 text = json.dumps(line.document(), ensure_ascii=False) if as_json else line.line()
                 click.echo(inert(redact(text)))
         except KeyboardInterrupt:

@@ -63,9 +63,9 @@ def drift(
         branches=branches,
     )
     # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
-    with open_session(options) as s:
+    with open_session(options) as session:
         try:
-            report = check_drift(s)
+            report = check_drift(session)
         except BudgetError as exc:
             print_unlock_links(exc)
             raise

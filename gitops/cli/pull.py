@@ -85,9 +85,11 @@ def run_pull(
         branches=branches,
     )
     # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
-    with open_session(options) as s:
-        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run, prefetched=prefetched)
-        warnings = s.warnings()
+    with open_session(options) as session:
+        result = pull_code(
+            session, list(session.loaded.manifest.branches), force=force, dry_run=dry_run, prefetched=prefetched
+        )
+        warnings = session.warnings()
     if as_json:
         _print_json(result, warnings)
         return 0

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gitops.config.manifest import LoadedManifest, Loc
+from gitops.edges.gitref import NOT_FOUND_HINT, resolve_commit
 from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import SourceError
 
@@ -321,57 +322,6 @@ def _walk(
     return paths
 
 
-_NOT_FOUND_HINT = (
-    "Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
-    "(actions/checkout with fetch-depth: 0)."
-)
-_KINDS = {"tree": "a tree (a folder)", "blob": "a blob (a file)"}
-
-
-def _resolve_commit(top: Path, ref: str) -> str:
-    """The commit id ``ref`` names, asked of git itself: gitpython resolves ``HEAD~1`` from the parent line of
-    HEAD's commit without checking that the parent is there, which a shallow clone's is not (its ValueError came
-    later, as a crash). ``--end-of-options`` keeps a ref that starts with ``-`` from being read as an option."""
-    if not ref.strip():
-        raise SourceError(
-            "--ref is empty",
-            hint="Name a commit (a branch, a tag or a commit id), or drop --ref to read the working tree.",
-        )
-
-    def rev_parse(*args: str) -> str | None:
-        done = subprocess.run(
-            ["git", "rev-parse", *args],
-            cwd=top,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-            capture_output=True,
-            check=False,
-        )
-        return done.stdout.decode("ascii", "replace").strip() if done.returncode == 0 else None
-
-    sha = rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    if sha:
-        return sha
-    other = rev_parse("--verify", "--quiet", "--end-of-options", ref)
-    if other:
-        done = subprocess.run(["git", "cat-file", "-t", other], cwd=top, capture_output=True, check=False)
-        kind = done.stdout.decode("ascii", "replace").strip()
-        if kind in _KINDS:
-            raise SourceError(
-                f"--ref {ref}: names {_KINDS[kind]} in {top}, not a commit",
-                hint="Name a commit: a branch, a tag or a commit id (git log shows them).",
-            )
-    if rev_parse("--verify", "--quiet", "HEAD") is None:
-        raise SourceError(
-            f"--ref {ref}: no such commit in {top} (the repository has no commit yet)", hint=_NOT_FOUND_HINT
-        )
-    if rev_parse("--is-shallow-repository") == "true":
-        raise SourceError(
-            f"--ref {ref}: no such commit in {top} (a shallow clone: older commits are not fetched)",
-            hint=_NOT_FOUND_HINT,
-        )
-    raise SourceError(f"--ref {ref}: no such commit, branch or tag in {top}", hint=_NOT_FOUND_HINT)
-
-
 class _GitTree:
     """The blobs of one commit: one ``git ls-tree -r`` per root, one pipelined ``git cat-file --batch`` for the
     contents; gitpython finds the repository, resolves the ref and follows symbolic links."""
@@ -387,7 +337,7 @@ class _GitTree:
 
     @classmethod
     def open(cls, base_dir: Path, ref: str) -> _GitTree:
-        import git  # gitpython costs ~0.1 s to import; only --ref needs it
+        import git  # noqa: PLC0415 (boundary: gitpython, which only --ref needs)
 
         try:
             repo = git.Repo(base_dir, search_parent_directories=True)
@@ -397,14 +347,14 @@ class _GitTree:
                 hint="Drop --ref to read the working tree, or run gitops inside a clone of the repository.",
             ) from None
         try:
-            commit = repo.commit(_resolve_commit(Path(repo.working_tree_dir or base_dir), ref))
+            commit = repo.commit(resolve_commit(Path(repo.working_tree_dir or base_dir), ref))
         except SourceError:
             repo.close()
             raise
         except (git.BadName, git.BadObject, ValueError, git.GitCommandError):  # pragma: no cover - git found it
             repo.close()
             raise SourceError(
-                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}", hint=_NOT_FOUND_HINT
+                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}", hint=NOT_FOUND_HINT
             ) from None
         top = Path(repo.working_tree_dir or base_dir).resolve()
         try:

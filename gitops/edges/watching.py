@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import watchfiles
+
 #: Changes closer together than this (milliseconds) arrive as one set; the use case debounces further.
 _GROUP_MS = 100
 
@@ -18,8 +20,6 @@ class FileChanges:
     ``node_modules``, editor swap files). ``timeout`` is fixed at creation (watchfiles' ``rust_timeout``)."""
 
     def __init__(self, folder: Path, timeout: float, stop: threading.Event) -> None:
-        import watchfiles
-
         self._stop = stop
         self._changes: Generator[set[tuple[Any, str]], None, None] = watchfiles.watch(
             folder,

@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import click
+
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import ModuleChange
@@ -190,7 +192,6 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     """The plan for a person at a terminal (``color`` only when stdout is one); per branch its counts and sizes,
     then at most :data:`TEXT_MODULE_LINES` module lines and :data:`TEXT_DIFF_LINES` diff lines, the rest counted
     (``full``: all of them; the JSON always has all)."""
-    import click
 
     def style(text: str, *, indent: str = "", **kw: Any) -> str:
         shown = inert(text, one_line=True)
