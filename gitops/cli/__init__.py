@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from gitops import __version__
-from gitops.cli.common import debug_from_env
+from gitops.cli.common import debug_from_env, forget_json, json_printed, wants_json
 from gitops.cli.pipes import protect_stdout
 from gitops.errors import EXIT_INTERRUPTED, ExitCode, GitopsError, UsageError
 from gitops.inert import inert
@@ -77,7 +77,7 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
-            import difflib  # only for a mistyped command: it costs every other run ~5 ms
+            import difflib  # only for a mistyped command: gitops --help would pay for it
 
             close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -124,8 +124,6 @@ _ERRORS_AS_JSON = {"on": False}
 def _print_error(message: str, *, exit_code: int | None = None) -> None:
     # An error's text may hold a server's (an error body, a close reason): inert, as everything printed.
     click.echo(inert(redact(f"Error: {message}")), err=True)
-    from gitops.cli.common import json_printed
-
     if _ERRORS_AS_JSON["on"] and not json_printed():
         # Scripts that asked for JSON read stdout: the error is there too, as one documented object.
         document = {"format_version": 1, "error": {"message": message, "exit_code": exit_code}}
@@ -200,8 +198,6 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         # Accepted after any command too: the group's option ('gitops drift --no-color' = 'gitops --no-color drift').
         args = ["--no-color", *(a for a in args if a != "--no-color")]
     argv = args
-    from gitops.cli.common import forget_json, wants_json
-
     _ERRORS_AS_JSON["on"] = wants_json(args)
     forget_json()
     try:
@@ -277,7 +273,7 @@ def _interrupted() -> str:
     """What a Ctrl-C cut: when a write was in flight, that it may have landed and that the next plan checks it."""
     if "gitops.edges.client" not in sys.modules:
         return "interrupted."
-    from gitops.edges.client import writes_in_flight
+    from gitops.edges.client import writes_in_flight  # loaded already (checked above): never imported here
 
     cut = writes_in_flight()
     if not cut:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from gitops.app.targets import Targets, select
 from gitops.cli.common import manifest_option, rebuild_option, run_environment, target_options
 
 
@@ -42,7 +43,6 @@ def build(
     a build fails; 0 (and nothing printed) when the manifest names no build and no --out is given.
     """
     from gitops.app.localcode import check_syntax, read_code, run_builds
-    from gitops.app.targets import Targets, select
     from gitops.config.manifest import load_manifest
     from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
     from gitops.edges.outfile import check_out_path

@@ -9,6 +9,8 @@ import click
 
 from gitops.cli.common import manifest_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
+from gitops.inert import inert
+from gitops.secrets import redact
 
 
 @click.command()
@@ -40,8 +42,6 @@ def console(
     """
     from gitops.app.console import pick_server, stream_console
     from gitops.app.session import open_session
-    from gitops.inert import inert
-    from gitops.secrets import redact
 
     options = options_from(
         ctx,

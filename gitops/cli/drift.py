@@ -19,6 +19,7 @@ from gitops.cli.common import (
 )
 from gitops.errors import BudgetError, ExitCode
 from gitops.inert import inert
+from gitops.secrets import redact
 
 
 @click.command()
@@ -49,7 +50,6 @@ def drift(
     from gitops.app.drift import check_drift
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
-    from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(

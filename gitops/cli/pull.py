@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from gitops.cli.common import manifest_option, max_wait_option, state_dir_option, target_options
+from gitops.app.pulling import pull as pull_code
+from gitops.app.session import open_session
+from gitops.cli.common import (
+    echo_json,
+    manifest_option,
+    max_wait_option,
+    options_from,
+    state_dir_option,
+    target_options,
+)
 from gitops.inert import inert
 
 
@@ -70,10 +80,6 @@ def run_pull(
 ) -> int:
     """Pull and print what was written (``gitops pull`` and ``gitops init --pull``, which passes the code it
     downloaded already as ``prefetched``)."""
-    from gitops.app.pulling import pull as pull_code
-    from gitops.app.session import open_session
-    from gitops.cli.common import options_from
-
     options = options_from(
         ctx,
         manifest=manifest,
@@ -121,10 +127,6 @@ def run_pull(
 
 def _print_json(result: Any, warnings: list[str]) -> None:
     """``gitops pull --json``."""
-    import json
-
-    from gitops.cli.common import echo_json
-
     document = {
         "format_version": 1,
         "dry_run": result.dry_run,

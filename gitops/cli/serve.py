@@ -12,7 +12,10 @@ from typing import Any
 
 import click
 
+from gitops.cli.extras import require_serve_extra
+from gitops.edges.clock import Clock, ManualClock, SystemClock
 from gitops.errors import GitopsError, UsageError
+from gitops.secrets import redact
 
 _ACCOUNTS_FORMAT = """\b
 The accounts file (--accounts), YAML:
@@ -80,10 +83,8 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
     Try a deploy before you have an account: 'gitops serve --demo'.
     """
-    from gitops.cli.extras import require_serve_extra
-
     require_serve_extra("serve")
-    from gitops.edges.clock import Clock, ManualClock, SystemClock
+    # After the check: the stand-in (starlette, uvicorn) is the optional extra's.
     from gitops.standin.accounts import load_accounts
     from gitops.standin.app import create_app
     from gitops.standin.runner import ForegroundServer, bind, make_config, url_of
@@ -152,7 +153,6 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
 
 def _configure_logging() -> None:
-    from gitops.secrets import redact
 
     class RedactingFormatter(logging.Formatter):
         """Scrubs every known token and password from log lines, in case one slips into a message."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from gitops.cli.common import manifest_option, rebuild_option, run_environment
+from gitops.cli.common import echo_json, manifest_option, rebuild_option, run_environment
 
 _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "binary"}
 
@@ -87,7 +87,6 @@ def validate(ctx: click.Context, manifest: Path, ref: str | None, list_modules: 
 
 def _print_json(loaded: Any, local: Any, list_modules: bool) -> None:
     """``gitops validate --json``: ``{"format_version": 1, "manifest", "source", "branches": [...], "warnings"}``."""
-    from gitops.cli.common import echo_json
 
     branches = []
     for branch in local.branches:
