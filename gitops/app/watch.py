@@ -1,24 +1,16 @@
 """The watch use case: deploy on every change, debounced, coalesced and paced under the day's upload limit.
 
-``gitops watch`` (``gitops.cli.watch``) gives it a :class:`ChangeSource` (watchfiles in
-:mod:`gitops.edges.watching`), the run's :class:`~gitops.app.options.Options` (its clock paces the uploads) and a
-``say`` callback for the lines it prints; tests give it a stop event and the stand-in's clock.
+``gitops watch`` (:func:`gitops.cli.watch.watch_command`) gives :func:`deploy_on_save` a :class:`ChangeSource`
+(watchfiles, :mod:`gitops.edges.watching`), the run's options (whose clock paces the uploads) and a ``say`` callback;
+tests give it a stop event and the stand-in's clock. :func:`classify` decides what a changed file means: a branch's
+code (under the root of a branch without ``build``), a build's own output (not a change, else every build would
+trigger the next), a source of the builds (anything else Git does not ignore), or the manifest (loaded again).
 
-What counts as a change (:func:`classify`), relative to the manifest's folder:
-
-* under the root of a branch **without** ``build``: that branch's code (``rollup -cw`` writing ``dist/``);
-* under the root of a branch **with** ``build``: the build's own output, not a change (else every build would
-  trigger the next);
-* anything else that Git does not ignore (and not ``.git``, nor the state folder): a source of the builds, when a
-  chosen branch has one (every build of the selection runs again, then the code is read);
-* the manifest itself: it is loaded again (an invalid manifest stops watch: exit 5).
-
-Each burst of changes is coalesced until nothing changed for ``debounce`` seconds; then one plan and one apply
-through the same use cases as ``gitops apply`` (:func:`gitops.app.planning.make_plan`,
-:func:`gitops.app.applying.run_apply`). Uploads are paced (:class:`gitops.core.pace.Pacer`): when the hour's share
-is spent, what is pending is shown with the time it may go, and it goes then. Errors that need the person
-(credentials, manifest) end the watch; errors of the server or the network, a refused budget and bad local code are
-reported and retried at the next change or after a backoff.
+Each burst of changes becomes one plan and one apply through the same use cases as ``gitops apply``, so a save
+deploys exactly what ``apply`` would. Uploads are paced (:class:`gitops.core.pace.Pacer`) so that the day's limit is
+never spent; what waits is shown with the time it may go. Errors that need the person (credentials, the manifest)
+end the watch; errors of the server or the network, a refused budget and bad local code are reported and retried at
+the next change or after a backoff.
 """
 
 from __future__ import annotations

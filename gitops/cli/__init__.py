@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> None:
     short = _short_lived(sys.argv[1:] if argv is None else argv)
     if short:
         # A plan or apply allocates hundreds of thousands of objects (the modules, their JSON) and frees them by
-        # reference counting; the cycle collector found nothing worth its ~60 ms of CPU over ~130 passes. The
-        # process ends within seconds, so the few cycles it leaves are returned to the system at exit.
+        # reference counting; the cycle collector's passes found nothing worth their CPU. The process ends within
+        # seconds, so the few cycles it leaves are returned to the system at exit.
         gc.disable()
     code = run(argv)
     if short:
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _end_now(code: int) -> None:
     """End the process at once, without the interpreter's teardown: freeing every object and module one by one
-    costs 20 to 40 ms after a deploy, and the system takes the memory back anyway.
+    takes measurable time after a deploy, and the system takes the memory back anyway.
 
     Nothing is left to do at that point: the session has saved and closed the ledgers (and released their locks),
     every file was written in a ``with`` block, child processes were waited for, and the local read's thread was
