@@ -1,5 +1,11 @@
 """``gitops build``: run the manifest's build commands (no server, no credential), and with ``--out`` write the
-code set file that a deploy job takes instead of building (:mod:`gitops.core.artifact`)."""
+code set file that a deploy job takes instead of building (:mod:`gitops.core.artifact`).
+
+A build runs the repository's own code (package scripts, bundler plugins): it must not find the token. This command
+lets a CI job without secrets build and hand over only the built code, so that the job that holds the token never
+runs any of the repository's code. Without ``--out`` it builds (or reuses the last build's output) as plan and
+apply would, for a person checking that the build works.
+"""
 
 from __future__ import annotations
 

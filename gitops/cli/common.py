@@ -1,4 +1,11 @@
-"""Options and terminal helpers shared by the commands (every option CI needs also reads an environment variable)."""
+"""Options and terminal helpers shared by the commands.
+
+Every option CI needs also reads an environment variable, and each is written once here so that the commands that
+share it (``--manifest``, ``--server``/``--branch``, ``--state-dir``, the plan options) cannot drift apart. The run's
+:class:`~gitops.app.options.Options` are made here from click's context (:func:`options_from`), with the injected
+clock and transport of tests. This module is imported by ``gitops --help``: what only a run needs is imported where
+it is used.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""``gitops console``: stream an account's console (what players use the Node CLI for), redacted, until Ctrl-C."""
+"""``gitops console``: stream an account's console (what players use the Node CLI for), redacted, until Ctrl-C.
+
+The console is how a player sees the code they deployed run: log lines, results, and the errors of failing ticks.
+It is the account's, not a branch's, so the command needs one server; the socket is opened with the same credentials
+as a deploy (:mod:`gitops.app.console`, :mod:`gitops.edges.socket`). Every line is redacted and made inert before
+it is printed: a bot may log anything, tokens and terminal escapes included.
+"""
 
 from __future__ import annotations
 

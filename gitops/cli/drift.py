@@ -1,4 +1,10 @@
-"""``gitops drift``: which branches were changed on the servers outside Git since this tool applied them."""
+"""``gitops drift``: which branches were changed on the servers outside Git since this tool applied them.
+
+Code edited in the game's own editor, or uploaded by another tool, is removed by the next apply without a word:
+drift says so first. It downloads each branch this tool applied (budgeted like a plan) and compares it with what
+was applied (:mod:`gitops.app.drift`); the exit code lets a scheduled CI job open an issue when something
+drifted. The report is text, Markdown or JSON (:mod:`gitops.render.drift`).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""``gitops init``: a commented manifest for the repository it runs in (and, with ``--pull``, the server's code)."""
+"""``gitops init``: a commented manifest for the repository it runs in (and, with ``--pull``, the server's code).
+
+A player's first contact with the tool: it must work on the repository they already have. init detects the layout
+(:func:`gitops.core.layout.detect_layout`), picks how the manifest signs in (a credentials-file entry, or what a
+private server says of itself), writes a manifest that reads back as what it meant, and never overwrites one. With
+``--pull`` it first downloads the server's code and widens the layout until every module reads back as itself, then
+pulls. The command is cut into those phases; only the private server's question and ``--pull`` import the HTTP
+client and the session.
+"""
 
 from __future__ import annotations
 

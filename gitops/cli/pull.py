@@ -1,4 +1,11 @@
-"""``gitops pull``: the server's code as files under each branch's root."""
+"""``gitops pull``: the server's code as files under each branch's root.
+
+For a bot that already lives on a server: its modules become files that the manifest reads back as the same
+modules, so that the next plan shows no changes. The use case (:mod:`gitops.app.pulling`) checks the downloads
+against the token's budget, refuses before writing anything (uncommitted changes without ``--force``, names that
+could leave the root) and writes atomically; ``gitops init --pull`` calls :func:`run_pull` with the code it has
+downloaded already.
+"""
 
 from __future__ import annotations
 

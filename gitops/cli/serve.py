@@ -1,4 +1,10 @@
-"""``gitops serve``: run the local stand-in of the game service in the foreground."""
+"""``gitops serve``: run the local stand-in of the game service in the foreground.
+
+The stand-in answers the endpoints this tool uses, with persistent tokens, scopes and rate limits, so that a player
+can try a deploy before having an account and the tests can talk to a real HTTP server. It is the optional extra
+``serve`` (starlette, uvicorn): the command checks the extra is installed before it imports the stand-in, and its
+log lines are redacted like everything else the tool prints.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """``gitops status``, ``gitops history`` and ``gitops rollback``: the deployment state the ledgers keep (issue 39).
 
 Their work is in ``gitops.app.deploys``; ``rollback`` plans and applies through ``app.planning.make_plan`` and
-``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's).
+``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's), so that a
+rollback is budget checked, shown and verified exactly as a deploy is.
 """
 
 from __future__ import annotations

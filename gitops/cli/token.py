@@ -1,7 +1,9 @@
 """``gitops token`` (a token's scope and unlimited time left) and ``gitops unlock`` (the no-rate-limit link).
 
-The link carries the token, so it is printed whole only when standard output is an interactive terminal; anywhere
-else (a CI log, a pipe, a file) the token in it is shown as ``<hidden>`` with a sentence saying how to see it.
+A token's scope decides what plan and apply may do, and an unlimited token lifts the rate limits for a while:
+both are what a player asks before a large deploy. The link carries the token, so it is printed whole only when
+standard output is an interactive terminal; anywhere else (a CI log, a pipe, a file) the token in it is shown as
+``<hidden>`` with a sentence saying how to see it.
 """
 
 from __future__ import annotations

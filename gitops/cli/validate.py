@@ -1,4 +1,9 @@
-"""``gitops validate`` (the manifest and the local code, without the network) and ``gitops schema``."""
+"""``gitops validate`` (the manifest and the local code, without the network) and ``gitops schema``.
+
+validate is the check a person or a CI job runs before any server is contacted: the manifest, the build, each
+branch's modules and size as the server counts them, and every JavaScript module's syntax (which plan and apply do
+not parse, to stay fast). It needs no credential. ``gitops schema`` prints the manifest's JSON Schema for editors.
+"""
 
 from __future__ import annotations
 

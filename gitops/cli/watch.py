@@ -1,4 +1,10 @@
-"""``gitops watch``: deploy on every change (debounced, paced under the day's upload limit) until Ctrl-C."""
+"""``gitops watch``: deploy on every change (debounced, paced under the day's upload limit) until Ctrl-C.
+
+Deploy on save is for iterating on a bot: no health watch after each deploy and no upload reserved for a rollback.
+The use case (:func:`gitops.app.watch.deploy_on_save`) plans and applies as ``gitops apply`` does; this module gives
+it the file watcher (the optional extra ``serve``'s watchfiles, checked before it is imported) and prints its lines.
+The command's function is :func:`watch_command`; its name on the command line is ``watch``.
+"""
 
 from __future__ import annotations
 

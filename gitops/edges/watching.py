@@ -1,5 +1,9 @@
-"""File changes from watchfiles (the ``ChangeSource`` of ``gitops watch``; :mod:`gitops.app.watch` decides what a
-change means). One inotify (or polling) watcher over the manifest's folder, closed when the block ends."""
+"""File changes from watchfiles: the :class:`~gitops.app.watch.ChangeSource` of ``gitops watch``.
+
+The use case decides what a change means (:func:`gitops.app.watch.classify`); this edge only reports which files
+changed, from one inotify (or polling) watcher over the manifest's folder, closed when the block ends. watchfiles
+is the optional extra ``serve``'s: ``gitops watch`` checks that it is installed before it imports this module.
+"""
 
 from __future__ import annotations
 

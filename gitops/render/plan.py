@@ -1,7 +1,8 @@
 """Renderers of a plan: terminal text, Markdown (pull requests, job summaries) and JSON (machines).
 
-All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON document is versioned by
-``format_version`` and documented in docs/commands.md ("The plan explained").
+All three read the same :class:`gitops.core.plan.Plan`, so a terminal, a pull request and a script cannot be
+told different things; none does I/O. Every text from a server or a file is made inert before it is styled. The
+JSON document is versioned by ``format_version`` and documented in docs/commands.md ("The plan explained").
 """
 
 from __future__ import annotations
