@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import ssl
 
-import certifi  # httpx's own dependency, as its rule imports it
-
 
 def trust_context() -> ssl.SSLContext:
     """A new client TLS context that verifies servers (and their host names) against ``SSL_CERT_FILE`` (a PEM file)
@@ -31,6 +29,10 @@ def trust_context_early() -> ssl.SSLContext:
     run over ``https://`` the whole import of httpx. This is httpx's rule (``httpx.create_ssl_context()``, verify and
     trust_env on) written out; ``tests/test_tls.py`` checks that the two make the same context in each of its three
     cases, so that an httpx that changes its rule fails there."""
+    # httpx's own dependency, as its rule imports it; with importlib.resources it would cost every run that imports
+    # the client over http:// (the private server, the stand-in), which never makes a TLS context.
+    import certifi  # noqa: PLC0415 (boundary: certifi, only when a TLS context is made)
+
     if os.environ.get("SSL_CERT_FILE"):
         return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
     if os.environ.get("SSL_CERT_DIR"):
