@@ -205,7 +205,7 @@ def test_a_body_is_deflated_once_and_ahead_of_time_for_every_server_that_gets_it
     from gitops.edges import bodies
 
     content = json.dumps({"branch": "main", "modules": _bot(200_000, seed=7)}).encode()
-    ahead = bodies.Ahead()
+    ahead = bodies.BackgroundDeflates()
     ahead.start(content)
     ahead.start(content)  # under way: no second thread
     first = bodies.deflated(content)  # waits for the background thread's result
@@ -302,15 +302,15 @@ def test_apply_yes_deflates_the_upload_beside_the_wait_for_the_server(
         packed: bytes = real(data, level)
         return packed
 
-    real_start = bodies.Ahead.start
+    real_start = bodies.BackgroundDeflates.start
 
-    def start(self: bodies.Ahead, content: bytes) -> None:
+    def start(self: bodies.BackgroundDeflates, content: bytes) -> None:
         starters.append(threading.current_thread().name)
         real_start(self, content)
 
     monkeypatch.setattr(bodies, "_memo", type(bodies._memo)())  # nothing deflated by an earlier test
     monkeypatch.setattr(bodies.library(), "compress", counting)  # the module bodies.py deflates with
-    monkeypatch.setattr(bodies.Ahead, "start", start)
+    monkeypatch.setattr(bodies.BackgroundDeflates, "start", start)
     result = project.apply("--yes")
     assert result.code == 0, result.err
     assert big == ["gitops-deflate"]  # once, in the background; the upload used it

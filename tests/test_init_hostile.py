@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gitops.app.adopting import PROBE_SECONDS
+from gitops.app.serverprobe import PROBE_SECONDS
 from gitops.cli import run
 from gitops.config.scaffold import ServerChoice, check_reads_back, manifest_data, manifest_text
 from gitops.core.layout import Layout

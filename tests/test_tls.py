@@ -18,7 +18,7 @@ import certifi
 import pytest
 import trustme
 
-from gitops.app.adopting import probe_version
+from gitops.app.serverprobe import probe_version
 from gitops.app.session import open_session
 from gitops.core.early import ALPN, route_of
 from gitops.core.health import ConsoleEvent

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gitops.app.options import Options
-from gitops.app.watch import WatchSettings, WatchState, watch
+from gitops.app.watch import WatchSettings, WatchState, deploy_on_save
 from gitops.edges.watching import file_changes
 from gitops.standin.testing import ALICE, StandIn
 from tests.factories import interruptible_python, reaped
@@ -74,7 +74,7 @@ def watching(project: Project, **settings: float | int) -> Iterator[Watching]:
     def run() -> None:
         try:
             with file_changes(project.root, config.poll, stop) as source:
-                watch(options, source, lines.append, settings=config, stop=stop, state=state)
+                deploy_on_save(options, source, lines.append, settings=config, stop=stop, state=state)
         except BaseException as exc:  # reported by the test's thread
             errors.append(exc)
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Mapping
+import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitops.app.options import Options
-from gitops.config.manifest import BranchConfig
 from gitops.config.scaffold import check_reads_back
-from gitops.core.codeset import CodeSet
-from gitops.core.layout import READ_FILES, Layout, RepoSnapshot
+from gitops.core.layout import READ_FILES, RepoSnapshot
 from gitops.errors import SourceError, UsageError
 
 #: At most this many names are listed under one folder (detection needs a few).
@@ -175,8 +173,6 @@ def ignore_credentials_file(folder: Path) -> Path | None:
     """When the manifest names a credentials-file entry and ``folder`` (in a Git work tree) would hold that file
     as ``.screeps.yaml`` without Git ignoring it, add it to the folder's ``.gitignore`` (created when missing);
     the ``.gitignore`` changed, or ``None`` (already ignored, or not in a Git work tree)."""
-    import subprocess
-
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         inside = subprocess.run(
@@ -198,88 +194,3 @@ def ignore_credentials_file(folder: Path) -> Path | None:
         f"{before}{gap}# the screepers credentials file holds tokens\n.screeps.yaml\n", encoding="utf-8"
     )
     return gitignore
-
-
-#: How long ``gitops init`` waits for a server's ``/api/version`` (it only helps to guess how the server signs in):
-#: the whole exchange, connecting to the last byte of the body.
-PROBE_SECONDS = 2.0
-#: The largest ``/api/version`` answer read, decoded (a real one is a few hundred bytes).
-PROBE_CAP = 64 * 1024
-
-
-def probe_version(url: str) -> dict[str, object] | None:
-    """The JSON object a server answers to ``GET /api/version`` (no credentials are sent), or ``None`` when it
-    cannot be reached, does not answer whole in :data:`PROBE_SECONDS` (a byte at a time), answers more than
-    :data:`PROBE_CAP` decoded bytes (a gzip bomb), or answers something else. One request, no retry, no redirect."""
-    import time
-
-    import httpx
-
-    from gitops.edges.http import AnswerTooLarge, send_bounded
-    from gitops.edges.tls import trust_context
-
-    deadline = time.monotonic() + PROBE_SECONDS
-    try:
-        # No proxy and no .netrc (trust_env=False), as every connection of the tool; but the same authorities as
-        # the client's (SSL_CERT_FILE/SSL_CERT_DIR), which trust_env=False would drop.
-        verify = trust_context() if url.lower().startswith("https://") else True
-        with httpx.Client(timeout=PROBE_SECONDS, follow_redirects=False, trust_env=False, verify=verify) as client:
-            request = client.build_request("GET", url.rstrip("/") + "/api/version")
-            answer = send_bounded(client, request, cap=PROBE_CAP, deadline=deadline)
-            if answer.status_code != 200:
-                return None
-            data = answer.json()
-    except (httpx.HTTPError, ValueError, AnswerTooLarge):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def download_branches(options: Options, manifest_text_: str, path: Path) -> dict[tuple[str, str], CodeSet | None]:
-    """``gitops init --pull``'s one download per branch, before the manifest exists on disk: a session over the
-    manifest text in memory (its ledger, budget check and credentials as for any pull). Maps (server, branch) to
-    the server's :class:`~gitops.core.codeset.CodeSet`, or ``None`` for a branch the server does not have."""
-    import yaml
-
-    from gitops.app.planning import check_download_budget
-    from gitops.app.session import open_session
-    from gitops.config.manifest import LoadedManifest, manifest_from_data
-
-    manifest = manifest_from_data(yaml.safe_load(manifest_text_))
-    loaded = LoadedManifest(manifest, path.resolve(), path.resolve().parent, digest="", display=str(path))
-    found: dict[tuple[str, str], CodeSet | None] = {}
-    with open_session(options, loaded) as s:
-        per_server: dict[str, list[str]] = {}
-        for config in manifest.branches:
-            per_server.setdefault(config.server, []).append(config.branch)
-        for server, branches in per_server.items():
-            check_download_budget(
-                s, server, len(branches), doing="init --pull", instead="Run gitops init without --pull, wait"
-            )
-            reader = s.reader(server)
-            for branch in branches:
-                found[(server, branch)] = reader.get_code(branch)
-            s.save()
-    return found
-
-
-def fit_to_server(
-    layout: Layout, code: CodeSet, listing: list[str], render: Callable[[Layout], BranchConfig]
-) -> Layout:
-    """``layout`` widened until a pull of ``code`` writes every module where the manifest reads it back as itself
-    (source maps, binary modules with or without a suffix, names with ``/``). ``render(layout)`` makes the branch's
-    :class:`~gitops.config.manifest.BranchConfig` from a layout; ``listing`` is what the root holds now."""
-    from gitops.core.pull import plan_branch_pull
-    from gitops.core.readback import widen_for
-
-    for _ in range(4):
-        config = render(layout)
-        pulled = plan_branch_pull(config, code, listing, lambda _path: None)
-        written = {w.module for w in pulled.writes}
-        left = [m for m in code if m.name not in written]
-        if not left:
-            break
-        wider = widen_for(layout, [(m.name, m.is_binary, m.text) for m in left])
-        if wider == layout:
-            break
-        layout = wider
-    return layout

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitops.app.session import Session
+from gitops.edges.socket import GameSocket, SocketProblem, socket_url
 from gitops.errors import NetworkError, UsageError
 from gitops.secrets import redact
 
@@ -37,9 +38,9 @@ class ConsoleLine:
         return f"{where}{'ERROR: ' if self.kind == 'error' else ''}{self.text}"
 
 
-def pick_server(s: Session) -> str:
+def pick_server(session: Session) -> str:
     """The one server of the (narrowed) manifest; :class:`UsageError` when there are several."""
-    servers = s.servers()
+    servers = session.servers()
     if len(servers) != 1:
         raise UsageError(
             f"the manifest's branches are on {len(servers)} servers ({', '.join(servers)}); the console is one "
@@ -49,17 +50,15 @@ def pick_server(s: Session) -> str:
     return servers[0]
 
 
-def stream_console(s: Session, server: str, *, seconds: float | None = None) -> Iterator[ConsoleLine]:
+def stream_console(session: Session, server: str, *, seconds: float | None = None) -> Iterator[ConsoleLine]:
     """The console of ``server``'s account until ``seconds`` have passed (or Ctrl-C); :class:`NetworkError` when the
     socket cannot be used."""
-    from gitops.edges.socket import GameSocket, SocketProblem, socket_url
-
-    client = s.client(server)
+    client = session.client(server)
     user_id, token = client.socket_login()
     end = time.monotonic() + (FOREVER if seconds is None else seconds)
     channel = f"user:{user_id}/console"
     try:
-        with GameSocket(socket_url(client.base_url), token, deadline=end, debug=s.options.log) as sock:
+        with GameSocket(socket_url(client.base_url), token, deadline=end, debug=session.options.log) as sock:
             sock.subscribe(channel)
             while time.monotonic() < end:
                 for message in sock.messages(SLICE_MESSAGES, until=time.monotonic() + SLICE_SECONDS):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from gitops.app.deploys import unsettled
+from gitops.app.localcode import read_code
 from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
 from gitops.core.drift import BranchDrift, DriftReport, RepositoryCode, compare, record_from_branch
@@ -22,7 +23,7 @@ from gitops.core.remote import BranchInfo, RemoteBranch
 from gitops.errors import ScopeError, SourceError
 
 
-def check_drift(s: Session) -> DriftReport:
+def check_drift(session: Session) -> DriftReport:
     """Every branch of the session's manifest (narrowed to ``--server``/``--branch`` by :mod:`gitops.app.targets`)
     with its drift finding.
 
@@ -32,14 +33,14 @@ def check_drift(s: Session) -> DriftReport:
     (:class:`BudgetError`, exit 3, otherwise). The ledger is saved once per server. A pending upload found on the
     server (its answer was lost) becomes the applied record.
     """
-    configs = s.loaded.manifest.branches
+    configs = session.loaded.manifest.branches
     found: list[BranchDrift] = []
-    repository, warnings = _repository(s)
-    for server in s.servers():
-        ledger = s.ledger(server)
+    repository, warnings = _repository(session)
+    for server in session.servers():
+        ledger = session.ledger(server)
         names = [c.branch for c in configs if c.server == server]
         recorded = [name for name in names if ledger.applied(name) is not None]
-        states = _server_states(s, server, recorded) if recorded else {}
+        states = _server_states(session, server, recorded) if recorded else {}
         for name in names:
             applied = ledger.applied(name)
             if applied is None:
@@ -54,25 +55,23 @@ def check_drift(s: Session) -> DriftReport:
                 # The server holds what Git holds: that is the last applied state now, on this machine too.
                 ledger.record_applied(record_from_branch(current, how="verified", source=drift.repository))
             found.append(BranchDrift(server, name, drift))
-        s.save()
-    notes = tuple(unsettled(s))
-    return DriftReport(tuple(found), s.options.clock.now(), (*s.warnings(), *warnings), notes)
+        session.save()
+    notes = tuple(unsettled(session))
+    return DriftReport(tuple(found), session.options.clock.now(), (*session.warnings(), *warnings), notes)
 
 
-def _repository(s: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list[str]]:
+def _repository(session: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list[str]]:
     """The repository's code of each branch, as plan reads it (builds included); empty, with a warning, when it
     cannot be read (drift is then measured against the ledger's records alone)."""
-    from gitops.app.localcode import read_code
-
     try:
-        local = read_code(s.loaded, s.options.ref, s.options.env)
+        local = read_code(session.loaded, session.options.ref, session.options.env)
     except SourceError as exc:
         return {}, [
             f"the repository's code could not be read ({exc.message.splitlines()[0]}); drift was measured against "
             "the last applied records only"
         ]
     source = local.source.describe()
-    configs = {(c.server, c.branch): c for c in s.loaded.manifest.branches}
+    configs = {(c.server, c.branch): c for c in session.loaded.manifest.branches}
     return {
         (b.server, b.branch): RepositoryCode(
             b.code, source, keeps_server_only=configs[(b.server, b.branch)].remote_only == "keep"
@@ -81,23 +80,23 @@ def _repository(s: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list
     }, []
 
 
-def _server_states(s: Session, server: str, names: list[str]) -> dict[str, RemoteBranch]:
+def _server_states(session: Session, server: str, names: list[str]) -> dict[str, RemoteBranch]:
     """What the server holds now of each branch in ``names``: the branch list, whose modules (private servers, the
     stand-in) stand for the downloads; a download for each branch the list lists without its modules.
 
     The downloads are budgeted before they are sent; without the list (a token restricted to the code endpoints)
     every branch is downloaded, and the download says whether it exists.
     """
-    reader = s.reader(server)
+    reader = session.reader(server)
     listing: list[BranchInfo] | None
     try:
         listing = reader.list_branches()
     except ScopeError:
         listing = None
-    listed_at = s.options.clock.now()
+    listed_at = session.options.clock.now()
     entries = None if listing is None else {b.name: b for b in listing}
     to_download = [n for n in names if entries is None or (n in entries and entries[n].modules is None)]
-    check_download_budget(s, server, len(to_download), doing="the drift check", instead="Wait")
+    check_download_budget(session, server, len(to_download), doing="the drift check", instead="Wait")
     states: dict[str, RemoteBranch] = {}
     for name in names:
         listed = None if entries is None else entries.get(name)
@@ -109,7 +108,7 @@ def _server_states(s: Session, server: str, names: list[str]) -> dict[str, Remot
             states[name] = branch_from_list(server, listed, listed_at)
         else:
             code = reader.get_code(name)
-            now = s.options.clock.now()
+            now = session.options.clock.now()
             found = RemoteBranch.missing(name, now) if code is None else RemoteBranch.from_code(name, code, now)
             states[name] = dataclasses.replace(found, checked_at=now)
     return states

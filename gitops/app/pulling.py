@@ -51,7 +51,7 @@ def _shown(config: BranchConfig, path: str) -> str:
 
 
 def pull(
-    s: Session,
+    session: Session,
     configs: list[BranchConfig],
     *,
     force: bool = False,
@@ -61,7 +61,7 @@ def pull(
     """Bring the server's code of each branch in ``configs`` into its root (see the module's docstring).
     ``prefetched`` holds code already downloaded in this run (``gitops init --pull``), which is not asked again."""
     prefetched = prefetched or {}
-    loaded = s.loaded
+    loaded = session.loaded
     listings: dict[tuple[str, str], list[str]] = {}
     for config in configs:
         listings[(config.server, config.branch)] = worktree_files(loaded.base_dir, config.root) or []
@@ -73,12 +73,12 @@ def pull(
         needed = sum(1 for c in branches if (c.server, c.branch) not in prefetched)
         if needed:
             check_download_budget(
-                s, server, needed, doing="the pull", instead="Pull fewer branches (--branch NAME), wait"
+                session, server, needed, doing="the pull", instead="Pull fewer branches (--branch NAME), wait"
             )
 
     result = PullResult(dry_run=dry_run)
     for server, branches in per_server.items():
-        reader = s.reader(server)
+        reader = session.reader(server)
         for config in branches:
             key = (config.server, config.branch)
             code = prefetched[key] if key in prefetched else reader.get_code(config.branch)
@@ -100,7 +100,7 @@ def pull(
             result.branches.append(
                 plan_branch_pull(config, code, listing, current, manifest_names=_manifest_names(loaded))
             )
-        s.save()
+        session.save()
 
     refused = [f"{b.label}: {line}" for b in result.branches for line in b.refused]
     if refused:

@@ -28,7 +28,7 @@ from gitops.secrets import Secret
 if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
     from gitops.app.localcode import UploadBody
     from gitops.config.credentials import Auth
-    from gitops.edges.bodies import Ahead
+    from gitops.edges.bodies import BackgroundDeflates
     from gitops.edges.early import EarlyConnection
     from gitops.edges.ledger import Ledger
     from gitops.edges.service import Observer, ServiceClient
@@ -54,7 +54,7 @@ class Session:
         #: The compression probes sent while the servers were read (gitops.app.ahead), and what each answered.
         self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
-        self._deflating: Ahead | None = None
+        self._deflating: BackgroundDeflates | None = None
         #: The HTTP client's modules being imported ahead of an upload (deflate_ahead), joined before a client is made.
         self._importing: Background[None] | None = None
         #: The upload bodies the local read made ahead, by (server, branch): the code's digest and the body's JSON.
@@ -362,14 +362,14 @@ class Session:
     def deflate_ahead(self) -> tuple[Callable[[list[UploadBody]], None], dict[tuple[str, str], str | None]]:
         """What the local read's worker calls with the upload bodies it has (``apply --yes``), and which bodies
         those are (:data:`gitops.app.localcode.Wanted`). The body of each branch is deflated in a background thread
-        (:class:`gitops.edges.bodies.Ahead`), the bytes that :meth:`gitops.edges.service.ServiceClient.upload_code`
-        would send, so that the upload finds them ready instead of waiting ~50 ms for them. Only for servers whose
-        uploads may go compressed (decided here, in this thread, from the manifest and the ledgers). A branch the
-        plan does not upload has cost a background deflate and nothing else; the threads are joined when the
-        session closes. Code that the ledger says the server holds already (a
-        deploy that most likely changes nothing) gets no body: the rare upload it needs after all (the server was
-        changed behind the tool's back) deflates its body then."""
-        from gitops.edges.bodies import Ahead
+        (:class:`gitops.edges.bodies.BackgroundDeflates`), the bytes that
+        :meth:`gitops.edges.service.ServiceClient.upload_code` would send, so that the upload finds them ready
+        instead of waiting ~50 ms for them. Only for servers whose uploads may go compressed (decided here, in
+        this thread, from the manifest and the ledgers). A branch the plan does not upload has cost a background
+        deflate and nothing else; the threads are joined when the session closes. Code that the ledger says the
+        server holds already (a deploy that most likely changes nothing) gets no body: the rare upload it needs
+        after all (the server was changed behind the tool's back) deflates its body then."""
+        from gitops.edges.bodies import BackgroundDeflates
         from gitops.edges.threads import Background
 
         wanted: dict[tuple[str, str], str | None] = {}
@@ -382,7 +382,7 @@ class Session:
                     for config in self.loaded.manifest.branches:
                         if config.server == server:
                             wanted[(server, config.branch)] = ledger.remembered_digest(config.branch)
-        ahead = self._deflating = Ahead()
+        ahead = self._deflating = BackgroundDeflates()
 
         def deflate(bodies: list[UploadBody]) -> None:
             from gitops.edges.bodies import deflate_ahead_body

@@ -1,24 +1,16 @@
 """The watch use case: deploy on every change, debounced, coalesced and paced under the day's upload limit.
 
-``gitops watch`` (``gitops.cli.watch``) gives it a :class:`ChangeSource` (watchfiles in
-:mod:`gitops.edges.watching`), the run's :class:`~gitops.app.options.Options` (its clock paces the uploads) and a
-``say`` callback for the lines it prints; tests give it a stop event and the stand-in's clock.
+``gitops watch`` (:func:`gitops.cli.watch.watch_command`) gives :func:`deploy_on_save` a :class:`ChangeSource`
+(watchfiles, :mod:`gitops.edges.watching`), the run's options (whose clock paces the uploads) and a ``say`` callback;
+tests give it a stop event and the stand-in's clock. :func:`classify` decides what a changed file means: a branch's
+code (under the root of a branch without ``build``), a build's own output (not a change, else every build would
+trigger the next), a source of the builds (anything else Git does not ignore), or the manifest (loaded again).
 
-What counts as a change (:func:`classify`), relative to the manifest's folder:
-
-* under the root of a branch **without** ``build``: that branch's code (``rollup -cw`` writing ``dist/``);
-* under the root of a branch **with** ``build``: the build's own output, not a change (else every build would
-  trigger the next);
-* anything else that Git does not ignore (and not ``.git``, nor the state folder): a source of the builds, when a
-  chosen branch has one (every build of the selection runs again, then the code is read);
-* the manifest itself: it is loaded again (an invalid manifest stops watch: exit 5).
-
-Each burst of changes is coalesced until nothing changed for ``debounce`` seconds; then one plan and one apply
-through the same use cases as ``gitops apply`` (:func:`gitops.app.planning.make_plan`,
-:func:`gitops.app.applying.run_apply`). Uploads are paced (:class:`gitops.core.pace.Pacer`): when the hour's share
-is spent, what is pending is shown with the time it may go, and it goes then. Errors that need the person
-(credentials, manifest) end the watch; errors of the server or the network, a refused budget and bad local code are
-reported and retried at the next change or after a backoff.
+Each burst of changes becomes one plan and one apply through the same use cases as ``gitops apply``, so a save
+deploys exactly what ``apply`` would. Uploads are paced (:class:`gitops.core.pace.Pacer`) so that the day's limit is
+never spent; what waits is shown with the time it may go. Errors that need the person (credentials, the manifest)
+end the watch; errors of the server or the network, a refused budget and bad local code are reported and retried at
+the next change or after a backoff.
 """
 
 from __future__ import annotations
@@ -31,7 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from gitops.app.applying import run_apply
 from gitops.app.options import Options
+from gitops.app.planning import budget_error, make_plan
+from gitops.app.session import open_session
 from gitops.app.targets import select
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.endpoints import UPLOAD
@@ -141,7 +136,7 @@ def _files_text(paths: set[str], limit: int = 3) -> str:
     return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
-def watch(
+def deploy_on_save(
     options: Options,
     source: ChangeSource,
     say: Callable[[str], None],
@@ -229,15 +224,11 @@ def _deploy_round(
     monotonic: Callable[[], float],
 ) -> None:
     """One plan and apply of what is pending; its outcome is one line."""
-    from gitops.app.applying import run_apply
-    from gitops.app.planning import budget_error, make_plan
-    from gitops.app.session import open_session
-
     changed = _files_text(state.pending - {"(start)"}) or "start of watch"
     state.deploying = True
     try:
-        with open_session(options, loaded) as s:
-            plan = make_plan(s)
+        with open_session(options, loaded) as session:
+            plan = make_plan(session)
             if not plan.has_changes:
                 state.pending.clear()
                 say(f"{changed}: nothing to deploy (the servers hold it already)")
@@ -247,12 +238,15 @@ def _deploy_round(
             if slot > now:
                 state.not_before = slot  # shown by the loop at its next turn, with the time
                 return
-            refusal = budget_error(plan, s)
+            refusal = budget_error(plan, session)
             if refusal is not None:
                 raise refusal
-            before = {id(s.ledger(server)): (s.ledger(server), s.ledger(server).sequence) for server in s.servers()}
+            before = {
+                id(session.ledger(server)): (session.ledger(server), session.ledger(server).sequence)
+                for server in session.servers()
+            }
             try:
-                report = run_apply(s, plan, saved=False)
+                report = run_apply(session, plan, saved=False)
             except BaseException:
                 sent = _uploads_sent(before)
                 pacer.record(options.clock.now(), sent)

@@ -1,7 +1,10 @@
-"""The command line: click parses, the core decides, a renderer prints.
+"""The command line: click parses, the use cases decide, a renderer prints.
 
-This is the only place that turns exceptions into ``Error: ...`` and an exit code (see ``gitops.errors``).
-Subcommands live in their own modules and are imported only when used, so ``gitops --help`` stays fast.
+This is the only place that turns exceptions into ``Error: ...`` and an exit code (see ``gitops.errors``), so every
+command ends the same way, with the same redaction, and a script can rely on the exit codes. Each command lives in
+its own module, listed in :data:`COMMANDS` and imported only when it runs or shows its own help: ``gitops --help``
+and a mistyped command never pay for the others. A command that ends on its own also skips the cycle collector and
+the interpreter's teardown (:func:`main`), which a deploy would otherwise wait for.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import click
 
 from gitops import __version__
-from gitops.cli.common import debug_from_env
+from gitops.cli.common import debug_from_env, forget_json, json_printed, wants_json
 from gitops.cli.pipes import protect_stdout
 from gitops.errors import EXIT_INTERRUPTED, ExitCode, GitopsError, UsageError
 from gitops.inert import inert
@@ -43,7 +46,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "rollback": ("gitops.cli.state", "rollback", "Restore the code of an earlier deploy (--to N), budget checked."),
     "watch": (
         "gitops.cli.watch",
-        "watch",
+        "watch_command",
         "Deploy on every change, paced under the day's upload limit (Ctrl-C stops).",
     ),
     "console": ("gitops.cli.console", "console", "Stream the account's console (redacted) until Ctrl-C."),
@@ -77,7 +80,7 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
-            import difflib  # only for a mistyped command: it costs every other run ~5 ms
+            import difflib  # only for a mistyped command: gitops --help would pay for it
 
             close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
             hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -124,8 +127,6 @@ _ERRORS_AS_JSON = {"on": False}
 def _print_error(message: str, *, exit_code: int | None = None) -> None:
     # An error's text may hold a server's (an error body, a close reason): inert, as everything printed.
     click.echo(inert(redact(f"Error: {message}")), err=True)
-    from gitops.cli.common import json_printed
-
     if _ERRORS_AS_JSON["on"] and not json_printed():
         # Scripts that asked for JSON read stdout: the error is there too, as one documented object.
         document = {"format_version": 1, "error": {"message": message, "exit_code": exit_code}}
@@ -138,8 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     short = _short_lived(sys.argv[1:] if argv is None else argv)
     if short:
         # A plan or apply allocates hundreds of thousands of objects (the modules, their JSON) and frees them by
-        # reference counting; the cycle collector found nothing worth its ~60 ms of CPU over ~130 passes. The
-        # process ends within seconds, so the few cycles it leaves are returned to the system at exit.
+        # reference counting; the cycle collector's passes found nothing worth their CPU. The process ends within
+        # seconds, so the few cycles it leaves are returned to the system at exit.
         gc.disable()
     code = run(argv)
     if short:
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
 
 def _end_now(code: int) -> None:
     """End the process at once, without the interpreter's teardown: freeing every object and module one by one
-    costs 20 to 40 ms after a deploy, and the system takes the memory back anyway.
+    takes measurable time after a deploy, and the system takes the memory back anyway.
 
     Nothing is left to do at that point: the session has saved and closed the ledgers (and released their locks),
     every file was written in a ``with`` block, child processes were waited for, and the local read's thread was
@@ -200,8 +201,6 @@ def run(argv: list[str] | None = None, *, clock: Any = None, transport: Any = No
         # Accepted after any command too: the group's option ('gitops drift --no-color' = 'gitops --no-color drift').
         args = ["--no-color", *(a for a in args if a != "--no-color")]
     argv = args
-    from gitops.cli.common import forget_json, wants_json
-
     _ERRORS_AS_JSON["on"] = wants_json(args)
     forget_json()
     try:
@@ -277,7 +276,7 @@ def _interrupted() -> str:
     """What a Ctrl-C cut: when a write was in flight, that it may have landed and that the next plan checks it."""
     if "gitops.edges.service.inflight" not in sys.modules:
         return "interrupted."
-    from gitops.edges.service.inflight import writes_in_flight
+    from gitops.edges.service.inflight import writes_in_flight  # loaded already (checked above): never imported here
 
     cut = writes_in_flight()
     if not cut:

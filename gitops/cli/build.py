@@ -1,5 +1,11 @@
 """``gitops build``: run the manifest's build commands (no server, no credential), and with ``--out`` write the
-code set file that a deploy job takes instead of building (:mod:`gitops.core.artifact`)."""
+code set file that a deploy job takes instead of building (:mod:`gitops.core.artifact`).
+
+A build runs the repository's own code (package scripts, bundler plugins): it must not find the token. This command
+lets a CI job without secrets build and hand over only the built code, so that the job that holds the token never
+runs any of the repository's code. Without ``--out`` it builds (or reuses the last build's output) as plan and
+apply would, for a person checking that the build works.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from gitops.app.targets import Targets, select
 from gitops.cli.common import manifest_option, rebuild_option, run_environment, target_options
 
 
@@ -42,7 +49,6 @@ def build(
     a build fails; 0 (and nothing printed) when the manifest names no build and no --out is given.
     """
     from gitops.app.localcode import check_syntax, read_code, run_builds
-    from gitops.app.targets import Targets, select
     from gitops.config.manifest import load_manifest
     from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
     from gitops.edges.outfile import check_out_path

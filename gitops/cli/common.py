@@ -1,9 +1,18 @@
-"""Options and terminal helpers shared by the commands (every option CI needs also reads an environment variable)."""
+"""Options and terminal helpers shared by the commands.
+
+Every option CI needs also reads an environment variable, and each is written once here so that the commands that
+share it (``--manifest``, ``--server``/``--branch``, ``--state-dir``, the plan options) cannot drift apart. The run's
+:class:`~gitops.app.options.Options` are made here from click's context (:func:`options_from`), with the injected
+clock and transport of tests. This module is imported by ``gitops --help``: what only a run needs is imported where
+it is used.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,9 +27,14 @@ from gitops.app.options import (
     DEFAULT_REFRESH,
     FORMATS,
     REFRESH_CHOICES,
+    Options,
 )
+from gitops.app.targets import Targets
 from gitops.config.discovery import discover_manifest
+from gitops.edges.clock import SystemClock
+from gitops.errors import GitopsError
 from gitops.inert import inert
+from gitops.secrets import HIDDEN, redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -210,10 +224,10 @@ class _Name(click.ParamType):  # type: ignore[type-arg]
         """The manifest's server names for ``--server``, its branch names (and ``server/branch``) for ``--branch``
         (shell completion: ``eval "$(_GITOPS_COMPLETE=bash_source gitops)"``); nothing when the manifest does not
         load."""
+        # Imported when a shell asks: gitops --help would pay for them (the manifest's reader is kept off it).
         from click.shell_completion import CompletionItem
 
         from gitops.config.manifest import load_manifest
-        from gitops.errors import GitopsError
 
         path = ctx.params.get("manifest") or os.environ.get("GITOPS_MANIFEST") or "gitops.yaml"
         try:
@@ -262,8 +276,6 @@ def is_terminal(stream: Any = None) -> bool:
 
 def debug_log(ctx: click.Context) -> Callable[[str], None] | None:
     """A logger to stderr in debug mode; every line is redacted."""
-    from gitops.secrets import redact
-
     if not (ctx.find_root().obj or {}).get("debug"):
         return None
 
@@ -279,9 +291,6 @@ def countdown(seconds: float, endpoint: str) -> None:
     The client does the sleeping (on its clock) right after this returns; on a terminal a daemon thread rewrites
     the line once a second for as long as the wait lasts, so the person sees it go down.
     """
-    import threading
-    import time
-
     what = "pacing requests under 120 per minute" if endpoint == "global" else f"rate limited on {endpoint} (429)"
     if not is_terminal(sys.stderr):
         click.echo(f"{what}: waiting {seconds:.0f} s before retrying", err=True)
@@ -308,10 +317,7 @@ def options_from(
     servers: tuple[str, ...] = (),
     branches: tuple[str, ...] = (),
 ) -> Any:
-    from gitops.app.options import Options
-    from gitops.app.targets import Targets
-    from gitops.edges.clock import SystemClock
-    from gitops.render.progress import Progress
+    from gitops.render.progress import Progress  # gitops --help would pay for it
 
     injected = ctx.find_root().obj or {}
     env = run_environment(ctx)
@@ -351,8 +357,6 @@ def debug_from_env(env: Mapping[str, str] | None = None) -> bool:
 
 def print_unlock_links(error: Any) -> None:
     """After a budget refusal: the no-rate-limit link, whole only on an interactive terminal."""
-    from gitops.secrets import HIDDEN, redact
-
     links: dict[str, Any] = getattr(error, "unlock_links", {}) or {}
     for server, link in links.items():
         if is_terminal(sys.stderr) and is_terminal(sys.stdin):
@@ -373,8 +377,6 @@ _JSON_STATE = {"printed": False}
 
 def echo_json(text: str) -> None:
     """Print a command's JSON document on stdout (redacted), and remember that it was printed."""
-    from gitops.secrets import redact
-
     _JSON_STATE["printed"] = True
     click.echo(redact(text), nl=not text.endswith("\n"))
 

@@ -1,4 +1,10 @@
-"""``gitops console``: stream an account's console (what players use the Node CLI for), redacted, until Ctrl-C."""
+"""``gitops console``: stream an account's console (what players use the Node CLI for), redacted, until Ctrl-C.
+
+The console is how a player sees the code they deployed run: log lines, results, and the errors of failing ticks.
+It is the account's, not a branch's, so the command needs one server; the socket is opened with the same credentials
+as a deploy (:mod:`gitops.app.console`, :mod:`gitops.edges.socket`). Every line is redacted and made inert before
+it is printed: a bot may log anything, tokens and terminal escapes included.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ import click
 
 from gitops.cli.common import manifest_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
+from gitops.inert import inert
+from gitops.secrets import redact
 
 
 @click.command()
@@ -40,8 +48,6 @@ def console(
     """
     from gitops.app.console import pick_server, stream_console
     from gitops.app.session import open_session
-    from gitops.inert import inert
-    from gitops.secrets import redact
 
     options = options_from(
         ctx,
@@ -53,10 +59,10 @@ def console(
         servers=servers,
         branches=branches,
     )
-    with open_session(options) as s:
-        server = pick_server(s)
+    with open_session(options) as session:
+        server = pick_server(session)
         try:
-            for line in stream_console(s, server, seconds=seconds):
+            for line in stream_console(session, server, seconds=seconds):
                 text = json.dumps(line.document(), ensure_ascii=False) if as_json else line.line()
                 click.echo(inert(redact(text)))
         except KeyboardInterrupt:

@@ -10,12 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from importlib import resources
 from pathlib import Path
 
 import click
 
+from gitops.cli import run
+from gitops.cli.extras import require_serve_extra
+from gitops.edges.clock import ManualClock
 from gitops.errors import UsageError
 
 EXAMPLE_URL = "http://127.0.0.1:21025"
@@ -28,8 +33,6 @@ def find_example(name: str) -> Path:
     (pyproject.toml maps the repository's ``examples/`` there); an editable install from a checkout finds it in the
     checkout's ``examples/`` (setuptools' editable finder does not resolve such a mapped data folder).
     """
-    from importlib import resources
-
     candidates: list[Path] = []
     with suppress(ModuleNotFoundError):
         candidates.append(Path(str(resources.files("gitops._examples").joinpath(name))))
@@ -66,13 +69,8 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 )
 def demo(example: Path | None) -> int:
     """Deploy a bundled example to a local stand-in service, then stop it."""
-    from gitops.cli.extras import require_serve_extra
-
     require_serve_extra("demo")
-    import time
-
-    from gitops.cli import run
-    from gitops.edges.clock import ManualClock
+    # After the check: the stand-in (starlette, uvicorn) is the optional extra's.
     from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, running_standin
 
     source = example or find_example("basic")

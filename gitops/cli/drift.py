@@ -1,4 +1,10 @@
-"""``gitops drift``: which branches were changed on the servers outside Git since this tool applied them."""
+"""``gitops drift``: which branches were changed on the servers outside Git since this tool applied them.
+
+Code edited in the game's own editor, or uploaded by another tool, is removed by the next apply without a word:
+drift says so first. It downloads each branch this tool applied (budgeted like a plan) and compares it with what
+was applied (:mod:`gitops.app.drift`); the exit code lets a scheduled CI job open an issue when something
+drifted. The report is text, Markdown or JSON (:mod:`gitops.render.drift`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ from gitops.cli.common import (
 )
 from gitops.errors import BudgetError, ExitCode
 from gitops.inert import inert
+from gitops.secrets import redact
 
 
 @click.command()
@@ -49,7 +56,6 @@ def drift(
     from gitops.app.drift import check_drift
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
-    from gitops.secrets import redact
 
     fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(
@@ -63,9 +69,9 @@ def drift(
         branches=branches,
     )
     # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
-    with open_session(options) as s:
+    with open_session(options) as session:
         try:
-            report = check_drift(s)
+            report = check_drift(session)
         except BudgetError as exc:
             print_unlock_links(exc)
             raise

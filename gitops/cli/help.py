@@ -11,11 +11,13 @@ import re
 import shutil
 import sys
 from contextlib import suppress
+from importlib import resources
 from pathlib import Path
 
 import click
 
 from gitops.cli import COMMANDS
+from gitops.errors import EXIT_CODE_MEANINGS, EXIT_INTERRUPTED, UsageError
 
 #: Topic -> (the file under docs/, a line of description). ``exit-codes`` is made from :mod:`gitops.errors`.
 TOPICS: dict[str, tuple[str, str]] = {
@@ -38,8 +40,6 @@ TOPICS: dict[str, tuple[str, str]] = {
 def docs_folder() -> Path | None:
     """The folder of the shipped pages: inside the package when installed, the checkout's ``docs/`` when editable
     (setuptools' editable finder does not resolve a mapped data folder)."""
-    from importlib import resources
-
     candidates: list[Path] = []
     with suppress(ModuleNotFoundError):
         # joinpath first: the folder has no __init__.py, and str() of a namespace package's files() is no path.
@@ -50,8 +50,6 @@ def docs_folder() -> Path | None:
 
 def exit_codes_text() -> str:
     """The exit codes as a Markdown page, from :data:`gitops.errors.EXIT_CODE_MEANINGS` (the one list)."""
-    from gitops.errors import EXIT_CODE_MEANINGS, EXIT_INTERRUPTED
-
     rows = [f"| {int(code)} | {meaning} |" for code, meaning in EXIT_CODE_MEANINGS.items()]
     rows.append(f"| {EXIT_INTERRUPTED} | interrupted (Ctrl-C): what was in flight is said above |")
     return "# Exit codes of gitops\n\n| exit code | meaning |\n|---|---|\n" + "\n".join(rows) + "\n"
@@ -101,8 +99,6 @@ def topic_text(topic: str) -> str | None:
 @click.argument("topic", required=False, metavar="[TOPIC]")
 def help_(topic: str | None) -> int:
     """Show a documentation page (the same pages as the repository's docs/), or list them."""
-    from gitops.errors import UsageError
-
     if topic is None:
         click.echo("Topics (gitops help TOPIC); each command also has --help:\n")
         width = max(len(t) for t in TOPICS)
@@ -120,7 +116,7 @@ def help_(topic: str | None) -> int:
                 _show(sub.get_help(sub_ctx) + f"\n\n('{topic}' is a command: this is 'gitops {topic} --help'.)")
             return 0
     if topic not in TOPICS:
-        import difflib
+        import difflib  # only for a misspelt topic
 
         close = difflib.get_close_matches(topic, list(TOPICS), n=1, cutoff=0.5)
         raise UsageError(

@@ -1,13 +1,30 @@
-"""``gitops pull``: the server's code as files under each branch's root."""
+"""``gitops pull``: the server's code as files under each branch's root.
+
+For a bot that already lives on a server: its modules become files that the manifest reads back as the same
+modules, so that the next plan shows no changes. The use case (:mod:`gitops.app.pulling`) checks the downloads
+against the token's budget, refuses before writing anything (uncommitted changes without ``--force``, names that
+could leave the root) and writes atomically; ``gitops init --pull`` calls :func:`run_pull` with the code it has
+downloaded already.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from gitops.cli.common import manifest_option, max_wait_option, state_dir_option, target_options
+from gitops.app.pulling import pull as pull_code
+from gitops.app.session import open_session
+from gitops.cli.common import (
+    echo_json,
+    manifest_option,
+    max_wait_option,
+    options_from,
+    state_dir_option,
+    target_options,
+)
 from gitops.inert import inert
 
 
@@ -70,10 +87,6 @@ def run_pull(
 ) -> int:
     """Pull and print what was written (``gitops pull`` and ``gitops init --pull``, which passes the code it
     downloaded already as ``prefetched``)."""
-    from gitops.app.pulling import pull as pull_code
-    from gitops.app.session import open_session
-    from gitops.cli.common import options_from
-
     options = options_from(
         ctx,
         manifest=manifest,
@@ -85,9 +98,11 @@ def run_pull(
         branches=branches,
     )
     # The session is narrowed to the targets (gitops.app.targets): its manifest holds the chosen branches only.
-    with open_session(options) as s:
-        result = pull_code(s, list(s.loaded.manifest.branches), force=force, dry_run=dry_run, prefetched=prefetched)
-        warnings = s.warnings()
+    with open_session(options) as session:
+        result = pull_code(
+            session, list(session.loaded.manifest.branches), force=force, dry_run=dry_run, prefetched=prefetched
+        )
+        warnings = session.warnings()
     if as_json:
         _print_json(result, warnings)
         return 0
@@ -119,10 +134,6 @@ def run_pull(
 
 def _print_json(result: Any, warnings: list[str]) -> None:
     """``gitops pull --json``."""
-    import json
-
-    from gitops.cli.common import echo_json
-
     document = {
         "format_version": 1,
         "dry_run": result.dry_run,

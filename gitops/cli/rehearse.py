@@ -1,4 +1,10 @@
-"""``gitops rehearse``: run each branch's code in a throwaway world of the real private server, and judge it."""
+"""``gitops rehearse``: run each branch's code in a throwaway world of the real private server, and judge it.
+
+A deploy's verification judges the code on the live server, after the upload: a rehearsal judges it before, in a
+world of its own on loopback where a failing bot costs nothing. The code is read and built as a plan reads it and
+judged by the same judge as apply's verify, so a rehearsal and a deploy cannot disagree on what healthy means
+(:mod:`gitops.app.rehearsal`, :mod:`gitops.render.rehearsal`).
+"""
 
 from __future__ import annotations
 

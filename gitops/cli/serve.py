@@ -1,4 +1,10 @@
-"""``gitops serve``: run the local stand-in of the game service in the foreground."""
+"""``gitops serve``: run the local stand-in of the game service in the foreground.
+
+The stand-in answers the endpoints this tool uses, with persistent tokens, scopes and rate limits, so that a player
+can try a deploy before having an account and the tests can talk to a real HTTP server. It is the optional extra
+``serve`` (starlette, uvicorn): the command checks the extra is installed before it imports the stand-in, and its
+log lines are redacted like everything else the tool prints.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,10 @@ from typing import Any
 
 import click
 
+from gitops.cli.extras import require_serve_extra
+from gitops.edges.clock import Clock, ManualClock, SystemClock
 from gitops.errors import GitopsError, UsageError
+from gitops.secrets import redact
 
 _ACCOUNTS_FORMAT = """\b
 The accounts file (--accounts), YAML:
@@ -80,10 +89,8 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
     Try a deploy before you have an account: 'gitops serve --demo'.
     """
-    from gitops.cli.extras import require_serve_extra
-
     require_serve_extra("serve")
-    from gitops.edges.clock import Clock, ManualClock, SystemClock
+    # After the check: the stand-in (starlette, uvicorn) is the optional extra's.
     from gitops.standin.accounts import load_accounts
     from gitops.standin.app import create_app
     from gitops.standin.runner import ForegroundServer, bind, make_config, url_of
@@ -152,7 +159,6 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
 
 
 def _configure_logging() -> None:
-    from gitops.secrets import redact
 
     class RedactingFormatter(logging.Formatter):
         """Scrubs every known token and password from log lines, in case one slips into a message."""

@@ -1,7 +1,8 @@
 """``gitops status``, ``gitops history`` and ``gitops rollback``: the deployment state the ledgers keep (issue 39).
 
 Their work is in ``gitops.app.deploys``; ``rollback`` plans and applies through ``app.planning.make_plan`` and
-``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's).
+``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's), so that a
+rollback is budget checked, shown and verified exactly as a deploy is.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def status_(
         ctx, manifest=manifest, ref=None, refresh="never", max_wait=60.0, state_dir=state_dir, servers=servers,
         branches=branches,
     )  # fmt: skip
-    with open_session(options) as s:
-        rows = status(s)
+    with open_session(options) as session:
+        rows = status(session)
     click.echo(redact(status_json(rows) if as_json else status_text(rows)), nl=False)
     unsettled_rows = [r for r in rows if r.verification is not None and r.verification.unsettled]
     return ExitCode.UNVERIFIED if unsettled_rows else ExitCode.OK
@@ -85,8 +86,8 @@ def history_(
         ctx, manifest=manifest, ref=None, refresh="never", max_wait=60.0, state_dir=state_dir, servers=servers,
         branches=branches,
     )  # fmt: skip
-    with open_session(options) as s:
-        found = history(s)
+    with open_session(options) as session:
+        found = history(session)
     text = history_json(found, limit) if as_json else history_text(found, limit)
     click.echo(redact(text), nl=False)
     return ExitCode.OK
@@ -133,13 +134,13 @@ def rollback(
         branches=branches,
     )  # fmt: skip
     options.deploy_how = "rollback"
-    with open_session(options) as s:
-        choice = choose_rollback(s, to)
+    with open_session(options) as session:
+        choice = choose_rollback(session, to)
         deploy = choice.deploy
         what = f"deploy #{deploy.n}" if deploy.n else "the code it held before this tool's first deploy"
         commit = f" (commit {deploy.commit[:12]}, applied {utc(deploy.applied_at)})" if deploy.commit else ""
         click.echo(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
-        plan = make_plan(s, code={(choice.server, choice.branch): choice.code})
+        plan = make_plan(session, code={(choice.server, choice.branch): choice.code})
         click.echo(redact(render_text(plan, now=options.clock.now())), nl=False)
 
         def confirm() -> bool:
@@ -150,7 +151,7 @@ def rollback(
 
         try:
             with options.interrupt.installed():
-                report = run_apply(s, plan, saved=False, confirm=None if yes else confirm, progress=progress)
+                report = run_apply(session, plan, saved=False, confirm=None if yes else confirm, progress=progress)
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
@@ -163,7 +164,7 @@ def rollback(
             for line in verification.lines():
                 click.echo(redact(line))
         judged = {v.label for v in report.verifications}
-        left = [n for n in unsettled(s) if n.label not in judged]
+        left = [n for n in unsettled(session) if n.label not in judged]
         for note in left:
             click.echo(redact(note.line()))
     code = report.verify_exit_code

@@ -1,7 +1,9 @@
 """``gitops token`` (a token's scope and unlimited time left) and ``gitops unlock`` (the no-rate-limit link).
 
-The link carries the token, so it is printed whole only when standard output is an interactive terminal; anywhere
-else (a CI log, a pipe, a file) the token in it is shown as ``<hidden>`` with a sentence saying how to see it.
+A token's scope decides what plan and apply may do, and an unlimited token lifts the rate limits for a while:
+both are what a player asks before a large deploy. The link carries the token, so it is printed whole only when
+standard output is an interactive terminal; anywhere else (a CI log, a pipe, a file) the token in it is shown as
+``<hidden>`` with a sentence saying how to see it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ from typing import Any
 import click
 
 from gitops.app.options import DEFAULT_MAX_WAIT, DEFAULT_REFRESH
+from gitops.app.session import Session
 from gitops.cli.common import is_terminal, manifest_option, options_from, state_dir_option
+from gitops.config.manifest import load_manifest
+from gitops.core.budget import utc
+from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
+from gitops.errors import GitopsError, UsageError
+from gitops.secrets import HIDDEN, redact
 
 
 def _server_option(f: Any) -> Any:
@@ -28,12 +36,8 @@ def _server_option(f: Any) -> Any:
     )(f)
 
 
-def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None) -> tuple[Any, str]:
+def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir: Path | None) -> tuple[Session, str]:
     """A session for the manifest and the server the command is about."""
-    from gitops.app.session import Session
-    from gitops.config.manifest import load_manifest
-    from gitops.errors import UsageError
-
     loaded = load_manifest(manifest)
     names = sorted(loaded.manifest.servers)
     if server_name is None:
@@ -73,9 +77,6 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
     Says whether the scope is enough for plan and for apply. Official servers only: private servers have no
     persistent tokens and no rate limits.
     """
-    from gitops.core.budget import utc
-    from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
-
     session, server = _open(ctx, manifest, server_name, state_dir)
     try:
         client = session.client(server)
@@ -164,10 +165,6 @@ def unlock(
     Open the link in a browser and press "Proceed": the token has no rate limits for two hours. The link holds
     the token, so it is shown whole only on an interactive terminal.
     """
-    from gitops.core.budget import utc
-    from gitops.errors import GitopsError
-    from gitops.secrets import HIDDEN, redact
-
     session, server = _open(ctx, manifest, server_name, state_dir)
     try:
         client = session.client(server)

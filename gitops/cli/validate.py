@@ -1,4 +1,9 @@
-"""``gitops validate`` (the manifest and the local code, without the network) and ``gitops schema``."""
+"""``gitops validate`` (the manifest and the local code, without the network) and ``gitops schema``.
+
+validate is the check a person or a CI job runs before any server is contacted: the manifest, the build, each
+branch's modules and size as the server counts them, and every JavaScript module's syntax (which plan and apply do
+not parse, to stay fast). It needs no credential. ``gitops schema`` prints the manifest's JSON Schema for editors.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import Any
 
 import click
 
-from gitops.cli.common import manifest_option, rebuild_option, run_environment
+from gitops.cli.common import echo_json, manifest_option, rebuild_option, run_environment
 
 _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "binary"}
 
@@ -87,7 +92,6 @@ def validate(ctx: click.Context, manifest: Path, ref: str | None, list_modules: 
 
 def _print_json(loaded: Any, local: Any, list_modules: bool) -> None:
     """``gitops validate --json``: ``{"format_version": 1, "manifest", "source", "branches": [...], "warnings"}``."""
-    from gitops.cli.common import echo_json
 
     branches = []
     for branch in local.branches:

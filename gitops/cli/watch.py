@@ -1,4 +1,10 @@
-"""``gitops watch``: deploy on every change (debounced, paced under the day's upload limit) until Ctrl-C."""
+"""``gitops watch``: deploy on every change (debounced, paced under the day's upload limit) until Ctrl-C.
+
+Deploy on save is for iterating on a bot: no health watch after each deploy and no upload reserved for a rollback.
+The use case (:func:`gitops.app.watch.deploy_on_save`) plans and applies as ``gitops apply`` does; this module gives
+it the file watcher (the optional extra ``serve``'s watchfiles, checked before it is imported) and prints its lines.
+The command's function is :func:`watch_command`; its name on the command line is ``watch``.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,16 @@ from pathlib import Path
 
 import click
 
-from gitops.app.watch import DEFAULT_DEBOUNCE
+from gitops.app.watch import DEFAULT_DEBOUNCE, WatchSettings, deploy_on_save
 from gitops.cli.common import manifest_option, max_wait_option, options_from, state_dir_option, target_options
+from gitops.cli.extras import require_serve_extra
+from gitops.config.manifest import load_manifest
+from gitops.core.health import VerifyOverrides
 from gitops.errors import ExitCode
 from gitops.inert import inert
 
 
-@click.command()
+@click.command("watch")
 @manifest_option
 @target_options
 @click.option(
@@ -35,7 +44,7 @@ from gitops.inert import inert
 @state_dir_option
 @max_wait_option
 @click.pass_context
-def watch(
+def watch_command(
     ctx: click.Context,
     manifest: Path,
     servers: tuple[str, ...],
@@ -55,13 +64,8 @@ def watch(
     Stops with exit code 0 on Ctrl-C (130 when Ctrl-C interrupts a deploy in progress); 5 or 7 when the manifest
     or the credentials need fixing. Server and network errors are reported and retried.
     """
-    from gitops.cli.extras import require_serve_extra
-
     require_serve_extra("watch")
-    from gitops.app.watch import WatchSettings
-    from gitops.app.watch import watch as run_watch
-    from gitops.config.manifest import load_manifest
-    from gitops.edges.watching import file_changes
+    from gitops.edges.watching import file_changes  # after the check: watchfiles is the optional extra's
 
     options = options_from(
         ctx,
@@ -73,8 +77,6 @@ def watch(
         servers=servers,
         branches=branches,
     )
-    from gitops.core.health import VerifyOverrides
-
     # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
     options.verify = VerifyOverrides(enabled=False)
     settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
@@ -86,7 +88,7 @@ def watch(
         click.echo(inert(line))  # a deploy's outcome may quote the server
 
     with file_changes(folder, settings.poll, stop) as source:
-        state = run_watch(options, source, say, settings=settings, stop=stop)
+        state = deploy_on_save(options, source, say, settings=settings, stop=stop)
     # Ctrl-C while idle is how a watch ends: exit 0. Ctrl-C during a deploy is re-raised by the use case and ends
     # as every interrupted command does (gitops.cli.run: "interrupted.", exit 130).
     failed = f" ({state.failed_uploads} in deploys that failed)" if state.failed_uploads else ""

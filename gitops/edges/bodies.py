@@ -1,21 +1,17 @@
 """Request bodies deflated once per run, and ahead of time when the work can hide behind a wait (issue 23).
 
 An upload's body is the same bytes for every server that gets the same branch name and modules (one bot deployed to
-the official world, a season and a private server), and deflating it costs tens of milliseconds per 4.7 MB. Here it
-is deflated once: :func:`deflated` returns the deflated bytes of a body, computing them or waiting for the thread
-that already is. :class:`Ahead` starts that work in a background thread while the run waits for something else (the
-compression probe's answer, the plan's output); zlib releases the interpreter lock while it works, so the work runs
-beside the waiting thread on another core.
+the official world, a season and a private server), and deflating a large bot costs real time: :func:`deflated`
+deflates each body once, computing it or waiting for the thread that already is. :class:`BackgroundDeflates` starts
+that work in background threads while the run waits for something else (the compression probe's answer, the plan's
+output); zlib releases the interpreter lock, so the work runs beside the waiting thread on another core.
 
-A large body is deflated in parts at once, one per core (at most :data:`MOST_PARTS`), pigz's way: each part after
-the first starts from the 32 KiB before it (a preset window, so references back across the cut still compress),
-each part but the last ends with a sync flush (byte-aligned, not final), and the parts joined under one zlib header
-and the whole body's Adler-32 make one ordinary zlib stream, which any inflater reads (the private server's Node
-zlib, the stand-in's). It is about 0.03 % larger than one stream, and takes half the time on two cores. The deflate
-is zlib-ng's where it is installed (:func:`library`), else the standard library's.
-
-The memo holds at most :data:`KEPT` bodies (the newest), keyed by the body's bytes: equal bytes, equal deflate. It
-is per process, which is one run (``gitops watch`` uploads new bodies as files change; the bound keeps it small).
+A large body is deflated in parts at once, one per core (at most :data:`MOST_PARTS`), pigz's way: each part after the
+first starts from the 32 KiB before it (a preset window), each but the last ends with a sync flush, and the parts
+joined under one zlib header and the whole body's Adler-32 make one ordinary zlib stream that any inflater reads.
+The deflate is zlib-ng's where it is installed (:func:`library`), else the standard library's. The memo holds at
+most :data:`KEPT` bodies (the newest), keyed by their bytes, for one process (``gitops watch`` uploads new bodies as
+files change; the bound keeps it small).
 """
 
 from __future__ import annotations
@@ -33,10 +29,8 @@ from gitops.edges.threads import Background, start_quiet
 if TYPE_CHECKING:
     from types import ModuleType
 
-#: Level 5. On the benchmark's 4.7 MB of bot-like JavaScript the standard zlib gives 5.6x in 58 ms at level 4,
-#: 6.1x in 81 ms at 5 and 6.6x in 133 ms at 6 (one core); zlib-ng gives 6.0x in 50 ms, 6.3x in 60 ms and 6.7x in
-#: 93 ms. Level 5 is 5-9 % fewer bytes than 4 for ~10 ms, in parts on two cores half of that: on a 20 Mbit/s uplink
-#: that saves more than it costs.
+#: Level 5: on bot-like JavaScript it sends clearly fewer bytes than level 4 for a little more CPU (halved by the
+#: parts on two cores), which an ordinary uplink wins back; level 6 costs much more for little (bench/README.md).
 COMPRESS_LEVEL = 5
 #: The smallest request body worth compressing: below it the bytes saved do not pay for the work (a few packets).
 COMPRESS_MIN_BYTES = 64 * 1024
@@ -71,11 +65,11 @@ def library() -> ModuleType:
     """zlib-ng's ``zlib_ng`` module, imported at the first deflate (not before a run's first request), or the
     standard ``zlib`` where it is not installed.
 
-    zlib-ng's deflate writes the same zlib format with a quarter less CPU and 4 % fewer bytes at the same level
+    zlib-ng's deflate writes the same zlib format with less CPU and fewer bytes at the same level
     (:data:`COMPRESS_LEVEL`), and like zlib it works without the interpreter lock. pyproject.toml installs it on the
     machines PyPI has its wheels for; elsewhere the standard zlib does the work."""
     try:
-        from zlib_ng import zlib_ng
+        from zlib_ng import zlib_ng  # noqa: PLC0415 (boundary: zlib-ng, kept off the first request's path)
     except ImportError:
         return zlib
     return zlib_ng
@@ -144,7 +138,7 @@ def _compute_quietly(content: bytes, entry: _Entry) -> None:
 
 def deflated(content: bytes) -> bytes:
     """``content`` deflated (zlib format, :data:`COMPRESS_LEVEL`): computed here, or taken from (or waited for
-    from) a run of this function or of :class:`Ahead` on the same bytes."""
+    from) a run of this function or of :class:`BackgroundDeflates` on the same bytes."""
     entry, mine = _claim(content)
     if mine:
         return _compute(content, entry)
@@ -154,7 +148,7 @@ def deflated(content: bytes) -> bytes:
     return _deflate(content)  # the other computation failed (out of memory): try here
 
 
-class Ahead:
+class BackgroundDeflates:
     """Deflates bodies in background threads, so that a later :func:`deflated` of the same bytes finds them done;
     :meth:`join` waits for every thread it started (the owner calls it when it closes)."""
 
@@ -176,7 +170,7 @@ class Ahead:
         self._threads.clear()
 
 
-def deflate_ahead_body(ahead: Ahead, content: bytes) -> None:
+def deflate_ahead_body(ahead: BackgroundDeflates, content: bytes) -> None:
     """Have ``ahead`` deflate a request body (its bytes) that will be sent compressed; nothing for one below
     :data:`COMPRESS_MIN_BYTES` (sent as it is)."""
     if len(content) >= COMPRESS_MIN_BYTES:

@@ -17,25 +17,22 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 from gitops.config.manifest import Manifest, ServerConfig
+from gitops.edges.gitref import resolve_commit
 from gitops.errors import SourceError
 from gitops.secrets import redact
-
-if TYPE_CHECKING:
-    import subprocess
-
-# subprocess, shutil and tempfile are imported where a build runs: every plan imports this module for the build
-# environment's rules (secret_names, build_commands), and most plans run no build (~10 ms on the way to the first
-# request, issue 23).
 
 BuildCommand = str | list[str]
 
@@ -62,8 +59,6 @@ def _key(command: BuildCommand) -> str:
 
 def describe(command: BuildCommand) -> str:
     """The command as a person would type it."""
-    import shlex
-
     return command if isinstance(command, str) else shlex.join(command)
 
 
@@ -163,8 +158,6 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
     """
     shown = describe(command)
     print(f"build: {shown}{where}", file=sys.stderr, flush=True)
-    import subprocess
-
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -231,8 +224,6 @@ def tool_missing(code: int, tail: Iterable[str]) -> bool:
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """End the build's process group: SIGTERM, then SIGKILL if it does not end in time."""
-    import subprocess
-
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -290,8 +281,6 @@ def interrupts_as_keyboard() -> Iterator[None]:
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    import subprocess
-
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, check=False)
@@ -310,14 +299,8 @@ def temporary_checkout(base_dir: Path, ref: str) -> Iterator[tuple[Path, str]]:
             hint="Drop --ref to build and read the working tree, or run gitops inside a clone of the repository.",
         )
     top = Path(os.fsdecode(top_run.stdout.strip())).resolve()
-    import shutil
-    import tempfile
-
     # The same resolution, and the same messages, as a --ref read without a build (shallow clones, trees, typos).
-    # Imported here: the sources (and their glob library) are the local read's, which a plan runs in a second thread.
-    from gitops.edges.sources import _resolve_commit
-
-    sha = _resolve_commit(top, ref)
+    sha = resolve_commit(top, ref)
     relative = base_dir.resolve().relative_to(top)
     holder = Path(tempfile.mkdtemp(prefix="gitops-build-"))
     checkout = holder / "checkout"

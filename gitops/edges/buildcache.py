@@ -1,48 +1,16 @@
 """A build done once per state of its inputs: the record of the last build, and whether its output can be reused.
 
-A ``build:`` command (33 s to a minute for a TypeScript bot) ran before every ``validate``, ``plan`` and ``apply``.
-After a build in the working tree, the tool now writes a record: the **key** of what the build read, and the SHA-256
-of every file the build left under its **output roots** (the ``root`` of each branch built by one of the commands,
-``dist/`` say). The next run computes the key again and digests the output again; when both equal the record's, the
-build is skipped and the run says so (``build: reused the output of the build of <time> (inputs unchanged);
---rebuild forces it``). ``--rebuild`` (env ``GITOPS_REBUILD``) always builds.
+A ``build:`` command (a TypeScript bot's takes long) ran before every ``validate``, ``plan`` and ``apply``. After a
+build in the working tree the tool writes a record: the **key** of what the build read (:func:`inputs_key`) and the
+digest of every file it left under its output roots (:class:`BuildRecord`). When the next run finds both unchanged,
+it skips the build and says so; ``--rebuild`` (env ``GITOPS_REBUILD``) always builds.
 
-**The key** (:func:`inputs_key`) is the SHA-256 over:
-
-* every file of the Git work tree that holds the manifest (the whole repository, not only the manifest's folder: a
-  build in ``deploy/`` may read ``../src``), tracked or untracked-but-not-ignored, except those under the output
-  roots: a tracked file unchanged since the index by its blob id from ``git ls-files -s`` (Git checks the content
-  of a file whose stat data changed, and of a racily clean one), every other one (modified, untracked) by the
-  SHA-256 of its content; a deleted tracked file counts as deleted, a symbolic link by its target;
-* the lockfiles and configuration files, and the package managers' own install records, under the repository's
-  top and the manifest's folder, also when Git ignores them (``package-lock.json``, ``yarn.lock``,
-  ``pnpm-lock.yaml``, ``node_modules/.package-lock.json``, ``tsconfig.json``, :data:`ALWAYS_READ`): an
-  ``npm install`` changes the build without changing a tracked file when the lockfile is ignored;
-* the build commands as written, the manifest's digest, this tool's version, ``PATH`` and ``NODE_ENV``, and for the
-  usual tools (``node``, ``npm``, ``npx``, ``yarn``, ``pnpm``, ``tsc`` and the command's own program) the path
-  ``PATH`` finds and its size and modification time (a tool upgraded or switched, by nvm say, is another key;
-  asked without running the tool).
-
-A run outside a Git repository, a build whose output root is the manifest's folder or holds it (the output would be
-the whole input), and a build in a ``--ref`` checkout (a temporary folder, removed after the run) are never reused.
-A build whose inputs changed while it ran (it rewrote a tracked file, or the player saved one) leaves no record: the
-next run builds again.
-
-**The record** is ``<cache>/builds/<digest of the manifest's path and the commands>.json`` (``<cache>`` as the
-validated-manifest cache's: ``$GITOPS_CACHE_DIR``, else ``$XDG_CACHE_HOME/screeps-gitops``, else
-``~/.cache/screeps-gitops``), folders 0700, the file 0600, written atomically (a temporary file renamed over it).
-A folder that is not the user's own or that others may write is not used.
-
-**What is trusted.** A record only ever skips a build, and the output then read is the one on disk, which must
-match the record's digests file by file (a file added, removed or edited by hand under an output root is a new
-build). So a forged or stale record cannot pass off other output than the one its digests name; at most it can
-claim that the output on disk came from the inputs on disk when it did not, and whoever can write this user's
-private cache folder can write the working tree (and the output) as well. A record that cannot be read or does not
-hold what this version writes is a build, with one line saying so; a record that cannot be written only makes the
-next run build. The cache only ever makes a run faster.
-
-The GitHub Action's build step and ``gitops build --out`` always build: the Action's runner is fresh each time (there
-is no output to reuse), and a code set file for a deploy job is made by the build itself.
+A record only ever skips a build, and the output then read is the one on disk, which must match the record's
+digests file by file: a forged or stale record cannot pass off other output, and whoever can write this user's
+private cache folder can write the working tree as well. A record that cannot be read is a build (one line says
+so); a record that cannot be written only makes the next run build. Outside Git, with an output root that holds the
+manifest's folder, in a ``--ref`` checkout, in the GitHub Action (a fresh runner) and for ``gitops build --out``
+(the code set file is the build's own), nothing is reused.
 """
 
 from __future__ import annotations
@@ -152,9 +120,26 @@ def _under(path: str, prefixes: Iterable[str]) -> bool:
 
 
 def inputs_key(loaded: LoadedManifest, commands: list[str], env: Mapping[str, str]) -> str | None:
-    """The key of what the builds read (the module's documentation; ``commands``: each as JSON; ``env``: the
-    builds' environment); ``None`` when a build here cannot be reused: no Git repository (or Git cannot run), or
-    an output root that is the manifest's folder, holds it, or lies outside the repository."""
+    """The key of what the builds read (``commands``: each as JSON; ``env``: the builds' environment); ``None`` when
+    a build here cannot be reused: no Git repository (or Git cannot run), or an output root that is the manifest's
+    folder, holds it, or lies outside the repository.
+
+    The key is the SHA-256 over:
+
+    * every file of the Git work tree that holds the manifest (the whole repository, not only the manifest's folder:
+      a build in ``deploy/`` may read ``../src``), tracked or untracked-but-not-ignored, except those under the
+      output roots: a tracked file unchanged since the index by its blob id from ``git ls-files -s`` (Git checks the
+      content of a file whose stat data changed, and of a racily clean one), every other one (modified, untracked)
+      by the SHA-256 of its content; a deleted tracked file counts as deleted, a symbolic link by its target;
+    * the lockfiles and configuration files, and the package managers' own install records, under the repository's
+      top and the manifest's folder, also when Git ignores them (:data:`ALWAYS_READ`): an ``npm install`` changes
+      the build without changing a tracked file when the lockfile is ignored;
+    * the build commands as written, the manifest's digest, this tool's version, ``PATH`` and ``NODE_ENV``, and for
+      the usual tools (:data:`_TOOLS` and the command's own program) the path ``PATH`` finds and its size and
+      modification time (a tool upgraded or switched, by nvm say, is another key; asked without running the tool).
+
+    A build whose inputs changed while it ran (it rewrote a tracked file, or the player saved one) leaves no record:
+    the next run builds again."""
     base = loaded.base_dir.resolve()
     top_out = git_output(["rev-parse", "--show-toplevel"], base)
     if top_out is None:
@@ -251,7 +236,13 @@ class Reuse:
 
 
 class BuildRecord:
-    """The record of the last build of one manifest's commands (see the module's documentation)."""
+    """The record of the last build of one manifest's commands: the inputs' key and the SHA-256 of every file the
+    build left under its output roots.
+
+    It lives in ``<cache>/builds/<digest of the manifest's path and the commands>.json`` (``<cache>`` as the
+    validated-manifest cache's: ``$GITOPS_CACHE_DIR``, else ``$XDG_CACHE_HOME/screeps-gitops``, else
+    ``~/.cache/screeps-gitops``), folders 0700, the file 0600, written atomically (a temporary file renamed over
+    it). A folder that is not the user's own or that others may write is not used."""
 
     def __init__(self, loaded: LoadedManifest, commands: list[str], env: Mapping[str, str]) -> None:
         name = hashlib.sha256("\0".join([str(loaded.path), *commands]).encode("utf-8", "surrogateescape"))

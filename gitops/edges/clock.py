@@ -1,4 +1,9 @@
-"""Time as an injectable edge: the core never reads the system clock itself."""
+"""Time as an injectable edge: the core never reads the system clock itself.
+
+Rate-limit windows, budgets, pacing and deploy records all depend on the time. With the clock passed in, the tests
+move it by a day in a line (the stand-in shares a :class:`ManualClock` with the tool) instead of waiting, and the
+pure core stays pure: it is given ``now``.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Code set files at the rim: write one after a build (``gitops build --out``), read one instead of the working tree
 (``--codeset``), checked against the run's own manifest file and checkout (:mod:`gitops.core.artifact` says what
-the file holds and why).
+the file holds and why). The file is how a job without credentials hands built code to a job with them; reading
+it refuses a file made for another commit or manifest, so a deploy job deploys only code built from its own.
 """
 
 from __future__ import annotations

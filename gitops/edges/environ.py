@@ -2,15 +2,11 @@
 
 A child started without a variable still finds it in its parent: on Linux ``/proc/$PPID/environ`` shows the block
 of ``NAME=value`` strings the parent was started with, readable by any process of the same user, whatever the
-parent later removed from ``os.environ`` (Python's copy; the block itself is never changed by ``del``). Before a
-build runs, :func:`seal_process` therefore
-
-* overwrites, in that block, the values of the named variables with zero bytes (the block is this process's own
-  memory, between ``env_start`` and ``env_end`` of ``/proc/self/stat``): ``/proc/$PPID/environ`` then shows the
-  names with nothing after them. Python's ``os.environ`` keeps its own copy, so the tool still reads the values;
-* marks the process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so that another process of the same user cannot
-  read its memory (``/proc/PID/mem``) or its environment at all: the kernel then asks for ``CAP_SYS_PTRACE``, which a
-  build run by an ordinary user (a CI runner's) does not have. Root has it, which is why the first measure matters.
+parent later removed from ``os.environ`` (Python's copy). Before a build runs, :func:`seal_process` therefore
+overwrites, in that block (this process's own memory, between ``env_start`` and ``env_end`` of
+``/proc/self/stat``), the values of the named variables with zero bytes, while ``os.environ`` keeps its copy; and
+marks the process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``), so that another process of the same user needs
+``CAP_SYS_PTRACE`` to read its memory or environment at all. Root has that, which is why the first measure matters.
 
 Linux only; elsewhere both are skipped (macOS has no ``/proc``; ``ps -E`` there shows only the environment the
 process was started with, so the documented rule stands: run builds where the secret is not in the environment,

@@ -1,22 +1,15 @@
 """Bounded HTTP exchanges: one request, its answer read whole with a byte cap and an overall deadline.
 
 httpx bounds each network operation (connect, one read, one write), not a request: a server that sends one byte
-every second, in the headers or the body, or an endless chunked body, holds a plain ``client.request`` forever and
-grows its memory without end. :func:`send_bounded` sends with ``stream=True`` and reads the answer itself:
-
-* **the cap** counts *decoded* bytes, so a gzip bomb is stopped as soon as its output passes the cap. The answer is
-  decompressed here (gzip and deflate, the encodings asked for) in pieces of at most :data:`PIECE` bytes, because
-  httpx's decoders inflate each network read whole (64 KiB of a bomb is 64 MiB);
-* **the deadline** (a :func:`time.monotonic` instant) covers connecting, sending, the headers and the body. Between
-  pieces it is checked directly; while httpx blocks on the socket, a watchdog timer shuts the socket down when the
-  deadline passes, which ends the blocked read at once. httpcore reports a new connection's socket through the
-  ``trace`` extension; a caller that keeps connections alive passes a :class:`Connections` record, from which a
-  request over a reused connection learns its socket (without one, the request asks for ``Connection: close``, so
-  that every request opens its own connection). Keep-alive saves a TLS handshake (~100 ms) per request;
-* the answer's JSON is read by :func:`gitops.edges.jsontext.parse_json` (re-exported here).
-
-Over the cap or past the deadline the answer is closed and :class:`AnswerTooLarge` or :class:`DeadlinePassed` is
-raised; the caller words the message (it knows the server's name).
+every second, or an endless chunked body, holds a plain ``client.request`` forever and grows its memory without end.
+:func:`send_bounded` sends with ``stream=True`` and reads the answer itself. The cap counts *decoded* bytes, so a gzip
+bomb stops as soon as its output passes it: the answer is decompressed here in pieces of at most :data:`PIECE` bytes,
+because httpx's decoders inflate each network read whole. The deadline covers connecting, sending, the headers and
+the body: between pieces it is checked directly, and while httpx blocks on the socket a watchdog shuts the socket
+down when it passes. A caller that keeps connections alive (a TLS handshake saved per request) passes a
+:class:`Connections` record, from which a request over a reused connection learns its socket (httpcore's ``trace``
+extension); without one, each request asks for ``Connection: close``. Over the cap or past the deadline the answer is
+closed and :class:`AnswerTooLarge` or :class:`DeadlinePassed` raised; the caller words the message.
 """
 
 from __future__ import annotations

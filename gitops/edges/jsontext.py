@@ -31,9 +31,9 @@ def parse_json(body: bytes) -> Any:
     is refused, so that later code walking the value cannot recurse too deeply either.
     """
     try:
-        # orjson first (a 4.5 MB branch list in ~10 ms instead of ~40); it refuses what the standard library
-        # reads (NaN, lone surrogates, integers over 64 bits, UTF-16 text, nesting over 1,024), so the standard
-        # library decides, and words the reason, whenever orjson says no.
+        # orjson first (a large branch list in a fraction of the standard library's time). It refuses what the
+        # standard library reads (NaN, lone surrogates, integers over 64 bits, UTF-16 text, nesting over 1,024),
+        # so the standard library decides, and words the reason, whenever orjson says no.
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         value = _REFUSED

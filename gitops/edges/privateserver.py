@@ -1,20 +1,15 @@
 """A throwaway world of the real Screeps private server (npm ``screeps``, pinned), for ``gitops rehearse``.
 
-Its whole life cycle, bounded in time and on loopback only:
+Its whole life cycle, bounded in time and on loopback only: **install** (:func:`find_install`: ``--server-dir`` or
+``GITOPS_PRIVATE_SERVER``, else the tool's cache folder, installed there once with ``npm ci`` from the pinned lock);
+**start** (:meth:`World.start`: a temporary data folder, two ephemeral loopback ports, its own process group, the
+preloads that keep it on loopback and let player code run, and a mod that writes every console and cpu message to
+a file); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room, a spawn and the branch's
+modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes, until every bot has had its
+ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the data folder removed).
 
-* **install** (:func:`find_install`): an existing install (``GITOPS_PRIVATE_SERVER`` or ``--server-dir``, e.g. the
-  one of ``bash scripts/private-server.sh install``), else the tool's cache folder
-  (``$GITOPS_CACHE_DIR``/``$XDG_CACHE_HOME/screeps-gitops``/``~/.cache/screeps-gitops``, then ``private-server``),
-  installed there with ``npm ci`` from the pinned package.json and lock on first use, reused afterwards;
-* **start** (:meth:`World.start`): a temporary data folder, two ephemeral loopback ports, its own process group, the
-  same preloads as the script (``loopback-guard.js``: nothing leaves loopback; ``no_snapshot.js``: player code
-  runs), and a server mod (``rehearsal-recorder.js``) that writes every console and cpu message to a file;
-* **seed** (:meth:`World.seed`): through the server's admin CLI, a bot user with a room, a spawn and the branch's
-  modules (no account, no password, no token: nobody signs in);
-* **run** (:meth:`World.run`): ticks as fast as the engine goes, until every bot has had its ticks or time is up;
-* **stop** (:meth:`World.stop`): the whole process group (SIGTERM, then SIGKILL), and the data folder removed.
-
-The node-side files ship inside the package (``gitops._privateserver``, mapped from ``scripts/private-server/``).
+A rehearsal must never touch a real world or leave a process behind, hence loopback, the process group and the
+deadlines. The node-side files ship inside the package (``gitops._privateserver``, from ``scripts/private-server/``).
 """
 
 from __future__ import annotations
@@ -137,8 +132,10 @@ def install_problem(folder: Path, stamp: str) -> str | None:
 def find_install(
     env: Mapping[str, str], given: Path | None = None, *, say: Callable[[str], None] = lambda _: None
 ) -> Path:
-    """The folder of a usable install: ``given`` (or ``$GITOPS_PRIVATE_SERVER``), else the cache's, installed on
-    first use (``say`` gets the progress lines)."""
+    """The folder of a usable install: ``given`` (or ``$GITOPS_PRIVATE_SERVER``, e.g. the one of ``bash
+    scripts/private-server.sh install``), else the cache's (``$GITOPS_CACHE_DIR``, ``$XDG_CACHE_HOME/screeps-gitops``
+    or ``~/.cache/screeps-gitops``, then ``private-server``), installed there with ``npm ci`` from the pinned
+    package.json and lock on first use and reused afterwards (``say`` gets the progress lines)."""
     files = node_files()
     stamp = install_stamp(files, env)
     chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)

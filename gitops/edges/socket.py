@@ -1,21 +1,16 @@
 """The game socket: read an account's console (and CPU) for a bounded time, with the token never in any output.
 
 The protocol (``@screeps/backend``'s ``lib/game/socket/server.js``; public clients agree): a websocket at
-``{base}/socket/websocket`` (SockJS's raw websocket: one message per frame). On connect the server says
-``time N`` and ``protocol N``; the client sends ``auth TOKEN`` and gets ``auth ok NEWTOKEN`` or ``auth failed``, then
-``subscribe user:<id>/console``. Channel messages are ``["CHANNEL", {...}]``, possibly compressed as ``gz:`` +
-base64 of deflated JSON (the official server; node-screeps-api inflates them the same way). The SockJS framing
-(``o``, ``h``, ``a[...]``, ``c[...]``) is read too, in case a server or proxy only offers that form.
+``{base}/socket/websocket`` (SockJS's raw websocket: one message per frame). The server says ``time N`` and
+``protocol N``; the client sends ``auth TOKEN`` (``auth ok NEWTOKEN`` or ``auth failed``), then ``subscribe
+user:<id>/console``. Channel messages are ``["CHANNEL", {...}]``, possibly ``gz:`` + base64 of deflated JSON; the
+SockJS framing (``o``, ``h``, ``a[...]``, ``c[...]``) is read too, in case a server or proxy only offers that form.
 
-Everything is bounded: the handshake and each receive by the time left to the deadline, messages by
-:data:`MAX_MESSAGE` bytes (larger ones close the socket), inflated messages by :data:`MAX_INFLATED`, and the number
-of messages read by the caller's ``max_messages``. The token is sent and never logged: the websockets library's own
-logger gets this module's redacting filter, and the ``NEWTOKEN`` of ``auth ok`` is registered as a secret.
-
-The socket never follows a redirect: the websockets library follows a 3xx answer to the upgrade (to any host) and
-would send ``auth TOKEN`` there, so the tool opens the TCP connection itself and hands it over (a library cannot
-take a connection to another host), and a 3xx is a :class:`SocketProblem` naming the server. The server's texts
-shown in a problem (a close reason, a refusal) are redacted and made inert (:func:`gitops.inert.inert`).
+Everything is bounded (each receive by the deadline, messages by :data:`MAX_MESSAGE` bytes, inflated ones by
+:data:`MAX_INFLATED`, their number by the caller), and the token is never logged: the websockets library's logger
+gets this module's redacting filter, and ``NEWTOKEN`` is registered as a secret. The socket never follows a redirect
+(the library would follow a 3xx to any host and send ``auth TOKEN`` there): the tool opens the TCP connection itself
+and hands it over, and a 3xx is a :class:`SocketProblem`. The server's texts in a problem are redacted and inert.
 """
 
 from __future__ import annotations

@@ -1,26 +1,16 @@
 """The local code: what each branch of the manifest holds in this repository.
 
-The pure core, :func:`gitops.core.branchbuild.build_branch`, turns a branch's configuration, a listing of the files
-under its root and a way to read a file's bytes into a code set plus problems and warnings. Two thin edges here feed
-it:
+The pure core (:func:`gitops.core.branchbuild.build_branch`) turns a branch's configuration, a listing of the
+files under its root and a way to read a file into a code set with problems and warnings. Two thin edges feed it: the
+working tree (files on disk, except what Git ignores unless the root itself is ignored, as a build's ``dist/`` is;
+``.git`` and ``node_modules`` skipped; links followed while they stay inside the root), and a Git ref (``--ref``:
+the blobs of that commit, uncommitted changes ignored; the manifest itself is always read from disk).
 
-* the working tree: the files on disk under the manifest's folder, except what Git ignores (unless the root itself
-  is ignored: a build output folder such as ``dist/`` is read whole; :mod:`gitops.edges.ignored`), ``.git`` and
-  ``node_modules`` folders skipped; symbolic links are followed while they stay
-  inside the branch root, and a module reached through a link that leaves the root is refused (Git stores the
-  link, not the files, so ``--ref`` would deploy something else). Only the repository's files, as with ``--ref``:
-  a root that resolves outside the Git work tree holding the manifest (outside Git: the manifest's folder) or into
-  ``.git`` is refused, and a link under it that does so is named as leading there;
-* a Git ref (``--ref``): the blobs of that commit (one ``git ls-tree -r`` per root, one pipelined
-  ``git cat-file --batch`` for the contents); uncommitted changes are ignored. The manifest itself is always read
-  from disk.
-
-Nothing under a root is left out silently, because a module left out is removed from the server by the next upload
-(``remote_only: remove``): what an edge cannot list (a folder it cannot read, a submodule in a commit) reaches the
-core as ``unlisted``, and what it cannot read (an endless link, a named pipe) as a note on the file; the core refuses
-either where the branch's globs reach it.
-
-:func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem of every branch.
+Only the repository's files are deployed, as with ``--ref``: a root or a link that leads outside the Git work tree
+holding the manifest, or into ``.git``, is refused, because Git stores the link and ``--ref`` would deploy something
+else. Nothing under a root is left out silently, because a module left out is removed from the server by the next
+upload (``remote_only: remove``): what an edge cannot list or read reaches the core, which refuses it where the
+branch's globs reach it. :func:`read_local_code` raises one :class:`~gitops.errors.SourceError` listing every problem.
 """
 
 from __future__ import annotations
@@ -37,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from gitops.config.manifest import LoadedManifest, Loc
+from gitops.edges.gitref import NOT_FOUND_HINT, resolve_commit
 from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import SourceError
 
@@ -196,8 +187,8 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 
 def read_whole(path: str, seen: Callable[[int], None] | None = None) -> bytes:
     """A file's bytes, read with the system's calls: the size first, then one read (another until the end when the
-    file grew meanwhile). About 40% quicker than ``open(path, "rb").read()`` for a bot's 2,000 small files, whose
-    Python file objects cost more than the reading (issue 23). ``seen`` is told the file's modification time
+    file grew meanwhile). Quicker than ``open(path, "rb").read()`` for a bot's many small files, whose Python file
+    objects cost more than the reading (issue 23). ``seen`` is told the file's modification time
     (nanoseconds), which the size's call gave."""
     fd = os.open(path, _READ_FLAGS)
     try:
@@ -319,57 +310,6 @@ def _walk(
     return paths
 
 
-_NOT_FOUND_HINT = (
-    "Check the name with 'git log' or 'git branch -a'; in a shallow CI checkout, fetch it first "
-    "(actions/checkout with fetch-depth: 0)."
-)
-_KINDS = {"tree": "a tree (a folder)", "blob": "a blob (a file)"}
-
-
-def _resolve_commit(top: Path, ref: str) -> str:
-    """The commit id ``ref`` names, asked of git itself: gitpython resolves ``HEAD~1`` from the parent line of
-    HEAD's commit without checking that the parent is there, which a shallow clone's is not (its ValueError came
-    later, as a crash). ``--end-of-options`` keeps a ref that starts with ``-`` from being read as an option."""
-    if not ref.strip():
-        raise SourceError(
-            "--ref is empty",
-            hint="Name a commit (a branch, a tag or a commit id), or drop --ref to read the working tree.",
-        )
-
-    def rev_parse(*args: str) -> str | None:
-        done = subprocess.run(
-            ["git", "rev-parse", *args],
-            cwd=top,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-            capture_output=True,
-            check=False,
-        )
-        return done.stdout.decode("ascii", "replace").strip() if done.returncode == 0 else None
-
-    sha = rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    if sha:
-        return sha
-    other = rev_parse("--verify", "--quiet", "--end-of-options", ref)
-    if other:
-        done = subprocess.run(["git", "cat-file", "-t", other], cwd=top, capture_output=True, check=False)
-        kind = done.stdout.decode("ascii", "replace").strip()
-        if kind in _KINDS:
-            raise SourceError(
-                f"--ref {ref}: names {_KINDS[kind]} in {top}, not a commit",
-                hint="Name a commit: a branch, a tag or a commit id (git log shows them).",
-            )
-    if rev_parse("--verify", "--quiet", "HEAD") is None:
-        raise SourceError(
-            f"--ref {ref}: no such commit in {top} (the repository has no commit yet)", hint=_NOT_FOUND_HINT
-        )
-    if rev_parse("--is-shallow-repository") == "true":
-        raise SourceError(
-            f"--ref {ref}: no such commit in {top} (a shallow clone: older commits are not fetched)",
-            hint=_NOT_FOUND_HINT,
-        )
-    raise SourceError(f"--ref {ref}: no such commit, branch or tag in {top}", hint=_NOT_FOUND_HINT)
-
-
 class _GitTree:
     """The blobs of one commit: one ``git ls-tree -r`` per root, one pipelined ``git cat-file --batch`` for the
     contents; gitpython finds the repository, resolves the ref and follows symbolic links."""
@@ -385,7 +325,7 @@ class _GitTree:
 
     @classmethod
     def open(cls, base_dir: Path, ref: str) -> _GitTree:
-        import git  # gitpython costs ~0.1 s to import; only --ref needs it
+        import git  # noqa: PLC0415 (boundary: gitpython, which only --ref needs)
 
         try:
             repo = git.Repo(base_dir, search_parent_directories=True)
@@ -395,14 +335,14 @@ class _GitTree:
                 hint="Drop --ref to read the working tree, or run gitops inside a clone of the repository.",
             ) from None
         try:
-            commit = repo.commit(_resolve_commit(Path(repo.working_tree_dir or base_dir), ref))
+            commit = repo.commit(resolve_commit(Path(repo.working_tree_dir or base_dir), ref))
         except SourceError:
             repo.close()
             raise
         except (git.BadName, git.BadObject, ValueError, git.GitCommandError):  # pragma: no cover - git found it
             repo.close()
             raise SourceError(
-                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}", hint=_NOT_FOUND_HINT
+                f"--ref {ref}: no such commit, branch or tag in {repo.working_tree_dir}", hint=NOT_FOUND_HINT
             ) from None
         top = Path(repo.working_tree_dir or base_dir).resolve()
         try:
@@ -585,7 +525,7 @@ def _leads(state: str) -> Leads:
 class _WorktreeStatus:
     """``HEAD`` and whether the roots or the manifest have uncommitted changes (``None`` outside Git), asked of
     ``git status`` while the files are read: started first, its answer taken once the read is done (:meth:`info`).
-    The status walks the same files as the read (~20 ms for 2,000 modules): beside it, not before it (issue 23)."""
+    The status walks the same files as the read: beside it, not before it (issue 23)."""
 
     def __init__(self, loaded: LoadedManifest) -> None:
         # No index lock (status must not collide with a git command the user runs at the same time); roots are

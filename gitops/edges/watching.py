@@ -1,5 +1,9 @@
-"""File changes from watchfiles (the ``ChangeSource`` of ``gitops watch``; :mod:`gitops.app.watch` decides what a
-change means). One inotify (or polling) watcher over the manifest's folder, closed when the block ends."""
+"""File changes from watchfiles: the :class:`~gitops.app.watch.ChangeSource` of ``gitops watch``.
+
+The use case decides what a change means (:func:`gitops.app.watch.classify`); this edge only reports which files
+changed, from one inotify (or polling) watcher over the manifest's folder, closed when the block ends. watchfiles
+is the optional extra ``serve``'s: ``gitops watch`` checks that it is installed before it imports this module.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import watchfiles
 
 #: Changes closer together than this (milliseconds) arrive as one set; the use case debounces further.
 _GROUP_MS = 100
@@ -18,8 +24,6 @@ class FileChanges:
     ``node_modules``, editor swap files). ``timeout`` is fixed at creation (watchfiles' ``rust_timeout``)."""
 
     def __init__(self, folder: Path, timeout: float, stop: threading.Event) -> None:
-        import watchfiles
-
         self._stop = stop
         self._changes: Generator[set[tuple[Any, str]], None, None] = watchfiles.watch(
             folder,

@@ -1,4 +1,9 @@
-"""Text and JSON of ``gitops status`` and ``gitops history`` (issue 39)."""
+"""Text and JSON of ``gitops status`` and ``gitops history`` (issue 39).
+
+What runs where, and what this tool deployed before: read from the ledgers by :mod:`gitops.app.deploys`, shown here
+without deciding anything. The JSON documents are versioned (``format_version``) like the plan's, so that scripts
+and dashboards can rely on them.
+"""
 
 from __future__ import annotations
 

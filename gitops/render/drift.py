@@ -1,7 +1,8 @@
 """Renderers of ``gitops drift``'s report: terminal text, Markdown (the Action's job summary and issue) and JSON.
 
-The JSON document is versioned by ``format_version`` (``gitops.core.drift.DRIFT_FORMAT_VERSION``) and documented in
-docs/commands.md ("Drift"). No I/O.
+The report is decided by the use case (:func:`gitops.app.drift.check_drift`); these only show it, so the CLI and
+the Action cannot disagree. The JSON document is versioned by ``format_version``
+(``gitops.core.drift.DRIFT_FORMAT_VERSION``) and documented in docs/commands.md ("Drift"). No I/O.
 """
 
 from __future__ import annotations

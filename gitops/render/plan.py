@@ -1,7 +1,8 @@
 """Renderers of a plan: terminal text, Markdown (pull requests, job summaries) and JSON (machines).
 
-All three read the same :class:`gitops.core.plan.Plan`; none does I/O. The JSON document is versioned by
-``format_version`` and documented in docs/commands.md ("The plan explained").
+All three read the same :class:`gitops.core.plan.Plan`, so a terminal, a pull request and a script cannot be
+told different things; none does I/O. Every text from a server or a file is made inert before it is styled. The
+JSON document is versioned by ``format_version`` and documented in docs/commands.md ("The plan explained").
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
+
+import click
 
 from gitops.core.budget import EndpointBudget, utc
 from gitops.core.deploys import UnsettledDeploy
@@ -190,7 +193,6 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     """The plan for a person at a terminal (``color`` only when stdout is one); per branch its counts and sizes,
     then at most :data:`TEXT_MODULE_LINES` module lines and :data:`TEXT_DIFF_LINES` diff lines, the rest counted
     (``full``: all of them; the JSON always has all)."""
-    import click
 
     def style(text: str, *, indent: str = "", **kw: Any) -> str:
         shown = inert(text, one_line=True)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
+from gitops.edges.threads import start_quiet
+
 #: A wait shorter than this shows nothing.
 QUIET = 1.0
 #: Without a terminal, how often a wait that goes on is mentioned again.
@@ -87,8 +89,6 @@ class Progress:
         if self._ticker is not None and self._ticker.is_alive():
             self._wake.set()
             return
-        from gitops.edges.threads import start_quiet
-
         self._ticker = threading.Thread(target=self._tick, name="gitops-progress", daemon=True)
         start_quiet(self._ticker)
 

@@ -1,7 +1,8 @@
 """Renderers of a rehearsal (``gitops rehearse``): terminal text and Markdown (the Action's plan comment).
 
-Both read the comparisons of ``gitops.core.rehearsal``; the JSON document is the use case's
-(:meth:`gitops.app.rehearsal.Rehearsal.document`). No I/O.
+Both read the comparisons of ``gitops.core.rehearsal``, so the terminal and the pull request say the same; the
+JSON document is the use case's (:meth:`gitops.app.rehearsal.Rehearsal.document`). No I/O, no decision: the verdict
+is the judge's.
 """
 
 from __future__ import annotations

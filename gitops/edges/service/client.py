@@ -42,7 +42,7 @@ from gitops.core.endpoints import (
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_stamp
 from gitops.core.tokens import TokenInfo, header_safe, token_info
-from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflate_ahead_body, deflated
+from gitops.edges.bodies import COMPRESS_MIN_BYTES, BackgroundDeflates, deflate_ahead_body, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection, use_early
 from gitops.edges.headers import CLIENT_HEADERS, KEEPALIVE_SECONDS, REQUEST_SECONDS
@@ -145,7 +145,7 @@ class ServiceClient:
         #: Send uploads (and clones that carry modules) compressed; the session sets it from the manifest's
         #: ``compress`` and what the server is known to take (``gitops.app.session.Session.writer``).
         self.compress = False
-        self._ahead = Ahead()
+        self._ahead = BackgroundDeflates()
         #: The bodies prepare_write encoded, by branch and kind (clone or not), each for the write of those very
         #: modules (by identity) that follows it.
         self._prepared: dict[tuple[str, bool], tuple[Mapping[str, WireModule], bytes]] = {}
