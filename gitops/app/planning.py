@@ -23,7 +23,7 @@ from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import ACTIVATE, DOWNLOAD
-from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
+from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, how_to_learn
 from gitops.edges.codestore import folder_for, kept
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
@@ -331,7 +331,7 @@ def gather_remote(
         listing = listings.get(server)
         entries = {b.name: b for b in listing or ()}
         judged[server] = {
-            name: judge(
+            name: how_to_learn(
                 ledger.remembered_branch(name),
                 entries.get(name),
                 listing_known=listing is not None,

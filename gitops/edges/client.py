@@ -73,7 +73,8 @@ from gitops.core.endpoints import (
 from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_stamp
 from gitops.edges.bodies import COMPRESS_MIN_BYTES, Ahead, deflate_ahead_body, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
-from gitops.edges.early import EarlyConnection, use_early
+from gitops.edges.early import EarlyConnection
+from gitops.edges.earlypool import use_early
 from gitops.edges.headers import CLIENT_HEADERS, KEEPALIVE_SECONDS, REQUEST_SECONDS
 from gitops.edges.http import AnswerTooLarge, Connections, UnreadableJSON, parse_json, send_bounded
 from gitops.edges.threads import Background
