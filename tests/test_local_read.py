@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.app.localcode import LocalRead, read_ahead, read_marker
+from gitops.app.headstart.localread import LocalRead, read_ahead, read_marker
 from gitops.app.options import Options
 from gitops.config.manifest import load_manifest
 from gitops.edges.threads import start_quiet
