@@ -230,6 +230,7 @@ def _deploy_round(
 ) -> None:
     """One plan and apply of what is pending; its outcome is one line."""
     from gitops.app.applying import run_apply
+    from gitops.app.headstart.start import HeadStart
     from gitops.app.planning import budget_error, make_plan
     from gitops.app.session import open_session
 
@@ -237,7 +238,7 @@ def _deploy_round(
     state.deploying = True
     try:
         with open_session(options, loaded) as s:
-            plan = make_plan(s)
+            plan = make_plan(s, headstart=HeadStart(s))
             if not plan.has_changes:
                 state.pending.clear()
                 say(f"{changed}: nothing to deploy (the servers hold it already)")
