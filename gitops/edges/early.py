@@ -47,8 +47,8 @@ BODY_BYTES = 8 * 1024 * 1024
 def begin_connect(address: tuple[str, int]) -> socket.socket | None:
     """A TCP connect to ``address`` begun without waiting for it (a non-blocking socket), in the calling thread: a
     process about to fork, which must have one thread, can begin its connections before it
-    (:func:`gitops.app.localcode.read_ahead`), and the handshake then runs during the fork and the imports. The
-    :class:`EarlyConnection` made with the socket waits for the connect in its helper thread.
+    (:func:`gitops.app.headstart.localread.read_ahead`), and the handshake then runs during the fork and the imports.
+    The :class:`EarlyConnection` made with the socket waits for the connect in its helper thread.
 
     Only for a host that is an IP address: ``None`` for a name (resolving it could block the fork; its early
     connection resolves and connects in its helper thread as before), and for a connect that failed at once (its
@@ -218,7 +218,7 @@ class EarlyConnection:
         """The TLS context the handshake uses (:class:`EarlyTLS`), for the client's pool to use as its own: waited for
         at most ``timeout`` seconds (it is the helper's first work). ``None`` without TLS, when making it failed (the
         client makes its own, and meets the same error) or took longer (the pool's handshake then is its own: a
-        socket shaken hands with another context is not taken, :func:`early_backend`)."""
+        socket shaken hands with another context is not taken, :func:`gitops.edges.earlypool.early_backend`)."""
         if self.tls is None or not self._context_made.wait(timeout):
             return None
         return self._context

@@ -309,7 +309,7 @@ class LocalRead:
 
     def take_connections(self) -> dict[str, socket.socket]:
         """The connects begun before the fork, by server (:func:`gitops.edges.early.begin_connect`), handed over
-        once: the session's early connections finish them (:meth:`gitops.app.session.Session.connect_early`)."""
+        once: the session's early connections finish them (:meth:`gitops.app.headstart.start.HeadStart.connect`)."""
         taken, self._connections = self._connections, {}
         return taken
 
@@ -451,7 +451,7 @@ def begin_connections(loaded: LoadedManifest, options: Options) -> dict[str, soc
     """The TCP connects of the servers whose address is an IP, begun here, before the fork, without a thread
     (:func:`gitops.edges.early.begin_connect`): the handshake then runs during the fork and the imports that
     follow, ~40 ms sooner than the session's early connections could begin it (issue 23). Under the same conditions
-    as those (:meth:`gitops.app.session.Session.connect_early`): no test transport, and a refresh that may ask."""
+    as those (:meth:`gitops.app.headstart.start.HeadStart.connect`): no test transport, and a refresh that may ask."""
     if options.transport is not None or options.refresh == "never":
         return {}
     begun: dict[str, socket.socket] = {}
