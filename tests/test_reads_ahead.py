@@ -1,4 +1,5 @@
-"""Reads asked ahead (issue 23, ``gitops.app.headstart.sidereads``): on a first contact with the official server, the token query
+"""Reads asked ahead (issue 23, ``gitops.app.headstart.sidereads``): on a first contact with the official server, the
+token query
 and the download of each branch go out at the same time as the branch list, each from a thread and a connection of
 its own; what they teach reaches the ledger as if they had been asked one after another.
 
