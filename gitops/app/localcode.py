@@ -113,7 +113,7 @@ def _read_code(
     secret: frozenset[str],
     seen: Callable[[int], None] | None,
 ) -> LocalCode:
-    # edges.sources and its glob matching (~6 ms) are imported by the child that reads, never by the parent that
+    # edges.sources and its glob matching are imported by the child that reads, never by the parent that
     # takes its code (tests/test_startup_imports.py).
     from gitops.edges.sources import LocalCode, SourceInfo, read_local_code  # noqa: PLC0415 (boundary: local read)
 

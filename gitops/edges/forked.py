@@ -52,7 +52,7 @@ class ForkedCall(Generic[T]):
     """``work()`` running in a child process; :meth:`result` is its return value, or ``None`` if it failed.
 
     The child says it is done through a pipe (one byte, after its result is written), so the result is taken
-    without waiting for the child's exit, whose teardown of a 50 MB address space takes milliseconds; the child is
+    without waiting for the child's exit, whose teardown of a large address space takes milliseconds; the child is
     collected afterwards (:meth:`collect`). With ``preface``, the child also writes ``preface(result, told)``, bytes
     that :meth:`preface` hands over before the result is unpickled (what the caller can start on at once); ``told``
     is what the parent said with :meth:`tell`, or ``None`` when it said nothing.

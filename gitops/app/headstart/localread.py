@@ -107,7 +107,7 @@ def _hand_bodies(forked: ForkedCall[LocalCode], then: Callable[[list[UploadBody]
     preface = forked.preface()
     if not preface:
         return False
-    then(_bodies_from(preface))  # 4.7 MB per body: what was not deflated is not kept after this
+    then(_bodies_from(preface))  # large bodies: what was not deflated is not kept after this
     return True
 
 
@@ -197,9 +197,8 @@ class LocalRead:
     (:func:`gitops.app.planning.make_plan`); nothing a plan decides rests on it.
     """
 
-    #: The interpreter's thread switch interval while the worker runs (the default is 5 ms). The main thread reads
-    #: an answer in 64 KiB pieces, and after each one it waits for the worker to let go of the interpreter: 70
-    #: pieces for 4.5 MB.
+    #: The interpreter's thread switch interval while the worker runs (shorter than the default): the main thread
+    #: reads an answer in pieces, and after each one it waits for the worker to let go of the interpreter.
     SWITCH_INTERVAL = 0.0005
 
     def __init__(
@@ -450,7 +449,7 @@ def read_ahead(options: Options) -> LocalRead:
 def begin_connections(loaded: LoadedManifest, options: Options) -> dict[str, socket.socket]:
     """The TCP connects of the servers whose address is an IP, begun here, before the fork, without a thread
     (:func:`gitops.edges.early.begin_connect`): the handshake then runs during the fork and the imports that
-    follow, ~40 ms sooner than the session's early connections could begin it (issue 23). Under the same conditions
+    follow, sooner than the head start's early connections could begin it. Under the same conditions
     as those (:meth:`gitops.app.headstart.start.HeadStart.connect`): no test transport, and a refresh that may ask."""
     if options.transport is not None or options.refresh == "never":
         return {}
