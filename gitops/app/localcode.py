@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
 from gitops.edges import buildcache
@@ -31,11 +30,9 @@ from gitops.edges.build import (
 from gitops.edges.codesetfile import codeset_path, read_codeset
 from gitops.edges.environ import seal_process
 from gitops.edges.jssyntax import MAX_LISTED, syntax_problems
+from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 from gitops.errors import SourceError, UsageError
 from gitops.secrets import leaked_in, register
-
-if TYPE_CHECKING:  # imported by read_code: in LocalRead's thread, during the wait for the servers
-    from gitops.edges.sources import LocalCode
 
 
 def read_code(
@@ -113,10 +110,6 @@ def _read_code(
     secret: frozenset[str],
     seen: Callable[[int], None] | None,
 ) -> LocalCode:
-    # edges.sources and its glob matching are imported by the child that reads, never by the parent that
-    # takes its code (tests/test_startup_imports.py).
-    from gitops.edges.sources import LocalCode, SourceInfo, read_local_code  # noqa: PLC0415 (boundary: local read)
-
     commands = build_commands(loaded.manifest)
     if commands and skip_build(env) and ref is not None:
         raise SourceError(
