@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from gitops.app.localcode import read_ahead
+from gitops.app.headstart.localread import read_ahead
+from gitops.app.headstart.start import HeadStart
 from gitops.app.options import Options
 from gitops.app.session import Session, open_session
 from gitops.config.credentials import TokenAuth
@@ -431,7 +432,7 @@ def test_a_session_closes_the_begun_connects_it_does_not_use(tmp_path: Path) -> 
         begun = begin_connect(address)
         assert begun is not None
         with open_session(options) as s:
-            s.connect_early({"ip": begun})
+            HeadStart(s).connect({"ip": begun})
         assert begun.fileno() == -1
 
 
@@ -683,16 +684,17 @@ def test_a_list_unanswered_within_the_clients_timeout_is_its_timeout_error(
     with _answering() as (url, _heads):  # accepts, never answers
         options = _options(tmp_path, {"silent": url})
         with open_session(options) as s:
-            s.connect_early()
+            start = HeadStart(s)
+            start.connect()
             s.ledger("silent")
-            s.send_list_ahead()
-            assert s.lists_ahead("silent")
+            start.send_lists()
+            assert start.lists_ahead("silent")
             # Written before the wait begins: on a loaded machine the helper thread's connect may take longer than
             # the 0.3 s allowed here, and a list never written is rightly never counted (what this test counts).
-            _wait_for(lambda: s._early["silent"].sent_ahead, "the list written on the early connection")
+            _wait_for(lambda: start._early["silent"].sent_ahead, "the list written on the early connection")
             started = time.monotonic()
             with pytest.raises(NetworkError) as info:
-                s.listed_ahead("silent")
+                start.listed_ahead("silent")
             waited = time.monotonic() - started
             assert "did not answer GET /api/user/branches within" in info.value.message
             assert waited < 5

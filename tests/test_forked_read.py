@@ -1,4 +1,5 @@
-"""The local code read in a child process (``gitops.edges.forked``, ``gitops.app.localcode.LocalRead``; issue 23).
+"""The local code read in a child process (``gitops.edges.forked``, ``gitops.app.headstart.localread.LocalRead``;
+issue 23).
 
 A fork is only safe in a process with a single thread; the test process has several (the stand-in's, xdist's), so
 every check that forks runs in a fresh interpreter of its own: a small script for :class:`ForkedCall` itself, and
@@ -158,7 +159,7 @@ def test_the_childs_code_comes_with_its_digest(tmp_path: Path) -> None:
         tmp_path,
         """
         from pathlib import Path
-        from gitops.app.localcode import LocalRead
+        from gitops.app.headstart.localread import LocalRead
         from gitops.config.manifest import load_manifest
         reading = LocalRead(load_manifest(Path("gitops.yaml")), None, {})
         forked = reading._forked is not None
@@ -298,15 +299,15 @@ _OBSERVE = textwrap.dedent(
         time.sleep(float(os.environ.get("SLOW_READ", "0")))
         return original_read(*args, **kwargs)
     sources.read_local_code = read_local_code
-    from gitops.app import localcode
-    original_bodies = localcode._bodies_from
+    from gitops.app.headstart import localread
+    original_bodies = localread._bodies_from
     def bodies_from(preface):
         bodies = original_bodies(preface)
         with open(os.environ["OBSERVE"], "a") as fh:
             made = [[b.server, b.branch, len(b.content())] for b in bodies]
             fh.write(json.dumps({"bodies_from_child": made, "thread": threading.current_thread().name}) + "\\n")
         return bodies
-    localcode._bodies_from = bodies_from
+    localread._bodies_from = bodies_from
     from gitops.edges.service import client
     original_json = client._json_body
     def json_body(body):

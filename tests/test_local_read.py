@@ -1,4 +1,4 @@
-"""The local code is read while the servers are asked (``gitops.app.localcode.LocalRead``, issue 12), without
+"""The local code is read while the servers are asked (``gitops.app.headstart.localread.LocalRead``, issue 12), without
 changing what a run says or the order that matters: a build still runs before any request, and when the local code
 and a server both fail, the local code's error is the one reported (as when it was read first)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.app.localcode import LocalRead, read_ahead, read_marker
+from gitops.app.headstart.localread import LocalRead, read_ahead, read_marker
 from gitops.app.options import Options
 from gitops.config.manifest import load_manifest
 from gitops.edges.threads import start_quiet

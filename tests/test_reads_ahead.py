@@ -1,6 +1,6 @@
-"""Reads asked ahead (issue 23, ``gitops.app.ahead``): on a first contact with the official server, the token query
-and the download of each branch go out at the same time as the branch list, each from a thread and a connection of
-its own; what they teach reaches the ledger as if they had been asked one after another.
+"""Reads asked ahead (issue 23, ``gitops.app.headstart.sidereads``): on a first contact with the official server, the
+token query and the download of each branch go out at the same time as the branch list, each from a thread and a
+connection of its own; what they teach reaches the ledger as if they had been asked one after another.
 
 The official server is the stand-in in its official shape (a branch list without modules), reached over real HTTP
 on loopback through a transport that sends ``https://screeps.com`` to it: the one fake, at the httpx transport seam,

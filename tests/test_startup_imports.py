@@ -100,7 +100,7 @@ def test_a_plan_whose_manifest_was_validated_before_imports_no_validator(tmp_pat
     load_manifest(manifest, env)  # validated once, here
     before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning", *BEFORE_THE_WORKER]
     # And what the worker imports meanwhile, and the local read: no pydantic anywhere on the way (issue 23).
-    worker = [*AFTER_THE_SERVERS, "gitops.edges.sources", "gitops.app.ahead"]
+    worker = [*AFTER_THE_SERVERS, "gitops.edges.sources", "gitops.app.headstart.sidereads"]
     loaded = _imported_after(
         "\n".join(f"import {name}" for name in [*before, *worker])
         + f"\nfrom pathlib import Path\nfrom gitops.config.manifest import load_manifest\n"
@@ -197,12 +197,13 @@ def test_bodies_made_ahead_have_the_client_imported_beside_the_wait(tmp_path: Pa
     manifest.write_bytes((ROOT / "examples" / "multi-server" / "gitops.yaml").read_bytes())
     setup = (
         "from pathlib import Path\n"
-        "from gitops.app.localcode import UploadBody\n"
+        "from gitops.app.headstart.localread import UploadBody\n"
+        "from gitops.app.headstart.start import HeadStart\n"
         "from gitops.app.options import Options\n"
         "from gitops.app.session import open_session\n"
         f"options = Options(manifest=Path({str(manifest)!r}), env={{}}, state_dir=Path({str(tmp_path / 's')!r}))\n"
         "with open_session(options) as s:\n"
-        "    deflate, wanted = s.deflate_ahead()\n"
+        "    deflate, wanted = HeadStart(s).deflate_ahead()\n"
         "    assert wanted, 'no body is wanted: the check would pass vacuously'\n"
         "    deflate(BODIES)\n"
     )

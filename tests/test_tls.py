@@ -18,6 +18,7 @@ import certifi
 import pytest
 import trustme
 
+from gitops.app.headstart.start import HeadStart
 from gitops.app.serverprobe import probe_version
 from gitops.app.session import open_session
 from gitops.core.early import ALPN, route_of
@@ -522,15 +523,16 @@ def test_a_first_contacts_connections_all_shake_hands_early(
     all under TLS before any client exists, each with the context its client's pool is then given."""
     options = _options(tmp_path, {"tls": tls_standin.url})
     with open_session(options) as s:
-        s.connect_early()
-        connections = [s._early["tls"], *s._side_early["tls"]]
+        start = HeadStart(s)
+        start.connect()
+        connections = [start._early["tls"], *start._side_early["tls"]]
         assert len(connections) >= 2
         for early in connections:
             assert isinstance(_connected(early), ssl.SSLSocket)
         contexts = [early.ssl_context(0) for early in connections]
         assert all(context is not None for context in contexts)
         assert len({id(context) for context in contexts}) == len(contexts)  # one pool, one context
-        side = s.side_client("tls", s.ledger("tls"))
+        side = s.side_client("tls", s.ledger("tls"), start._side_early["tls"].pop())
         try:
             pool = side._http._transport._pool  # type: ignore[attr-defined]
             assert any(pool._ssl_context is context for context in contexts[1:])

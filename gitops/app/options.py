@@ -60,8 +60,8 @@ class Options:
     #: ``verify:`` as written (:mod:`gitops.core.health` is then not imported before the plan needs it).
     verify: VerifyOverrides | None = None
     #: ``apply --yes`` (no saved plan, nothing to confirm): what applying will need is prepared while the servers
-    #: are read, instead of after the plan is shown: the compression probe when it is due (:mod:`gitops.app.ahead`)
-    #: and the deflate of the upload bodies (:meth:`gitops.app.session.Session.deflate_ahead`).
+    #: are read, instead of after the plan is shown: the compression probe when it is due (:mod:`gitops.app.headstart`)
+    #: and the deflate of the upload bodies (:class:`gitops.app.headstart.start.HeadStart`).
     unattended_apply: bool = False
     #: SIGINT/SIGTERM during a verification's watch (``edges/interrupts.py``): the front end installs its handlers.
     interrupt: Interrupt = field(default_factory=Interrupt)

@@ -10,34 +10,37 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import importlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from gitops.app.ahead import Ahead, send_reads_ahead
 from gitops.app.deploys import unsettled
-from gitops.app.localcode import LocalRead
+from gitops.app.headstart.localread import LocalRead
+from gitops.app.headstart.sidereads import SideReads
+from gitops.app.headstart.start import HeadStart
+from gitops.app.localcode import read_code
 from gitops.app.options import Refresh
-from gitops.app.session import Session, import_client
+from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.codeset import CodeSet
 from gitops.core.endpoints import ACTIVATE, DOWNLOAD
-from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, judge
+from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, how_to_learn
 from gitops.edges.codestore import folder_for, kept
+from gitops.edges.threads import start_quiet
 from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, ScopeError, ServiceError
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
     from gitops.core.driftfinding import Drift
+    from gitops.core.local import LocalCode
     from gitops.core.plan import Plan
 
-#: The HTTP client's module (with httpx: ~60 ms of imports).
+#: The HTTP client's module (with httpx).
 CLIENT = "gitops.edges.service"
-#: The modules that talk to a server, imported by this thread while the local read's child reads. The client's is
-#: left out when every server's branch list was sent ahead: it is imported when the local read sees a changed file
-#: (:meth:`LocalRead.when_changes_seen`), or when a client is made; a plan that asks nothing more never needs it
-#: (:meth:`Session.listed_ahead`). Two threads may import at once: no module of the package imports, at its top, a
-#: module that imports it back (``tests/test_startup_imports.py`` checks), so neither sees the other's half made.
+#: The modules that talk to a server, imported by this thread while the local read's child reads (the session
+#: imports the first and the last; the head start the client, unless every server's branch list was sent ahead:
+#: :meth:`HeadStart.import_client_when_needed`). Two threads may import at once: no module of the package imports,
+#: at its top, a module that imports it back (``tests/test_startup_imports.py`` checks).
 BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
 
 #: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
@@ -54,11 +57,12 @@ SERVER_ERRORS: tuple[type[GitopsError], ...] = (ServiceError, AuthError, BudgetE
 
 
 def make_plan(
-    s: Session,
+    session: Session,
     *,
     isolate: bool = False,
     reading: LocalRead | None = None,
     code: Mapping[tuple[str, str], CodeSet] | None = None,
+    headstart: HeadStart | None = None,
 ) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit).
@@ -66,85 +70,121 @@ def make_plan(
     With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
     are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
-    anything is written. ``reading`` is the local read the command began for ``s.loaded``
-    (:func:`gitops.app.localcode.read_ahead`); without it, one begins here. ``code`` replaces the local code of
-    those (server, branch) pairs (``gitops rollback``: the code of a recorded deploy, planned as any other).
+    anything is written. ``headstart`` is the fast start (:class:`HeadStart`); ``reading``, the local read the
+    command began for ``session.loaded`` (:func:`gitops.app.headstart.localread.read_ahead`), is the start of one.
+    Without either, the local code is read here first and each server is asked in order: slower, the same plan.
+    ``code`` replaces the local code of those (server, branch) pairs (``gitops rollback``: the code of a recorded
+    deploy, planned as any other).
     """
-    options = s.options
+    if headstart is None and reading is not None:
+        headstart = HeadStart(session, reading)
     failed: dict[str, GitopsError] | None = {} if isolate else None
-    # The local code is read beside the imports, the ledgers' reading and the wait for the servers (LocalRead: in a
-    # child process forked here, or by the command as soon as the manifest was loaded, while this process has one
-    # thread); when both fail, the local error is raised.
-    # apply --yes will most likely upload what it reads: the child makes the upload bodies too (those deflate_ahead
-    # wants, told to the child once the ledgers are read), and they are deflated beside the wait.
-    unattended = options.unattended_apply
-    if reading is None:  # else begun by the command (gitops.app.localcode.read_ahead), for the same manifest
-        reading = LocalRead(s.loaded, options.ref, options.env, bodies=unattended)
+    if headstart is not None:
+        local, views = _read_with_head_start(session, headstart, failed)
+    else:
+        local = read_code(session.loaded, session.options.ref, session.options.env)
+        views = gather_remote(session, session.options.refresh, failed)
+    failures = failed or {}
+    if failures and len(failures) == len(session.servers()):
+        # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
+        raise max(failures.values(), key=lambda exc: exc.exit_code)
+    local = _without_failed(_with_code(local, code), failures)
+    servers = [server for server in session.servers() if server not in failures]
+    result, probes = _plan_servers(session, local, views, servers)
+    refused = scope_error(result, session, probes)
+    if refused is not None:
+        raise refused
+    probed = headstart.probed if headstart is not None else {}
+    return _with_notes(session, result, servers, _plan_warnings(session, probes, probed), failures)
+
+
+def _read_with_head_start(
+    session: Session, headstart: HeadStart, failed: dict[str, GitopsError] | None
+) -> tuple[LocalCode, dict[str, RemoteView]]:
+    """The local code and the servers' views, read with the head start: the local code beside the imports, the
+    ledgers' reading and the wait for the servers; when both fail, the local error is raised."""
+    options = session.options
+    reading = headstart.reading
     with reading:
-        s.connect_early(reading.take_connections())  # the handshakes run during the ledgers' reading and imports
+        headstart.connect()  # the handshakes run during the ledgers' reading and imports
         # Every ledger is read before any build runs (at reading.start): a build may write where the ledgers live,
         # and the plan must not rest on what it wrote (the ledger notices a file changed under it, and says so).
-        for server in s.servers():
+        for server in session.servers():
             with contextlib.suppress(*SERVER_ERRORS):
-                s.ledger(server)
+                session.ledger(server)
         if not reading.builds:  # a build runs before any request is sent (and a failed one sends none)
-            s.send_list_ahead()  # before the HTTP client is imported: its answer travels meanwhile
-        # With every server's list read ahead, the client's modules are imported only once the local read sees a
-        # file changed since the code was last found on the servers (an upload most likely follows): at once if it
-        # has, else by a thread that waits for it to, while this one waits for the servers. A plan that finds
-        # nothing changed asks nothing more, and never imports them.
-        listed = all(s.lists_ahead(server) for server in s.servers())
-        for name in BEFORE_THE_WORKER:
-            if name != CLIENT or not listed:
-                importlib.import_module(name)
-        if listed:
-            reading.when_changes_seen(import_client)
-        deflate, wanted = s.deflate_ahead() if unattended else (None, None)
+            headstart.send_lists()  # before the HTTP client is imported: its answer travels meanwhile
+        headstart.import_client_when_needed()
+        # apply --yes will most likely upload what it reads: the child makes the upload bodies too, deflated beside
+        # the wait.
+        deflate, wanted = headstart.deflate_ahead() if options.unattended_apply else (None, None)
         views = gather_remote(
-            s,
+            session,
             options.refresh,
             failed,
             before_requests=functools.partial(reading.start, deflate, wanted, then_import=AFTER_THE_SERVERS),
+            headstart=headstart,
         )
-        local = reading.result()
-    if code:
-        local = dataclasses.replace(
-            local,
-            branches=[
-                dataclasses.replace(b, code=code[(b.server, b.branch)], files={}) if (b.server, b.branch) in code else b
-                for b in local.branches
-            ],
-        )
-    from gitops.core.plan import ServerFailure, build_plan  # imported by the worker meanwhile (AFTER_THE_SERVERS)
+        return reading.result(), views
 
-    failures = failed or {}
-    if failures and len(failures) == len(s.servers()):
-        # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
-        raise max(failures.values(), key=lambda exc: exc.exit_code)
-    if failures:
-        local = dataclasses.replace(local, branches=[b for b in local.branches if b.server not in failures])
-    servers = [server for server in s.servers() if server not in failures]
+
+def _with_code(local: LocalCode, code: Mapping[tuple[str, str], CodeSet] | None) -> LocalCode:
+    """``local`` with the code of the (server, branch) pairs ``code`` gives in place of what was read."""
+    if not code:
+        return local
+    return dataclasses.replace(
+        local,
+        branches=[
+            dataclasses.replace(b, code=code[(b.server, b.branch)], files={}) if (b.server, b.branch) in code else b
+            for b in local.branches
+        ],
+    )
+
+
+def _without_failed(local: LocalCode, failures: Mapping[str, GitopsError]) -> LocalCode:
+    if not failures:
+        return local
+    return dataclasses.replace(local, branches=[b for b in local.branches if b.server not in failures])
+
+
+def _plan_servers(
+    session: Session, local: LocalCode, views: Mapping[str, RemoteView], servers: list[str]
+) -> tuple[Plan, dict[str, dict[str, int]]]:
+    """The plan of ``servers`` (the budget facts learnt again when a short server's token turns out unlimited),
+    with its drift findings; and the compression probes it needs."""
+    # Imported by the local read's worker while the servers answer (AFTER_THE_SERVERS).
+    from gitops.core.plan import build_plan  # noqa: PLC0415 (boundary: after the servers)
+
+    options = session.options
     now = options.clock.now()
-    budgets = {server: s.budget_facts(server) for server in servers}
+    budgets = {server: session.budget_facts(server) for server in servers}
     # The same inputs each time; only the budget facts (after the token was asked) and the probe's needs change.
     plan_with = functools.partial(
-        build_plan, loaded=s.loaded, local=local, remote=views, refresh=options.refresh, now=now, verify=options.verify
+        build_plan,
+        loaded=session.loaded,
+        local=local,
+        remote=views,
+        refresh=options.refresh,
+        now=now,
+        verify=options.verify,
     )
     result = plan_with(budgets=budgets)
-    probes = probe_needs(result, s)
+    probes = probe_needs(result, session)
     if probes:
         result = plan_with(budgets=budgets, extra_needs=probes)
     short = {row.server for row in result.budget if not row.fits}
     # Every short server is asked (no short-circuit): each one's ledger learns its own unlimited state.
-    learnt = [s.learn_unlimited(server) for server in sorted(short)]
+    learnt = [session.learn_unlimited(server) for server in sorted(short)]
     if any(learnt):
-        budgets = {server: s.budget_facts(server) for server in servers}
+        budgets = {server: session.budget_facts(server) for server in servers}
         result = plan_with(budgets=budgets, extra_needs=probes)
-    result = mark_drift(s, result, views)
-    refused = scope_error(result, s, probes)
-    if refused is not None:
-        raise refused
-    update: dict[str, Any] = {}  # fields of the Plan (dataclasses.replace)
+    return mark_drift(session, result, views), probes
+
+
+def _plan_warnings(
+    session: Session, probes: Mapping[str, Mapping[str, int]], probed: Mapping[str, bool | None]
+) -> list[str]:
+    """What the plan says beside its steps: the compression probes due or sent ahead, and the ledgers' warnings."""
     extra = [
         f"server '{server}': apply first asks, with one POST /api/user/set-active-branch of a branch that does not "
         "exist (nothing changes), whether the server reads compressed uploads; the answer is kept in the ledger "
@@ -156,10 +196,19 @@ def make_plan(
         f"server '{server}': asked, with one POST /api/user/set-active-branch of a branch that does not exist "
         f"(nothing changes), whether the server reads compressed uploads: {answers[learnt]}; kept in the ledger "
         "(compress: auto)"
-        for server, learnt in sorted(s.probed_ahead.items())
+        for server, learnt in sorted(probed.items())
     ]
-    extra += s.warnings()
-    notes = unsettled(s, servers)
+    return extra + session.warnings()
+
+
+def _with_notes(
+    session: Session, result: Plan, servers: list[str], extra: list[str], failures: Mapping[str, GitopsError]
+) -> Plan:
+    """``result`` with the unsettled deploys' notes, the warnings ``extra`` and the failed servers."""
+    from gitops.core.plan import ServerFailure  # noqa: PLC0415 (boundary: after the servers)
+
+    update: dict[str, Any] = {}  # fields of the Plan (dataclasses.replace)
+    notes = unsettled(session, servers)
     if notes:
         update["unsettled"] = notes
     if extra:
@@ -168,7 +217,7 @@ def make_plan(
         update["failed"] = [
             ServerFailure(
                 server=server,
-                branches=[b.branch for b in s.loaded.manifest.branches if b.server == server],
+                branches=[b.branch for b in session.loaded.manifest.branches if b.server == server],
                 message=str(exc),
                 exit_code=exc.exit_code,
             )
@@ -177,7 +226,7 @@ def make_plan(
     return dataclasses.replace(result, **update) if update else result
 
 
-def scope_error(plan: Plan, s: Session, extra_needs: Needs | None = None) -> ScopeError | None:
+def scope_error(plan: Plan, session: Session, extra_needs: Needs | None = None) -> ScopeError | None:
     """A :class:`ScopeError` (exit 7) when a restricted token may not use an endpoint that applying ``plan`` needs
     (its steps, and ``extra_needs``), naming the step and the endpoint; ``None`` when every step is in scope or the
     scope is unknown (a password login, a server without the token query). Asked before anything is written, so
@@ -187,7 +236,7 @@ def scope_error(plan: Plan, s: Session, extra_needs: Needs | None = None) -> Sco
         extra = sorted((extra_needs or {}).get(server, {}))
         if not steps and not extra:
             continue
-        scope = s.scope(server)
+        scope = session.scope(server)
         if scope is None or scope[0]:
             continue
         allowed = scope[1]
@@ -205,21 +254,21 @@ def scope_error(plan: Plan, s: Session, extra_needs: Needs | None = None) -> Sco
     return None
 
 
-def probe_needs(plan: Plan, s: Session) -> dict[str, dict[str, int]]:
+def probe_needs(plan: Plan, session: Session) -> dict[str, dict[str, int]]:
     """The compression probe's request (:meth:`Session.compression`) per server whose code the plan writes and
     where the probe is due: one ``POST /api/user/set-active-branch``, budgeted like the plan's own requests."""
     writing = sorted({b.server for b in plan.branches if b.writes_code})
-    return {server: {ACTIVATE: 1} for server in writing if s.compression(server) == "probe"}
+    return {server: {ACTIVATE: 1} for server in writing if session.compression(server) == "probe"}
 
 
-def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
+def mark_drift(session: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
     """Attach each branch's drift finding (``gitops.core.drift``) to the plan, and keep the last applied records.
 
     A branch the plan verified on the server now to hold exactly the repository's code is recorded as applied
     (``verified``) first: what the server holds is then what Git holds, so nothing was lost outside Git. A pending
     upload found on the server (its answer was lost) becomes the applied record. Saved as one step.
     """
-    from gitops.core.drift import (  # imported by the worker meanwhile (with gitops.core.plan)
+    from gitops.core.drift import (  # noqa: PLC0415 (boundary: after the servers)
         compare,
         equal_to_repository,
         record_from_branch,
@@ -230,7 +279,7 @@ def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
 
     drifts: dict[tuple[str, str], Drift] = {}
     for branch in plan.branches:
-        ledger = s.ledger(branch.server)
+        ledger = session.ledger(branch.server)
         view = views.get(branch.server)
         seen = view.branches.get(branch.branch) if view is not None else None
         if seen is not None and seen.exists and equal_to_repository(branch):
@@ -244,7 +293,7 @@ def mark_drift(s: Session, plan: Plan, views: Mapping[str, RemoteView]) -> Plan:
         if drift.pending_landed and pending is not None:
             ledger.record_applied(pending)
         drifts[(branch.server, branch.branch)] = drift
-    s.save()
+    session.save()
     return with_drift(plan, drifts)
 
 
@@ -256,7 +305,7 @@ def _from_ledger(branch: RemoteBranch | None) -> RemoteBranch | None:
     return branch
 
 
-def _with_kept_text(s: Session, server: str, branch: RemoteBranch) -> RemoteBranch:
+def _with_kept_text(session: Session, server: str, branch: RemoteBranch) -> RemoteBranch:
     """``branch`` with its modules' text when it is known by digest only (from the ledger, or this tool's own
     upload) and the code of that digest is kept beside the ledger (:func:`gitops.edges.codestore.kept`, which
     checks the kept set's digest as it reads it): a branch with ``ignore_lines`` can then tell a time stamp from a
@@ -264,7 +313,7 @@ def _with_kept_text(s: Session, server: str, branch: RemoteBranch) -> RemoteBran
     modules = branch.modules
     if modules is None or branch.digest is None or all(f.text is not None or f.is_binary for f in modules.values()):
         return branch
-    held = kept(folder_for(s.ledger(server).path), branch.digest)
+    held = kept(folder_for(session.ledger(server).path), branch.digest)
     if held is None:
         return branch
     seen = RemoteBranch.from_code(branch.name, CodeSet.from_wire(held), branch.learnt_at, branch.how)
@@ -274,11 +323,12 @@ def _with_kept_text(s: Session, server: str, branch: RemoteBranch) -> RemoteBran
 
 
 def gather_remote(
-    s: Session,
+    session: Session,
     refresh: Refresh,
     failed: dict[str, GitopsError] | None = None,
     *,
     before_requests: Callable[[], None] | None = None,
+    headstart: HeadStart | None = None,
 ) -> dict[str, RemoteView]:
     """Learn what each server holds, spending as few downloads as the refresh policy allows, and say for each
     branch whether this run verified it.
@@ -294,139 +344,160 @@ def gather_remote(
     :data:`SERVER_ERRORS` is recorded there and left out of the views, and the other servers are still read.
 
     ``before_requests`` is called just before the first request is sent (``make_plan`` starts reading the local
-    code then, see :class:`LocalRead`).
+    code then). With ``headstart``, lists sent ahead are read first and a first contact's reads go ahead.
     """
-    started = before_requests or (lambda: None)
-    trust = float(s.loaded.manifest.budget.trust_own_upload_seconds)
-    configs = s.loaded.manifest.branches
-    listings: dict[str, list[BranchInfo] | None] = {}
-    listed_at: dict[str, float] = {}
-    judged: dict[str, dict[str, Judgement]] = {}
+    return _Gathering(session, refresh, failed, headstart).run(before_requests or (lambda: None))
 
-    errors: dict[str, GitopsError] = {}
 
-    def isolated(server: str, step: Callable[[], None]) -> None:
-        if server in errors or (failed is not None and server in failed):
+class _Gathering:
+    """One :func:`gather_remote`: its phases per server (open, list, probe early, judge, learn), each isolated."""
+
+    def __init__(
+        self,
+        session: Session,
+        refresh: Refresh,
+        failed: dict[str, GitopsError] | None,
+        headstart: HeadStart | None,
+    ) -> None:
+        self.session = session
+        self.refresh = refresh
+        self.failed = failed
+        self.headstart = headstart
+        self.trust = float(session.loaded.manifest.budget.trust_own_upload_seconds)
+        self.configs = session.loaded.manifest.branches
+        self.listings: dict[str, list[BranchInfo] | None] = {}
+        self.listed_at: dict[str, float] = {}
+        self.judged: dict[str, dict[str, Judgement]] = {}
+        self.errors: dict[str, GitopsError] = {}
+        self.views: dict[str, RemoteView] = {}
+        self.side_reads: dict[str, SideReads] = {}
+        # The branches whose comparison ignores lines (ignore_lines): known by digest only, their text is taken
+        # from the code kept beside the ledger, when it is kept (_with_kept_text).
+        self.stamped = {(c.server, name) for c in self.configs if c.ignore_lines for name in deployed_names(c)}
+
+    def run(self, started: Callable[[], None]) -> dict[str, RemoteView]:
+        # Each server's credentials, ledger (whose lock is taken here, in the servers' order) and client are opened
+        # in this thread; then the servers are asked at the same time, one thread per ledger (two server names of
+        # one account share a ledger, and so a thread): a player with three servers waits for the slowest.
+        session = self.session
+        for server in session.servers():
+            self.isolated(server, functools.partial(self.open_server, server))
+        groups: dict[int, list[str]] = {}
+        for server in session.servers():
+            if server not in self.errors:
+                groups.setdefault(id(session.ledger(server)), []).append(server)
+        started()
+        try:
+            for server in session.servers():
+                self.isolated(server, functools.partial(self.send_ahead, server))
+            run_concurrently([functools.partial(self.one_ledger, group) for group in groups.values()])
+        finally:
+            self.finish_ahead(list(self.side_reads))  # a job that never ran (interrupted): closed all the same
+        for server in session.servers():  # in the servers' order, whichever finished first
+            if server in self.errors:
+                if self.failed is None:
+                    raise self.errors[server]
+                self.failed[server] = self.errors[server]
+        return self.views
+
+    def isolated(self, server: str, step: Callable[[], None]) -> None:
+        if server in self.errors or (self.failed is not None and server in self.failed):
             return
         try:
             step()
         except SERVER_ERRORS as exc:
-            errors[server] = exc
-            s.save(server)  # what the failed server's reads taught (a 429's headers, say) is kept
+            self.errors[server] = exc
+            self.session.save(server)  # what the failed server's reads taught (a 429's headers, say) is kept
 
-    def list_server(server: str) -> None:
-        if refresh == "never":
+    def open_server(self, server: str) -> None:
+        self.session.ledger(server)
+        # Planned from the ledger alone (refresh=never): no client, and no credentials needed. A list sent ahead is
+        # read first (list_server), and the client is made only if something more is asked.
+        lists_ahead = self.headstart is not None and self.headstart.lists_ahead(server)
+        if self.refresh != "never" and not lists_ahead:
+            self.session.reader(server)
+
+    def send_ahead(self, server: str) -> None:
+        if self.headstart is None:
             return
+        sent = self.headstart.send_side_reads(server, functools.partial(check_download_budget, self.session))
+        if sent is not None:
+            self.side_reads[server] = sent
+
+    def one_ledger(self, servers: list[str]) -> None:
         try:
-            listed = s.listed_ahead(server)  # read on the early connection, or None: the client reads it
-            listings[server] = listed if listed is not None else s.reader(server).list_branches()
+            for step in (self.list_server, self.probe_early, self.judge_server, self.learn):
+                for server in servers:
+                    self.isolated(server, functools.partial(step, server))
+        finally:
+            self.finish_ahead(servers)
+
+    def finish_ahead(self, servers: list[str]) -> None:
+        # In the thread of the servers' ledger: what the reads sent ahead taught reaches it here.
+        # Also for a server that failed: its side clients are closed, and what their requests taught is kept.
+        for server in servers:
+            sent = self.side_reads.get(server)
+            if sent is not None:
+                sent.finish()
+
+    def list_server(self, server: str) -> None:
+        if self.refresh == "never":
+            return
+        session = self.session
+        try:
+            # Read on the early connection, or None: the client reads it.
+            listed = self.headstart.listed_ahead(server) if self.headstart is not None else None
+            self.listings[server] = listed if listed is not None else session.reader(server).list_branches()
         except ScopeError:
             # A token restricted to the code endpoints: existence comes from the download, activation is unknown
             # (and so re-sent by apply).
-            listings[server] = None
-        listed_at[server] = s.options.clock.now()
+            self.listings[server] = None
+        self.listed_at[server] = session.options.clock.now()
 
-    def judge_server(server: str) -> None:
-        ledger = s.ledger(server)
-        listing = listings.get(server)
+    def probe_early(self, server: str) -> None:
+        session = self.session
+        if self.headstart is None or not session.options.unattended_apply or server not in self.listings:
+            return  # listed now: the probe's branch does not exist
+        if session.compression(server) != "probe" or _short_rows(session, server, {ACTIVATE: 1}):
+            return
+        sent = self.side_reads.get(server)
+        if sent is None:
+            sent = self.side_reads[server] = self.headstart.side_reads(server)  # only this server's thread
+        sent.send_probe()
+
+    def judge_server(self, server: str) -> None:
+        session = self.session
+        ledger = session.ledger(server)
+        listing = self.listings.get(server)
         entries = {b.name: b for b in listing or ()}
-        judged[server] = {
-            name: judge(
+        self.judged[server] = {
+            name: how_to_learn(
                 ledger.remembered_branch(name),
                 entries.get(name),
                 listing_known=listing is not None,
-                refresh=refresh,
+                refresh=self.refresh,
                 needs_content=c.remote_only == "keep",
-                trust_seconds=trust,
-                now=s.options.clock.now(),
+                trust_seconds=self.trust,
+                now=session.options.clock.now(),
             )
-            for c in configs
+            for c in self.configs
             if c.server == server
             # A blue/green branch's standby is learnt too: the plan deploys to whichever of the two is not active.
             for name in sorted(deployed_names(c))
         }
-        check_download_budget(s, server, sum(1 for j in judged[server].values() if j == "download"))
+        check_download_budget(session, server, sum(1 for j in self.judged[server].values() if j == "download"))
 
-    views: dict[str, RemoteView] = {}
-    aheads: dict[str, Ahead] = {}
-
-    # The branches whose comparison ignores lines (ignore_lines): known by digest only, their text is taken from the
-    # code kept beside the ledger, when it is kept (_with_kept_text).
-    stamped = {(c.server, name) for c in configs if c.ignore_lines for name in deployed_names(c)}
-
-    def learn(server: str) -> None:
-        views[server] = _learn_server(
-            s,
+    def learn(self, server: str) -> None:
+        self.views[server] = _learn_server(
+            self.session,
             server,
-            listings.get(server),
-            listed_at.get(server),
-            judged[server],
-            refresh,
-            aheads.get(server),
-            frozenset(name for where, name in stamped if where == server),
+            self.listings.get(server),
+            self.listed_at.get(server),
+            self.judged[server],
+            self.refresh,
+            self.side_reads.get(server),
+            frozenset(name for where, name in self.stamped if where == server),
         )
-
-    def probe_early(server: str) -> None:
-        if not s.options.unattended_apply or server not in listings:  # listed now: the probe's branch does not exist
-            return
-        if s.compression(server) != "probe" or _short_rows(s, server, {ACTIVATE: 1}):
-            return
-        sent = aheads.get(server)
-        if sent is None:
-            sent = aheads[server] = Ahead(s, server)  # only this server's thread touches its entry
-        sent.send_probe()
-
-    def one_ledger(servers: list[str]) -> None:
-        try:
-            for step in (list_server, probe_early, judge_server, learn):
-                for server in servers:
-                    isolated(server, lambda: step(server))  # noqa: B023 (called at once, in this iteration)
-        finally:
-            finish_ahead(servers)
-
-    def send_ahead(server: str) -> None:
-        sent = send_reads_ahead(s, server)
-        if sent is not None:
-            aheads[server] = sent
-
-    def finish_ahead(servers: list[str]) -> None:
-        # In the thread of the servers' ledger: what the reads sent ahead taught reaches it here.
-        # Also for a server that failed: its side clients are closed, and what their requests taught is kept.
-        for server in servers:
-            sent = aheads.get(server)
-            if sent is not None:
-                sent.finish()
-
-    # Each server's credentials, ledger (whose lock is taken here, in the servers' order) and client are opened in
-    # this thread; then the servers are asked at the same time, one thread per ledger (two server names of one
-    # account share a ledger, and so a thread): a player with three servers waits for the slowest, not the sum.
-    def open_server(server: str) -> None:
-        s.ledger(server)
-        # Planned from the ledger alone (refresh=never): no client, and no credentials needed. A list sent ahead is
-        # read first (list_server), and the client is made only if something more is asked.
-        if refresh != "never" and not s.lists_ahead(server):
-            s.reader(server)
-
-    for server in s.servers():
-        isolated(server, lambda: open_server(server))  # noqa: B023 (called at once, in this iteration)
-    groups: dict[int, list[str]] = {}
-    for server in s.servers():
-        if server not in errors:
-            groups.setdefault(id(s.ledger(server)), []).append(server)
-    started()
-    try:
-        for server in s.servers():
-            isolated(server, lambda: send_ahead(server))  # noqa: B023 (called at once, in this iteration)
-        jobs: list[Callable[[], None]] = [functools.partial(one_ledger, group) for group in groups.values()]
-        run_concurrently(jobs)
-    finally:
-        finish_ahead(list(aheads))  # a job that never ran (interrupted): its side clients are closed all the same
-    for server in s.servers():  # in the servers' order, whichever finished first
-        if server in errors:
-            if failed is None:
-                raise errors[server]
-            failed[server] = errors[server]
-    return views
 
 
 def run_concurrently(jobs: list[Callable[[], None]]) -> None:
@@ -438,10 +509,6 @@ def run_concurrently(jobs: list[Callable[[], None]]) -> None:
         for job in jobs:
             job()
         return
-    import threading
-
-    from gitops.edges.threads import start_quiet
-
     raised: list[tuple[int, BaseException]] = []
 
     def run(index: int, job: Callable[[], None]) -> None:
@@ -464,16 +531,16 @@ def run_concurrently(jobs: list[Callable[[], None]]) -> None:
 
 
 def _learn_server(
-    s: Session,
+    session: Session,
     server: str,
     listing: list[BranchInfo] | None,
     listed_at: float | None,
     judged: Mapping[str, Judgement],
     refresh: Refresh,
-    sent_ahead: Ahead | None = None,
+    sent_ahead: SideReads | None = None,
     stamped: frozenset[str] = frozenset(),
 ) -> RemoteView:
-    ledger = s.ledger(server)
+    ledger = session.ledger(server)
     entries = {b.name: b for b in listing or ()}
     branches: dict[str, RemoteBranch | None] = {}
     for name, judgement in judged.items():
@@ -499,8 +566,8 @@ def _learn_server(
             if answered is not None:
                 code, at = answered
             else:
-                code = s.reader(server).get_code(name)
-                at = s.options.clock.now()
+                code = session.reader(server).get_code(name)
+                at = session.options.clock.now()
             stamp = listed.stamp if listed is not None else None
             branch = RemoteBranch.missing(name, at) if code is None else RemoteBranch.from_code(name, code, at)
             branch = dataclasses.replace(branch, stamp=stamp, checked_at=at)
@@ -508,9 +575,9 @@ def _learn_server(
             # stamp and downloads again (never the other way round).
             ledger.stamp_branch(name, stamp)
         if branch is not None and name in stamped:
-            branch = _with_kept_text(s, server, branch)
+            branch = _with_kept_text(session, server, branch)
         branches[name] = branch
-    s.save(server)
+    session.save(server)
     if refresh == "never" or listing is None:
         # Without the branch list, which branches are active is what this tool last set (from the ledger).
         remembered_list = ledger.remembered_branch_list()
@@ -542,7 +609,7 @@ def branch_from_list(server: str, listed: BranchInfo, at: float) -> RemoteBranch
 
 
 def check_download_budget(
-    s: Session,
+    session: Session,
     server: str,
     needed: int,
     *,
@@ -557,9 +624,9 @@ def check_download_budget(
     """
     if not needed:
         return
-    rows = _short_rows(s, server, {DOWNLOAD: needed})
-    if rows and s.learn_unlimited(server):
-        rows = _short_rows(s, server, {DOWNLOAD: needed})
+    rows = _short_rows(session, server, {DOWNLOAD: needed})
+    if rows and session.learn_unlimited(server):
+        rows = _short_rows(session, server, {DOWNLOAD: needed})
     if rows:
         raise BudgetError(
             f"{doing} needs more downloads than remain; no download was sent:\n"
@@ -569,26 +636,26 @@ def check_download_budget(
         )
 
 
-def budget_error(plan: Plan, s: Session) -> BudgetError | None:
+def budget_error(plan: Plan, session: Session) -> BudgetError | None:
     """A :class:`BudgetError` naming each limit the plan exceeds (as it was planned), or ``None`` when it fits."""
     rows = [r for r in plan.budget if not r.fits]
     if not rows:
         return None
-    return _budget_refusal(rows, s)
+    return _budget_refusal(rows, session)
 
 
-def recheck_budget(plan: Plan, s: Session, extra_needs: Needs | None = None) -> None:
+def recheck_budget(plan: Plan, session: Session, extra_needs: Needs | None = None) -> None:
     """Check the plan's requests (plus ``extra_needs`` per server) against the ledger as it is now; raise the
     :class:`BudgetError` (with the unlock links) when they do not fit."""
-    failing = _failing_rows(plan, s, extra_needs)
-    learnt = [s.learn_unlimited(server) for server in sorted({r.server for r in failing})]
+    failing = _failing_rows(plan, session, extra_needs)
+    learnt = [session.learn_unlimited(server) for server in sorted({r.server for r in failing})]
     if any(learnt):
-        failing = _failing_rows(plan, s, extra_needs)
+        failing = _failing_rows(plan, session, extra_needs)
     if failing:
-        raise _budget_refusal(failing, s)
+        raise _budget_refusal(failing, session)
 
 
-def _budget_refusal(rows: list[EndpointBudget], s: Session) -> BudgetError:
+def _budget_refusal(rows: list[EndpointBudget], session: Session) -> BudgetError:
     lines = [shortfall_message(r) for r in rows]
     error = BudgetError(
         "the plan does not fit the token's rate limits; nothing was sent:\n" + "\n".join(f"  - {x}" for x in lines),
@@ -596,27 +663,27 @@ def _budget_refusal(rows: list[EndpointBudget], s: Session) -> BudgetError:
         "with the no-rate-limit page (open it and press Proceed).",
     )
     for server in sorted({r.server for r in rows}):
-        link = s.unlock_link(server)
+        link = session.unlock_link(server)
         if link is not None:
             error.unlock_links[server] = link
     return error
 
 
-def _failing_rows(plan: Plan, s: Session, extra_needs: Needs | None) -> list[EndpointBudget]:
-    from gitops.core.plan import requests_needed
+def _failing_rows(plan: Plan, session: Session, extra_needs: Needs | None) -> list[EndpointBudget]:
+    from gitops.core.plan import requests_needed  # noqa: PLC0415 (boundary: after the servers)
 
     failing: list[EndpointBudget] = []
     for server in plan.servers():
         needs = requests_needed([b for b in plan.branches if b.server == server])
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
-        failing.extend(_short_rows(s, server, needs))
+        failing.extend(_short_rows(session, server, needs))
     return failing
 
 
-def _short_rows(s: Session, server: str, needs: Mapping[str, int]) -> list[EndpointBudget]:
+def _short_rows(session: Session, server: str, needs: Mapping[str, int]) -> list[EndpointBudget]:
     """The budget rows of ``needs`` that do not fit what the ledger knows remains (none for a password login)."""
-    facts = s.budget_facts(server)
+    facts = session.budget_facts(server)
     if not facts.limited:
         return []
     rows = assess(
@@ -625,7 +692,7 @@ def _short_rows(s: Session, server: str, needs: Mapping[str, int]) -> list[Endpo
         facts.windows,
         reserve=facts.reserve or {},
         unlimited_until=facts.unlimited_until,
-        now=s.options.clock.now(),
+        now=session.options.clock.now(),
     )
     return [r for r in rows if not r.fits]
 

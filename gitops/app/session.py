@@ -1,64 +1,103 @@
 """The session of one run: credentials, ledgers and clients of the servers it talks to.
 
-It is the only place that opens clients. Planning gets a read-only view of each server (:meth:`Session.reader`),
-applying the writing client (:meth:`Session.writer`). The clients tell the ledgers what they learn (the ledger is
-their observer); the session saves the ledgers once per logical step (:meth:`Session.save`, called by the use cases
-after each server's reads, after the verification downloads and after each apply step) and when it closes. A run
-killed with ``kill -9`` so loses at most what it learnt in the step in progress; every save is atomic.
+It is the only place that opens clients, and the one place that imports the HTTP client (:func:`http_client`),
+when a request must go through it. The fast start of a plan (:mod:`gitops.app.headstart`) attaches to it: its
+early connections are handed to the clients made here, and it is closed with the session. Planning gets a
+read-only view of each server (:meth:`Session.reader`), applying the writing client (:meth:`Session.writer`). The
+clients tell the ledgers what they learn (the ledger is their observer); the session saves the ledgers once per
+logical step (:meth:`Session.save`) and when it closes, so a run killed with ``kill -9`` loses at most what it
+learnt in the step in progress; every save is atomic.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
-import socket
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from gitops.app.options import Options
+from gitops.app.targets import select
+from gitops.config.credentials import Auth, auth_available, resolve_auth
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
-from gitops.core.remote import BranchInfo, RemoteReader, RemoteWriter
+from gitops.core.endpoints import PROBE_BRANCH
+from gitops.core.remote import RemoteReader, RemoteWriter
+from gitops.core.tokens import LoginKind
+from gitops.edges.ledger import Ledger, default_state_dir, lock_wait
 from gitops.errors import GitopsError
 from gitops.secrets import Secret
 
-if TYPE_CHECKING:  # imported lazily at run time: only commands that talk to a server need them
-    from gitops.app.localcode import UploadBody
-    from gitops.config.credentials import Auth
-    from gitops.edges.bodies import BackgroundDeflates
+if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
     from gitops.edges.early import EarlyConnection
-    from gitops.edges.ledger import Ledger
-    from gitops.edges.service import Observer, ServiceClient
-    from gitops.edges.threads import Background
+    from gitops.edges.http import Borrowed
+    from gitops.edges.service import DeferredObserver, Observer, ReadOnlyClient, ServiceClient
+
+
+class HttpClient(NamedTuple):
+    """The HTTP client's classes (:func:`http_client`)."""
+
+    service: type[ServiceClient]
+    read_only: type[ReadOnlyClient]
+    deferred: type[DeferredObserver]
+    borrowed: type[Borrowed]
+
+
+@functools.cache
+def http_client() -> HttpClient:
+    """The HTTP client (httpx, httpcore and the tool's client module), imported the first time a request must go
+    through it: a plan whose branch lists were read on the early connections never needs it."""
+    import gitops.edges.service as client_edge  # noqa: PLC0415 (boundary: http client)
+    from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: http client)
+
+    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, client_edge.DeferredObserver, Borrowed)
+
+
+class Attached(Protocol):
+    """What the session asks of the head start attached to it (:class:`gitops.app.headstart.start.HeadStart`)."""
+
+    def connection(self, server: str) -> EarlyConnection | None:
+        """The early connection the server's client takes (``None``: it connects as usual)."""
+
+    def before_client(self) -> None:
+        """Called before a client is made (imports under way are waited for, not raced)."""
+
+    def body_ahead(self, server: str, branch: str, digest: str | None) -> bytes | None:
+        """The upload body made ahead for ``branch`` with code of ``digest``, or ``None``."""
+
+    def settle(self) -> None:
+        """Count what was sent ahead and never claimed: before the last save."""
+
+    def join(self) -> None:
+        """Wait for its threads: after the last save."""
+
+    def close(self) -> None:
+        """Close its connections: after the clients."""
 
 
 class Session:
     """Clients and ledgers of the servers one run talks to; opened lazily, saved per step, closed together."""
 
     def __init__(self, loaded: LoadedManifest, options: Options) -> None:
-        from gitops.edges.ledger import default_state_dir
-
         self.loaded = loaded
         self.options = options
         self.state_dir = options.state_dir or default_state_dir(options.env)
         self._clients: dict[str, ServiceClient] = {}
-        self._early: dict[str, EarlyConnection] = {}
-        #: Connections opened early for the reads a fresh ledger's server will be asked ahead (gitops.app.ahead).
-        self._side_early: dict[str, list[EarlyConnection]] = {}
         self._ledgers: dict[str, Ledger] = {}
         self._auth: dict[str, Auth] = {}
         self._queried: set[str] = set()
-        #: The compression probes sent while the servers were read (gitops.app.ahead), and what each answered.
-        self.probed_ahead: dict[str, bool | None] = {}
         self._all_opened = False
-        self._deflating: BackgroundDeflates | None = None
-        #: The HTTP client's modules being imported ahead of an upload (deflate_ahead), joined before a client is made.
-        self._importing: Background[None] | None = None
-        #: The upload bodies the local read made ahead, by (server, branch): the code's digest and the body's JSON.
-        self._bodies_ahead: dict[tuple[str, str], tuple[str, bytes]] = {}
+        #: The head start attached to this session (:meth:`attach`), if any.
+        self._head_start: Attached | None = None
+
+    def attach(self, head_start: Attached) -> None:
+        """Give the clients made from now on ``head_start``'s early connections; it is closed with the session."""
+        self._head_start = head_start
+
+    def has_client(self, server: str) -> bool:
+        """Whether the server's client was made."""
+        return server in self._clients
 
     def servers(self) -> list[str]:
         """The servers the manifest's branches are on."""
@@ -66,15 +105,11 @@ class Session:
 
     def has_credentials(self, server: str) -> bool:
         """Whether the manifest's credentials for ``server`` are present (without reading them)."""
-        from gitops.config.credentials import auth_available
-
         config = self.loaded.manifest.servers[server]
         return auth_available(config, self.options.env, cwd=self.loaded.base_dir)
 
     def auth(self, server: str) -> Auth:
         """The server's credentials; :class:`AuthError` naming what is missing."""
-        from gitops.config.credentials import resolve_auth
-
         if server not in self._auth:
             config = self.loaded.manifest.servers[server]
             self._auth[server] = resolve_auth(server, config, self.options.env, cwd=self.loaded.base_dir)
@@ -97,8 +132,6 @@ class Session:
         return self._open_ledger(server)
 
     def _open_ledger(self, server: str) -> Ledger:
-        from gitops.edges.ledger import Ledger, lock_wait
-
         if server not in self._ledgers:
             config = self.loaded.manifest.servers[server]
             fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
@@ -119,8 +152,6 @@ class Session:
         return self._ledgers[server]
 
     def _ledger_path(self, server: str) -> str:
-        from gitops.edges.ledger import Ledger
-
         config = self.loaded.manifest.servers[server]
         try:
             fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
@@ -132,23 +163,21 @@ class Session:
         """The :class:`gitops.edges.service.ServiceClient` of the server (credentials required); its observer is the
         server's ledger."""
         if server not in self._clients:
-            self._clients[server] = self._new_client(server, self.ledger(server), self._early.get(server))
+            start = self._head_start
+            early = start.connection(server) if start is not None else None
+            self._clients[server] = self._new_client(server, self.ledger(server), early)
         return self._clients[server]
 
     def _new_client(
         self, server: str, observer: Observer, early: EarlyConnection | None, *, side: bool = False
     ) -> ServiceClient:
-        if self._importing is not None:
-            self._importing.join()  # the same imports: wait for them rather than race them
-        from gitops.edges.service import ServiceClient
-
+        if self._head_start is not None:
+            self._head_start.before_client()
         config = self.loaded.manifest.servers[server]
         transport = self.options.transport
         if side and transport is not None:  # a test's transport: the main client's to close, not the side's
-            from gitops.edges.http import Borrowed
-
-            transport = Borrowed(transport)
-        return ServiceClient(
+            transport = http_client().borrowed(transport)
+        return http_client().service(
             server_name=server,
             url=config.url,
             auth=self.auth(server),
@@ -162,154 +191,11 @@ class Session:
             early=early,
         )
 
-    def connect_early(self, begun: dict[str, socket.socket] | None = None) -> None:
-        """Start the TCP connection of every server that has no client yet (:mod:`gitops.edges.early`), so that its
-        handshake runs while the run imports the HTTP client and opens the ledgers; its client takes it. ``begun``:
-        connects begun before the fork, by server (:func:`gitops.app.localcode.begin_connections`), which those
-        connections finish instead of connecting again; any not used is closed here. Not with a test's transport
-        (no sockets) nor with ``--refresh=never`` (a plan that may ask nothing); a connection nobody takes is closed
-        with the session."""
-        begun = dict(begun or {})
-        try:
-            if self.options.transport is not None or self.options.refresh == "never":
-                return
-            self._connect_early(begun)
-        finally:
-            for sock in begun.values():
-                sock.close()
-
-    def _connect_early(self, begun: dict[str, socket.socket]) -> None:
-        from gitops.core.early import ALPN, route_of
-        from gitops.edges.early import EarlyConnection, EarlyTLS
-
-        for server in self.servers():
-            config = self.loaded.manifest.servers[server]
-            route = route_of(config.url)
-            if route is not None and server not in self._clients and server not in self._early:
-                address = route.address
-                # TLS too, with the client's context, host name and ALPN (issue 40); each side connection below
-                # makes its own context, which its side client's pool then uses (one pool, one context, as before).
-                tls = None
-                if route.tls:
-                    from gitops.edges.tls import trust_context_early
-
-                    tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN)
-                self._early[server] = EarlyConnection(address, begun.pop(server, None), tls)
-                if config.token_env is not None and self._first_contact(server):
-                    from gitops.app.ahead import MOST, server_branches
-
-                    # The token query and a download per branch: what a first contact asks.
-                    wanted = min(MOST, 1 + len(server_branches(self.loaded, server)))
-                    self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]
-
-    def send_list_ahead(self) -> None:
-        """Send each server's branch list on its early connection (:meth:`connect_early`) as soon as it is made, before
-        the HTTP client is imported: a plan's first request to each server, whose answer then travels while the run
-        starts (:mod:`gitops.edges.early`). Call it once the ledgers are open. Only where the client's own first
-        request will be exactly that one: a token (a password signs in first), and a ledger under which it would not
-        wait for the global limit (the client paces its requests; the one sent ahead is not paced). On an
-        ``https://`` server it is written once the early TLS handshake is done, never in clear. The client counts
-        the request in the ledger when it sends it; one it never claims is counted when the connection is given up
-        or the session closes."""
-        from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, pacing_wait
-        from gitops.edges.early import request_head
-        from gitops.edges.headers import CLIENT_HEADERS
-
-        now = self.options.clock.now()
-        pending: dict[int, list[float]] = {}  # the requests sent ahead under each ledger (two names, one ledger)
-        for server, early in self._early.items():
-            url = self.loaded.manifest.servers[server].url
-            # https too: written only once the early TLS handshake is done (never in clear), else not at all.
-            if not self.has_credentials(server):
-                continue
-            try:
-                auth, ledger = self.auth(server), self.ledger(server)
-            except GitopsError:  # its error comes when the client is made
-                continue
-            token = auth.persistent_token
-            if token is None:
-                continue
-            if not self._unlimited_now(server):
-                sent = pending.setdefault(id(ledger), [])
-                if pacing_wait([*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent], now) > 0:
-                    continue
-                sent.append(now)
-            try:
-                head = request_head(url, LIST.split(" ", 1)[1], {**CLIENT_HEADERS, "X-Token": token.reveal()})
-            except UnicodeEncodeError:  # a token the client refuses to send with its own message
-                continue
-            early.send_ahead(head, functools.partial(ledger.record_sent, LIST))
-            if self.options.log is not None:
-                self.options.log(f"server '{server}': the branch list is sent ahead on the early connection")
-
-    def lists_ahead(self, server: str) -> bool:
-        """Whether the server's branch list was sent ahead on its early connection (:meth:`send_list_ahead`) and
-        is still pending: planning then asks :meth:`listed_ahead` before it makes the server's client."""
-        early = self._early.get(server)
-        return early is not None and server not in self._clients and early.has_request_ahead
-
-    def listed_ahead(self, server: str) -> list[BranchInfo] | None:
-        """The branch list sent ahead (:meth:`send_list_ahead`), read on the early connection without the HTTP
-        client (:meth:`gitops.edges.early.EarlyConnection.answer_ahead`), when its answer is a plain ``200`` whose
-        JSON is a list of branches: what the client's ``list_branches`` returns, with the same effects on the ledger
-        (the request counted, the rate-limit headers kept, the list remembered). A plan that needs nothing more then
-        never imports the HTTP client (~60 ms of a run, issue 23).
-
-        ``None`` for anything else (another status, an answer that is not plain, JSON that is not such a list): the
-        server's client then claims the request and reads its answer, the bytes read here first, and does with it
-        exactly what it always did (its errors, retries and messages). No whole answer within the client's timeout
-        raises the client's own error for it (:class:`~gitops.errors.NetworkError`)."""
-        if not self.lists_ahead(server):
-            return None
-        early = self._early[server]
-        from gitops.core.endpoints import LIST, answer_cap
-        from gitops.core.remote import branch_list
-        from gitops.edges.headers import REQUEST_SECONDS
-        from gitops.edges.jsontext import UnreadableJSON, parse_json
-
-        started = time.monotonic()
-        deadline = started + REQUEST_SECONDS  # the client's own for one request, retries included
-        waiting = self.options.waiting or (lambda _what: contextlib.nullcontext(lambda _line: None))
-        with waiting(f"server '{server}' to answer {LIST}"):
-            answer = early.answer_ahead(deadline, answer_cap(LIST))
-        if answer is None and time.monotonic() >= deadline:
-            # No whole answer in the time the client gives a request: its error now, not a second wait as long.
-            raise self.client(server).no_answer(LIST)
-        if answer is None:
-            return None
-        try:
-            data = parse_json(answer.body)
-        except UnreadableJSON:
-            return None
-        branches = branch_list(data) if isinstance(data, dict) and data.get("ok") == 1 else None
-        if branches is None:
-            return None
-        ledger = self.ledger(server)
-        early.accept_answer(answer)  # counts the request in the ledger, as the client counts the requests it sends
-        ledger.record_response(LIST, 200, answer.fields)
-        ledger.remember_branch_list(branches)
-        if self.options.log is not None:
-            elapsed = (time.monotonic() - started) * 1000
-            self.options.log(f"server '{server}': {LIST} -> 200 ({elapsed:.0f} ms), read on the early connection")
-        return branches
-
-    def _first_contact(self, server: str) -> bool:
-        """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
-        branches' code, the token's scope), which :mod:`gitops.app.ahead` sends at once."""
-        from gitops.edges.ledger import Ledger
-
-        url = self.loaded.manifest.servers[server].url
-        try:
-            return not Ledger.path_for(self.state_dir, url, None)[0].parent.exists()
-        except OSError:  # a state folder that cannot be looked into: the ledger says so later, not this guess
-            return False
-
-    def side_client(self, server: str, observer: Observer) -> ServiceClient:
-        """A second client of the server, for one read sent beside the main client's (:mod:`gitops.app.ahead`):
-        same credentials and settings, its own connection (one opened early, when there is one left), and
-        ``observer`` instead of the ledger. The caller closes it."""
-        spare = self._side_early.get(server)
-        return self._new_client(server, observer, spare.pop() if spare else None, side=True)
+    def side_client(self, server: str, observer: Observer, early: EarlyConnection | None = None) -> ServiceClient:
+        """A second client of the server, for one read sent beside the main client's
+        (:mod:`gitops.app.headstart.sidereads`): same credentials and settings, its own connection (``early``, one
+        opened early, when given), and ``observer`` instead of the ledger. The caller closes it."""
+        return self._new_client(server, observer, early, side=True)
 
     def mark_queried(self, server: str) -> None:
         """The token of ``server`` was asked in this run (:meth:`learn_unlimited` does not ask again)."""
@@ -317,9 +203,7 @@ class Session:
 
     def reader(self, server: str) -> RemoteReader:
         """Read-only access to the server, for planning: a narrow wrapper that has no method that writes."""
-        from gitops.edges.service import ReadOnlyClient
-
-        return ReadOnlyClient(self.client(server))
+        return http_client().read_only(self.client(server))
 
     def writer(self, server: str) -> RemoteWriter:
         """Read and write access to the server, for applying."""
@@ -331,16 +215,13 @@ class Session:
         or a password sign-in (the npm private server with screepsmod-auth, whose body parser inflates ``deflate``
         and ``gzip`` bodies); ``probe`` when nothing is known and the ledger's branch list shows that the probe's
         branch name is free (else ``off``)."""
-        from gitops.config.credentials import PasswordAuth
-        from gitops.core.endpoints import PROBE_BRANCH
-
         mode = self.loaded.manifest.servers[server].compress
         if mode != "auto":
             return "on" if mode == "always" else "off"
         known = self.ledger(server).compression()
         if known is not None:
             return "on" if known else "off"
-        if self.has_credentials(server) and isinstance(self.auth(server), PasswordAuth):
+        if self.login_kind(server) == "password":
             return "on"
         listed = self.ledger(server).remembered_branch_list()
         if listed is None or any(b.name == PROBE_BRANCH for b in listed[0]):
@@ -359,64 +240,20 @@ class Session:
         self.client(server).compress = state == "on"
         return state == "on"
 
-    def deflate_ahead(self) -> tuple[Callable[[list[UploadBody]], None], dict[tuple[str, str], str | None]]:
-        """What the local read's worker calls with the upload bodies it has (``apply --yes``), and which bodies
-        those are (:data:`gitops.app.localcode.Wanted`). The body of each branch is deflated in a background thread
-        (:class:`gitops.edges.bodies.BackgroundDeflates`), the bytes that
-        :meth:`gitops.edges.service.ServiceClient.upload_code` would send, so that the upload finds them ready
-        instead of waiting ~50 ms for them. Only for servers whose uploads may go compressed (decided here, in
-        this thread, from the manifest and the ledgers). A branch the plan does not upload has cost a background
-        deflate and nothing else; the threads are joined when the session closes. Code that the ledger says the
-        server holds already (a deploy that most likely changes nothing) gets no body: the rare upload it needs
-        after all (the server was changed behind the tool's back) deflates its body then."""
-        from gitops.edges.bodies import BackgroundDeflates
-        from gitops.edges.threads import Background
-
-        wanted: dict[tuple[str, str], str | None] = {}
-        for server in self.servers():
-            mode = self.loaded.manifest.servers[server].compress
-            with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
-                ledger = self.ledger(server)
-                if mode == "always" or (mode == "auto" and ledger.compression() is not False):
-                    # compressed, or a probe or a password sign-in may say so
-                    for config in self.loaded.manifest.branches:
-                        if config.server == server:
-                            wanted[(server, config.branch)] = ledger.remembered_digest(config.branch)
-        ahead = self._deflating = BackgroundDeflates()
-
-        def deflate(bodies: list[UploadBody]) -> None:
-            from gitops.edges.bodies import deflate_ahead_body
-
-            for body in bodies:
-                content = body.content()
-                self._bodies_ahead[(body.server, body.branch)] = (body.digest, content)
-                deflate_ahead_body(ahead, content)
-            if bodies and self._importing is None:
-                # Code the ledger says the server does not hold: an upload most likely follows. Its client is made
-                # after the plan, and the branch list may have been read without one (listed_ahead): the client's
-                # modules are imported now, in a thread of their own (this one hands the local read its bodies),
-                # beside the unpickling and the plan, rather than all after them (~80 ms before the upload).
-                self._importing = Background(import_client, name="gitops-import-client")
-
-        return deflate, wanted
-
     def body_ahead(self, server: str, branch: str, digest: str | None) -> bytes | None:
-        """The JSON of the upload body of ``branch`` that :meth:`deflate_ahead` was given, when it uploads code of
-        ``digest`` (:attr:`gitops.core.plan.BranchPlan.upload_digest`): equal digests, equal modules, and so the
-        same bytes as the client would encode (:func:`gitops.core.codeset.upload_body`); ``None`` otherwise."""
-        held = self._bodies_ahead.get((server, branch))
-        return held[1] if held is not None and digest is not None and held[0] == digest else None
+        """The JSON of the upload body of ``branch`` made ahead by the head start, when it uploads code of
+        ``digest`` (:attr:`gitops.core.plan.BranchPlan.upload_digest`); ``None`` otherwise, or without one."""
+        start = self._head_start
+        return start.body_ahead(server, branch, digest) if start is not None else None
 
     def learn_unlimited(self, server: str) -> bool:
         """Ask the server (once per run) whether the token is unlimited now: the person may have pressed Proceed on
         the no-rate-limit page since the ledger last looked. The token query is not rate limited; it is skipped
         with --refresh=never (no request at all) and for password logins (private servers have no limits)."""
-        from gitops.config.credentials import TokenAuth
-
         if self.options.refresh == "never" or server in self._queried:
-            return self._unlimited_now(server)
+            return self.unlimited_now(server)
         self._queried.add(server)
-        if not self.has_credentials(server) or not isinstance(self.auth(server), TokenAuth):
+        if self.login_kind(server) != "token":
             return False
         try:
             self.client(server).query_token()
@@ -424,15 +261,13 @@ class Session:
             if self.options.log is not None:
                 self.options.log(f"token query on server '{server}' failed: {exc.message}")
         self.save(server)
-        return self._unlimited_now(server)
+        return self.unlimited_now(server)
 
     def scope(self, server: str) -> tuple[bool, frozenset[str]] | None:
         """What the server's token may use: full access, or these endpoint keys; ``None`` when there is nothing to
         know (a password login: private servers have no scopes) or it could not be learnt. From the ledger when it
         learnt it within a day, else from the token query (no rate limit)."""
-        from gitops.config.credentials import TokenAuth
-
-        if not self.has_credentials(server) or not isinstance(self.auth(server), TokenAuth):
+        if self.login_kind(server) != "token":
             return None
         known = self.ledger(server).scope()
         if known is not None or self.options.refresh == "never":
@@ -446,17 +281,20 @@ class Session:
         self.save(server)
         return self.ledger(server).scope()
 
-    def _unlimited_now(self, server: str) -> bool:
+    def login_kind(self, server: str) -> LoginKind | None:
+        """How the server's credentials sign in (``token`` or ``password``); ``None`` when it has none."""
+        return self.auth(server).kind if self.has_credentials(server) else None
+
+    def unlimited_now(self, server: str) -> bool:
+        """Whether the ledger knows the server's token to be unlimited now (the no-rate-limit page's two hours)."""
         until = self.ledger(server).unlimited_until
         return until is not None and until > self.options.clock.now()
 
     def budget_facts(self, server: str) -> BudgetFacts:
         """What the ledger knows of the server's token, for the budget (a password login spends no budget)."""
-        from gitops.config.credentials import PasswordAuth
-
         ledger = self.ledger(server)
         # Only token-authenticated requests are rate limited: a password login spends no budget.
-        limited = not (self.has_credentials(server) and isinstance(self.auth(server), PasswordAuth))
+        limited = self.login_kind(server) != "password"
         return BudgetFacts(ledger.windows(), ledger.unlimited_until, self.loaded.manifest.budget.reserve, limited)
 
     def unlock_link(self, server: str) -> Secret | None:
@@ -499,31 +337,22 @@ class Session:
                     ledger.warnings.append(warning)
 
     def close(self) -> None:
-        """Save what was learnt (durably) and close the clients."""
-        for early in self._early.values():
-            early.settle()  # a branch list sent ahead that no request claimed is counted before the save
+        """Save what was learnt (durably) and close the clients (and the head start's connections)."""
+        start = self._head_start
+        if start is not None:
+            start.settle()  # a branch list sent ahead that no request claimed is counted before the save
         try:
             self._save(durable=True)
         finally:
-            if self._deflating is not None:
-                self._deflating.join()
-            if self._importing is not None:
-                self._importing.join()
+            if start is not None:
+                start.join()
             for client in self._clients.values():
                 client.close()
             self._clients.clear()
-            for early in [*self._early.values(), *(e for side in self._side_early.values() for e in side)]:
-                early.close()
+            if start is not None:
+                start.close()
             for ledger in self._distinct_ledgers():
                 ledger.close()
-
-
-def import_client() -> None:
-    """Import what making a client imports (~80 ms): its module (and httpx), and httpcore, which httpx's transport
-    imports only when it is made. Called ahead of a client that will most likely be made, beside a wait."""
-    importlib.import_module("gitops.edges.service")
-    importlib.import_module("httpcore")
-    importlib.import_module("httpcore._backends.sync")  # the early connection's backend (gitops.edges.early)
 
 
 @contextmanager
@@ -531,13 +360,11 @@ def open_session(options: Options, loaded: LoadedManifest | None = None) -> Iter
     """A :class:`Session` for the manifest (loaded here unless given), narrowed to ``options.targets``
     (:func:`gitops.app.targets.select`: the session never sees, reads or contacts anything else), closed (and
     saved) when the block ends."""
-    from gitops.app.targets import select
-
-    s = Session(select(loaded or load_manifest(options.manifest), options.targets), options)
+    session = Session(select(loaded or load_manifest(options.manifest), options.targets), options)
     try:
-        yield s
+        yield session
     finally:
-        s.close()
+        session.close()
 
 
 def servers_of(loaded: LoadedManifest) -> list[str]:

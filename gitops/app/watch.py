@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gitops.app.applying import run_apply
+from gitops.app.headstart.start import HeadStart
 from gitops.app.options import Options
 from gitops.app.planning import budget_error, make_plan
 from gitops.app.session import open_session
@@ -228,7 +229,7 @@ def _deploy_round(
     state.deploying = True
     try:
         with open_session(options, loaded) as session:
-            plan = make_plan(session)
+            plan = make_plan(session, headstart=HeadStart(session))
             if not plan.has_changes:
                 state.pending.clear()
                 say(f"{changed}: nothing to deploy (the servers hold it already)")

@@ -113,7 +113,7 @@ def apply(
     (the new deploy replaces its state), --verify-again judges it again, 'gitops rollback' undoes it.
     """
     if TYPE_CHECKING:
-        from gitops.app.localcode import LocalRead
+        from gitops.app.headstart.localread import LocalRead
 
     options = options_from(
         ctx,
@@ -139,7 +139,7 @@ def apply(
         )
     reading: LocalRead | None = None
     if plan_file is None:
-        from gitops.app.localcode import read_ahead
+        from gitops.app.headstart.localread import read_ahead
 
         reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:

@@ -73,7 +73,7 @@ def plan(
         servers=servers,
         branches=branches,
     )
-    from gitops.app.localcode import read_ahead
+    from gitops.app.headstart.localread import read_ahead
 
     reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:

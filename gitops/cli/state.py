@@ -14,6 +14,7 @@ import click
 
 from gitops.app.applying import run_apply
 from gitops.app.deploys import choose_rollback, history, status, unsettled
+from gitops.app.headstart.start import HeadStart
 from gitops.app.planning import make_plan
 from gitops.app.session import open_session
 from gitops.app.verifying import worst
@@ -140,7 +141,7 @@ def rollback(
         what = f"deploy #{deploy.n}" if deploy.n else "the code it held before this tool's first deploy"
         commit = f" (commit {deploy.commit[:12]}, applied {utc(deploy.applied_at)})" if deploy.commit else ""
         click.echo(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
-        plan = make_plan(session, code={(choice.server, choice.branch): choice.code})
+        plan = make_plan(session, code={(choice.server, choice.branch): choice.code}, headstart=HeadStart(session))
         click.echo(redact(render_text(plan, now=options.clock.now())), nl=False)
 
         def confirm() -> bool:

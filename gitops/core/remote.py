@@ -131,14 +131,14 @@ class RemoteBranch:
         return cls(name, facts, code.digest, learnt_at, how, stamp)
 
 
-#: What planning does for one branch (:func:`judge`): take it from the branch list's modules, call it missing (the
-#: list does not have it), take the ledger's record as confirmed by the list's unchanged stamp, take the record
+#: What planning does for one branch (:func:`how_to_learn`): take it from the branch list's modules, call it missing
+#: (the list does not have it), take the ledger's record as confirmed by the list's unchanged stamp, take the record
 #: unverified (``--refresh=never``, or this tool's own upload within the trust window when the list says nothing
 #: usable), or download it.
 Judgement = Literal["list", "missing", "confirmed", "unverified", "download"]
 
 
-def judge(
+def how_to_learn(
     remembered: RemoteBranch | None,
     listed: BranchInfo | None,
     *,

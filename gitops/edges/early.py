@@ -1,52 +1,15 @@
-"""A server's TCP connection opened early, while the tool is still starting (issue 23).
+"""A server's TCP (and TLS) connection opened while the tool is still starting, and the branch list sent on it.
 
-Between the validated manifest (which names the servers) and a plan's first request, a run imports the HTTP
-client, reads the credentials and opens the ledgers: about 0.1 s on a small machine, during which the network is
-idle. On an internet path the first request then pays the TCP handshake's round trip (80 ms at RTT 80 ms) on top.
-:class:`EarlyConnection` starts that handshake in a helper thread as soon as planning begins, so that it runs
-during the imports; the client's connection pool then takes the connected socket instead of connecting itself
-(:class:`EarlyBackend`, an httpcore network backend). For a server whose host is an IP address, the connect is
-begun sooner still, before the local read forks (:func:`begin_connect`, a non-blocking connect in the one thread the
-process then has; its early connection's helper thread waits for it): ~40 ms sooner on this kind of machine.
-
-TLS, the request's deadline and its watchdog work as on any connection the pool opens (the pool reports the socket
-through the same ``trace`` event). It is used once, by the first connection the client opens to the same host and
-port; a later connection (after the server closed the first, or a retry) connects as usual. A failed early connect
-is reported as the pool's own connect would report it (``ConnectError``/``ConnectTimeout``), so messages and
-retries are unchanged. A socket nobody takes is closed when the session closes. Only this module and
-:class:`gitops.app.session.Session` use it; it imports only the standard library, so that starting it costs nothing
-before the HTTP library is loaded.
-
-The branch list sent ahead. A run whose first request to a plain-HTTP server is the branch list (every plan with a
-token, :meth:`gitops.app.session.Session.send_list_ahead`) has that request written on the early socket as soon as
-it is connected (:meth:`EarlyConnection.send_ahead`), before the HTTP client is imported: the answer travels while
-the run is still starting. When the client then writes its first request on this connection, the two are compared
-(:func:`same_request`: the same request line, and the same headers with the same values): the same request is not
-written again, and the client reads the answer already on its way; its code, errors, retries, deadline and
-watchdog are those of any request. Anything else (another request first, other headers after an upgrade of the
-HTTP library) gets a new connection in place of this one, so that the answer to the request sent ahead cannot be
-read as another's; the request sent ahead is then counted by ``on_unclaimed`` (the ledger's record of a request
-sent), as it is when no client ever takes the connection (:meth:`EarlyConnection.settle`).
-
-Over TLS (issue 40). For an ``https://`` server the helper thread also runs the TLS handshake (:class:`EarlyTLS`):
-with the very context the client's pool then uses (made here, first, while the TCP handshake is under way, and
-given to the client, :meth:`EarlyConnection.ssl_context`), the host name the pool gives (SNI and the certificate's
-check) and the ALPN it offers (:data:`gitops.core.early.ALPN`). The pool's ``start_tls`` on the taken socket then
-returns it as it is, when its context and host name are the ones used here (else the socket is dropped and the pool
-connects and shakes hands itself, a request sent ahead counted as unclaimed). A failed handshake is reported as the
-pool's own would be (its ``ConnectError`` with the TLS library's error underneath). The request sent ahead is
-written only on the finished TLS connection, never on the bare TCP one: the token is never sent in clear.
-
-The branch list read here. A plan that needs nothing but the branch list (nothing changed since the ledger's
-record) need not import the HTTP client at all (~60 ms of such a run). :meth:`EarlyConnection.answer_ahead` reads the
-answer to the request sent ahead itself when it is the plainest kind (:func:`plain_head`: ``HTTP/1.1 200``, one
-``Content-Length``, no transfer coding, gzip, deflate or no content coding, at most :data:`BODY_BYTES`), and
-:meth:`gitops.app.session.Session.listed_ahead` takes it when its JSON is a list of branches
-(:meth:`EarlyConnection.accept_answer`: counted, and the connection left idle for a later client). Anything else is
-not read differently here: the bytes read stay on the connection for the client, whose first reads return them
-(:class:`EarlyStream`), so that it reads the whole answer and does with it what it does with any (errors, retries,
-messages). This parser is hand-written rather than h11's (the HTTP client's own, whose import costs ~13 ms of the 60
-saved) because it only ever accepts that one shape, and hands every other to h11 through the client.
+Between the validated manifest and a plan's first request the network is idle while the run imports the HTTP
+client and opens the ledgers. :class:`EarlyConnection` runs the handshakes in a helper thread meanwhile, and the
+client's pool takes the connected socket (:mod:`gitops.edges.earlypool`). With a token, the branch list may be
+written on it at once (:meth:`EarlyConnection.send_ahead`, only on a finished TLS connection over ``https://``):
+the client's first request, when it is that same request (:func:`same_request`), is not written again; any other
+gets a new connection, and the one sent ahead is still counted. A plain ``200`` answer may be read here without the
+client (:meth:`EarlyConnection.answer_ahead`); anything else stays on the connection for the client, which reads it
+from its first byte, so its errors, retries and messages are those of any request. The parser is this narrow
+rather than h11 because it accepts one shape and hands every other to the client. Standard library only: starting
+it costs nothing before the HTTP library is loaded.
 """
 
 from __future__ import annotations
@@ -59,9 +22,9 @@ import socket
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gitops.core.early import route_of
@@ -70,9 +33,6 @@ from gitops.edges.threads import start_quiet
 
 if TYPE_CHECKING:
     import ssl
-
-    import httpcore
-    import httpx
 
 #: The longest the early connect may take (seconds); the client's requests have their own, shorter deadlines and
 #: wait for the early connect at most as long as their connect timeout.
@@ -87,8 +47,8 @@ BODY_BYTES = 8 * 1024 * 1024
 def begin_connect(address: tuple[str, int]) -> socket.socket | None:
     """A TCP connect to ``address`` begun without waiting for it (a non-blocking socket), in the calling thread: a
     process about to fork, which must have one thread, can begin its connections before it
-    (:func:`gitops.app.localcode.read_ahead`), and the handshake then runs during the fork and the imports. The
-    :class:`EarlyConnection` made with the socket waits for the connect in its helper thread.
+    (:func:`gitops.app.headstart.localread.read_ahead`), and the handshake then runs during the fork and the imports.
+    The :class:`EarlyConnection` made with the socket waits for the connect in its helper thread.
 
     Only for a host that is an IP address: ``None`` for a name (resolving it could block the fork; its early
     connection resolves and connects in its helper thread as before), and for a connect that failed at once (its
@@ -258,7 +218,7 @@ class EarlyConnection:
         """The TLS context the handshake uses (:class:`EarlyTLS`), for the client's pool to use as its own: waited for
         at most ``timeout`` seconds (it is the helper's first work). ``None`` without TLS, when making it failed (the
         client makes its own, and meets the same error) or took longer (the pool's handshake then is its own: a
-        socket shaken hands with another context is not taken, :func:`early_backend`)."""
+        socket shaken hands with another context is not taken, :func:`gitops.edges.earlypool.early_backend`)."""
         if self.tls is None or not self._context_made.wait(timeout):
             return None
         return self._context
@@ -570,108 +530,3 @@ def _decoded_body(body: bytes, coding: str, cap: int) -> bytes | None:
     if len(out) > cap or not unpack.eof or unpack.unused_data:
         return None
     return out
-
-
-def use_early(
-    transport: httpx.HTTPTransport, early: EarlyConnection, on_socket: Callable[[socket.socket], None]
-) -> None:
-    """Make ``transport``'s connection pool take ``early``'s socket for its first connection to that address.
-    ``on_socket`` is told the socket that replaces it when the client's first request is not the one sent ahead (the
-    request's watchdog then shuts that one down, :class:`gitops.edges.http.Connections`).
-
-    httpx has no public way to give its transport a network backend, so the pool's is replaced (httpcore's
-    ``ConnectionPool._network_backend``, read by every connection it makes). Should a later httpx not have it, the
-    early connection is closed and the pool connects as usual (``tests/test_early_connection.py`` notices)."""
-    pool = getattr(transport, "_pool", None)
-    if pool is None or not hasattr(pool, "_network_backend"):
-        early.close()
-        return
-    pool._network_backend = early_backend(early, on_socket)  # private: see the docstring
-
-
-def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], None]) -> httpcore.NetworkBackend:
-    """An httpcore network backend that uses ``early``'s socket for its first matching connect (else connects as
-    httpcore's own synchronous backend does)."""
-    import httpcore
-    from httpcore._backends.sync import SyncStream
-
-    @contextlib.contextmanager
-    def connect_errors() -> Iterator[None]:
-        # A connect's errors as httpcore's own connect maps them (socket.timeout is a TimeoutError).
-        try:
-            yield
-        except TimeoutError as exc:
-            raise httpcore.ConnectTimeout(str(exc)) from exc
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc)) from exc
-
-    class EarlyStream(httpcore.NetworkStream):
-        """The early socket. With a request sent ahead, the client's first write claims it (:meth:`claim`). Under TLS
-        already on an ``https://`` route: the pool's ``start_tls`` returns it as it is when asked with the context and
-        host name the handshake used (:class:`EarlyTLS`), else gets a new connection with its own handshake."""
-
-        def __init__(self, sock: socket.socket) -> None:
-            self._stream: httpcore.NetworkStream = SyncStream(sock)
-            #: The context and host name the pool asked for (TLS), for a new connection that replaces this one.
-            self._tls: tuple[ssl.SSLContext, str | None] | None = None
-
-        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-            return early.replayed(max_bytes) or self._stream.read(max_bytes, timeout)
-
-        def write(self, buffer: bytes, timeout: float | None = None) -> None:
-            claimed = early.claim(buffer) if buffer else None
-            if claimed:
-                return  # on the wire already: its answer is on its way
-            if claimed is False:  # the answer coming on this socket is not this request's: a new connection
-                self._stream.close()
-                self._stream = self._fresh(timeout)
-                on_socket(self._stream.get_extra_info("socket"))
-            self._stream.write(buffer, timeout)
-
-        def _fresh(self, timeout: float | None) -> httpcore.NetworkStream:
-            """A new connection to the address, under TLS as the pool asked for it (httpcore's own handshake)."""
-            with connect_errors():
-                fresh = SyncStream(connect(early.address, timeout))
-            if self._tls is None:
-                return fresh
-            context, hostname = self._tls
-            return fresh.start_tls(context, hostname, timeout)  # closes the socket if it fails
-
-        def close(self) -> None:
-            self._stream.close()
-
-        def start_tls(
-            self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-        ) -> httpcore.NetworkStream:
-            tls = early.tls
-            if tls is None:  # a plain TCP connection taken: the pool's handshake, as on any
-                return self._stream.start_tls(ssl_context, server_hostname, timeout)
-            self._tls = (ssl_context, server_hostname)
-            if ssl_context is early.ssl_context(0) and server_hostname == tls.server_hostname:
-                return self  # the very handshake the pool asks for is done
-            # Not the pool's handshake (another context or name): its own, on a new connection. A request sent ahead
-            # on this one is counted as sent, and its answer never read.
-            early.settle()
-            self._stream.close()
-            return self._fresh(timeout)
-
-        def get_extra_info(self, info: str) -> Any:
-            return self._stream.get_extra_info(info)
-
-    class EarlyBackend(httpcore.SyncBackend):
-        def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Any = None,
-        ) -> httpcore.NetworkStream:
-            if local_address is None and not socket_options:
-                with connect_errors():
-                    taken = early.take((host, port), timeout)
-                if taken is not None:
-                    return EarlyStream(taken) if early.sent_ahead or early.tls is not None else SyncStream(taken)
-            return super().connect_tcp(host, port, timeout, local_address, socket_options)
-
-    return EarlyBackend()

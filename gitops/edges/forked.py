@@ -1,40 +1,23 @@
-"""A function run in a child process forked for it, its result handed back pickled (issue 23).
+"""A function run in a child process forked for it, its result handed back pickled.
 
-Reading a bot's local code is CPU work in Python: 2,000 files take about 0.12 s. In a thread it shares the
-interpreter's lock with the main thread, which meanwhile imports the HTTP client, reads the ledgers and parses the
-servers' answers, so each slows the other down. Forked before that, the read runs beside them on another core.
+Reading a bot's local code is CPU work in Python. In a thread it shares the interpreter's lock with the main
+thread, which meanwhile imports the HTTP client, reads the ledgers and parses the servers' answers; forked before
+that, the read runs beside them on another core. Only on Linux (the result travels through an anonymous in-memory
+file) and only while the process has a single thread (a fork copies the locks other threads might hold); elsewhere
+:meth:`ForkedCall.start` answers ``None`` and the caller does the work itself.
 
-Only where that is safe and cheap: on Linux (the result travels through an anonymous in-memory file,
-``os.memfd_create``), and only while the process has a single thread: a fork copies the locks that other threads
-might hold at that moment. Everywhere else :meth:`ForkedCall.start` answers ``None`` and the caller does the work
-itself, as it always did.
-
-What the child never does: hand back an error, or write to the terminal. Whatever goes wrong in it (an exception, a
-result that does not pickle, a signal), :meth:`ForkedCall.result` answers ``None``, and the caller does the work
-again in its own process, where the error is raised, worded and exited with exactly as before. The child ends with
-``os._exit`` (no ``atexit`` handlers, no flush of the output buffers it inherited), dies on SIGINT and SIGTERM
-without Python's handlers, and dies with its parent (``PR_SET_PDEATHSIG``): a parent killed outright leaves no
-reader behind. The parent always collects it: :meth:`ForkedCall.collect` after the result, :meth:`ForkedCall.cancel`
-kills and collects it.
-
-What it costs: about 0.1 s more CPU per run than the thread (``bench/bench_fork.py``, 2,000 modules: the pages the
-two processes then write are copied, the child imports the read's modules itself, and the code is pickled both
-ways), on a core that would otherwise wait. Not the standard ``multiprocessing``: importing its fork machinery
-takes ~25 ms, and its other start methods start a fresh interpreter that imports the tool again.
-
-The parent may also tell the child something it learnt after the fork (:meth:`ForkedCall.tell`, once): the child
-reads it after its work, before its preface. The parent's end of that pipe is closed as soon as it waits for the
-child (or tells it, or cancels it), so a parent that never tells cannot leave the child waiting.
-
-The child says twice how far it got, one byte each on its ``ready`` pipe: once its preface is in the file, and once
-its result is. So :meth:`ForkedCall.preface` answers while the child still pickles and writes its result (15 ms for
-2,000 modules): the caller starts on the preface (the upload bodies' deflate) that much sooner, on the core the
-child is about to free.
+The child never hands back an error nor writes to the terminal: whatever goes wrong there, :meth:`ForkedCall.result`
+answers ``None`` and the caller does the work again, so its error is raised and worded exactly as before. The child
+dies with its parent and is always collected. The parent may tell it one thing learnt after the fork
+(:meth:`ForkedCall.tell`), and the child may write a preface before its result (:meth:`ForkedCall.preface`), which
+the parent can start on while the result is still pickled. Not ``multiprocessing``: its fork machinery costs an
+import, and its other start methods start a fresh interpreter that imports the tool again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import pickle
 import select
@@ -69,7 +52,7 @@ class ForkedCall(Generic[T]):
     """``work()`` running in a child process; :meth:`result` is its return value, or ``None`` if it failed.
 
     The child says it is done through a pipe (one byte, after its result is written), so the result is taken
-    without waiting for the child's exit, whose teardown of a 50 MB address space takes milliseconds; the child is
+    without waiting for the child's exit, whose teardown of a large address space takes milliseconds; the child is
     collected afterwards (:meth:`collect`). With ``preface``, the child also writes ``preface(result, told)``, bytes
     that :meth:`preface` hands over before the result is unpickled (what the caller can start on at once); ``told``
     is what the parent said with :meth:`tell`, or ``None`` when it said nothing.
@@ -348,8 +331,6 @@ def _told(fd: int) -> bytes | None:
 
 
 def _die_with_parent() -> None:
-    import ctypes
-
     # Where it cannot be asked, the child still ends when its work does.
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -60,7 +60,7 @@ class DeadlinePassed(httpx.TimeoutException):
 
 class Borrowed(httpx.BaseTransport):
     """Another client's transport, lent: requests go through it, but closing this one leaves it open (its owner
-    closes it). A side client (``gitops.app.ahead``) that shares a test's injected transport with the main client
+    closes it). A side client (``app.headstart.sidereads``) that shares a test's injected transport with the main client
     must not close the pool under the main client's requests."""
 
     def __init__(self, transport: httpx.BaseTransport) -> None:
@@ -86,7 +86,7 @@ class Connections:
 
     def remember(self, sock: socket.socket) -> None:
         """The connection in use is now ``sock`` (one that replaced the early connection, see
-        :func:`gitops.edges.early.use_early`)."""
+        :func:`gitops.edges.earlypool.use_early`)."""
         self.socket = sock
 
 

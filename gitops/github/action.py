@@ -496,6 +496,7 @@ def _plan_and_apply(
     on_wait: Callable[[float, str], None] | None,
     log: Callable[[str], None] | None,
 ) -> None:
+    from gitops.app.headstart.start import HeadStart
     from gitops.app.options import Options
     from gitops.app.planning import budget_error, make_plan
     from gitops.app.session import open_session
@@ -560,7 +561,7 @@ def _plan_and_apply(
                 "no request was sent to the game server. Set `refresh: auto` to download what the server holds."
             )
         # A plan reports every server it can, marking the failed ones; an apply stops before writing anything.
-        result = make_plan(s, isolate=inputs.command in ("plan", "rehearse"))
+        result = make_plan(s, isolate=inputs.command in ("plan", "rehearse"), headstart=HeadStart(s))
         report.plan = result
         report.plan_file = _plan_path(runner, inputs)
         save_plan(result, report.plan_file)

@@ -1,4 +1,4 @@
-"""How planning learns a branch (``gitops.core.remote.judge``): verified by the branch list when it can be, never
+"""How planning learns a branch (``gitops.core.remote.how_to_learn``): verified by the branch list when it can be, never
 stated as current from a record that the list shows is out of date."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from gitops.core.remote import BranchInfo, RemoteBranch, judge, normal_stamp
+from gitops.core.remote import BranchInfo, RemoteBranch, how_to_learn, normal_stamp
 from tests.core.factories import NOW, on_server
 
 TRUST = 600.0
@@ -21,7 +21,7 @@ def decide(
     refresh: str = "auto",
     needs_content: bool = False,
 ) -> str:
-    return judge(
+    return how_to_learn(
         remembered,
         listed,
         listing_known=listing_known,

@@ -44,7 +44,8 @@ from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_sta
 from gitops.core.tokens import TokenInfo, header_safe, token_info
 from gitops.edges.bodies import COMPRESS_MIN_BYTES, BackgroundDeflates, deflate_ahead_body, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
-from gitops.edges.early import EarlyConnection, use_early
+from gitops.edges.early import EarlyConnection
+from gitops.edges.earlypool import use_early
 from gitops.edges.headers import CLIENT_HEADERS, KEEPALIVE_SECONDS, REQUEST_SECONDS
 from gitops.edges.http import AnswerTooLarge, Connections, send_bounded
 from gitops.edges.service.auth import Login, PasswordLogin, login_for
@@ -634,7 +635,7 @@ class ServiceClient:
 
     def no_answer(self, endpoint: str) -> NetworkError:
         """The error of a request to ``endpoint`` that had no whole answer within this client's timeout: what
-        :meth:`gitops.app.session.Session.listed_ahead` raises when the branch list sent ahead was waited for that
+        the head start's ``listed_ahead`` raises when the branch list sent ahead was waited for that
         long without the client (which would otherwise wait as long again)."""
         return self._fail.network_error(endpoint, httpx.ReadTimeout("no answer"))
 

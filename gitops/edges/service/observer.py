@@ -122,7 +122,7 @@ class Unobserved:
 
 class DeferredObserver:
     """The observer of a side client (a request sent beside the main one, on a connection of its own:
-    :mod:`gitops.app.ahead`): it keeps what the request teaches and hands it to the real observer when
+    :mod:`gitops.app.headstart.sidereads`): it keeps what the request teaches and hands it to the real observer when
     :meth:`replay` is called, in the thread that owns that observer (the ledger is not thread-safe, and its owner
     saves it while the side request runs). The two facts a client asks back are read from the real observer: a
     side request's pacing so sees the main thread's requests, and the main thread sees the side request's once it is

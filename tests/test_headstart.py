@@ -1,0 +1,43 @@
+"""The head start (``gitops.app.headstart``) is a way to plan sooner, not another plan: ``make_plan`` with it and
+without it makes the same plan of the same servers, and without it nothing is sent ahead."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gitops.app.headstart.start import HeadStart
+from gitops.app.options import Options
+from gitops.app.planning import make_plan
+from gitops.app.session import open_session
+from gitops.core.plan import Plan
+from gitops.standin.testing import FULL_TOKEN, StandIn
+
+
+def _options(tmp_path: Path, url: str, state: str) -> Options:
+    manifest = tmp_path / "gitops.yaml"
+    servers = {"s": {"url": url, "token_env": "SCREEPS_TOKEN"}}
+    manifest.write_text(
+        json.dumps({"version": 1, "servers": servers, "branches": [{"server": "s", "branch": "main", "root": "src"}]}),
+        encoding="utf-8",
+    )
+    (tmp_path / "src").mkdir(exist_ok=True)
+    (tmp_path / "src" / "main.js").write_text("module.exports.loop = () => {};\n", encoding="utf-8")
+    return Options(manifest=manifest, env={"SCREEPS_TOKEN": FULL_TOKEN}, state_dir=tmp_path / state)
+
+
+def _steps(plan: Plan) -> list[tuple[str, list[str]]]:
+    return [(b.label, [step.request for step in b.steps]) for b in plan.branches]
+
+
+def test_a_plan_without_a_head_start_is_the_plan_with_one(tmp_path: Path, standin: StandIn) -> None:
+    with open_session(_options(tmp_path, standin.url, "with")) as session:
+        start = HeadStart(session)
+        fast = make_plan(session, headstart=start)
+    with open_session(_options(tmp_path, standin.url, "without")) as session:
+        plain = make_plan(session)
+    assert _steps(fast) == _steps(plain)
+    assert fast.has_changes == plain.has_changes
+    assert [(r.server, r.endpoint, r.needed) for r in fast.budget] == [
+        (r.server, r.endpoint, r.needed) for r in plain.budget
+    ]
