@@ -72,17 +72,6 @@ def test_the_parent_of_a_forked_read_takes_its_code_without_the_glob_library() -
         assert matching not in loaded, f"the parent of a forked read imports {matching}"
 
 
-def test_the_plan_models_leave_difflib_to_a_diff_or_a_misspelt_branch() -> None:
-    """difflib (~4 ms) is imported for a changed text module's diff, or to name the branch a missing one was most
-    likely meant to be: not by every plan."""
-    loaded = _imported_after("\n".join(f"import {name}" for name in AFTER_THE_SERVERS))
-    assert "gitops.core.plan" in loaded  # the check sees the real path
-    assert "difflib" not in loaded
-    misspelt = "print(similar_branch('defualt', ['default']))"
-    loaded = _imported_after(f"from gitops.core.plan import similar_branch\n{misspelt}")
-    assert "difflib" in loaded
-
-
 def test_help_imports_no_models_and_no_http() -> None:
     loaded = _imported_after("from gitops.cli import cli\ntry:\n    cli(['--help'])\nexcept SystemExit:\n    pass")
     assert "click" in loaded

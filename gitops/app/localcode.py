@@ -16,23 +16,22 @@ import time
 from collections.abc import Callable, Mapping
 
 from gitops.config.manifest import LoadedManifest
+from gitops.core.local import LocalCode, SourceInfo
 from gitops.edges import buildcache
 from gitops.edges.build import (
     build_commands,
     build_environment,
     interrupts_as_keyboard,
+    register_secrets,
     run_build,
-    secret_names,
-    secret_values,
     skip_build,
     temporary_checkout,
 )
 from gitops.edges.codesetfile import codeset_path, read_codeset
 from gitops.edges.environ import seal_process
 from gitops.edges.jssyntax import MAX_LISTED, syntax_problems
-from gitops.edges.sources import LocalCode, SourceInfo, read_local_code
 from gitops.errors import SourceError, UsageError
-from gitops.secrets import leaked_in, register
+from gitops.secrets import leaked_in
 
 
 def read_code(
@@ -93,16 +92,6 @@ def check_syntax(local: LocalCode) -> None:
         )
 
 
-def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozenset[str]:
-    """Register the values of the run's secret variables (:func:`gitops.secrets.register`); their names.
-
-    Known before any code is read or built: a build's output, and code that carries a credential, are judged
-    against them (the credentials themselves are read later, by the session)."""
-    for value in secret_values(env, loaded.every_server):
-        register(value)
-    return secret_names(env, loaded.every_server)
-
-
 def _read_code(
     loaded: LoadedManifest,
     ref: str | None,
@@ -118,10 +107,10 @@ def _read_code(
             hint="Check the ref out with actions/checkout (its ref: input) instead of giving the action's ref input.",
         )
     if not commands or skip_build(env):
-        return read_local_code(loaded, ref, seen=seen)
+        return _read_files(loaded, ref, seen=seen)
     if ref is None:
         run_builds(loaded, env)  # reused when its inputs and output are unchanged (gitops.edges.buildcache)
-        return read_local_code(loaded)
+        return _read_files(loaded)
     # A --ref build runs in a temporary checkout, removed afterwards: nothing of it is kept to reuse.
     build_env = build_environment(env, secret)
     seal_process(secret)
@@ -130,7 +119,7 @@ def _read_code(
         for command in commands:
             run_build(command, base_dir, env=build_env, where=where)
         try:
-            local = read_local_code(dataclasses.replace(loaded, base_dir=base_dir))
+            local = _read_files(dataclasses.replace(loaded, base_dir=base_dir))
         except SourceError as exc:
             text = exc.message.replace(str(base_dir), f"the checkout of {ref}")
             text = text.replace("from the working tree", f"built from ref {ref}", 1)
@@ -194,3 +183,12 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
     if key is not None and buildcache.inputs_key(loaded, written, build_env) == key:
         record.store(key, began)
     return len(commands)
+
+
+def _read_files(loaded: LoadedManifest, ref: str | None = None, seen: Callable[[int], None] | None = None) -> LocalCode:
+    """:func:`gitops.edges.sources.read_local_code`, imported when this process reads files: the parent of a forked
+    local read (:mod:`gitops.app.headstart.localread`) takes the code back and never loads the glob library and the
+    requires check that reading needs."""
+    from gitops.edges.sources import read_local_code  # noqa: PLC0415 (boundary: the local read)
+
+    return read_local_code(loaded, ref, seen=seen)

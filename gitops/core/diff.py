@@ -5,6 +5,7 @@ A :class:`BranchDiff` is a value; renderers and exit codes read it. Pure: no I/O
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -181,8 +182,6 @@ def text_diff(old: ModuleFacts, new: Module, max_lines: int) -> tuple[str | None
         return None, f"large module: sizes and hashes only; {first_difference(old.text, new.text)}"
     if _looks_minified(old.text) or _looks_minified(new.text):
         return None, f"minified module (very long lines): sizes and hashes only; {first_difference(old.text, new.text)}"
-    # Only a changed text module needs difflib: a plan without changes never imports it (tests/test_startup_imports.py).
-    import difflib
 
     lines = list(
         difflib.unified_diff(

@@ -9,6 +9,7 @@ module content to upload) and ``gitops apply FILE`` carries it out. Renderers (`
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
@@ -494,8 +495,6 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
     folded = {n.casefold(): n for n in existing}
     if name.casefold() in folded:
         return folded[name.casefold()]
-    # Only a branch the server does not have needs difflib: other plans never import it (tests/test_startup_imports.py).
-    import difflib
 
     close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
     return close[0] if close else None

@@ -29,10 +29,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
-from gitops.config.manifest import Manifest, ServerConfig
+from gitops.config.manifest import LoadedManifest, Manifest, ServerConfig
 from gitops.edges.gitref import resolve_commit
 from gitops.errors import SourceError
-from gitops.secrets import redact
+from gitops.secrets import redact, register
 
 BuildCommand = str | list[str]
 
@@ -137,6 +137,16 @@ def secret_values(env: Mapping[str, str], servers: Mapping[str, ServerConfig]) -
         if key.startswith(SECRET_PREFIXES) and not key.endswith("_ENV") and any(w in key for w in _SECRET_WORDS)
     }
     return [env[name] for name in sorted(names) if env.get(name)]
+
+
+def register_secrets(loaded: LoadedManifest, env: Mapping[str, str]) -> frozenset[str]:
+    """Register the values of the run's secret variables (:func:`gitops.secrets.register`); their names.
+
+    Known before any code is read or built: a build's output, and code that carries a credential, are judged
+    against them (the credentials themselves are read later, by the session)."""
+    for value in secret_values(env, loaded.every_server):
+        register(value)
+    return secret_names(env, loaded.every_server)
 
 
 def build_environment(env: Mapping[str, str], secret: frozenset[str]) -> dict[str, str]:

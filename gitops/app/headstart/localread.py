@@ -26,13 +26,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from gitops.app.localcode import read_code, register_secrets
+from gitops.app.localcode import read_code
 from gitops.app.options import Options
 from gitops.app.targets import select
 from gitops.config.folders import default_state_dir
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.codeset import remember_digests, upload_body
-from gitops.edges.build import build_commands
+from gitops.edges.build import build_commands, register_secrets
 from gitops.edges.early import address_of, begin_connect
 from gitops.edges.forked import ForkedCall
 from gitops.edges.threads import Background, start_quiet
