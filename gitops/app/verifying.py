@@ -124,17 +124,20 @@ def worst(codes: Iterable[int]) -> int:
     return max(codes, key=SEVERITY.index, default=ExitCode.OK)
 
 
-def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str] | None = None) -> Health:
+def watch_after_deploy(
+    session: Session, server: str, step: VerifyStep, bot_modules: frozenset[str] | None = None
+) -> Health:
     """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit, cut short by a
-    SIGINT/SIGTERM: ``s.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
-    from gitops.edges.socket import socket_url, watch_console
+    SIGINT/SIGTERM: ``session.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
+    # The game socket (websockets): only a branch with verify: needs it, and applying is imported by every plan.
+    from gitops.edges.socket import socket_url, watch_console  # noqa: PLC0415, RUF100 (boundary: the game socket)
 
-    interrupt = s.options.interrupt
+    interrupt = session.options.interrupt
     if interrupt.is_set:
         return unknown("interrupted before the watch began")
     thresholds = Thresholds(ticks=step.ticks, error_share=step.error_share, fail_on=tuple(step.fail_on))
     try:
-        client = s.client(server)
+        client = session.client(server)
         user_id, token = client.socket_login()
         url = socket_url(client.base_url)
     except GitopsError as exc:
@@ -150,15 +153,15 @@ def watch(s: Session, server: str, step: VerifyStep, bot_modules: frozenset[str]
         return tally.opened >= wanted
 
     problem = watch_console(
-        url, token, user_id, seconds=step.timeout, on_event=take, debug=s.options.log, stop=interrupt.event.is_set
+        url, token, user_id, seconds=step.timeout, on_event=take, debug=session.options.log, stop=interrupt.event.is_set
     )
     if interrupt.is_set:  # whatever the socket said as it was cut short (an auth left unanswered, say)
         problem = f"interrupted by {interrupt.signal_name or 'a signal'}"
-    return tally.judge(problem=problem, timeout=step.timeout)
+    return tally.judge_counted(problem=problem, timeout=step.timeout)
 
 
 def verify_branch(
-    s: Session,
+    session: Session,
     branch: BranchPlan,
     previous: Mapping[str, WireModule] | None,
     *,
@@ -172,8 +175,8 @@ def verify_branch(
     before (the caller's activations). Only what the plan reserved is ever sent."""
     step = branch.verify
     assert step is not None
-    health = watch(s, branch.server, step, bot_modules)
-    if s.options.interrupt.is_set:
+    health = watch_after_deploy(session, branch.server, step, bot_modules)
+    if session.options.interrupt.is_set:
         # The watch was the step in flight: nothing more is sent after a signal (``gitops rollback`` undoes).
         return Verification(branch.label, health, interrupted=True)
     if health.status != "failing":
@@ -203,9 +206,9 @@ def verify_branch(
     except GitopsError as exc:
         return Verification(branch.label, health, "undo-failed", undo=words, undo_error=redact(exc.message))
     # The undo was the step in flight when a signal came during it: finished; the watch after it is then skipped.
-    after = watch(s, server, step, after_modules)
-    interrupted = s.options.interrupt.is_set
+    after = watch_after_deploy(session, server, step, after_modules)
+    interrupted = session.options.interrupt.is_set
     return Verification(branch.label, health, action, undo=words, after=after, interrupted=interrupted)
 
 
-__all__ = ["SEVERITY", "Verification", "verify_branch", "watch", "worst"]
+__all__ = ["SEVERITY", "Verification", "verify_branch", "watch_after_deploy", "worst"]

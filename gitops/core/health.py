@@ -1,7 +1,7 @@
 """Judging a deploy by what the game's console said after the new code landed (pure: no I/O, no clock).
 
 The socket edge (``edges/socket.py``) turns the console channel into :class:`ConsoleEvent` values, already redacted;
-:func:`group_ticks` groups them into ticks, and :func:`judge` weighs the ticks against the branch's thresholds:
+:func:`group_ticks` groups them into ticks, and :func:`judge_ticks` weighs the ticks against the branch's thresholds:
 
 * **healthy**: at least ``ticks`` ticks were seen and fewer than ``error_share`` of them failed;
 * **failing**: at least that share of the seen ticks failed (an uncaught error, a "CPU limit" termination, or a
@@ -160,7 +160,7 @@ def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
 
 
 class TickTally:
-    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge`).
+    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge_counted`).
 
     The first ``skip`` ticks are not counted (the ones that may still run the old code), nor any after the next
     ``limit`` (``None``: all). Only the open tick is held; of the counted ticks, only their numbers and the first
@@ -237,7 +237,7 @@ class TickTally:
             self.server_failed += 1
             _keep(self.server_evidence, theirs)
 
-    def judge(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
+    def judge_counted(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
         """The verdict on the ticks counted (the open one counts as a tick); ``problem`` is what stopped the watch
         early, if anything."""
         self._close()
@@ -271,7 +271,7 @@ class TickTally:
         return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
 
 
-def judge(
+def judge_ticks(
     ticks: list[Tick],
     thresholds: Thresholds,
     *,
@@ -284,7 +284,7 @@ def judge(
     tally = TickTally(thresholds, bot_modules=bot_modules)
     for tick in ticks:
         tally.count(tick)
-    return tally.judge(problem=problem, timeout=timeout)
+    return tally.judge_counted(problem=problem, timeout=timeout)
 
 
 def _keep(evidence: list[str], lines: list[str]) -> None:
@@ -312,6 +312,6 @@ __all__ = [
     "blame",
     "frames",
     "group_ticks",
-    "judge",
+    "judge_ticks",
     "unknown",
 ]

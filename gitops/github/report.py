@@ -67,7 +67,7 @@ class Report:
     def health(self) -> str:
         """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
         statuses = {v.health.status for v in self.verifications}
-        return next((s for s in ("failing", "unknown", "healthy") if s in statuses), "")
+        return next((status for status in ("failing", "unknown", "healthy") if status in statuses), "")
 
     def outputs(self) -> dict[str, str]:
         plan = self.plan

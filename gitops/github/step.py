@@ -41,6 +41,7 @@ from gitops.github.trust import (
 from gitops.render.drift import render_text as render_drift_text
 from gitops.render.plan import render_text
 from gitops.render.progress import Progress
+from gitops.render.rehearsal import text
 from gitops.secrets import Secret
 
 if TYPE_CHECKING:
@@ -268,7 +269,6 @@ def _rehearse(
     ``base.sha``; the checkout needs it: ``fetch-depth: 0``); judged, and shown in the plan comment."""
     # The private server's world (its socket library, its install): only a rehearsal needs it.
     from gitops.app.rehearsal import RehearsalRequest, rehearse  # noqa: PLC0415, RUF100 (boundary: rehearse)
-    from gitops.render.rehearsal import text
 
     base = runner.event.get("pull_request", {}).get("base", {}).get("sha") if runner.pull_request else None
     request = RehearsalRequest(
