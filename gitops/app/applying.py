@@ -118,13 +118,7 @@ def run_apply(
     report = ApplyReport(plan)
     if not plan.has_changes:
         return report
-    extra = check_downloads(plan, saved=saved)
-    for server, needs in probe_needs(plan, session).items():
-        extra.setdefault(server, {}).update(needs)
-    recheck_budget(plan, session, extra)
-    refused = scope_error(plan, session, probe_needs(plan, session))
-    if refused is not None:
-        raise refused
+    _recheck(session, plan, saved=saved)
     if confirm is not None and not confirm():
         report.cancelled = True
         return report
@@ -143,16 +137,7 @@ def run_apply(
         part = plan_for_server(plan, server)
         try:
             if any(b.writes_code for b in part.branches):
-                if session.compression(server) != "off":
-                    # Deflated in the background while the probe (if any) is asked and the first steps are sent.
-                    for b in part.branches:
-                        creates = any(step.kind == "clone-branch" for step in b.steps)
-                        if b.writes_code and (b.server, b.branch) in uploads:
-                            # The body the local read made, when it is this upload's: not encoded again.
-                            made = None if creates else session.body_ahead(b.server, b.branch, b.upload_digest)
-                            modules = uploads[(b.server, b.branch)]
-                            session.client(server).prepare_write(b.branch, modules, clone=creates, content=made)
-                session.prepare_compression(server)
+                _prepare_uploads(session, part, uploads, server)
 
             def done(outcome: Outcome) -> None:
                 _record_applied(session, part, records, outcome)
@@ -180,6 +165,31 @@ def run_apply(
         raise combined_failure(plan, report.outcomes, failures)
     report.applied = True
     return report
+
+
+def _recheck(session: Session, plan: Plan, *, saved: bool) -> None:
+    """Before anything is asked or sent: the budget with the check's downloads and the probe's, and the scopes."""
+    extra = check_downloads(plan, saved=saved)
+    for server, needs in probe_needs(plan, session).items():
+        extra.setdefault(server, {}).update(needs)
+    recheck_budget(plan, session, extra)
+    refused = scope_error(plan, session, probe_needs(plan, session))
+    if refused is not None:
+        raise refused
+
+
+def _prepare_uploads(session: Session, part: Plan, uploads: Uploads, server: str) -> None:
+    """The server's upload bodies, deflated in the background while the probe (if any) is asked and the first steps
+    are sent; then its compression probe."""
+    if session.compression(server) != "off":
+        for b in part.branches:
+            creates = any(step.kind == "clone-branch" for step in b.steps)
+            if b.writes_code and (b.server, b.branch) in uploads:
+                # The body the local read made, when it is this upload's: not encoded again.
+                made = None if creates else session.body_ahead(b.server, b.branch, b.upload_digest)
+                modules = uploads[(b.server, b.branch)]
+                session.client(server).prepare_write(b.branch, modules, clone=creates, content=made)
+    session.prepare_compression(server)
 
 
 def _verify(session: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) -> Verification:
@@ -403,8 +413,8 @@ def _records(session: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, 
     """The record of each set about to be uploaded (made once: the pending record and, when its step is done, the
     applied one)."""
     records: dict[tuple[str, str], AppliedRecord] = {}
-    # One bot uploaded to several servers is one record (the digests of 2,000 modules cost ~20 ms a time): equal
-    # modules maps, usually of the very same strings, compare quickly.
+    # One bot uploaded to several servers is one record (its digests are made once, not per server): equal modules
+    # maps, usually of the very same strings, compare quickly.
     made: list[tuple[str, Mapping[str, WireModule], AppliedRecord | None]] = []
     for (server, branch), modules in uploads.items():
         known = [record for b, m, record in made if b == branch and m == modules]

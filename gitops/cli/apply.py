@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -128,12 +129,7 @@ def apply(
         options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
     options.unattended_apply = yes and not saved
-    if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
-        # Said before planning, so that no download is spent on a run that cannot go on.
-        raise UsageError(
-            "apply needs confirmation and there is no terminal to ask at",
-            hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
-        )
+    _check_it_can_be_confirmed(saved=saved, yes=yes)
     reading: LocalRead | None = None
     if plan_file is None:
         from gitops.app.localcode import read_ahead
@@ -146,34 +142,20 @@ def apply(
         with open_session(options, reading.loaded if reading is not None else None) as session:
             result = pipeline.make_or_load(session, isolate=keep_going, reading=reading, plan_file=plan_file)
             _show_plan(result, now=options.clock.now(), as_json=as_json, color=use_color(no_color), full=full)
-            if result.failed and not keep_going:
-                raise PlanFileError(
-                    "the saved plan leaves out servers whose planning failed ("
-                    + ", ".join(f.server for f in result.failed)
-                    + "); nothing was applied",
-                    hint="Apply the rest with --keep-going, or plan again once the servers answer.",
-                )
-            outcomes: list[Outcome] = []
-
-            def confirm() -> bool:
-                return click.confirm("Apply this plan?", default=False, err=as_json)
-
-            def progress(outcome: Outcome) -> None:
-                outcomes.append(outcome)
-                click.echo(inert(redact(outcome.line())), err=as_json)
-
-            ask = None if saved or yes else confirm
+            _refuse_failed_servers(result, keep_going=keep_going)
+            lines = _Lines(as_json)
+            ask = None if saved or yes else lines.confirm
             if keep_going:
-                return _show_each(pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=progress))
+                return _show_each(pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step))
             try:
                 applied = pipeline.apply(
-                    session, result, saved=saved, confirm=ask, progress=progress, verify_again=verify_again
+                    session, result, saved=saved, confirm=ask, progress=lines.step, verify_again=verify_again
                 )
             except BudgetError as refusal:
                 print_unlock_links(refusal)
                 raise
             if as_json:
-                _print_document(result, outcomes, applied, now=options.clock.now())
+                _print_document(result, lines.outcomes, applied, now=options.clock.now())
             _show_applied(applied, as_json=as_json, told=result.has_changes or verify_again)
             if reading is not None and not result.failed and applied.exit_code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
@@ -181,6 +163,42 @@ def apply(
     finally:
         if reading is not None:
             reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
+
+
+def _check_it_can_be_confirmed(*, saved: bool, yes: bool) -> None:
+    """A fresh plan is applied once confirmed: at a terminal, or by --yes. Said before planning, so that no download
+    is spent on a run that cannot go on."""
+    if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+        raise UsageError(
+            "apply needs confirmation and there is no terminal to ask at",
+            hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
+        )
+
+
+def _refuse_failed_servers(result: Plan, *, keep_going: bool) -> None:
+    """Without --keep-going nothing is written when planning any server failed."""
+    if result.failed and not keep_going:
+        raise PlanFileError(
+            "the saved plan leaves out servers whose planning failed ("
+            + ", ".join(f.server for f in result.failed)
+            + "); nothing was applied",
+            hint="Apply the rest with --keep-going, or plan again once the servers answer.",
+        )
+
+
+@dataclass
+class _Lines:
+    """The question and each step's line (on stderr with --json: stdout holds only the document)."""
+
+    as_json: bool
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def confirm(self) -> bool:
+        return click.confirm("Apply this plan?", default=False, err=self.as_json)
+
+    def step(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        click.echo(inert(redact(outcome.line())), err=self.as_json)
 
 
 def _show_plan(result: Plan, *, now: float, as_json: bool, color: bool, full: bool) -> None:

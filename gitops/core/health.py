@@ -1,28 +1,12 @@
 """Judging a deploy by what the game's console said after the new code landed (pure: no I/O, no clock).
 
 The socket edge (``edges/socket.py``) turns the console channel into :class:`ConsoleEvent` values, already redacted;
-:func:`group_ticks` groups them into ticks, and :func:`judge_ticks` weighs the ticks against the branch's thresholds:
-
-* **healthy**: at least ``ticks`` ticks were seen and fewer than ``error_share`` of them failed;
-* **failing**: at least that share of the seen ticks failed (an uncaught error, a "CPU limit" termination, or a
-  log line matching one of the ``fail_on`` patterns), with the first error lines as evidence; also when fewer
-  ticks than asked came, but already so many failed that the share is reached whatever the missing ones do;
-* **unknown**: the socket could not be used (the edge's ``problem``), or too few ticks came in the time limit, or
-  the ticks failed in the server's own code (below).
-
-**Blame only what is the bot's.** Given the deployed modules' names (``bot_modules``), an error whose stack has
-frames and none of them in a bot module (``<runtime>``, ``@screeps/driver``, ``<isolated-vm>``, ``node:internal``
-...) is the server's: its tick does not count as failed, and when such ticks reach the share the verdict is
-**unknown** with that reason, so nothing is ever rolled back for it. An error without any frame (a ``CPU limit``
-termination, a thrown string) stays the bot's. The bot's top frame (``main:12``) is kept for the output.
-
-There is no path to "healthy" without ticks: zero ticks is always unknown.
-
-How ticks are counted (``@screeps/engine``'s runner: the console message, then the error): the server sends one
-``{"messages": {"log": [...], "results": [...]}}`` per tick, and, when the player's code failed in that tick, a
-separate ``{"error": TEXT}`` after it. Each ``messages`` event opens a tick; an error belongs to the open tick unless
-that one has its error already, or none is open: then it is a tick of its own (a run the server terminated, at the
-CPU limit say, sends the error alone).
+:func:`group_ticks` groups them into ticks, and :meth:`TickTally.judge_counted` (or :func:`judge_ticks`, over ticks
+already grouped) weighs the ticks against the branch's thresholds: **healthy** when enough ticks came and fewer than
+``error_share`` of them failed; **failing** when that share failed (an uncaught error, a "CPU limit" termination, a
+log line matching ``fail_on``), with the first error lines as evidence; **unknown** when the socket could not be
+used, too few ticks came, or the ticks failed in the server's own code (:func:`blame`). There is no path to
+"healthy" without ticks, and nothing is ever rolled back for an error that is not the bot's.
 """
 
 from __future__ import annotations
@@ -126,7 +110,9 @@ def blame(error: str, bot_modules: frozenset[str] | None) -> tuple[bool, str | N
     """Whether ``error`` is the bot's, and its top frame in a bot module (``main:12``) when it has one.
 
     ``bot_modules`` ``None`` (the deployed names are not known): every error is the bot's. An error without frames
-    is the bot's; one whose frames are all outside ``bot_modules`` is the server's."""
+    (a ``CPU limit`` termination, a thrown string) is the bot's; one whose frames are all outside ``bot_modules``
+    (``<runtime>``, ``@screeps/driver``, ``<isolated-vm>``, ``node:internal`` ...) is the server's: its tick does not
+    count as failed, and when such ticks reach the share the verdict is unknown, with that reason."""
     if bot_modules is None:
         return True, None
     stack = frames(error)
@@ -144,7 +130,11 @@ def unknown(reason: str) -> Health:
 
 
 def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
-    """The ticks the events make up (see the module's docstring)."""
+    """The ticks the events make up. ``@screeps/engine``'s runner sends one ``{"messages": {"log": [...], "results":
+    [...]}}`` per tick and, when the player's code failed in that tick, a separate ``{"error": TEXT}`` after it. Each
+    ``messages`` event opens a tick; an error belongs to the open tick unless that one has its error already, or none
+    is open: then it is a tick of its own (a run the server terminated, at the CPU limit say, sends the error alone).
+    """
     ticks: list[Tick] = []
     for event in events:
         if event.log is not None:
@@ -239,7 +229,8 @@ class TickTally:
 
     def judge_counted(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
         """The verdict on the ticks counted (the open one counts as a tick); ``problem`` is what stopped the watch
-        early, if anything."""
+        early, if anything. Failing also when fewer ticks than asked came, but already so many failed that the share
+        is reached whatever the missing ones do."""
         self._close()
         seen, failed, server_failed = self.seen, self.failed, self.server_failed
         wanted = self._thresholds.ticks
