@@ -24,12 +24,13 @@ from gitops.app.planning import (
 )
 from gitops.app.session import Session
 from gitops.app.targets import narrow_plan, plan_for_server
-from gitops.app.verifying import Verification, verify_branch, watch_after_deploy, worst
+from gitops.app.verifying import verify_branch, watch_after_deploy
 from gitops.config.manifest import ActiveName
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import AppliedRecord, record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
+from gitops.core.health import Verification, worst
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.planfile import load_plan

@@ -28,7 +28,7 @@ from gitops.errors import GitopsError, UsageError
 from gitops.secrets import redact
 
 if TYPE_CHECKING:  # types only: planning reads the records before the plan models and the judge are imported
-    from gitops.app.verifying import Verification
+    from gitops.core.health import Verification
     from gitops.core.plan import BranchPlan
 
 

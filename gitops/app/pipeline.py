@@ -27,9 +27,9 @@ from gitops.errors import BudgetError, ExitCode, GitopsError
 if TYPE_CHECKING:
     from gitops.app.applying import ApplyReport
     from gitops.app.localcode import LocalRead
-    from gitops.app.verifying import Verification
     from gitops.core.apply import Outcome
     from gitops.core.deploys import UnsettledDeploy
+    from gitops.core.health import Verification
     from gitops.core.plan import Plan
 
 Progress = Callable[["Outcome"], None]

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from gitops.errors import ExitCode
 
 Status = Literal["healthy", "failing", "unknown"]
 
@@ -278,6 +281,110 @@ def judge_ticks(
     return tally.judge_counted(problem=problem, timeout=timeout)
 
 
+# --- the outcome of one branch's verification --------------------------------------------------------------
+
+Result = Literal["healthy", "unknown", "unhealthy", "rolled-back", "undo-failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The health check of one branch and what was done about it."""
+
+    label: str
+    health: Health
+    #: ``restored``: the previous code was uploaded again; ``switched-back``: the standby branch that ran before was
+    #: activated again; ``undo-failed``: that upload or activation failed.
+    action: Literal["none", "restored", "switched-back", "undo-failed"] = "none"
+    #: What the undo did, in words (``activated default again for world``).
+    undo: str | None = None
+    #: The health after the undo (``None`` when there was none).
+    after: Health | None = None
+    #: The undo's error, when it failed.
+    undo_error: str | None = None
+
+    @property
+    def result(self) -> Result:
+        if self.action == "undo-failed":
+            return "undo-failed"
+        if self.action in ("restored", "switched-back"):
+            return "rolled-back"
+        if self.health.status == "failing":
+            return "unhealthy"
+        return self.health.status
+
+    #: SIGINT/SIGTERM stopped the watch (the step in flight was finished; nothing more was sent).
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """10 only when the code after the undo was judged healthy; an undo not judged healthy after is 9 (the branch
+        may still fail); an interrupted watch is 12 (the deploy is unverified)."""
+        if self.interrupted:
+            return ExitCode.UNVERIFIED
+        if self.result == "rolled-back" and (self.after is None or self.after.status != "healthy"):
+            return ExitCode.UNHEALTHY
+        return {
+            "healthy": ExitCode.OK,
+            "unknown": ExitCode.OK,
+            "unhealthy": ExitCode.UNHEALTHY,
+            "rolled-back": ExitCode.ROLLED_BACK,
+            "undo-failed": ExitCode.UNDO_FAILED,
+        }[self.result]
+
+    def lines(self) -> list[str]:
+        """What the CLI prints and the Action records (evidence already redacted)."""
+        h = self.health
+        out = [f"verify {self.label}: {h.status.upper()}: {h.reason}"]
+        if self.interrupted:
+            out[0] = f"verify {self.label}: INTERRUPTED after {h.ticks_seen} tick(s), so far {h.status}: {h.reason}"
+        out += [f"  error: {line}" for e in h.evidence for line in e.splitlines()[:1]]
+        if h.bot_frame is not None:
+            module, _, line = h.bot_frame.rpartition(":")
+            out.append(f"  at module {module}, line {line} (the top frame in the bot's own code)")
+        if self.action in ("restored", "switched-back"):
+            out.append(f"  rolled back: {self.undo}")
+            if self.after is not None:
+                out.append(f"  after the rollback: {self.after.status.upper()}: {self.after.reason}")
+        elif self.action == "undo-failed":
+            out.append(f"  ROLLBACK FAILED ({self.undo}): {self.undo_error}")
+            out.append(f"  the server still runs the new, failing code of {self.label}")
+        elif h.status == "failing" and not self.interrupted:
+            out.append(f"  left in place (on_failure: report): the new code still runs on {self.label}")
+        if self.interrupted:
+            out.append(
+                f"  the deploy of {self.label} is recorded as interrupted (unverified): 'gitops apply --verify-again' "
+                "judges it again, 'gitops rollback' undoes it"
+            )
+        return out
+
+    def document(self) -> dict[str, object]:
+        return {
+            "branch": self.label,
+            "result": self.result,
+            "health": self.health.to_json(),
+            "action": self.action,
+            "undo": self.undo,
+            "after": None if self.after is None else self.after.to_json(),
+            "undo_error": self.undo_error,
+            "interrupted": self.interrupted,
+        }
+
+
+#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
+SEVERITY: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ROLLED_BACK,
+    ExitCode.UNHEALTHY,
+    ExitCode.UNVERIFIED,
+    ExitCode.UNDO_FAILED,
+)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
+
+
 def _keep(evidence: list[str], lines: list[str]) -> None:
     for line in lines:
         short = _first_lines(line)
@@ -293,6 +400,7 @@ def _first_lines(text: str) -> str:
 
 
 __all__ = [
+    "SEVERITY",
     "ConsoleEvent",
     "Frame",
     "Health",
@@ -300,9 +408,11 @@ __all__ = [
     "Thresholds",
     "Tick",
     "TickTally",
+    "Verification",
     "blame",
     "frames",
     "group_ticks",
     "judge_ticks",
     "unknown",
+    "worst",
 ]
