@@ -27,7 +27,7 @@ def update_drift_issue(runner: Runner, report: Report, *, echo: Echo, github_tok
     gh: GitHubClient | None = None
     try:
         with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
-            if report.drift.has_drift:
+            if report.drift is not None and report.drift.has_drift:  # the step calls it with a drift report
                 issue, what = gh.upsert_issue(mark, title, body)
                 report.issue_url = issue.url
                 echo(f"Drift issue {what}: #{issue.number} {issue.url}")

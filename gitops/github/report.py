@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from gitops.config.routes import RouteChange
 from gitops.errors import BudgetError, ExitCode, GitopsError
@@ -21,6 +21,12 @@ from gitops.render.drift import render_markdown as render_drift
 from gitops.render.plan import md_code, md_fence, render_markdown
 from gitops.render.rehearsal import markdown as rehearsal_markdown
 from gitops.secrets import Secret, redact
+
+if TYPE_CHECKING:
+    from gitops.app.rehearsal import Rehearsal
+    from gitops.core.drift import DriftReport
+    from gitops.core.health import Verification
+    from gitops.core.plan import Plan
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
 SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
@@ -40,7 +46,7 @@ class Report:
 
     command: Command
     manifest: str
-    plan: Any = None
+    plan: Plan | None = None
     plan_file: Path | None = None
     notices: list[str] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
@@ -49,12 +55,12 @@ class Report:
     exit_code: int = ExitCode.OK
     comment_url: str = ""
     #: ``command: drift``: the :class:`gitops.core.drift.DriftReport`, and the drift issue's address.
-    drift: Any = None
+    drift: DriftReport | None = None
     issue_url: str = ""
     #: ``command: apply``: per (server, branch) the apply set out to change, whether every step of it was done.
     deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
-    #: ``command: apply``: each verified branch's :class:`gitops.app.verifying.Verification`.
-    verifications: list[Any] = field(default_factory=list)
+    #: ``command: apply``: each verified branch's :class:`gitops.core.health.Verification`.
+    verifications: list[Verification] = field(default_factory=list)
     #: On a pull request: each server's url, and what the pull request changes of its credential routes and of
     #: the builds (:func:`gitops.config.routes.route_changes`); ``routes_unknown`` says why they could not be
     #: compared with the base branch's manifest.
@@ -62,7 +68,7 @@ class Report:
     route_changes: list[RouteChange] = field(default_factory=list)
     routes_unknown: str = ""
     #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`.
-    rehearsal: Any = None
+    rehearsal: Rehearsal | None = None
 
     def health(self) -> str:
         """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""

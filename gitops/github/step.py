@@ -22,7 +22,7 @@ from gitops.app.drift import check_drift
 from gitops.app.options import DEFAULT_REFRESH, Options
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest, load_manifest
-from gitops.edges.clock import SystemClock
+from gitops.edges.clock import Clock, SystemClock
 from gitops.edges.planfile import save_plan
 from gitops.errors import ExitCode, GitopsError, SourceError
 from gitops.github.deployments import record_deployments
@@ -56,7 +56,7 @@ def run_action(
     env: Mapping[str, str],
     *,
     echo: Echo,
-    clock: Any = None,
+    clock: Clock | None = None,
     transport: Any = None,
     on_wait: Callable[[float, str], None] | None = None,
     log: Callable[[str], None] | None = None,
@@ -123,7 +123,7 @@ def _options(
     env: Mapping[str, str],
     runner: Runner,
     *,
-    clock: Any,
+    clock: Clock | None,
     transport: Any,
     on_wait: Callable[[float, str], None] | None,
     log: Callable[[str], None] | None,
