@@ -9,13 +9,13 @@ plan's exit-code rule (:func:`plan_exit_code`) and the apply's (:attr:`Applied.e
 
 The apply use case (with the plan models, the renderers' lines and the verification) is imported where it is used:
 during a fresh plan the local read's worker imports it while the servers answer
-(:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it.
+(:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it. For the same
+reason the stages' results are plain classes: a dataclass's generated methods are made when the module is imported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,13 +48,15 @@ def plan_exit_code(plan: Plan, refusal: BudgetError | None, *, changes_count: bo
     return ExitCode.CHANGES if changes_count and plan.has_changes else ExitCode.OK
 
 
-@dataclass(frozen=True)
 class Planned:
     """A plan and whether it fits the budget: the outcome of ``gitops plan`` and of the Action's plan."""
 
-    plan: Plan
-    #: The budget's refusal (:func:`gitops.app.planning.budget_error`), or ``None`` when the plan fits.
-    refusal: BudgetError | None
+    __slots__ = ("plan", "refusal")
+
+    def __init__(self, plan: Plan, refusal: BudgetError | None) -> None:
+        self.plan = plan
+        #: The budget's refusal (:func:`gitops.app.planning.budget_error`), or ``None`` when the plan fits.
+        self.refusal = refusal
 
     @property
     def exit_code(self) -> int:
@@ -78,17 +80,21 @@ def weigh(session: Session, plan: Plan) -> Planned:
     return Planned(plan, budget_error(plan, session))
 
 
-@dataclass(frozen=True)
 class Applied:
     """What an apply did (its report, the branches judged again) and what is still unsettled after it."""
 
-    report: ApplyReport
-    #: ``--verify-again``: each branch watched and judged again.
-    again: list[Verification] = field(default_factory=list)
-    #: The deploys still unverified or failing that this run did not judge (issue 39).
-    left: list[UnsettledDeploy] = field(default_factory=list)
-    #: The verifications' worst code, or 12 for a branch left unsettled (1 when the person said no).
-    exit_code: int = ExitCode.OK
+    __slots__ = ("again", "exit_code", "left", "report")
+
+    def __init__(
+        self, report: ApplyReport, again: list[Verification], left: list[UnsettledDeploy], exit_code: int
+    ) -> None:
+        self.report = report
+        #: ``--verify-again``: each branch watched and judged again.
+        self.again = again
+        #: The deploys still unverified or failing that this run did not judge (issue 39).
+        self.left = left
+        #: The verifications' worst code, or 12 for a branch left unsettled (1 when the person said no).
+        self.exit_code = exit_code
 
     @property
     def verifications(self) -> list[Verification]:
@@ -120,17 +126,27 @@ def apply(
     return Applied(report, again, left, applying.still_unsettled_code(session, report, again))
 
 
-@dataclass(frozen=True)
 class AppliedEach:
     """``apply --keep-going``: each server applied on its own; the failed ones and what is still unsettled."""
 
-    plan: Plan
-    reports: list[ApplyReport] = field(default_factory=list)
-    #: The error of each server whose apply failed.
-    failures: dict[str, GitopsError] = field(default_factory=dict)
-    #: The deploys still unverified or failing that this run did not judge (issue 39).
-    left: list[UnsettledDeploy] = field(default_factory=list)
-    cancelled: bool = False
+    __slots__ = ("cancelled", "failures", "left", "plan", "reports")
+
+    def __init__(
+        self,
+        plan: Plan,
+        reports: list[ApplyReport] | None = None,
+        failures: dict[str, GitopsError] | None = None,
+        left: list[UnsettledDeploy] | None = None,
+        *,
+        cancelled: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.reports = reports or []
+        #: The error of each server whose apply failed.
+        self.failures = failures or {}
+        #: The deploys still unverified or failing that this run did not judge (issue 39).
+        self.left = left or []
+        self.cancelled = cancelled
 
     @property
     def exit_code(self) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -186,12 +185,12 @@ def _refuse_failed_servers(result: Plan, *, keep_going: bool) -> None:
         )
 
 
-@dataclass
 class _Lines:
     """The question and each step's line (on stderr with --json: stdout holds only the document)."""
 
-    as_json: bool
-    outcomes: list[Outcome] = field(default_factory=list)
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.outcomes: list[Outcome] = []
 
     def confirm(self) -> bool:
         return click.confirm("Apply this plan?", default=False, err=self.as_json)
