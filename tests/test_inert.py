@@ -14,7 +14,7 @@ import click
 import pytest
 
 from gitops.edges.socket import SocketProblem, console_events, parse_frame, socket_url
-from gitops.github.action import annotation, log_text
+from gitops.github.runner import annotation, log_text
 from gitops.inert import inert
 from gitops.render.plan import render_text
 from gitops.secrets import Secret

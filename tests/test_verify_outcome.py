@@ -3,8 +3,7 @@ after the undo was judged healthy; an interrupted watch is 12; the bot's top fra
 
 from __future__ import annotations
 
-from gitops.app.verifying import Verification, worst
-from gitops.core.health import Health
+from gitops.core.health import Health, Verification, worst
 from gitops.errors import ExitCode
 
 FAILING = Health("failing", "3 of 3 ticks failed (threshold 50%)", 3, 3, 0, ("TypeError: x",), 0, "role.harvester:14")

@@ -14,19 +14,29 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gitops.app.deploys import begin_watch, end_watch, record_deploy, unsettled
-from gitops.app.planning import check_saved_plan, probe_needs, recheck_budget, run_concurrently, scope_error
+from gitops.app.planning import (
+    SERVER_ERRORS,
+    check_saved_plan,
+    probe_needs,
+    recheck_budget,
+    run_concurrently,
+    scope_error,
+)
 from gitops.app.session import Session
-from gitops.app.targets import plan_for_server
-from gitops.app.verifying import Verification, verify_branch, watch, worst
+from gitops.app.targets import narrow_plan, plan_for_server
+from gitops.app.verifying import verify_branch, watch_after_deploy
 from gitops.config.manifest import ActiveName
 from gitops.core.applied import AppliedRecord
 from gitops.core.apply import Outcome, apply_plan, verify_plan
 from gitops.core.codeset import WireModule
 from gitops.core.drift import record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
+from gitops.core.health import Verification, worst
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.core.remote import RemoteReader, RemoteWriter
+from gitops.edges.planfile import load_plan
 from gitops.errors import ApplyError, ExitCode, GitopsError
+from gitops.render.plan import applied_line, no_changes_line
 
 NOTHING_TO_APPLY = "Nothing to apply."
 
@@ -53,8 +63,6 @@ class ApplyReport:
     @property
     def applied_line(self) -> str | None:
         """``Applied: ...`` once every step is done; ``Nothing to apply.`` for a plan without changes."""
-        from gitops.render.plan import applied_line, no_changes_line
-
         if not self.plan.has_changes:
             # As old as the plan says: "Nothing to apply." alone only when every branch was verified on the server.
             return no_changes_line(self.plan, now=self.plan.created_at, head=NOTHING_TO_APPLY.rstrip("."))
@@ -80,24 +88,21 @@ def check_downloads(plan: Plan, *, saved: bool) -> dict[str, dict[str, int]]:
     return extra
 
 
-def load_saved_plan(path: Path, s: Session) -> Plan:
+def load_saved_plan(path: Path, session: Session) -> Plan:
     """A plan saved by ``gitops plan --out``, checked against the session's manifest (:class:`PlanFileError`).
 
     With targets (``--server``/``--branch``), only the targeted part of the plan is returned (and so applied): the
     session's manifest is already narrowed to them (:func:`gitops.app.targets.narrow_plan`).
     """
-    from gitops.app.targets import narrow_plan
-    from gitops.edges.planfile import load_plan
-
     plan = load_plan(path)
-    if s.options.targets:
-        plan = narrow_plan(plan, s.loaded)
-    check_saved_plan(plan, s.loaded)
+    if session.options.targets:
+        plan = narrow_plan(plan, session.loaded)
+    check_saved_plan(plan, session.loaded)
     return plan
 
 
 def run_apply(
-    s: Session,
+    session: Session,
     plan: Plan,
     *,
     saved: bool,
@@ -115,53 +120,38 @@ def run_apply(
     report = ApplyReport(plan)
     if not plan.has_changes:
         return report
-    extra = check_downloads(plan, saved=saved)
-    for server, needs in probe_needs(plan, s).items():
-        extra.setdefault(server, {}).update(needs)
-    recheck_budget(plan, s, extra)
-    refused = scope_error(plan, s, probe_needs(plan, s))
-    if refused is not None:
-        raise refused
+    _recheck(session, plan, saved=saved)
     if confirm is not None and not confirm():
         report.cancelled = True
         return report
     servers = sorted({b.server for b in plan.branches if b.steps})
-    readers: dict[str, RemoteReader] = {server: s.reader(server) for server in servers}
-    writers: dict[str, RemoteWriter] = {server: s.writer(server) for server in servers}
+    readers: dict[str, RemoteReader] = {server: session.reader(server) for server in servers}
+    writers: dict[str, RemoteWriter] = {server: session.writer(server) for server in servers}
     try:
         uploads = verify_plan(plan, readers, saved=saved)
-        records = _records(s, plan, uploads)
-        _record_pending(s, records)
+        records = _records(session, plan, uploads)
+        _record_pending(session, records)
     finally:
-        s.save()
+        session.save()
     order = OrderedOutcomes(servers, progress)
 
     def apply_server(server: str) -> None:
         part = plan_for_server(plan, server)
         try:
             if any(b.writes_code for b in part.branches):
-                if s.compression(server) != "off":
-                    # Deflated in the background while the probe (if any) is asked and the first steps are sent.
-                    for b in part.branches:
-                        creates = any(step.kind == "clone-branch" for step in b.steps)
-                        if b.writes_code and (b.server, b.branch) in uploads:
-                            # The body the local read made, when it is this upload's: not encoded again.
-                            made = None if creates else s.body_ahead(b.server, b.branch, b.upload_digest)
-                            modules = uploads[(b.server, b.branch)]
-                            s.client(server).prepare_write(b.branch, modules, clone=creates, content=made)
-                s.prepare_compression(server)
+                _prepare_uploads(session, part, uploads, server)
 
             def done(outcome: Outcome) -> None:
-                _record_applied(s, part, records, outcome)
-                _record_history(s, part, uploads, records, outcome)
-                s.save(server)
+                _record_applied(session, part, records, outcome)
+                _record_history(session, part, uploads, records, outcome)
+                session.save(server)
                 report.outcomes.append(outcome)
                 order.add(server, outcome)
 
             apply_plan(part, {server: writers[server]}, uploads, progress=done)
             for branch in part.branches:
                 if branch.verify is not None and branch.steps:
-                    verified.append(_verify(s, plan, branch, writers[server]))
+                    verified.append(_verify(session, plan, branch, writers[server]))
         finally:
             order.finish(server)
 
@@ -179,7 +169,32 @@ def run_apply(
     return report
 
 
-def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) -> Verification:
+def _recheck(session: Session, plan: Plan, *, saved: bool) -> None:
+    """Before anything is asked or sent: the budget with the check's downloads and the probe's, and the scopes."""
+    extra = check_downloads(plan, saved=saved)
+    for server, needs in probe_needs(plan, session).items():
+        extra.setdefault(server, {}).update(needs)
+    recheck_budget(plan, session, extra)
+    refused = scope_error(plan, session, probe_needs(plan, session))
+    if refused is not None:
+        raise refused
+
+
+def _prepare_uploads(session: Session, part: Plan, uploads: Uploads, server: str) -> None:
+    """The server's upload bodies, deflated in the background while the probe (if any) is asked and the first steps
+    are sent; then its compression probe."""
+    if session.compression(server) != "off":
+        for b in part.branches:
+            creates = any(step.kind == "clone-branch" for step in b.steps)
+            if b.writes_code and (b.server, b.branch) in uploads:
+                # The body the local read made, when it is this upload's: not encoded again.
+                made = None if creates else session.body_ahead(b.server, b.branch, b.upload_digest)
+                modules = uploads[(b.server, b.branch)]
+                session.client(server).prepare_write(b.branch, modules, clone=creates, content=made)
+    session.prepare_compression(server)
+
+
+def _verify(session: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) -> Verification:
     """Watch and judge one applied branch; restore its previous code (the upload the plan reserved) on failure."""
     rollback = plan.rollback(branch.server, branch.branch)
 
@@ -187,21 +202,21 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
         try:
             writer.upload_code(branch.branch, dict(modules))
         finally:
-            s.save(branch.server)
-        record = _record(s, plan, branch.branch, modules)
+            session.save(branch.server)
+        record = _record(session, plan, branch.branch, modules)
         if record is not None:
-            s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))
-            s.save(branch.server)
+            session.ledger(branch.server).record_applied(replace(record, applied_at=session.options.clock.now()))
+            session.save(branch.server)
 
     def switch(back: str, which: list[ActiveName]) -> None:
         try:
             for name in which:
                 writer.set_active_branch(back, name)
         finally:
-            s.save(branch.server)
+            session.save(branch.server)
 
     previous = None if rollback is None else rollback.modules
-    ledger = s.ledger(branch.server)
+    ledger = session.ledger(branch.server)
     applied = ledger.applied(branch.branch)
     step = branch.verify
     standby = None
@@ -210,10 +225,10 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
         standby = None if before is None else frozenset(before.modules)
     # The pending record is made inside: once the ledger says pending, a signal is answered as one during the watch
     # (recorded interrupted), never with the KeyboardInterrupt that would leave a bare pending and say "aborted".
-    with s.options.interrupt.verifying():
-        record = begin_watch(s, branch, source_commit(plan.source), previous)
+    with session.options.interrupt.verifying():
+        record = begin_watch(session, branch, source_commit(plan.source), previous)
         verification = verify_branch(
-            s,
+            session,
             branch,
             previous,
             restore=restore,
@@ -221,38 +236,39 @@ def _verify(s: Session, plan: Plan, branch: BranchPlan, writer: RemoteWriter) ->
             bot_modules=None if applied is None else frozenset(applied.modules),
             standby_modules=standby,
         )
-    end_watch(s, branch.server, record, verification, interrupted=verification.interrupted)
+    end_watch(session, branch.server, record, verification, interrupted=verification.interrupted)
     return verification
 
 
-def still_unsettled_code(s: Session, report: ApplyReport, again: list[Verification] | None = None) -> int:
+def still_unsettled_code(session: Session, report: ApplyReport, again: list[Verification] | None = None) -> int:
     """The exit code of an apply: its verifications' (and ``--verify-again``'s), or 12 when a branch of the session
     not judged in this run is still unverified or failing (the most serious wins, :func:`worst`)."""
     judged = [*report.verifications, *(again or [])]
     code = worst(v.exit_code for v in judged)
     labels = {v.label for v in judged}
-    if any(n.label not in labels for n in unsettled(s)):
+    if any(n.label not in labels for n in unsettled(session)):
         code = worst([code, ExitCode.UNVERIFIED])
     return code
 
 
-def verify_again_each(s: Session, plan: Plan) -> list[Verification]:
+def verify_again_each(session: Session, plan: Plan) -> list[Verification]:
     """``apply --verify-again``: watch and judge again each branch of the plan whose last deploy is unverified or
     failing and that the plan does not change (a new deploy replaces its state instead); its record takes the new
     outcome. Nothing is undone here (``gitops rollback`` does that): a failing deploy stays failing (exit 9)."""
     changing = {(b.server, b.branch) for b in plan.branches if b.steps}
-    configs = {(c.server, c.branch): c for c in s.loaded.manifest.branches}
+    configs = {(c.server, c.branch): c for c in session.loaded.manifest.branches}
     out: list[Verification] = []
     for note in plan.unsettled:
         if (note.server, note.branch) in changing:
             continue
         config = configs.get((note.server, note.branch)) or next(
-            (c for c in s.loaded.manifest.branches if c.verify is not None and c.verify.standby == note.branch), None
+            (c for c in session.loaded.manifest.branches if c.verify is not None and c.verify.standby == note.branch),
+            None,
         )
         settings = None if config is None else config.verify
         if settings is None:
             continue
-        overrides = s.options.verify
+        overrides = session.options.verify
         step = VerifyStep(
             ticks=overrides.ticks if overrides is not None and overrides.ticks else settings.ticks,
             error_share=settings.error_share,
@@ -260,16 +276,18 @@ def verify_again_each(s: Session, plan: Plan) -> list[Verification]:
             on_failure="report",
             fail_on=list(settings.fail_on),
         )
-        ledger = s.ledger(note.server)
+        ledger = session.ledger(note.server)
         record = ledger.verification(note.branch)
         applied = ledger.applied(note.branch)
         if record is None:
             continue
         label = f"{note.server}/{note.branch}"
-        with s.options.interrupt.verifying():
-            health = watch(s, note.server, step, None if applied is None else frozenset(applied.modules))
-        verification = Verification(label, health, interrupted=s.options.interrupt.is_set)
-        end_watch(s, note.server, record, verification, interrupted=verification.interrupted)
+        with session.options.interrupt.verifying():
+            health = watch_after_deploy(
+                session, note.server, step, None if applied is None else frozenset(applied.modules)
+            )
+        verification = Verification(label, health, interrupted=session.options.interrupt.is_set)
+        end_watch(session, note.server, record, verification, interrupted=verification.interrupted)
         out.append(verification)
     return out
 
@@ -347,7 +365,7 @@ def combined_failure(plan: Plan, done: list[Outcome], failures: Mapping[str, Git
 
 
 def apply_each(
-    s: Session,
+    session: Session,
     plan: Plan,
     *,
     saved: bool,
@@ -359,15 +377,13 @@ def apply_each(
     Returns the report of each server that was applied and the error of each that failed. No confirmation is asked
     here: the caller asks once for the whole plan.
     """
-    from gitops.app.planning import SERVER_ERRORS
-
     caught: tuple[type[GitopsError], ...] = (*SERVER_ERRORS, ApplyError)
     reports: list[ApplyReport] = []
     failures: dict[str, GitopsError] = {}
     for server in plan.servers():
         part = plan_for_server(plan, server)
         try:
-            reports.append(run_apply(s, part, saved=saved, progress=progress))
+            reports.append(run_apply(session, part, saved=saved, progress=progress))
         except caught as exc:
             failures[server] = exc
     return reports, failures
@@ -378,12 +394,12 @@ def apply_each(
 Uploads = Mapping[tuple[str, str], Mapping[str, WireModule]]
 
 
-def _record(s: Session, plan: Plan, branch: str, modules: Mapping[str, WireModule]) -> AppliedRecord | None:
+def _record(session: Session, plan: Plan, branch: str, modules: Mapping[str, WireModule]) -> AppliedRecord | None:
     try:
         return record_from_wire(
             branch,
             modules,
-            at=s.options.clock.now(),
+            at=session.options.clock.now(),
             how="upload",
             commit=source_commit(plan.source),
             source=source_text(plan.source),
@@ -395,16 +411,16 @@ def _record(s: Session, plan: Plan, branch: str, modules: Mapping[str, WireModul
 Records = Mapping[tuple[str, str], AppliedRecord]
 
 
-def _records(s: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, str], AppliedRecord]:
+def _records(session: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, str], AppliedRecord]:
     """The record of each set about to be uploaded (made once: the pending record and, when its step is done, the
     applied one)."""
     records: dict[tuple[str, str], AppliedRecord] = {}
-    # One bot uploaded to several servers is one record (the digests of 2,000 modules cost ~20 ms a time): equal
-    # modules maps, usually of the very same strings, compare quickly.
+    # One bot uploaded to several servers is one record (its digests are made once, not per server): equal modules
+    # maps, usually of the very same strings, compare quickly.
     made: list[tuple[str, Mapping[str, WireModule], AppliedRecord | None]] = []
     for (server, branch), modules in uploads.items():
         known = [record for b, m, record in made if b == branch and m == modules]
-        record = known[0] if known else _record(s, plan, branch, modules)
+        record = known[0] if known else _record(session, plan, branch, modules)
         if not known:
             made.append((branch, modules, record))
         if record is not None:
@@ -412,11 +428,11 @@ def _records(s: Session, plan: Plan, uploads: Uploads) -> dict[tuple[str, str], 
     return records
 
 
-def _record_pending(s: Session, records: Records) -> None:
+def _record_pending(session: Session, records: Records) -> None:
     """Before anything is sent, each set about to be uploaded: an upload whose answer is lost may have landed, and
     finding its set on the server later is no drift (saved with the verification step)."""
     for (server, _branch), record in records.items():
-        s.ledger(server).record_pending(record)
+        session.ledger(server).record_pending(record)
 
 
 def _written_branches(plan: Plan, outcome: Outcome) -> list[BranchPlan]:
@@ -435,27 +451,27 @@ def _written_branches(plan: Plan, outcome: Outcome) -> list[BranchPlan]:
     ]
 
 
-def _record_history(s: Session, plan: Plan, uploads: Uploads, records: Records, outcome: Outcome) -> None:
+def _record_history(session: Session, plan: Plan, uploads: Uploads, records: Records, outcome: Outcome) -> None:
     """A step that wrote a branch's modules is done: a deploy in the history, its code kept (``app/deploys.py``)."""
     for branch in _written_branches(plan, outcome):
         modules = uploads.get((branch.server, branch.branch))
         if modules is not None:
             made = records.get((branch.server, branch.branch))  # its digest, computed once for the applied record
-            commit, how = source_commit(plan.source), s.options.deploy_how
+            commit, how = source_commit(plan.source), session.options.deploy_how
             digest = None if made is None else made.digest
-            record_deploy(s, branch.server, branch.branch, modules, commit, how, digest)
+            record_deploy(session, branch.server, branch.branch, modules, commit, how, digest)
             if branch.verify is not None:
                 # Unverified from now on, not from its own watch: a kill during another branch's watch (or any step
                 # before this branch's) must not leave the deployed code without a state, which plan reads as settled.
                 rollback = plan.rollback(branch.server, branch.branch)
                 previous = None if rollback is None else rollback.modules
-                begin_watch(s, branch, commit, previous, reason="deployed; its watch has not begun")
+                begin_watch(session, branch, commit, previous, reason="deployed; its watch has not begun")
 
 
-def _record_applied(s: Session, plan: Plan, records: Records, outcome: Outcome) -> None:
+def _record_applied(session: Session, plan: Plan, records: Records, outcome: Outcome) -> None:
     """A step that wrote a branch's modules is done: they are its last applied record (stamped now). That is the
     upload, or the clone of a branch created with its modules (no upload step)."""
     for branch in _written_branches(plan, outcome):
         record = records.get((branch.server, branch.branch))
         if record is not None:
-            s.ledger(branch.server).record_applied(replace(record, applied_at=s.options.clock.now()))
+            session.ledger(branch.server).record_applied(replace(record, applied_at=session.options.clock.now()))

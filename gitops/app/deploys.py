@@ -28,14 +28,14 @@ from gitops.errors import GitopsError, UsageError
 from gitops.secrets import redact
 
 if TYPE_CHECKING:  # types only: planning reads the records before the plan models and the judge are imported
-    from gitops.app.verifying import Verification
+    from gitops.core.health import Verification
     from gitops.core.plan import BranchPlan
 
 
-def _names(s: Session, server: str) -> set[str]:
+def _names(session: Session, server: str) -> set[str]:
     """The session's branch names on ``server`` (after ``--server``/``--branch``), with their standby branches."""
     names: set[str] = set()
-    for config in s.loaded.manifest.branches:
+    for config in session.loaded.manifest.branches:
         if config.server == server:
             names.add(config.branch)
             if config.verify is not None and config.verify.standby:
@@ -43,16 +43,16 @@ def _names(s: Session, server: str) -> set[str]:
     return names
 
 
-def _code_folder(s: Session, server: str) -> Path:
-    return folder_for(s.ledger(server).path)
+def _code_folder(session: Session, server: str) -> Path:
+    return folder_for(session.ledger(server).path)
 
 
-def unsettled(s: Session, servers: list[str] | None = None) -> list[UnsettledDeploy]:
+def unsettled(session: Session, servers: list[str] | None = None) -> list[UnsettledDeploy]:
     """Every branch of the session whose last deploy is unverified (pending, interrupted) or failing."""
     out: list[UnsettledDeploy] = []
-    for server in servers if servers is not None else s.servers():
-        names = _names(s, server)
-        for record in s.ledger(server).verifications():
+    for server in servers if servers is not None else session.servers():
+        names = _names(session, server)
+        for record in session.ledger(server).verifications():
             if record.unsettled and record.branch in names:
                 out.append(
                     UnsettledDeploy(
@@ -69,7 +69,7 @@ def unsettled(s: Session, servers: list[str] | None = None) -> list[UnsettledDep
 
 
 def record_deploy(
-    s: Session,
+    session: Session,
     server: str,
     branch: str,
     modules: Mapping[str, WireModule],
@@ -80,23 +80,23 @@ def record_deploy(
     """``branch`` on ``server`` now holds ``modules`` (whose set digest is ``digest``, when the caller has it): a
     deploy in the history (its code kept, the oldest code no longer needed removed), and its old verification state
     replaced (a deploy without ``verify:`` leaves none)."""
-    ledger = s.ledger(server)
+    ledger = session.ledger(server)
     if digest is None:
         try:
             digest = CodeSet.from_wire(dict(modules)).digest
         except ValueError:
             digest = None
-    now = s.options.clock.now()
+    now = session.options.clock.now()
     ledger.record_deploy(Deploy(0, branch, digest, commit, now, how))
     ledger.forget_verification(branch)
-    folder = _code_folder(s, server)
+    folder = _code_folder(session, server)
     if digest is not None:
         keep(folder, digest, modules)
     prune(folder, kept_digests(ledger.history(), ledger.verifications()))
 
 
 def begin_watch(
-    s: Session,
+    session: Session,
     branch: BranchPlan,
     commit: str | None,
     previous: Mapping[str, WireModule] | None,
@@ -107,8 +107,8 @@ def begin_watch(
     with what is needed to undo it (the code to restore kept beside the ledger, or the standby branch), saved at once
     (a kill leaves it)."""
     server = branch.server
-    ledger = s.ledger(server)
-    now = s.options.clock.now()
+    ledger = session.ledger(server)
+    now = session.options.clock.now()
     step = branch.verify
     assert step is not None
     applied = ledger.applied(branch.branch)
@@ -124,16 +124,18 @@ def begin_watch(
     if step.reserves_upload and previous is not None:
         with_code = dict(previous)
         digest = CodeSet.from_wire(with_code).digest
-        keep(_code_folder(s, server), digest, with_code)
+        keep(_code_folder(session, server), digest, with_code)
         undo = replace(undo, undo="restore", restore_digest=digest)
     elif step.reserved_activations and step.switch_back is not None:
         undo = replace(undo, undo="standby", standby=step.switch_back, standby_for=tuple(step.switch_for))
     ledger.record_verification(undo)
-    s.save(server)
+    session.save(server)
     return undo
 
 
-def end_watch(s: Session, server: str, record: VerifyRecord, verification: Verification, *, interrupted: bool) -> None:
+def end_watch(
+    session: Session, server: str, record: VerifyRecord, verification: Verification, *, interrupted: bool
+) -> None:
     """The verification's outcome replaces its ``pending`` record, saved at once."""
     after = None if verification.after is None else verification.after.status
     state = outcome_state(verification.result, after, interrupted=interrupted)
@@ -144,12 +146,12 @@ def end_watch(s: Session, server: str, record: VerifyRecord, verification: Verif
     elif verification.result == "undo-failed":
         reason = f"rollback failed: {verification.undo_error}"
     if interrupted:
-        reason = f"interrupted by {s.options.interrupt.signal_name or 'a signal'} during the watch ({reason})"
-    ledger = s.ledger(server)
+        reason = f"interrupted by {session.options.interrupt.signal_name or 'a signal'} during the watch ({reason})"
+    ledger = session.ledger(server)
     ledger.record_verification(
-        replace(record, state=state, reason=short_reason(redact(reason)), recorded_at=s.options.clock.now())
+        replace(record, state=state, reason=short_reason(redact(reason)), recorded_at=session.options.clock.now())
     )
-    s.save(server)
+    session.save(server)
 
 
 # --- status and history ------------------------------------------------------------------------------------------
@@ -173,24 +175,24 @@ class BranchStatus:
     problem: str | None = None
 
 
-def status(s: Session) -> list[BranchStatus]:
+def status(session: Session) -> list[BranchStatus]:
     """Per server and branch of the session: the ledger's records, and the active flags from one branch-list
     request per server (a server that fails is shown from the ledger with its error)."""
     out: list[BranchStatus] = []
-    for server in s.servers():
-        ledger = s.ledger(server)
+    for server in session.servers():
+        ledger = session.ledger(server)
         problem = None
         listed: dict[str, tuple[str, ...]] | None = None
         try:
-            branches = s.reader(server).list_branches()
+            branches = session.reader(server).list_branches()
             listed = {
                 b.name: tuple(w for w, on in (("world", b.active_world), ("sim", b.active_sim)) if on) for b in branches
             }
         except GitopsError as exc:
             problem = redact(exc.message.splitlines()[0])
         finally:
-            s.save(server)
-        for name in sorted(_names(s, server)):
+            session.save(server)
+        for name in sorted(_names(session, server)):
             applied = ledger.applied(name)
             record = ledger.verification(name)
             if applied is None and record is None and (listed is None or name not in listed):
@@ -211,14 +213,14 @@ def status(s: Session) -> list[BranchStatus]:
     return out
 
 
-def history(s: Session) -> dict[str, list[tuple[Deploy, bool]]]:
+def history(session: Session) -> dict[str, list[tuple[Deploy, bool]]]:
     """Per server, the recorded deploys of the session's branches, newest first, each with whether its code is
     kept (so that ``gitops rollback --to N`` can restore it)."""
     out: dict[str, list[tuple[Deploy, bool]]] = {}
-    for server in s.servers():
-        names = _names(s, server)
-        folder = _code_folder(s, server)
-        deploys = [d for d in s.ledger(server).history() if d.branch in names]
+    for server in session.servers():
+        names = _names(session, server)
+        folder = _code_folder(session, server)
+        deploys = [d for d in session.ledger(server).history() if d.branch in names]
         out[server] = [(d, d.digest is not None and is_kept(folder, d.digest)) for d in reversed(deploys)]
     return out
 
@@ -234,12 +236,12 @@ class RollbackChoice:
     code: CodeSet
 
 
-def choose_rollback(s: Session, to: int | None) -> RollbackChoice:
+def choose_rollback(session: Session, to: int | None) -> RollbackChoice:
     """The deploy ``gitops rollback`` restores, and its code: on the session's one branch (``--server``/``--branch``
     narrow it), deploy ``to`` of the history, else the code its verification record would restore, else its
     newest earlier deploy. :class:`UsageError` (exit 4) when the branch is not one, the deploy is not in the
     history or its code is no longer kept."""
-    configs = s.loaded.manifest.branches
+    configs = session.loaded.manifest.branches
     if len(configs) != 1:
         labels = ", ".join(f"{c.server}/{c.branch}" for c in configs)
         raise UsageError(
@@ -248,7 +250,7 @@ def choose_rollback(s: Session, to: int | None) -> RollbackChoice:
         )
     config = configs[0]
     server = config.server
-    ledger = s.ledger(server)
+    ledger = session.ledger(server)
     record = ledger.verification(config.branch)
     branch = record.branch if record is not None else config.branch
     # rollback: standby records the pair's other branch; the manifest's branch is where the restored code goes.
@@ -265,7 +267,7 @@ def choose_rollback(s: Session, to: int | None) -> RollbackChoice:
         raise UsageError(
             f"cannot roll back {server}/{config.branch}: {exc}", hint="See the recorded deploys with 'gitops history'."
         ) from None
-    modules = None if deploy.digest is None else kept(_code_folder(s, server), deploy.digest)
+    modules = None if deploy.digest is None else kept(_code_folder(session, server), deploy.digest)
     if modules is None:
         raise UsageError(
             f"cannot roll back {server}/{config.branch} to deploy {deploy.n}: its code is not kept (the ledger keeps "

@@ -1,6 +1,6 @@
 """What a run needs from outside (flags, environment, clock, transport), and each option's choices and default.
 
-The CLI (``gitops.cli.common``) and the GitHub Action's inputs (``gitops.github.action.Inputs``) both read the
+The CLI (``gitops.cli.common``) and the GitHub Action's inputs (``gitops.github.inputs.Inputs``) both read the
 choices and defaults from here, so that they cannot drift apart. The use cases take everything from outside through
 :class:`Options` (the clock and the HTTP transport included), which is how the tests inject the stand-in's clock and
 a transport that produces faults.

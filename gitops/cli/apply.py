@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,15 +18,14 @@ from gitops.cli.common import (
     target_options,
     use_color,
 )
-from gitops.errors import BudgetError, ExitCode, PlanFileError, UsageError
+from gitops.errors import BudgetError, PlanFileError, UsageError
 from gitops.inert import inert
 from gitops.secrets import redact
 
 if TYPE_CHECKING:
-    from gitops.app.applying import ApplyReport
-    from gitops.app.verifying import Verification
+    from gitops.app.headstart.localread import LocalRead
+    from gitops.app.pipeline import Applied, AppliedEach
     from gitops.core.apply import Outcome
-    from gitops.core.deploys import UnsettledDeploy
     from gitops.core.plan import Plan
 
 
@@ -112,9 +112,6 @@ def apply(
     A branch whose last deploy is unverified or failing (exit 12) is shown; a plan that changes it deploys anew
     (the new deploy replaces its state), --verify-again judges it again, 'gitops rollback' undoes it.
     """
-    if TYPE_CHECKING:
-        from gitops.app.headstart.localread import LocalRead
-
     options = options_from(
         ctx,
         manifest=manifest,
@@ -131,149 +128,140 @@ def apply(
         options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
     options.unattended_apply = yes and not saved
-    if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
-        # Said before planning, so that no download is spent on a run that cannot go on.
-        raise UsageError(
-            "apply needs confirmation and there is no terminal to ask at",
-            hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
-        )
+    _check_it_can_be_confirmed(saved=saved, yes=yes)
     reading: LocalRead | None = None
     if plan_file is None:
         from gitops.app.headstart.localread import read_ahead
 
         reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app.planning import make_plan
+        from gitops.app import pipeline
         from gitops.app.session import open_session
 
-        with open_session(options, reading.loaded if reading is not None else None) as s:
-            if plan_file is None:
-                result = make_plan(s, isolate=keep_going, reading=reading)
-            else:
-                from gitops.app.applying import load_saved_plan
-
-                result = load_saved_plan(plan_file, s)
-            # Imported once the plan is made: make_plan imports them while it waits for the servers.
-            from gitops.app.applying import run_apply, still_unsettled_code, verify_again_each
-            from gitops.app.deploys import unsettled
-            from gitops.render.plan import render_text
-
-            outcomes: list[Outcome] = []
-            if as_json:
-                # The plan goes to stderr for the person; stdout holds only the document, printed at the end.
-                click.echo(redact(render_text(result, now=options.clock.now(), full=full)), nl=False, err=True)
-            else:
-                text = render_text(result, now=options.clock.now(), color=use_color(no_color), full=full)
-                click.echo(redact(text), nl=False)
-            if result.failed and not keep_going:
-                raise PlanFileError(
-                    "the saved plan leaves out servers whose planning failed ("
-                    + ", ".join(f.server for f in result.failed)
-                    + "); nothing was applied",
-                    hint="Apply the rest with --keep-going, or plan again once the servers answer.",
-                )
-
-            def confirm() -> bool:
-                return click.confirm("Apply this plan?", default=False, err=as_json)
-
-            def progress(outcome: Outcome) -> None:
-                outcomes.append(outcome)
-                click.echo(inert(redact(outcome.line())), err=as_json)
-
-            ask = None if saved or yes else confirm
+        with open_session(options, reading.loaded if reading is not None else None) as session:
+            result = pipeline.make_or_load(session, isolate=keep_going, reading=reading, plan_file=plan_file)
+            _show_plan(result, now=options.clock.now(), as_json=as_json, color=use_color(no_color), full=full)
+            _refuse_failed_servers(result, keep_going=keep_going)
+            lines = _Lines(as_json)
+            ask = None if saved or yes else lines.confirm
             if keep_going:
-                if ask is not None and result.has_changes and not ask():
-                    click.echo("Apply cancelled; nothing was changed.", err=True)
-                    return ExitCode.FAILURE
-                return _apply_each(s, result, saved=saved, progress=progress)
+                return _show_each(pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step))
             try:
-                with options.interrupt.installed():  # SIGINT/SIGTERM during a watch: finish the step, record
-                    report = run_apply(s, result, saved=saved, confirm=ask, progress=progress)
-                    again = verify_again_each(s, result) if verify_again and not report.cancelled else []
+                applied = pipeline.apply(
+                    session, result, saved=saved, confirm=ask, progress=lines.step, verify_again=verify_again
+                )
             except BudgetError as refusal:
                 print_unlock_links(refusal)
                 raise
-            judged = {v.label for v in [*report.verifications, *again]}
-            remaining = [n for n in unsettled(s) if n.label not in judged]
             if as_json:
-                now = options.clock.now()
-                _print_document(result, outcomes, report.applied, now=now, report=report, again=again, left=remaining)
-            if report.cancelled:
-                click.echo("Apply cancelled; nothing was changed.", err=True)
-                # The person answered no: nothing was applied (an error for scripts that expected a deploy).
-                return ExitCode.FAILURE
-            if report.applied_line is not None:
-                click.echo(report.applied_line, err=as_json)
-            for verification in [*report.verifications, *again]:
-                for line in verification.lines():
-                    click.echo(inert(redact(line)), err=as_json)  # the game's error texts among them: inert
-            for note in remaining if result.has_changes or verify_again else []:
-                click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
-            code = still_unsettled_code(s, report, again)
-            if reading is not None and not result.failed and code == 0:
+                _print_document(result, lines.outcomes, applied, now=options.clock.now())
+            _show_applied(applied, as_json=as_json, told=result.has_changes or verify_again)
+            if reading is not None and not result.failed and applied.exit_code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
-        return code
+        return applied.exit_code
     finally:
         if reading is not None:
             reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
 
 
-def _print_document(
-    plan: Plan,
-    outcomes: list[Outcome],
-    applied: bool,
-    *,
-    now: float,
-    report: ApplyReport | None = None,
-    again: list[Verification] | None = None,
-    left: list[UnsettledDeploy] | None = None,
-) -> None:
+def _check_it_can_be_confirmed(*, saved: bool, yes: bool) -> None:
+    """A fresh plan is applied once confirmed: at a terminal, or by --yes. Said before planning, so that no download
+    is spent on a run that cannot go on."""
+    if not saved and not yes and not (is_terminal(sys.stdin) and is_terminal(sys.stdout)):
+        raise UsageError(
+            "apply needs confirmation and there is no terminal to ask at",
+            hint="Pass --yes (or set GITOPS_YES=1) to apply without asking, e.g. in CI.",
+        )
+
+
+def _refuse_failed_servers(result: Plan, *, keep_going: bool) -> None:
+    """Without --keep-going nothing is written when planning any server failed."""
+    if result.failed and not keep_going:
+        raise PlanFileError(
+            "the saved plan leaves out servers whose planning failed ("
+            + ", ".join(f.server for f in result.failed)
+            + "); nothing was applied",
+            hint="Apply the rest with --keep-going, or plan again once the servers answer.",
+        )
+
+
+class _Lines:
+    """The question and each step's line (on stderr with --json: stdout holds only the document)."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.outcomes: list[Outcome] = []
+
+    def confirm(self) -> bool:
+        return click.confirm("Apply this plan?", default=False, err=self.as_json)
+
+    def step(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+        click.echo(inert(redact(outcome.line())), err=self.as_json)
+
+
+def _show_plan(result: Plan, *, now: float, as_json: bool, color: bool, full: bool) -> None:
+    """The plan; with ``--json`` on stderr for the person (stdout holds only the document, printed at the end)."""
+    # Imported once the plan is made: make_plan imports it while it waits for the servers.
+    from gitops.render.plan import render_text
+
+    if as_json:
+        click.echo(redact(render_text(result, now=now, full=full)), nl=False, err=True)
+    else:
+        click.echo(redact(render_text(result, now=now, color=color, full=full)), nl=False)
+
+
+def _show_applied(applied: Applied, *, as_json: bool, told: bool) -> None:
+    """The applied line, each verification, and the deploys still unsettled (``told``: not said by the plan)."""
+    report = applied.report
+    if report.cancelled:
+        click.echo("Apply cancelled; nothing was changed.", err=True)
+        return
+    if report.applied_line is not None:
+        click.echo(report.applied_line, err=as_json)
+    for verification in applied.verifications:
+        for line in verification.lines():
+            click.echo(inert(redact(line)), err=as_json)  # the game's error texts among them: inert
+    for note in applied.left if told else []:
+        click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
+
+
+def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, now: float) -> None:
     """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}, "verify": [...],
     "unsettled": [...]}`` (``unsettled``: the deploys still unverified or failing after this run)."""
-    import json
-
     from gitops.render.plan import plan_document, unsettled_document
 
     document = {
         "format_version": 1,
-        "applied": applied,
+        "applied": applied.report.applied,
         "outcomes": [
             {"branch": o.branch, "step": o.step.describe(), "status": o.status, "detail": o.detail} for o in outcomes
         ],
         "plan": plan_document(plan, now=now),
-        "verify": [v.document() for v in [*(report.verifications if report is not None else []), *(again or [])]],
-        "unsettled": [unsettled_document(n) for n in left or []],
+        "verify": [v.document() for v in applied.verifications],
+        "unsettled": [unsettled_document(n) for n in applied.left],
     }
     echo_json(json.dumps(document, indent=2) + "\n")
 
 
-def _apply_each(s: Any, plan: Any, *, saved: bool, progress: Any) -> int:
-    """``--keep-going``: apply server by server; a server that fails is reported and the others go on. The exit
-    code is the worst failure's (planning or applying), 0 when none failed."""
-    from gitops.app.applying import apply_each
-    from gitops.app.deploys import unsettled
-
-    reports, failures = apply_each(s, plan, saved=saved, progress=progress)
-    codes: list[int] = []
-    judged = {v.label for report in reports for v in report.verifications}
-    for note in unsettled(s):
-        if note.label not in judged:  # unverified or failing from an earlier run (issue 39)
-            click.echo(redact(note.line()))
-            codes.append(ExitCode.UNVERIFIED)
-    for report in reports:
+def _show_each(each: AppliedEach) -> int:
+    """``--keep-going``: each server's result, the failed ones, and the deploys still unsettled."""
+    if each.cancelled:
+        click.echo("Apply cancelled; nothing was changed.", err=True)
+        return each.exit_code
+    for note in each.left:  # unverified or failing from an earlier run (issue 39)
+        click.echo(redact(note.line()))
+    for report in each.reports:
         if report.applied_line is not None and report.plan.has_changes:
             click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
         for verification in report.verifications:
             for line in verification.lines():
                 click.echo(inert(redact(line)))
-        codes.append(report.verify_exit_code)
-    for failure in plan.failed:
+    for failure in each.plan.failed:
         click.echo(inert(redact(f"Error: server '{failure.server}' was not planned: {failure.message}")), err=True)
-        codes.append(failure.exit_code)
-    for server, exc in failures.items():
+    for server, exc in each.failures.items():
         print_unlock_links(exc)
         click.echo(inert(redact(f"Error: server '{server}' failed: {exc}")), err=True)
-        codes.append(exc.exit_code)
-    if not plan.has_changes and not plan.failed:
+    if not each.plan.has_changes and not each.plan.failed:
         click.echo("Nothing to apply.")
-    return max(codes, default=ExitCode.OK)
+    return each.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,7 +17,12 @@ from gitops.cli.common import (
     target_options,
     use_color,
 )
-from gitops.errors import ExitCode
+from gitops.inert import inert
+from gitops.secrets import redact
+
+if TYPE_CHECKING:
+    from gitops.app.pipeline import Planned
+    from gitops.core.plan import Plan
 
 
 @click.command()
@@ -55,9 +61,6 @@ def plan(
     an error answer) does not stop the others: they are planned and shown, the failed one is marked, and the exit
     code is the worst failure's (or 3 when that is higher and the budget does not fit), never 0 or 2.
     """
-    from gitops.inert import inert
-    from gitops.secrets import redact
-
     fmt = chosen_format(fmt, as_json, as_markdown)
     if out is not None:
         from gitops.edges.planfile import check_out_path
@@ -77,41 +80,48 @@ def plan(
 
     reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app.planning import budget_error, make_plan
+        from gitops.app import pipeline
         from gitops.app.session import open_session
 
-        with open_session(options, reading.loaded) as s:
-            result = make_plan(s, isolate=True, reading=reading)
+        with open_session(options, reading.loaded) as session:
+            result = pipeline.make_or_load(session, isolate=True, reading=reading)
             if not result.has_changes and not result.failed:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
-            # Imported once the plan is made (make_plan has them imported while it waits for the servers).
-            from gitops.edges.planfile import save_plan
-            from gitops.render.plan import render_json, render_markdown, render_text
-
-            now = options.clock.now()
-            if fmt == "json":
-                echo_json(render_json(result, now=now))
-            elif fmt == "markdown":
-                click.echo(redact(render_markdown(result, now=now)), nl=False)
-            else:
-                click.echo(redact(render_text(result, now=now, color=use_color(no_color), full=full)), nl=False)
-            for failure in result.failed:
-                click.echo(inert(redact(f"Error: {failure.message}")), err=True)
-            refusal = budget_error(result, s)
-            if refusal is not None:
-                print_unlock_links(refusal)
-                if result.failure_code is None:
-                    raise refusal
-                click.echo(inert(redact(f"Error: {refusal}")), err=True)
-            if out is not None and refusal is None:
-                save_plan(result, out)
-                click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
-                if result.failed:
-                    click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)
+            _show(result, fmt, now=options.clock.now(), color=use_color(no_color), full=full)
+            planned = pipeline.weigh(session, result)
+            _report(planned, out)
     finally:
         reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
-    if result.failure_code is not None:
-        return max(result.failure_code, ExitCode.BUDGET if refusal is not None else 0)
-    if result.unsettled:
-        return ExitCode.UNVERIFIED
-    return ExitCode.CHANGES if result.has_changes else ExitCode.OK
+    return planned.exit_code
+
+
+def _show(result: Plan, fmt: str, *, now: float, color: bool, full: bool) -> None:
+    """The plan in the chosen format, and each failed server's error."""
+    # Imported once the plan is made (make_plan has them imported while it waits for the servers).
+    from gitops.render.plan import render_json, render_markdown, render_text
+
+    if fmt == "json":
+        echo_json(render_json(result, now=now))
+    elif fmt == "markdown":
+        click.echo(redact(render_markdown(result, now=now)), nl=False)
+    else:
+        click.echo(redact(render_text(result, now=now, color=color, full=full)), nl=False)
+    for failure in result.failed:
+        click.echo(inert(redact(f"Error: {failure.message}")), err=True)
+
+
+def _report(planned: Planned, out: Path | None) -> None:
+    """The budget's refusal (raised when no server failed: its exit code is the run's), and the saved plan."""
+    from gitops.edges.planfile import save_plan
+
+    result, refusal = planned.plan, planned.refusal
+    if refusal is not None:
+        print_unlock_links(refusal)
+        if result.failure_code is None:
+            raise refusal
+        click.echo(inert(redact(f"Error: {refusal}")), err=True)
+    if out is not None and refusal is None:
+        save_plan(result, out)
+        click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
+        if result.failed:
+            click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)

@@ -17,7 +17,6 @@ from gitops.app.deploys import choose_rollback, history, status, unsettled
 from gitops.app.headstart.start import HeadStart
 from gitops.app.planning import make_plan
 from gitops.app.session import open_session
-from gitops.app.verifying import worst
 from gitops.cli.common import (
     is_terminal,
     manifest_option,
@@ -29,6 +28,7 @@ from gitops.cli.common import (
 )
 from gitops.core.apply import Outcome
 from gitops.core.budget import utc
+from gitops.core.health import worst
 from gitops.errors import BudgetError, ExitCode, UsageError
 from gitops.render.deploys import history_json, history_text, status_json, status_text
 from gitops.render.plan import render_text

@@ -1,36 +1,23 @@
 """Judging a deploy by what the game's console said after the new code landed (pure: no I/O, no clock).
 
 The socket edge (``edges/socket.py``) turns the console channel into :class:`ConsoleEvent` values, already redacted;
-:func:`group_ticks` groups them into ticks, and :func:`judge` weighs the ticks against the branch's thresholds:
-
-* **healthy**: at least ``ticks`` ticks were seen and fewer than ``error_share`` of them failed;
-* **failing**: at least that share of the seen ticks failed (an uncaught error, a "CPU limit" termination, or a
-  log line matching one of the ``fail_on`` patterns), with the first error lines as evidence; also when fewer
-  ticks than asked came, but already so many failed that the share is reached whatever the missing ones do;
-* **unknown**: the socket could not be used (the edge's ``problem``), or too few ticks came in the time limit, or
-  the ticks failed in the server's own code (below).
-
-**Blame only what is the bot's.** Given the deployed modules' names (``bot_modules``), an error whose stack has
-frames and none of them in a bot module (``<runtime>``, ``@screeps/driver``, ``<isolated-vm>``, ``node:internal``
-...) is the server's: its tick does not count as failed, and when such ticks reach the share the verdict is
-**unknown** with that reason, so nothing is ever rolled back for it. An error without any frame (a ``CPU limit``
-termination, a thrown string) stays the bot's. The bot's top frame (``main:12``) is kept for the output.
-
-There is no path to "healthy" without ticks: zero ticks is always unknown.
-
-How ticks are counted (``@screeps/engine``'s runner: the console message, then the error): the server sends one
-``{"messages": {"log": [...], "results": [...]}}`` per tick, and, when the player's code failed in that tick, a
-separate ``{"error": TEXT}`` after it. Each ``messages`` event opens a tick; an error belongs to the open tick unless
-that one has its error already, or none is open: then it is a tick of its own (a run the server terminated, at the
-CPU limit say, sends the error alone).
+:func:`group_ticks` groups them into ticks, and :meth:`TickTally.judge_counted` (or :func:`judge_ticks`, over ticks
+already grouped) weighs the ticks against the branch's thresholds: **healthy** when enough ticks came and fewer than
+``error_share`` of them failed; **failing** when that share failed (an uncaught error, a "CPU limit" termination, a
+log line matching ``fail_on``), with the first error lines as evidence; **unknown** when the socket could not be
+used, too few ticks came, or the ticks failed in the server's own code (:func:`blame`). There is no path to
+"healthy" without ticks, and nothing is ever rolled back for an error that is not the bot's.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from gitops.errors import ExitCode
 
 Status = Literal["healthy", "failing", "unknown"]
 
@@ -126,7 +113,9 @@ def blame(error: str, bot_modules: frozenset[str] | None) -> tuple[bool, str | N
     """Whether ``error`` is the bot's, and its top frame in a bot module (``main:12``) when it has one.
 
     ``bot_modules`` ``None`` (the deployed names are not known): every error is the bot's. An error without frames
-    is the bot's; one whose frames are all outside ``bot_modules`` is the server's."""
+    (a ``CPU limit`` termination, a thrown string) is the bot's; one whose frames are all outside ``bot_modules``
+    (``<runtime>``, ``@screeps/driver``, ``<isolated-vm>``, ``node:internal`` ...) is the server's: its tick does not
+    count as failed, and when such ticks reach the share the verdict is unknown, with that reason."""
     if bot_modules is None:
         return True, None
     stack = frames(error)
@@ -144,7 +133,11 @@ def unknown(reason: str) -> Health:
 
 
 def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
-    """The ticks the events make up (see the module's docstring)."""
+    """The ticks the events make up. ``@screeps/engine``'s runner sends one ``{"messages": {"log": [...], "results":
+    [...]}}`` per tick and, when the player's code failed in that tick, a separate ``{"error": TEXT}`` after it. Each
+    ``messages`` event opens a tick; an error belongs to the open tick unless that one has its error already, or none
+    is open: then it is a tick of its own (a run the server terminated, at the CPU limit say, sends the error alone).
+    """
     ticks: list[Tick] = []
     for event in events:
         if event.log is not None:
@@ -160,7 +153,7 @@ def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
 
 
 class TickTally:
-    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge`).
+    """Ticks counted as the console's events come (:meth:`add`), judged at the end (:meth:`judge_counted`).
 
     The first ``skip`` ticks are not counted (the ones that may still run the old code), nor any after the next
     ``limit`` (``None``: all). Only the open tick is held; of the counted ticks, only their numbers and the first
@@ -237,9 +230,10 @@ class TickTally:
             self.server_failed += 1
             _keep(self.server_evidence, theirs)
 
-    def judge(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
+    def judge_counted(self, *, problem: str | None = None, timeout: float = 0.0) -> Health:
         """The verdict on the ticks counted (the open one counts as a tick); ``problem`` is what stopped the watch
-        early, if anything."""
+        early, if anything. Failing also when fewer ticks than asked came, but already so many failed that the share
+        is reached whatever the missing ones do."""
         self._close()
         seen, failed, server_failed = self.seen, self.failed, self.server_failed
         wanted = self._thresholds.ticks
@@ -271,7 +265,7 @@ class TickTally:
         return verdict("unknown", f"only {seen} of {wanted} ticks came within {timeout:g} s")
 
 
-def judge(
+def judge_ticks(
     ticks: list[Tick],
     thresholds: Thresholds,
     *,
@@ -284,7 +278,111 @@ def judge(
     tally = TickTally(thresholds, bot_modules=bot_modules)
     for tick in ticks:
         tally.count(tick)
-    return tally.judge(problem=problem, timeout=timeout)
+    return tally.judge_counted(problem=problem, timeout=timeout)
+
+
+# --- the outcome of one branch's verification --------------------------------------------------------------
+
+Result = Literal["healthy", "unknown", "unhealthy", "rolled-back", "undo-failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The health check of one branch and what was done about it."""
+
+    label: str
+    health: Health
+    #: ``restored``: the previous code was uploaded again; ``switched-back``: the standby branch that ran before was
+    #: activated again; ``undo-failed``: that upload or activation failed.
+    action: Literal["none", "restored", "switched-back", "undo-failed"] = "none"
+    #: What the undo did, in words (``activated default again for world``).
+    undo: str | None = None
+    #: The health after the undo (``None`` when there was none).
+    after: Health | None = None
+    #: The undo's error, when it failed.
+    undo_error: str | None = None
+
+    @property
+    def result(self) -> Result:
+        if self.action == "undo-failed":
+            return "undo-failed"
+        if self.action in ("restored", "switched-back"):
+            return "rolled-back"
+        if self.health.status == "failing":
+            return "unhealthy"
+        return self.health.status
+
+    #: SIGINT/SIGTERM stopped the watch (the step in flight was finished; nothing more was sent).
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """10 only when the code after the undo was judged healthy; an undo not judged healthy after is 9 (the branch
+        may still fail); an interrupted watch is 12 (the deploy is unverified)."""
+        if self.interrupted:
+            return ExitCode.UNVERIFIED
+        if self.result == "rolled-back" and (self.after is None or self.after.status != "healthy"):
+            return ExitCode.UNHEALTHY
+        return {
+            "healthy": ExitCode.OK,
+            "unknown": ExitCode.OK,
+            "unhealthy": ExitCode.UNHEALTHY,
+            "rolled-back": ExitCode.ROLLED_BACK,
+            "undo-failed": ExitCode.UNDO_FAILED,
+        }[self.result]
+
+    def lines(self) -> list[str]:
+        """What the CLI prints and the Action records (evidence already redacted)."""
+        h = self.health
+        out = [f"verify {self.label}: {h.status.upper()}: {h.reason}"]
+        if self.interrupted:
+            out[0] = f"verify {self.label}: INTERRUPTED after {h.ticks_seen} tick(s), so far {h.status}: {h.reason}"
+        out += [f"  error: {line}" for e in h.evidence for line in e.splitlines()[:1]]
+        if h.bot_frame is not None:
+            module, _, line = h.bot_frame.rpartition(":")
+            out.append(f"  at module {module}, line {line} (the top frame in the bot's own code)")
+        if self.action in ("restored", "switched-back"):
+            out.append(f"  rolled back: {self.undo}")
+            if self.after is not None:
+                out.append(f"  after the rollback: {self.after.status.upper()}: {self.after.reason}")
+        elif self.action == "undo-failed":
+            out.append(f"  ROLLBACK FAILED ({self.undo}): {self.undo_error}")
+            out.append(f"  the server still runs the new, failing code of {self.label}")
+        elif h.status == "failing" and not self.interrupted:
+            out.append(f"  left in place (on_failure: report): the new code still runs on {self.label}")
+        if self.interrupted:
+            out.append(
+                f"  the deploy of {self.label} is recorded as interrupted (unverified): 'gitops apply --verify-again' "
+                "judges it again, 'gitops rollback' undoes it"
+            )
+        return out
+
+    def document(self) -> dict[str, object]:
+        return {
+            "branch": self.label,
+            "result": self.result,
+            "health": self.health.to_json(),
+            "action": self.action,
+            "undo": self.undo,
+            "after": None if self.after is None else self.after.to_json(),
+            "undo_error": self.undo_error,
+            "interrupted": self.interrupted,
+        }
+
+
+#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
+SEVERITY: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ROLLED_BACK,
+    ExitCode.UNHEALTHY,
+    ExitCode.UNVERIFIED,
+    ExitCode.UNDO_FAILED,
+)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
 
 
 def _keep(evidence: list[str], lines: list[str]) -> None:
@@ -302,6 +400,7 @@ def _first_lines(text: str) -> str:
 
 
 __all__ = [
+    "SEVERITY",
     "ConsoleEvent",
     "Frame",
     "Health",
@@ -309,9 +408,11 @@ __all__ = [
     "Thresholds",
     "Tick",
     "TickTally",
+    "Verification",
     "blame",
     "frames",
     "group_ticks",
-    "judge",
+    "judge_ticks",
     "unknown",
+    "worst",
 ]

@@ -1,11 +1,11 @@
 """A rehearsal's figures and its comparison with the base (pure: no I/O, no clock).
 
 ``gitops rehearse`` runs a branch's code in a throwaway world of the real private server (``app/rehearsal.py``)
-and gets back what the game published for the bot: its console messages (judged by :func:`gitops.core.health.judge`,
-the same judge as ``verify``) and its ``cpu`` messages (``{"cpu": N, "memory": BYTES}`` every tick, ``"error"`` for
-a tick the server terminated). This module turns them into one :class:`Side`: failed ticks, the distinct errors with
-the bot's file and line, the CPU used per tick (mean, 95th percentile, max) and the memory size at the end; and
-weighs the head against the base (:class:`Comparison`).
+and gets back what the game published for the bot: its console messages (judged by
+:func:`gitops.core.health.judge_ticks`, the same judge as ``verify``) and its ``cpu`` messages (``{"cpu": N,
+"memory": BYTES}`` every tick, ``"error"`` for a tick the server terminated). This module turns them into one
+:class:`Side`: failed ticks, the distinct errors with the bot's file and line, the CPU used per tick (mean, 95th
+percentile, max) and the memory size at the end; and weighs the head against the base (:class:`Comparison`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from gitops.core.health import Health, Status, Thresholds, Tick, judge
+from gitops.core.health import Health, Status, Thresholds, Tick, judge_ticks
 
 #: Ticks a rehearsal runs unless told (``--ticks``, the Action's ``rehearse-ticks``).
 DEFAULT_TICKS = 100
@@ -180,7 +180,7 @@ def side(
     """One side's figures: ``ticks`` judged by the verify judge, ``cpu`` per tick (``None``: a terminated tick)."""
     names = frozenset(modules)
     # The verify judge with the bot's module names: an error with no frame of the bot's is the world's (issue 39).
-    health = judge(list(ticks), thresholds, problem=problem, timeout=timeout, bot_modules=names)
+    health = judge_ticks(list(ticks), thresholds, problem=problem, timeout=timeout, bot_modules=names)
     return Side(
         label=label,
         health=health,

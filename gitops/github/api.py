@@ -7,10 +7,9 @@ works), the token (a :class:`~gitops.secrets.Secret`, never printed), pagination
 at the start of its body, so each push edits the same comment instead of adding one.
 
 Every answer is read as the game service's are (:func:`gitops.edges.http.send_bounded`): with a byte cap
-(:data:`PAGE_CAP` for a page of comments, :data:`ANSWER_CAP` for anything else) and a deadline for the whole
-request (``timeout``), within one deadline for all of the client's requests (``total``). A hostile or broken
-GitHub (an endless answer, a gzip bomb, one byte a second, silence) so ends in a :class:`GitHubError` in bounded
-time and memory, which the Action shows as a warning.
+(:data:`PAGE_CAP`, :data:`ANSWER_CAP`) and a deadline per request and for them all, so that a hostile or broken
+GitHub (an endless answer, a gzip bomb, one byte a second, silence) ends in a :class:`GitHubError` in bounded time
+and memory, which the Action shows as a warning.
 
 Tests hand the client an ``httpx.MockTransport``; :func:`use_transport` does the same for a whole in-process run
 of ``gitops action`` (the game service keeps its own transport), and may shorten the deadlines.

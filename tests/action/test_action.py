@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from gitops.edges.clock import ManualClock
-from gitops.github.action import SUMMARY_LIMIT_BYTES
 from gitops.github.api import COMMENT_LIMIT, marker
+from gitops.github.report import SUMMARY_LIMIT_BYTES
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
 from tests.action.runner import ActionRun, CacheStore, InProcess, Runner, run_bash

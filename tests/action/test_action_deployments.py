@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.github.action import deployment_environment
+from gitops.github.deployments import deployment_environment
 from gitops.standin.testing import StandIn
 from tests.action.test_action import DEPLOY, PLAN, REPO, World, assert_no_secret, make_world
 

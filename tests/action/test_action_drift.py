@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gitops.github.action import DRIFT_ISSUE_TITLE
 from gitops.github.api import drift_marker
+from gitops.github.issues import DRIFT_ISSUE_TITLE
 from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.action.runner import ActionRun
 from tests.action.test_action import DEPLOY, REPO, World, assert_no_secret, make_world

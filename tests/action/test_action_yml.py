@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gitops import __version__
-from gitops.github.action import INPUT_ENV
+from gitops.github.inputs import INPUT_ENV
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))

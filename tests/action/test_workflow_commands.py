@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gitops.errors import UsageError
-from gitops.github.action import INPUT_ENV, Inputs, Runner, annotation, mask_lines, write_outputs
+from gitops.github.inputs import INPUT_ENV, Inputs
+from gitops.github.runner import Runner, annotation, mask_lines, write_outputs
 from gitops.secrets import Secret, redact
 from tests.action.runner import read_outputs
 from tests.action.test_action import pull_request_event
@@ -117,7 +118,7 @@ def test_unreadable_event_file_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_missing_secret_message_names_what_each_server_reads(tmp_path: Path) -> None:
     from gitops.config.manifest import load_manifest
-    from gitops.github.action import missing_secret_message
+    from gitops.github.trust import missing_secret_message
 
     (tmp_path / "gitops.yaml").write_text(
         """version: 1

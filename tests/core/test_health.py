@@ -17,7 +17,7 @@ from gitops.core.health import (
     TickTally,
     frames,
     group_ticks,
-    judge,
+    judge_ticks,
     unknown,
 )
 
@@ -45,13 +45,13 @@ def test_an_error_belongs_to_the_open_tick_or_is_a_tick_of_its_own() -> None:
 
 def test_terminated_runs_send_only_errors_and_still_count_as_ticks() -> None:
     cpu = "Script execution has been terminated: CPU limit reached"
-    health = judge(group_ticks([_err(cpu)] * 4), Thresholds(ticks=3))
+    health = judge_ticks(group_ticks([_err(cpu)] * 4), Thresholds(ticks=3))
     assert (health.status, health.ticks_seen, health.cpu_terminations) == ("failing", 4, 4)
 
 
 def test_healthy_needs_the_ticks_and_few_failures() -> None:
     ticks = [Tick(("ok",))] * 9 + [Tick((), ("TypeError: once",))]
-    health = judge(ticks, Thresholds(ticks=10, error_share=0.5))
+    health = judge_ticks(ticks, Thresholds(ticks=10, error_share=0.5))
     assert health.status == "healthy"
     assert (health.ticks_seen, health.failed_ticks) == (10, 1)
     assert health.evidence == ("TypeError: once",)
@@ -61,7 +61,7 @@ def test_failing_at_the_share_with_evidence_and_cpu_terminations() -> None:
     boom = "TypeError: Cannot read property 'x' of undefined\n    at loop (main:3:5)\n    at a\n    at b\n    at c"
     ticks = [Tick((), (boom,))] * 3 + [Tick((), ("Script execution has been terminated: CPU limit reached",))] * 2
     ticks += [Tick()] * 5
-    health = judge(ticks, Thresholds(ticks=10, error_share=0.5))
+    health = judge_ticks(ticks, Thresholds(ticks=10, error_share=0.5))
     assert health.status == "failing"
     assert health.failed_ticks == 5
     assert health.cpu_terminations == 2
@@ -71,32 +71,32 @@ def test_failing_at_the_share_with_evidence_and_cpu_terminations() -> None:
 
 def test_zero_ticks_is_never_healthy() -> None:
     for share in (0.0, 0.5, 1.0):
-        health = judge([], Thresholds(ticks=0, error_share=share), timeout=5)
+        health = judge_ticks([], Thresholds(ticks=0, error_share=share), timeout=5)
         assert health.status == "unknown"
         assert "no tick" in health.reason
 
 
 def test_too_few_ticks_is_unknown_unless_the_failures_already_decide() -> None:
-    slow = judge([Tick()] * 2, Thresholds(ticks=10), timeout=30)
+    slow = judge_ticks([Tick()] * 2, Thresholds(ticks=10), timeout=30)
     assert slow.status == "unknown"
     assert slow.reason == "only 2 of 10 ticks came within 30 s"
-    decided = judge([Tick((), ("x",))] * 5, Thresholds(ticks=10, error_share=0.5), timeout=30)
+    decided = judge_ticks([Tick((), ("x",))] * 5, Thresholds(ticks=10, error_share=0.5), timeout=30)
     assert decided.status == "failing"
 
 
 def test_a_problem_makes_unknown_and_fail_on_patterns_count() -> None:
-    assert judge([], Thresholds(), problem="auth failed").reason == "auth failed"
+    assert judge_ticks([], Thresholds(), problem="auth failed").reason == "auth failed"
     assert unknown("socket refused").status == "unknown"
     ticks = [Tick(("[ERROR] caught: spawn failed",))] * 10
-    assert judge(ticks, Thresholds(ticks=10)).status == "healthy"
-    caught = judge(ticks, Thresholds(ticks=10, fail_on=(r"^\[ERROR\]",)))
+    assert judge_ticks(ticks, Thresholds(ticks=10)).status == "healthy"
+    caught = judge_ticks(ticks, Thresholds(ticks=10, fail_on=(r"^\[ERROR\]",)))
     assert caught.status == "failing"
     assert caught.evidence == ("[ERROR] caught: spawn failed",)
 
 
 def test_zero_share_fails_on_any_error_only() -> None:
-    assert judge([Tick()] * 3, Thresholds(ticks=3, error_share=0.0)).status == "healthy"
-    assert judge([Tick()] * 2 + [Tick((), ("x",))], Thresholds(ticks=3, error_share=0.0)).status == "failing"
+    assert judge_ticks([Tick()] * 3, Thresholds(ticks=3, error_share=0.0)).status == "healthy"
+    assert judge_ticks([Tick()] * 2 + [Tick((), ("x",))], Thresholds(ticks=3, error_share=0.0)).status == "failing"
 
 
 # --- blame only what is the bot's (issue 39) ----------------------------------------------------------------------
@@ -131,27 +131,27 @@ def test_frames_are_read_with_the_servers_escapes() -> None:
 
 def test_an_error_with_no_frame_of_the_bot_is_the_servers_and_unknown_never_failing() -> None:
     ticks = [Tick(("only console.log",), (SERVER_FAULT,))] * 10
-    health = judge(ticks, Thresholds(ticks=10), bot_modules=BOT)
+    health = judge_ticks(ticks, Thresholds(ticks=10), bot_modules=BOT)
     assert health.status == "unknown"
     assert (health.failed_ticks, health.server_failed_ticks) == (0, 10)
     assert health.reason.startswith("10 of 10 ticks failed in the server's own code, not the bot's")
     assert health.reason.endswith("ReferenceError: _ is not defined")
     assert health.bot_frame is None
     # Before it was known which modules are the bot's, the same ticks condemned it (the issue's wrong rollback).
-    assert judge(ticks, Thresholds(ticks=10)).status == "failing"
+    assert judge_ticks(ticks, Thresholds(ticks=10)).status == "failing"
 
 
 def test_the_bots_own_error_is_failing_and_names_its_top_frame() -> None:
     ticks = [Tick((), (BOT_FAULT,))] * 3
-    health = judge(ticks, Thresholds(ticks=3), bot_modules=BOT)
+    health = judge_ticks(ticks, Thresholds(ticks=3), bot_modules=BOT)
     assert (health.status, health.failed_ticks, health.bot_frame) == ("failing", 3, "role.harvester:14")
     # A stack through the runtime into the bot is still the bot's; a frameless error (CPU, a thrown string) too.
-    assert judge([Tick((), ("Error: boom",))] * 3, Thresholds(ticks=3), bot_modules=BOT).status == "failing"
+    assert judge_ticks([Tick((), ("Error: boom",))] * 3, Thresholds(ticks=3), bot_modules=BOT).status == "failing"
 
 
 def test_a_few_server_hiccups_beside_healthy_ticks_stay_healthy() -> None:
     ticks = [Tick((), (SERVER_FAULT,))] + [Tick(("ok",))] * 9
-    health = judge(ticks, Thresholds(ticks=10, error_share=0.5), bot_modules=BOT)
+    health = judge_ticks(ticks, Thresholds(ticks=10, error_share=0.5), bot_modules=BOT)
     assert (health.status, health.server_failed_ticks) == ("healthy", 1)
 
 
@@ -170,8 +170,8 @@ def test_the_tally_judges_as_the_ticks_of_all_the_events_would(seed: int) -> Non
     tally = TickTally(thresholds, skip=skip, limit=thresholds.ticks)
     for event in events:
         tally.add(event)
-    expected = judge(group_ticks(events)[skip:][: thresholds.ticks], thresholds, timeout=5)
-    assert tally.judge(timeout=5) == expected
+    expected = judge_ticks(group_ticks(events)[skip:][: thresholds.ticks], thresholds, timeout=5)
+    assert tally.judge_counted(timeout=5) == expected
     assert tally.opened == len(group_ticks(events))
 
 
@@ -188,7 +188,7 @@ def test_an_endless_console_stream_is_counted_in_bounded_memory() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 2_000_000  # the events were 200 MB
-    health = tally.judge(timeout=1)
+    health = tally.judge_counted(timeout=1)
     assert (health.ticks_seen, health.failed_ticks) == (4998, 4998)  # the first two settle; the open one counts
     assert len(health.evidence) == EVIDENCE_LINES
     assert health.evidence[0].startswith("TypeError 2: ")

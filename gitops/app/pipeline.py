@@ -1,0 +1,183 @@
+"""The one flow of a deploy: plan, apply, verify, and the outcome with its exit code.
+
+``gitops plan``, ``gitops apply`` and the GitHub Action's step run these stages; a second CI front end (GitLab,
+say) would add a front end that renders them, not a copy of the flow. The stages never print and choose no words
+for a terminal: what a front end shows between them (the plan, a question, each step's outcome) it passes in as
+``show``, ``confirm`` and ``progress``. What the stages do decide, once for every front end, is the outcome: the
+plan's exit-code rule (:func:`plan_exit_code`) and the apply's (:attr:`Applied.exit_code`,
+:attr:`AppliedEach.exit_code`).
+
+The apply use case (with the plan models, the renderers' lines and the verification) is imported where it is used:
+during a fresh plan the local read's worker imports it while the servers answer
+(:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it. For the same
+reason the stages' results are plain classes: a dataclass's generated methods are made when the module is imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitops.app.deploys import unsettled
+from gitops.app.headstart.start import HeadStart
+from gitops.app.planning import budget_error, make_plan
+from gitops.app.session import Session
+from gitops.errors import BudgetError, ExitCode, GitopsError
+
+if TYPE_CHECKING:
+    from gitops.app.applying import ApplyReport
+    from gitops.app.headstart.localread import LocalRead
+    from gitops.core.apply import Outcome
+    from gitops.core.deploys import UnsettledDeploy
+    from gitops.core.health import Verification
+    from gitops.core.plan import Plan
+
+Progress = Callable[["Outcome"], None]
+
+
+def plan_exit_code(plan: Plan, refusal: BudgetError | None, *, changes_count: bool = True) -> int:
+    """THE plan's exit code: the worst failed server's (or 3 when that is higher and the budget does not fit), else
+    3 when the budget does not fit, else 12 when a branch's last deploy is unverified or failing, else 2 for changes
+    (``changes_count``: not for a plan about to be applied) and 0 for none."""
+    if plan.failure_code is not None:
+        return max(plan.failure_code, ExitCode.BUDGET if refusal is not None else 0)
+    if refusal is not None:
+        return ExitCode.BUDGET
+    if plan.unsettled:
+        return ExitCode.UNVERIFIED
+    return ExitCode.CHANGES if changes_count and plan.has_changes else ExitCode.OK
+
+
+class Planned:
+    """A plan and whether it fits the budget: the outcome of ``gitops plan`` and of the Action's plan."""
+
+    __slots__ = ("plan", "refusal")
+
+    def __init__(self, plan: Plan, refusal: BudgetError | None) -> None:
+        self.plan = plan
+        #: The budget's refusal (:func:`gitops.app.planning.budget_error`), or ``None`` when the plan fits.
+        self.refusal = refusal
+
+    @property
+    def exit_code(self) -> int:
+        return plan_exit_code(self.plan, self.refusal)
+
+
+def make_or_load(
+    session: Session, *, isolate: bool, reading: LocalRead | None = None, plan_file: Path | None = None
+) -> Plan:
+    """The plan stage: a fresh plan (``isolate``: a failed server is marked and the others planned), or the one
+    ``plan_file`` holds, checked against the session's manifest."""
+    if plan_file is None:
+        # The fast start always: the command's local read when it began one, else one begun here.
+        return make_plan(session, isolate=isolate, headstart=HeadStart(session, reading))
+    from gitops.app.applying import load_saved_plan  # noqa: PLC0415, RUF100 (boundary: after the servers)
+
+    return load_saved_plan(plan_file, session)
+
+
+def weigh(session: Session, plan: Plan) -> Planned:
+    """The outcome of a plan that is shown, not applied: whether it fits the budget, and so its exit code."""
+    return Planned(plan, budget_error(plan, session))
+
+
+class Applied:
+    """What an apply did (its report, the branches judged again) and what is still unsettled after it."""
+
+    __slots__ = ("again", "exit_code", "left", "report")
+
+    def __init__(
+        self, report: ApplyReport, again: list[Verification], left: list[UnsettledDeploy], exit_code: int
+    ) -> None:
+        self.report = report
+        #: ``--verify-again``: each branch watched and judged again.
+        self.again = again
+        #: The deploys still unverified or failing that this run did not judge (issue 39).
+        self.left = left
+        #: The verifications' worst code, or 12 for a branch left unsettled (1 when the person said no).
+        self.exit_code = exit_code
+
+    @property
+    def verifications(self) -> list[Verification]:
+        return [*self.report.verifications, *self.again]
+
+
+def apply(
+    session: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    confirm: Callable[[], bool] | None = None,
+    progress: Progress | None = None,
+    verify_again: bool = False,
+) -> Applied:
+    """The apply and verify stages: carry ``plan`` out (asking ``confirm`` first, when given), each branch with
+    ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
+    again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
+    from gitops.app import applying  # noqa: PLC0415, RUF100 (boundary: after the servers)
+
+    with session.options.interrupt.installed():
+        report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
+        again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
+    judged = {v.label for v in [*report.verifications, *again]}
+    left = [note for note in unsettled(session) if note.label not in judged]
+    if report.cancelled:
+        # The person answered no: nothing was applied (an error for scripts that expected a deploy).
+        return Applied(report, again, left, ExitCode.FAILURE)
+    return Applied(report, again, left, applying.still_unsettled_code(session, report, again))
+
+
+class AppliedEach:
+    """``apply --keep-going``: each server applied on its own; the failed ones and what is still unsettled."""
+
+    __slots__ = ("cancelled", "failures", "left", "plan", "reports")
+
+    def __init__(
+        self,
+        plan: Plan,
+        reports: list[ApplyReport] | None = None,
+        failures: dict[str, GitopsError] | None = None,
+        left: list[UnsettledDeploy] | None = None,
+        *,
+        cancelled: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.reports = reports or []
+        #: The error of each server whose apply failed.
+        self.failures = failures or {}
+        #: The deploys still unverified or failing that this run did not judge (issue 39).
+        self.left = left or []
+        self.cancelled = cancelled
+
+    @property
+    def exit_code(self) -> int:
+        """The worst failure's (planning or applying) or verification's code; 12 for a branch left unsettled; 1 when
+        the person said no; 0 when none failed."""
+        if self.cancelled:
+            return ExitCode.FAILURE
+        codes: list[int] = [ExitCode.UNVERIFIED for _ in self.left]
+        codes += [report.verify_exit_code for report in self.reports]
+        codes += [failure.exit_code for failure in self.plan.failed]
+        codes += [exc.exit_code for exc in self.failures.values()]
+        return max(codes, default=ExitCode.OK)
+
+
+def apply_each(
+    session: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    confirm: Callable[[], bool] | None = None,
+    progress: Progress | None = None,
+) -> AppliedEach:
+    """The apply and verify stages server by server (``--keep-going``): a server that fails is recorded and the
+    others go on. ``confirm`` is asked once for the whole plan, when it has changes."""
+    if confirm is not None and plan.has_changes and not confirm():
+        return AppliedEach(plan, cancelled=True)
+    from gitops.app import applying  # noqa: PLC0415, RUF100 (boundary: after the servers)
+
+    reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
+    judged = {v.label for report in reports for v in report.verifications}
+    left = [note for note in unsettled(session) if note.label not in judged]
+    return AppliedEach(plan, reports, failures, left)

@@ -1,0 +1,222 @@
+"""What one run of the Action found out (:class:`Report`), and its Markdown: the job summary and the pull request's
+plan comment.
+
+The Markdown is cut to GitHub's limits (a summary's bytes, a comment's characters), the plan's diffs first; it is
+redacted, because a comment is not masked by GitHub as a log is, and a diff may show a module holding a credential.
+A comment that cannot be posted is a warning, never the reason a step fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from gitops.config.routes import RouteChange
+from gitops.errors import BudgetError, ExitCode, GitopsError
+from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPermissionError, marker
+from gitops.github.inputs import Command
+from gitops.github.runner import Echo, PullRequest, Runner, annotation, write_outputs
+from gitops.render.drift import render_markdown as render_drift
+from gitops.render.plan import md_code, md_fence, render_markdown
+from gitops.render.rehearsal import markdown as rehearsal_markdown
+from gitops.secrets import Secret, redact
+
+if TYPE_CHECKING:
+    from gitops.app.rehearsal import Rehearsal
+    from gitops.core.drift import DriftReport
+    from gitops.core.health import Verification
+    from gitops.core.plan import Plan
+
+#: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
+SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
+
+
+#: Characters kept free in the comment for the marker and footer estimate errors.
+COMMENT_MARGIN = 512
+
+
+#: An error message longer than this is cut in the summary and comment (the log has all of it).
+_ERROR_CHARS = 8000
+
+
+@dataclass
+class Report:
+    """What a run found out, for the outputs, the summary and the comment."""
+
+    command: Command
+    manifest: str
+    plan: Plan | None = None
+    plan_file: Path | None = None
+    notices: list[str] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
+    applied: bool = False
+    error: GitopsError | None = None
+    exit_code: int = ExitCode.OK
+    comment_url: str = ""
+    #: ``command: drift``: the :class:`gitops.core.drift.DriftReport`, and the drift issue's address.
+    drift: DriftReport | None = None
+    issue_url: str = ""
+    #: ``command: apply``: per (server, branch) the apply set out to change, whether every step of it was done.
+    deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
+    #: ``command: apply``: each verified branch's :class:`gitops.core.health.Verification`.
+    verifications: list[Verification] = field(default_factory=list)
+    #: On a pull request: each server's url, and what the pull request changes of its credential routes and of
+    #: the builds (:func:`gitops.config.routes.route_changes`); ``routes_unknown`` says why they could not be
+    #: compared with the base branch's manifest.
+    servers: dict[str, str] = field(default_factory=dict)
+    route_changes: list[RouteChange] = field(default_factory=list)
+    routes_unknown: str = ""
+    #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`.
+    rehearsal: Rehearsal | None = None
+
+    def health(self) -> str:
+        """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
+        statuses = {v.health.status for v in self.verifications}
+        return next((status for status in ("failing", "unknown", "healthy") if status in statuses), "")
+
+    def outputs(self) -> dict[str, str]:
+        plan = self.plan
+        rolled = any(v.action == "restored" for v in self.verifications)
+        return {
+            "health": self.health(),
+            "rolled-back": "" if not self.verifications else str(rolled).lower(),
+            "exit-code": str(int(self.exit_code)),
+            "has-changes": "" if plan is None else str(bool(plan.has_changes)).lower(),
+            "uploads-needed": "" if plan is None else str(plan.uploads_needed),
+            "plan-file": "" if self.plan_file is None else str(self.plan_file),
+            "comment-url": self.comment_url,
+            "drifted": "" if self.drift is None else str(bool(self.drift.has_drift)).lower(),
+            "issue-url": self.issue_url,
+            "rehearsal": "" if self.rehearsal is None else str(self.rehearsal.result),
+        }
+
+
+def write_files(runner: Runner, report: Report) -> None:
+    if runner.summary is not None:
+        used = runner.summary.stat().st_size if runner.summary.exists() else 0
+        text = document(report, runner, limit=SUMMARY_LIMIT_BYTES - used, unit="bytes")
+        with runner.summary.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+    if runner.output is not None:
+        write_outputs(runner.output, report.outputs())
+
+
+def post_comment(runner: Runner, report: Report, pr: PullRequest, *, echo: Echo, github_token: str) -> None:
+    """The one plan comment of the pull request, posted or edited in place (found by its marker)."""
+    if not github_token:
+        echo(
+            annotation(
+                "warning", "comment is true but the github-token input is empty; the plan is only in the job summary."
+            )
+        )
+        return
+    mark = marker(report.manifest)
+    body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - COMMENT_MARGIN, unit="chars")
+    gh: GitHubClient | None = None
+    try:
+        with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
+            comment, what = gh.upsert_comment(pr.number, mark, body)
+    except GitHubPermissionError as exc:
+        fork = " (a fork's pull request gets a read-only token)" if pr.from_fork else ""
+        echo(annotation("warning", f"the plan comment was not posted{fork}: {exc}"))
+        return
+    except GitHubError as exc:
+        echo(annotation("warning", f"the plan comment was not posted: {exc}"))
+        return
+    finally:
+        for warning in gh.warnings if gh is not None else []:
+            echo(annotation("warning", warning))
+    report.comment_url = comment.url
+    echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
+
+
+def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
+    """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
+    within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note). Redacted: a diff may
+    show a server's module that holds a credential, and a comment body is not masked by GitHub as logs are."""
+    return redact(_document(report, runner, limit=limit, unit=unit))
+
+
+def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
+    def measure(text: str) -> int:
+        return len(text.encode("utf-8")) if unit == "bytes" else len(text)
+
+    title = f"screeps-gitops {report.command}" + (
+        f" ({md_code(report.manifest)})" if report.manifest not in ("", "gitops.yaml") else ""
+    )
+    head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices) + _servers_markdown(report)
+    tail: list[str] = []
+    if report.outcomes:
+        tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
+    if report.verifications:
+        lines = [line for v in report.verifications for line in v.lines()]
+        tail.extend(["", f"#### Verify: {report.health()}", "", md_fence("\n".join(lines), "text")])
+    if report.rehearsal is not None:
+        r = report.rehearsal
+        tail.extend(["", rehearsal_markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n")])
+    if report.error is not None:
+        message = redact(str(report.error))
+        if len(message) > _ERROR_CHARS:
+            message = message[:_ERROR_CHARS] + "\n... (cut; the job log has all of it)"
+        verdict = _verdict(report)
+        tail.extend(["", f"**{verdict}** (exit code {report.exit_code}):", "", md_fence(message, "text")])
+    footer = _footer(report, runner)
+    tail.extend(["", footer, ""])
+    rest = "\n".join(tail)
+    if report.drift is not None:
+        return head + render_drift(report.drift, title=title) + rest
+    if report.plan is None:
+        return f"{head}### {title}\n" + rest
+    now = report.plan.created_at
+    room = limit - measure(head) - measure(rest)
+    text = render_markdown(report.plan, now=now, max_chars=max(room, 1000), title=title)
+    for _ in range(8):  # characters are not bytes: shrink until the bytes fit too
+        if measure(text) <= room or room <= 1000:
+            break
+        room_chars = int(len(text) * room / measure(text)) - 64
+        text = render_markdown(report.plan, now=now, max_chars=max(room_chars, 1000), title=title)
+    return head + text + rest
+
+
+def _servers_markdown(report: Report) -> str:
+    """Each server's url and what the pull request changes of the credential routes and builds: a url change is
+    seen in review, where the plan's table alone would not show it."""
+    if not report.servers:
+        return ""
+    lines = ["| server | url |", "|---|---|"]
+    lines += [f"| {md_code(name)} | {md_code(url)} |" for name, url in sorted(report.servers.items())]
+    if report.route_changes:
+        lines += ["", "> [!WARNING]", "> This pull request changes where credentials go or what a build runs:"]
+        lines += [f"> - {md_code(change.text())}" for change in report.route_changes]
+    elif report.routes_unknown:
+        lines += ["", f"Not compared with the base branch's manifest: {md_code(report.routes_unknown)}."]
+    else:
+        lines += ["", "Servers, credential variables and builds: unchanged from the base branch's manifest."]
+    return "\n".join(lines) + "\n\n"
+
+
+def _verdict(report: Report) -> str:
+    if isinstance(report.error, BudgetError) and report.plan is not None:
+        return "The plan does not fit the token's rate limits; a deploy now would be refused"
+    if report.command == "apply":
+        return "Apply failed"
+    if report.command == "drift":
+        return "The drift check failed"
+    if report.command == "rehearse":
+        return "The rehearsal failed"
+    return "Planning failed"
+
+
+def _footer(report: Report, runner: Runner) -> str:
+    parts = ["screeps-gitops"]
+    pr = runner.pull_request
+    if pr is not None and pr.head_sha:
+        parts.append(f"for commit {pr.head_sha[:7]}")
+    elif runner.sha:
+        parts.append(f"for commit {runner.sha[:7]}")
+    if report.plan is not None:
+        parts.append(f"refresh: {report.plan.refresh}")
+    if runner.run_url:
+        parts.append(f"[workflow run]({runner.run_url})")
+    return "<sub>" + " · ".join(parts) + "</sub>"
