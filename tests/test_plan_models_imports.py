@@ -81,9 +81,8 @@ server = view("local", on_server("main", {"main": "old\\n"}), listed=listed("mai
 budgets = {"local": facts(window("POST /api/user/code", 10, 5))}
 """
     work = """
-from gitops.app.targets import narrow_plan, plan_for_server
 from gitops.core.drift import compare, record_from_branch, with_drift
-from gitops.core.plan import build_plan, seal_problems
+from gitops.core.plan import build_plan, narrow_plan, plan_for_server, seal_problems
 from gitops.render.plan import render_json, render_markdown, render_text
 plan = build_plan(loaded=loaded, local=code, remote={"local": server}, budgets=budgets, refresh="always", now=NOW)
 applied = record_from_branch(on_server("main", {"main": "elsewhere\\n"}), how="upload")

@@ -23,7 +23,6 @@ from gitops.app.planning import (
     scope_error,
 )
 from gitops.app.session import Session
-from gitops.app.targets import narrow_plan, plan_for_server
 from gitops.app.verifying import verify_branch, watch_after_deploy
 from gitops.config.manifest import ActiveName
 from gitops.core.applied import AppliedRecord
@@ -32,7 +31,7 @@ from gitops.core.codeset import WireModule
 from gitops.core.drift import record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.health import Verification, worst
-from gitops.core.plan import BranchPlan, Plan, VerifyStep
+from gitops.core.plan import BranchPlan, Plan, VerifyStep, narrow_plan, plan_for_server
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.planfile import load_plan
 from gitops.errors import ApplyError, ExitCode, GitopsError
@@ -92,7 +91,7 @@ def load_saved_plan(path: Path, session: Session) -> Plan:
     """A plan saved by ``gitops plan --out``, checked against the session's manifest (:class:`PlanFileError`).
 
     With targets (``--server``/``--branch``), only the targeted part of the plan is returned (and so applied): the
-    session's manifest is already narrowed to them (:func:`gitops.app.targets.narrow_plan`).
+    session's manifest is already narrowed to them (:func:`gitops.core.plan.narrow_plan`).
     """
     plan = load_plan(path)
     if session.options.targets:

@@ -72,7 +72,7 @@ def make_or_load(
     if plan_file is None:
         # The fast start always: the command's local read when it began one, else one begun here.
         return make_plan(session, isolate=isolate, headstart=HeadStart(session, reading))
-    from gitops.app.applying import load_saved_plan  # noqa: PLC0415, RUF100 (boundary: after the servers)
+    from gitops.app.applying import load_saved_plan  # noqa: PLC0415 (boundary: after the servers)
 
     return load_saved_plan(plan_file, session)
 
@@ -115,7 +115,7 @@ def apply(
     """The apply and verify stages: carry ``plan`` out (asking ``confirm`` first, when given), each branch with
     ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
     again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
-    from gitops.app import applying  # noqa: PLC0415, RUF100 (boundary: after the servers)
+    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
 
     with session.options.interrupt.installed():
         report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
@@ -175,7 +175,7 @@ def apply_each(
     others go on. ``confirm`` is asked once for the whole plan, when it has changes."""
     if confirm is not None and plan.has_changes and not confirm():
         return AppliedEach(plan, cancelled=True)
-    from gitops.app import applying  # noqa: PLC0415, RUF100 (boundary: after the servers)
+    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
 
     reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
     judged = {v.label for report in reports for v in report.verifications}

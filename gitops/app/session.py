@@ -48,8 +48,8 @@ class HttpClient(NamedTuple):
 def http_client() -> HttpClient:
     """The HTTP client (httpx, httpcore and the tool's client module), imported the first time a request must go
     through it: a plan whose branch lists were read on the early connections never needs it."""
-    import gitops.edges.service as client_edge  # noqa: PLC0415 (boundary: http client)
-    from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: http client)
+    import gitops.edges.service as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
+    from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: the HTTP client)
 
     return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, client_edge.DeferredObserver, Borrowed)
 

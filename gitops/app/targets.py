@@ -3,7 +3,7 @@
 The one place that narrows work to a selection. :func:`select` narrows a loaded manifest before anything reads it,
 so that every use case (plan, apply, watch, and any later command) sees only the chosen branches: the local code of
 the others is neither read nor built, and their servers are never contacted (no credentials read, no ledger opened,
-no request). :func:`narrow_plan` does the same to a saved plan. Both are pure.
+no request). It is pure; :func:`gitops.core.plan.narrow_plan` does the same to a saved plan.
 
 A branch is named by its name (``main``), which selects that branch on every chosen server, or by its label
 (``server/branch``). Servers and branches combine as an intersection: ``--server a --branch main`` is ``a/main``.
@@ -20,7 +20,6 @@ from gitops.errors import UsageError
 
 if TYPE_CHECKING:  # the options (and so every command's start) import this module: keep it light
     from gitops.config.manifest import BranchConfig, LoadedManifest
-    from gitops.core.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -116,33 +115,3 @@ def select(loaded: LoadedManifest, targets: Targets) -> LoadedManifest:
         servers={name: config for name, config in loaded.manifest.servers.items() if name in servers},
     )
     return dataclasses.replace(loaded, manifest=manifest)
-
-
-def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
-    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`select` narrowed it): its
-    other branches, payloads and budget rows are left out, and so never applied."""
-    from gitops.config.manifest import deployed_names  # noqa: PLC0415 (boundary: the manifest, off gitops --help)
-
-    keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
-    servers = {server for server, _ in keep}
-    return dataclasses.replace(
-        plan,
-        branches=[b for b in plan.branches if (b.server, b.branch) in keep],
-        payloads=[p for p in plan.payloads if (p.server, p.branch) in keep],
-        rollbacks=[p for p in plan.rollbacks if (p.server, p.branch) in keep],
-        budget=[r for r in plan.budget if r.server in servers],
-        not_rate_limited=[s for s in plan.not_rate_limited if s in servers],
-        failed=[f for f in plan.failed if f.server in servers],
-    )
-
-
-def plan_for_server(plan: Plan, server: str) -> Plan:
-    """The part of ``plan`` on one server (``apply --keep-going`` applies server by server)."""
-    return dataclasses.replace(
-        plan,
-        branches=[b for b in plan.branches if b.server == server],
-        payloads=[p for p in plan.payloads if p.server == server],
-        budget=[r for r in plan.budget if r.server == server],
-        not_rate_limited=[x for x in plan.not_rate_limited if x == server],
-        failed=[],
-    )

@@ -29,7 +29,7 @@ def watch_after_deploy(
     """Watch the console of ``server``'s account for the step's ticks (bounded by its time limit, cut short by a
     SIGINT/SIGTERM: ``session.options.interrupt``) and judge; ``bot_modules``: the deployed code's module names."""
     # The game socket (websockets): only a branch with verify: needs it, and applying is imported by every plan.
-    from gitops.edges.socket import socket_url, watch_console  # noqa: PLC0415, RUF100 (boundary: the game socket)
+    from gitops.edges.socket import socket_url, watch_console  # noqa: PLC0415 (boundary: the game socket)
 
     interrupt = session.options.interrupt
     if interrupt.is_set:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
-from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig
+from gitops.config.manifest import ActiveName, BranchConfig, LoadedManifest, VerifyConfig, deployed_names
 from gitops.core.budget import BudgetFacts, EndpointBudget, assess
 from gitops.core.codeset import CodeSet, Module, WireModule, code_length, upload_body_length
 from gitops.core.deploys import UnsettledDeploy
@@ -829,3 +829,31 @@ def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> li
             if text_diff(facts, module, MAX_DIFF_LINES) != (row.diff, row.note):
                 problems.append(f"{branch.label}: module {module.name!r} is not what the plan's diff shows")
     return problems
+
+
+def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
+    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`select` narrowed it): its
+    other branches, payloads and budget rows are left out, and so never applied."""
+    keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
+    servers = {server for server, _ in keep}
+    return dataclasses.replace(
+        plan,
+        branches=[b for b in plan.branches if (b.server, b.branch) in keep],
+        payloads=[p for p in plan.payloads if (p.server, p.branch) in keep],
+        rollbacks=[p for p in plan.rollbacks if (p.server, p.branch) in keep],
+        budget=[r for r in plan.budget if r.server in servers],
+        not_rate_limited=[s for s in plan.not_rate_limited if s in servers],
+        failed=[f for f in plan.failed if f.server in servers],
+    )
+
+
+def plan_for_server(plan: Plan, server: str) -> Plan:
+    """The part of ``plan`` on one server (``apply --keep-going`` applies server by server)."""
+    return dataclasses.replace(
+        plan,
+        branches=[b for b in plan.branches if b.server == server],
+        payloads=[p for p in plan.payloads if p.server == server],
+        budget=[r for r in plan.budget if r.server == server],
+        not_rate_limited=[x for x in plan.not_rate_limited if x == server],
+        failed=[],
+    )

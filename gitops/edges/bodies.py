@@ -69,7 +69,7 @@ def library() -> ModuleType:
     (:data:`COMPRESS_LEVEL`), and like zlib it works without the interpreter lock. pyproject.toml installs it on the
     machines PyPI has its wheels for; elsewhere the standard zlib does the work."""
     try:
-        from zlib_ng import zlib_ng  # noqa: PLC0415 (boundary: zlib-ng, kept off the first request's path)
+        from zlib_ng import zlib_ng  # noqa: PLC0415 (boundary: zlib-ng)
     except ImportError:
         return zlib
     return zlib_ng

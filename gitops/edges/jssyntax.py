@@ -41,7 +41,7 @@ class SyntaxProblem:
 
 @functools.cache
 def _parser() -> Parser:
-    import tree_sitter  # noqa: PLC0415 (boundary: tree_sitter, the compiled parser, loaded by the first check only)
+    import tree_sitter  # noqa: PLC0415 (boundary: tree_sitter)
     import tree_sitter_javascript  # noqa: PLC0415 (boundary: tree_sitter)
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language()))

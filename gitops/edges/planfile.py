@@ -36,7 +36,7 @@ _WORDING = {
 @functools.cache
 def _adapter() -> TypeAdapter[Plan]:
     """The validator and serialiser of a plan file (built once, on first use: pydantic is imported here only)."""
-    from pydantic import TypeAdapter  # noqa: PLC0415 (boundary: the validator, pydantic)
+    from pydantic import TypeAdapter  # noqa: PLC0415 (boundary: the validator)
 
     return TypeAdapter(Plan)
 
@@ -94,7 +94,7 @@ def load_plan(path: Path) -> Plan:
             f"plan file {path} has format_version {version!r}; this gitops reads format_version {PLAN_FORMAT_VERSION}",
             hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
         )
-    from pydantic import ValidationError  # noqa: PLC0415 (boundary: the validator, pydantic)
+    from pydantic import ValidationError  # noqa: PLC0415 (boundary: the validator)
 
     try:
         plan = _adapter().validate_python(data)

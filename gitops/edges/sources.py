@@ -325,7 +325,7 @@ class _GitTree:
 
     @classmethod
     def open(cls, base_dir: Path, ref: str) -> _GitTree:
-        import git  # noqa: PLC0415 (boundary: gitpython, which only --ref needs)
+        import git  # noqa: PLC0415 (boundary: gitpython)
 
         try:
             repo = git.Repo(base_dir, search_parent_directories=True)

@@ -31,7 +31,7 @@ def trust_context_early() -> ssl.SSLContext:
     cases, so that an httpx that changes its rule fails there."""
     # httpx's own dependency, as its rule imports it; with importlib.resources it would cost every run that imports
     # the client over http:// (the private server, the stand-in), which never makes a TLS context.
-    import certifi  # noqa: PLC0415 (boundary: certifi, only when a TLS context is made)
+    import certifi  # noqa: PLC0415 (boundary: certifi)
 
     if os.environ.get("SSL_CERT_FILE"):
         return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])

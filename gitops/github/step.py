@@ -268,7 +268,7 @@ def _rehearse(
     """``command: rehearse``: the plan's code in a throwaway world, against the pull request's base commit (its
     ``base.sha``; the checkout needs it: ``fetch-depth: 0``); judged, and shown in the plan comment."""
     # The private server's world (its socket library, its install): only a rehearsal needs it.
-    from gitops.app.rehearsal import RehearsalRequest, rehearse  # noqa: PLC0415, RUF100 (boundary: rehearse)
+    from gitops.app.rehearsal import RehearsalRequest, rehearse  # noqa: PLC0415 (boundary: rehearse)
 
     base = runner.event.get("pull_request", {}).get("base", {}).get("sha") if runner.pull_request else None
     request = RehearsalRequest(

@@ -469,7 +469,7 @@ class ServiceClient:
             except Transient as exc:
                 failed.append(exc)
             # The rest of the attempts go through tenacity, imported only now.
-            from gitops.edges.service.retries import after_first  # noqa: PLC0415, RUF100 (boundary: tenacity)
+            from gitops.edges.service.retries import after_first  # noqa: PLC0415 (boundary: tenacity)
 
             return after_first(
                 failed,
