@@ -102,7 +102,7 @@ def test_a_plan_whose_manifest_was_validated_before_imports_no_validator(tmp_pat
 
 
 def test_a_plan_whose_lists_were_read_ahead_imports_no_http_client() -> None:
-    """With every branch list read on the early connection (``Session.listed_ahead``), a plan that asks nothing
+    """With every branch list read on the early connection (``HeadStart.listed_ahead``), a plan that asks nothing
     more imports neither httpx nor the client: ~60 ms of a no-op deploy (issue 23). What the plan and its apply
     import on the way, the worker's share included."""
     before = ["gitops.cli", "gitops.cli.apply", "gitops.cli.plan", "gitops.app.planning"]
