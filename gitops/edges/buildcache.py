@@ -22,7 +22,6 @@ import os
 import shlex
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing import Any
 import gitops
 from gitops.config.manifest import LoadedManifest
 from gitops.config.manifestcache import default_cache_dir
+from gitops.edges.atomicfile import replace_atomically
 from gitops.edges.gitout import git_output
 
 __all__ = [
@@ -290,14 +290,7 @@ class BuildRecord:
             self.folder.mkdir(mode=0o700, exist_ok=True)
             if not _private(self.folder):
                 return
-            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".record-", suffix=".tmp")  # created 0600
-            try:
-                with os.fdopen(fd, "wb") as stream:
-                    stream.write(data)
-                os.replace(temp, self.path)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            replace_atomically(self.path, data, temp_prefix=".record-")  # created 0600
 
 
 def _checked(record: Any) -> dict[str, Any] | None:

@@ -12,15 +12,14 @@ Module text is the player's code: never credentials (the tool's own tokens are n
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import orjson
 
 from gitops.core.codeset import CodeSet, WireModule
+from gitops.edges.atomicfile import replace_atomically
 
 
 def folder_for(ledger_path: Path) -> Path:
@@ -47,17 +46,8 @@ def _write(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> None
     if path.is_file():
         return
     folder.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=".kept.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps({"digest": digest, "modules": dict(modules)}))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    payload = orjson.dumps({"digest": digest, "modules": dict(modules)})
+    replace_atomically(path, payload, temp_prefix=".kept.", fsync=True)
 
 
 def kept(folder: Path, digest: str) -> dict[str, WireModule] | None:

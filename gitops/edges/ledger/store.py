@@ -18,13 +18,13 @@ import os
 import re
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Self
 from urllib.parse import urlsplit
 
+from gitops.edges.atomicfile import replace_atomically
 from gitops.edges.clock import Clock, Waiting
 from gitops.edges.ledger.format import FORMAT_VERSION, LedgerData, NotALedger, decode, dump, signed
 from gitops.edges.locking import FileLock, LockTimeout, file_lock
@@ -381,18 +381,7 @@ def _atomic_write(path: Path, payload: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``payload`` so that readers see the old or the new content, never a mix; ``durable``
     also makes the new content survive a crash of the machine (``fsync`` of the file and of the folder)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    replace_atomically(path, payload, temp_prefix=f".{path.name}.", fsync=durable)
     if durable:
         _sync_folder(path.parent)
 
