@@ -191,6 +191,8 @@ def _seen_after_the_read(reading: LocalRead) -> bool:
     try:
         reading.start()
         reading.result()
+        if reading._watching is not None:
+            reading._watching.join()  # when_changes_seen's thread reads the pipe: its answer, once the child said it
         deadline = time.monotonic() + 10
         seen = reading.changes_seen()
         while not seen and reading._newer >= 0 and time.monotonic() < deadline:  # the end of the pipe, once it exits
