@@ -20,7 +20,7 @@ from gitops.app.session import Session
 from gitops.core.drift import BranchDrift, DriftReport, RepositoryCode, compare, record_from_branch
 from gitops.core.driftfinding import Drift
 from gitops.core.remote import BranchInfo, RemoteBranch
-from gitops.errors import ScopeError, SourceError
+from gitops.errors import ExitCode, ScopeError, SourceError
 
 
 def check_drift(session: Session) -> DriftReport:
@@ -58,6 +58,14 @@ def check_drift(session: Session) -> DriftReport:
         session.save()
     notes = tuple(unsettled(session))
     return DriftReport(tuple(found), session.options.clock.now(), (*session.warnings(), *warnings), notes)
+
+
+def drift_exit_code(report: DriftReport) -> int:
+    """THE drift check's exit code, for ``gitops drift`` and the Action's ``command: drift``: 12 when a branch's
+    last deploy is unverified or failing, else 2 for drift and 0 for none."""
+    if report.unsettled:
+        return ExitCode.UNVERIFIED
+    return ExitCode.CHANGES if report.has_drift else ExitCode.OK
 
 
 def _repository(session: Session) -> tuple[dict[tuple[str, str], RepositoryCode], list[str]]:

@@ -23,7 +23,7 @@ from gitops.cli.common import (
     state_dir_option,
     target_options,
 )
-from gitops.errors import BudgetError, ExitCode
+from gitops.errors import BudgetError
 from gitops.inert import inert
 from gitops.secrets import redact
 
@@ -53,7 +53,7 @@ def drift(
     12: a branch's last deploy is unverified or failing (before 2); 3: the downloads do not fit the rate-limit
     budget; other codes: errors (gitops help exit-codes).
     """
-    from gitops.app.drift import check_drift
+    from gitops.app.drift import check_drift, drift_exit_code
     from gitops.app.session import open_session
     from gitops.render.drift import render_json, render_markdown, render_text
 
@@ -81,6 +81,4 @@ def drift(
         click.echo(redact(render_markdown(report)), nl=False)
     else:
         click.echo(inert(redact(render_text(report))), nl=False)
-    if report.unsettled:
-        return ExitCode.UNVERIFIED
-    return ExitCode.CHANGES if report.has_drift else ExitCode.OK
+    return drift_exit_code(report)

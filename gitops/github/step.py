@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitops.app import pipeline
-from gitops.app.drift import check_drift
+from gitops.app.drift import check_drift, drift_exit_code
 from gitops.app.options import DEFAULT_REFRESH, Options
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest, load_manifest
@@ -313,7 +313,7 @@ def _drift(session: Session, report: Report, *, echo: Echo) -> None:
     found = check_drift(session)
     report.drift = found
     echo(log_text(render_drift_text(found).rstrip("\n")))
-    report.exit_code = ExitCode.UNVERIFIED if found.unsettled else ExitCode.CHANGES if found.has_drift else ExitCode.OK
+    report.exit_code = drift_exit_code(found)
 
 
 def _plan_path(runner: Runner, inputs: Inputs) -> Path:
