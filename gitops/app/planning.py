@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gitops.app.deploys import unsettled
-from gitops.app.headstart.localread import LocalRead
 from gitops.app.headstart.sidereads import SideReads
 from gitops.app.headstart.start import HeadStart
 from gitops.app.localcode import read_code
@@ -43,8 +42,8 @@ CLIENT = "gitops.edges.service"
 #: at its top, a module that imports it back (``tests/test_startup_imports.py`` checks).
 BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
 
-#: What the rest of a plan and its apply import: :class:`LocalRead`'s worker imports them while this thread waits for
-#: the servers.
+#: What the rest of a plan and its apply import: the local read's worker
+#: (:class:`gitops.app.headstart.localread.LocalRead`) imports them while this thread waits for the servers.
 AFTER_THE_SERVERS = ("gitops.core.plan", "gitops.render.plan", "gitops.app.applying")
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
@@ -60,7 +59,6 @@ def make_plan(
     session: Session,
     *,
     isolate: bool = False,
-    reading: LocalRead | None = None,
     code: Mapping[tuple[str, str], CodeSet] | None = None,
     headstart: HeadStart | None = None,
 ) -> Plan:
@@ -70,14 +68,11 @@ def make_plan(
     With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
     are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
-    anything is written. ``headstart`` is the fast start (:class:`HeadStart`); ``reading``, the local read the
-    command began for ``session.loaded`` (:func:`gitops.app.headstart.localread.read_ahead`), is the start of one.
-    Without either, the local code is read here first and each server is asked in order: slower, the same plan.
+    anything is written. ``headstart`` is the fast start (:class:`HeadStart`); without it, the local code is read
+    here first and each server is asked in order: slower, the same plan.
     ``code`` replaces the local code of those (server, branch) pairs (``gitops rollback``: the code of a recorded
     deploy, planned as any other).
     """
-    if headstart is None and reading is not None:
-        headstart = HeadStart(session, reading)
     failed: dict[str, GitopsError] | None = {} if isolate else None
     if headstart is not None:
         local, views = _read_with_head_start(session, headstart, failed)
