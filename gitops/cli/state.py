@@ -1,8 +1,8 @@
 """``gitops status``, ``gitops history`` and ``gitops rollback``: the deployment state the ledgers keep (issue 39).
 
-Their work is in ``gitops.app.deploys``; ``rollback`` plans and applies through ``app.planning.make_plan`` and
-``app.applying.run_apply`` like ``apply`` (the code of the chosen deploy in place of the repository's), so that a
-rollback is budget checked, shown and verified exactly as a deploy is.
+Their work is in ``gitops.app.deploys``; ``rollback`` plans through ``app.planning.make_plan`` and applies through
+the pipeline's apply stage (``app.pipeline.apply``) like ``apply`` (the code of the chosen deploy in place of the
+repository's), so that a rollback is budget checked, shown and verified exactly as a deploy is.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from gitops.app.applying import run_apply
-from gitops.app.deploys import choose_rollback, history, status, unsettled
+from gitops.app import pipeline
+from gitops.app.deploys import choose_rollback, history, status
 from gitops.app.headstart.start import HeadStart
 from gitops.app.planning import make_plan
 from gitops.app.session import open_session
@@ -28,7 +28,6 @@ from gitops.cli.common import (
 )
 from gitops.core.apply import Outcome
 from gitops.core.budget import utc
-from gitops.core.health import worst
 from gitops.errors import BudgetError, ExitCode, UsageError
 from gitops.render.deploys import history_json, history_text, status_json, status_text
 from gitops.render.plan import render_text
@@ -151,22 +150,19 @@ def rollback(
             click.echo(outcome.line())
 
         try:
-            with options.interrupt.installed():
-                report = run_apply(session, plan, saved=False, confirm=None if yes else confirm, progress=progress)
+            applied = pipeline.apply(session, plan, saved=False, confirm=None if yes else confirm, progress=progress)
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
+        report = applied.report
         if report.cancelled:
             click.echo("Rollback cancelled; nothing was changed.", err=True)
-            return ExitCode.FAILURE
+            return applied.exit_code
         if report.applied_line is not None:
             click.echo(report.applied_line)
         for verification in report.verifications:
             for line in verification.lines():
                 click.echo(redact(line))
-        judged = {v.label for v in report.verifications}
-        left = [n for n in unsettled(session) if n.label not in judged]
-        for note in left:
+        for note in applied.left:
             click.echo(redact(note.line()))
-    code = report.verify_exit_code
-    return worst([code, ExitCode.UNVERIFIED]) if left else code
+    return applied.exit_code
