@@ -193,8 +193,8 @@ class LocalRead:
 
     A hint for what follows the read (:meth:`changes_seen`): given when the code was last found on the servers
     (``changed_since``, from :func:`read_marker`), the child says, on a pipe of its own, as soon as it reads a file
-    modified since. The planning imports the HTTP client then, since an upload most likely follows
-    (:func:`gitops.app.planning.make_plan`); nothing a plan decides rests on it.
+    modified since. The head start imports the HTTP client then, since an upload most likely follows
+    (:meth:`gitops.app.headstart.start.HeadStart.import_client_when_needed`); nothing a plan decides rests on it.
     """
 
     #: The interpreter's thread switch interval while the worker runs (shorter than the default): the main thread
@@ -212,7 +212,8 @@ class LocalRead:
         changed_since: int | None = None,
     ) -> None:
         self.loaded = loaded
-        #: The servers' connects begun before the fork (:func:`read_ahead`), for the session (:meth:`take_connections`).
+        #: The servers' connects begun before the fork (:func:`read_ahead`), for the head start
+        #: (:meth:`take_connections`).
         self._connections = dict(connections or {})
         #: Where :meth:`remember_read` records when this read began (``time.time_ns()``), and that time.
         self._marker = marker
@@ -308,7 +309,7 @@ class LocalRead:
 
     def take_connections(self) -> dict[str, socket.socket]:
         """The connects begun before the fork, by server (:func:`gitops.edges.early.begin_connect`), handed over
-        once: the session's early connections finish them (:meth:`gitops.app.headstart.start.HeadStart.connect`)."""
+        once: the head start's early connections finish them (:meth:`gitops.app.headstart.start.HeadStart.connect`)."""
         taken, self._connections = self._connections, {}
         return taken
 
@@ -337,7 +338,7 @@ class LocalRead:
         if self._forked is not None and self._bodies and then is not None:
             self._forked.tell(pickle.dumps(self._wanted))  # read by the child once its code is read
             # Its own thread waits for the child's bodies, so that their deflate starts the moment they are made,
-            # not when the worker is done with the import it is in (tens of milliseconds beside the main thread).
+            # not when the worker is done with the import it is in.
             forked = self._forked
             self._prefacing = Background(lambda: _hand_bodies(forked, then), name="gitops-local-bodies")
         self._thread = threading.Thread(target=self._work, name="gitops-local-read", daemon=True)
@@ -406,7 +407,7 @@ class LocalRead:
             self._forked.cancel()
         if self._watching is not None:
             self._watching.join()  # it ends with the child (the pipe's end), and then with its ``then``
-        for sock in self.take_connections().values():  # the run failed before its session took them
+        for sock in self.take_connections().values():  # the run failed before its head start took them
             sock.close()
 
     def __enter__(self) -> LocalRead:
@@ -428,7 +429,8 @@ def read_ahead(options: Options) -> LocalRead:
     """The local read of a command that plans, begun as soon as the manifest is loaded: :class:`LocalRead` of the
     manifest narrowed to ``options.targets`` (its ``loaded``, which the command's session then takes). Made before
     the command imports the planning, the session and the ledgers, so that its child reads beside those imports.
-    The caller hands it to :func:`gitops.app.planning.make_plan`, and calls :meth:`LocalRead.cancel` when it ends
+    The caller hands it to the plan's head start (:class:`gitops.app.headstart.start.HeadStart`, which
+    :func:`gitops.app.pipeline.make_or_load` makes), and calls :meth:`LocalRead.cancel` when it ends
     (a child still reading because the command failed before it planned is stopped; after the plan, nothing).
 
     Raises what loading the manifest raises (:class:`~gitops.errors.ManifestError`), and :class:`UsageError` for
