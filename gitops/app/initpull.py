@@ -24,11 +24,11 @@ from gitops.core.pull import plan_branch_pull
 from gitops.core.readback import widen_for
 
 
-def download_branches(options: Options, manifest_text_: str, path: Path) -> dict[tuple[str, str], CodeSet | None]:
+def download_branches(options: Options, manifest_text: str, path: Path) -> dict[tuple[str, str], CodeSet | None]:
     """``gitops init --pull``'s one download per branch, before the manifest exists on disk: a session over the
     manifest text in memory (its ledger, budget check and credentials as for any pull). Maps (server, branch) to
     the server's :class:`~gitops.core.codeset.CodeSet`, or ``None`` for a branch the server does not have."""
-    manifest = manifest_from_data(yaml.safe_load(manifest_text_))
+    manifest = manifest_from_data(yaml.safe_load(manifest_text))
     loaded = LoadedManifest(manifest, path.resolve(), path.resolve().parent, digest="", display=str(path))
     found: dict[tuple[str, str], CodeSet | None] = {}
     with open_session(options, loaded) as session:
