@@ -64,16 +64,16 @@ def run_action(
     """One run of the Action's step. Returns 0 on success (a plan with changes included); raises the
     :class:`GitopsError` that stopped it, after the outputs, summary and comment say so."""
     mask = _mask_inputs(env, echo)
-    github_token = env.get(INPUT_ENV["github-token"], "").strip()
     runner = Runner.from_env(env)
     inputs = _read_inputs(env, runner, echo=echo)
+    github_token = inputs.github_token.reveal() if inputs.github_token is not None else ""
     # As the workflow names it (relative to the workspace): the same on every runner, so the marker finds the comment.
     report = Report(command=inputs.command, manifest=Path(os.path.normpath(inputs.manifest)).as_posix())
     for warning in inputs.warnings:
         echo(annotation("warning", warning))
     try:
         options, tool_env = _options(inputs, env, runner, clock=clock, transport=transport, on_wait=on_wait, log=log)
-        _run(inputs, runner, env, tool_env, options, report, echo=echo, mask=mask)
+        _run(inputs, runner, env, tool_env, options, report, echo=echo, mask=mask, github_token=github_token)
     except GitopsError as exc:
         report.error = exc
         report.exit_code = exc.exit_code
@@ -159,6 +159,7 @@ def _run(
     *,
     echo: Echo,
     mask: Masks,
+    github_token: str,
 ) -> None:
     """The command, through the pipeline's stages: the credentials checked, the plan made and shown, then applied,
     rehearsed or weighed (or, for ``drift``, the drift check instead)."""
@@ -166,8 +167,7 @@ def _run(
     _check_build_step(env)
     pr = runner.pull_request
     if pr is not None:
-        token = inputs.github_token.reveal() if inputs.github_token is not None else ""
-        compare_with_base(loaded, pr, runner, report, github_token=token)
+        compare_with_base(loaded, pr, runner, report, github_token=github_token)
     with open_session(options, loaded) as session:
         missing = _check_credentials(session, inputs, pr, env, report, echo=echo, mask=mask)
         if inputs.command == "drift":
