@@ -60,14 +60,14 @@ class SideReads:
         self,
         session: Session,
         server: str,
-        spare: list[EarlyConnection] | None = None,
-        probed: dict[str, bool | None] | None = None,
+        spare: list[EarlyConnection] | None,
+        probed: dict[str, bool | None],
     ) -> None:
         self._session = session
         self._server = server
         self._spare = spare if spare is not None else []
         #: Where the compression probe's answer is told (the head start's record of the probes sent ahead).
-        self._probed = probed if probed is not None else {}
+        self._probed = probed
         self._downloads: dict[str, _Read] = {}
         self._query: _Read | None = None
         self._probe: _Read | None = None
@@ -146,8 +146,8 @@ def send_side_reads(
     session: Session,
     server: str,
     check_downloads: DownloadCheck,
-    spare: list[EarlyConnection] | None = None,
-    probed: dict[str, bool | None] | None = None,
+    spare: list[EarlyConnection] | None,
+    probed: dict[str, bool | None],
 ) -> SideReads | None:
     """Send ``server``'s reads ahead (see the module's docstring); ``None`` when there is nothing to send."""
     query, downloads = wanted(session, server)
