@@ -407,7 +407,7 @@ def test_read_ahead_begins_the_connects_of_ip_servers_before_it_forks(tmp_path: 
         reading = read_ahead(options)
         try:
             begun = reading.take_connections()
-            assert sorted(begun) == ["ip"]  # a host name is connected by the session's early connection
+            assert sorted(begun) == ["ip"]  # a host name is connected by the head start's early connection
             assert reading.take_connections() == {}  # handed over once
             accepted, _ = listener.accept()
             with accepted, begun["ip"]:

@@ -519,7 +519,7 @@ def test_init_s_probe_of_a_tls_server_trusts_what_the_client_trusts(tls_standin:
 def test_a_first_contacts_connections_all_shake_hands_early(
     tmp_path: Path, tls_standin: StandIn, trusted: None
 ) -> None:
-    """A fresh ledger: the session's early connections (the main one and those of the reads sent beside the list) are
+    """A fresh ledger: the head start's early connections (the main one and those of the reads sent beside the list) are
     all under TLS before any client exists, each with the context its client's pool is then given."""
     options = _options(tmp_path, {"tls": tls_standin.url})
     with open_session(options) as s:
