@@ -832,8 +832,8 @@ def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> li
 
 
 def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
-    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`select` narrowed it): its
-    other branches, payloads and budget rows are left out, and so never applied."""
+    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`gitops.app.targets.select`
+    narrowed it): its other branches, payloads and budget rows are left out, and so never applied."""
     keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
     servers = {server for server, _ in keep}
     return dataclasses.replace(

@@ -56,10 +56,10 @@ def connect_errors() -> Iterator[None]:
 
 
 class EarlyStream(httpcore.NetworkStream):
-    """The early socket. With a request sent ahead, the client's first write claims it (:meth:`claim`). Under TLS
-    already on an ``https://`` route: the pool's ``start_tls`` returns it as it is when asked with the context and
-    host name the handshake used (:class:`gitops.edges.early.EarlyTLS`), else gets a new connection with its own
-    handshake."""
+    """The early socket. With a request sent ahead, the client's first write claims it
+    (:meth:`gitops.edges.early.EarlyConnection.claim`). Under TLS already on an ``https://`` route: the pool's
+    ``start_tls`` returns it as it is when asked with the context and host name the handshake used
+    (:class:`gitops.edges.early.EarlyTLS`), else gets a new connection with its own handshake."""
 
     def __init__(self, early: EarlyConnection, on_socket: Callable[[socket.socket], None], sock: socket.socket) -> None:
         self._early = early
