@@ -35,13 +35,7 @@ def use_early(
     if pool is None or not hasattr(pool, "_network_backend"):
         early.close()
         return
-    pool._network_backend = early_backend(early, on_socket)  # private: see the docstring
-
-
-def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], None]) -> httpcore.NetworkBackend:
-    """An httpcore network backend that uses ``early``'s socket for its first matching connect (else connects as
-    httpcore's own synchronous backend does)."""
-    return EarlyBackend(early, on_socket)
+    pool._network_backend = EarlyBackend(early, on_socket)  # private: see the docstring
 
 
 @contextlib.contextmanager
@@ -114,7 +108,8 @@ class EarlyStream(httpcore.NetworkStream):
 
 
 class EarlyBackend(httpcore.SyncBackend):
-    """httpcore's synchronous backend, whose first connect to the early connection's address takes its socket."""
+    """httpcore's synchronous backend, whose first connect to the early connection's address takes its socket
+    (else it connects as httpcore's own does)."""
 
     def __init__(self, early: EarlyConnection, on_socket: Callable[[socket.socket], None]) -> None:
         self._early = early
