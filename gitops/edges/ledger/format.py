@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # at run time imported by validated only (see there)
 __all__ = [
     "CHECK_HEAD",
     "FORMAT_VERSION",
-    "ActiveName",
     "AppliedEntry",
     "BranchEntry",
     "BranchListEntry",
@@ -67,10 +66,6 @@ FORMAT_VERSION: Final = 1
 
 #: pydantic's configuration of every class of the file (unknown keys make a file "not shaped as a ledger").
 _FORBID: dict[str, Any] = {"extra": "forbid"}
-
-#: ``gitops.config.manifest.ActiveName``, defined here too so that the ledger imports nothing of the manifest's
-#: (the manifest module imports pydantic); ``tests/test_ledger.py`` checks that the two say the same.
-ActiveName = Literal["world", "sim"]
 
 
 @dataclass
