@@ -49,7 +49,7 @@ class TokenAuth:
 
     token: Secret
     source: str
-    #: Which login this is (the client's :func:`gitops.edges.service.auth.login_for` builds its login from it).
+    #: Which kind of login this is, as the session asks it (:meth:`gitops.app.session.Session.login_kind`).
     kind: ClassVar[LoginKind] = "token"
 
     def fingerprint(self) -> str:
@@ -79,7 +79,7 @@ class PasswordAuth:
     password: Secret
     url: str
     source: str
-    #: Which login this is (the client's :func:`gitops.edges.service.auth.login_for` builds its login from it).
+    #: Which kind of login this is, as the session asks it (:meth:`gitops.app.session.Session.login_kind`).
     kind: ClassVar[LoginKind] = "password"
 
     def fingerprint(self) -> str:

@@ -1,9 +1,8 @@
 """The manifest's one definition: every class and field, its type, default, description and constraints.
 
-These frozen stdlib dataclasses are what ``app``, ``core``, ``edges`` and the front ends use. The validator
-(:mod:`gitops.config.validation`) derives its pydantic models from them, field by field, and the JSON Schema comes
-from those models; it adds only what a field cannot say: each named :class:`Rule`'s check and message, and the
-rules that relate fields.
+These frozen dataclasses are what the rest of the tool uses. The validator (:mod:`gitops.config.validation`)
+derives its pydantic models from them, field by field, and the JSON Schema comes from those models; it adds only
+what a field cannot say: each named :class:`Rule`'s check and message, and the rules that relate fields.
 
 Why the dataclasses are the definition and pydantic is derived, not the reverse: a manifest validated before is
 built from the validated-manifest cache (:mod:`gitops.config.manifestcache`) straight into these classes, and that

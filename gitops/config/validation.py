@@ -226,9 +226,6 @@ def _check_pattern(value: str) -> str:
     return value
 
 
-FailPattern = Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_check_pattern)]
-
-
 def _check_line_pattern(value: str) -> str:
     _check_pattern(value)
     if re.fullmatch(value, ""):

@@ -76,12 +76,12 @@ def _left_out(
     selected: set[str],
     config: BranchConfig,
     includes: list[Callable[[str], bool]],
+    is_binary: Callable[[str], bool],
     shown: Callable[[str], str],
 ) -> dict[str, str]:
     """The modules that files under the root would make but include or exclude leave out, each with the hint a
     require of it gets: the file exists, and the glob to add to include (``**/*.wasm`` for a suffix) or that exclude
     drops it."""
-    is_binary = matcher(config.binary)
     found: dict[str, str] = {}
     for path in paths:
         if path in selected or never_module(path):
@@ -171,10 +171,15 @@ class _Named:
     problems: list[str] = field(default_factory=list)
 
 
-def _name_modules(selected: list[str], config: BranchConfig, label: str, shown: Callable[[str], str]) -> _Named:
+def _name_modules(
+    selected: list[str],
+    config: BranchConfig,
+    is_binary: Callable[[str], bool],
+    label: str,
+    shown: Callable[[str], str],
+) -> _Named:
     """Phase 3: the module name of each selected file; a name that is not UTF-8 or that the server refuses is a
     problem, and a source map is left out with ``source_maps: omit``."""
-    is_binary = matcher(config.binary)
     named = _Named()
     for path in selected:
         if not path.isascii():
@@ -334,6 +339,7 @@ def build_branch(
         return printable(base + path)  # as posixpath.join(prefix, path) for a relative path, without its cost
 
     includes = [matcher([g]) for g in config.include]
+    is_binary = matcher(config.binary)
     ordered = sorted(paths)
     chosen = _select_files(ordered, includes, matcher(config.exclude))
     problems = _glob_problems(
@@ -346,7 +352,7 @@ def build_branch(
         where=where if where is not None else format_loc,
         shown=shown,
     )
-    named = _name_modules(chosen.selected, config, label, shown)
+    named = _name_modules(chosen.selected, config, is_binary, label, shown)
     problems += named.problems
     if prefetch is not None:
         prefetch([sources[0] for sources in named.by_name.values() if len(sources) == 1])
@@ -354,7 +360,8 @@ def build_branch(
     problems += done.problems
     warnings: list[str] = []
     if config.requires.check:
-        missing = _missing_requires(done, config, _left_out(ordered, set(chosen.selected), config, includes, shown))
+        left_out = _left_out(ordered, set(chosen.selected), config, includes, is_binary, shown)
+        missing = _missing_requires(done, config, left_out)
         problems += summarise(missing, label)
         warnings += guarded_warnings(missing, label)
     code = CodeSet.of(done.modules)

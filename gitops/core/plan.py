@@ -401,11 +401,11 @@ def _plan_budget(
         if not facts.limited:
             not_limited.append(server)
             continue
-        needs = requests_needed([b for b in branches if b.server == server])
+        mine = [b for b in branches if b.server == server]
+        needs = requests_needed(mine)
         for endpoint, count in extra_needs.get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
         reserve = dict(facts.reserve or {})
-        mine = [b for b in branches if b.server == server]
         held = {UPLOAD: rollback_uploads(mine), ACTIVATE: rollback_activations(mine)}
         rows = assess(server, needs, facts.windows, reserve=reserve, unlimited_until=facts.unlimited_until, now=now)
         budget.extend(
@@ -495,7 +495,6 @@ def similar_branch(name: str, existing: list[str]) -> str | None:
     folded = {n.casefold(): n for n in existing}
     if name.casefold() in folded:
         return folded[name.casefold()]
-
     close = difflib.get_close_matches(name, existing, n=1, cutoff=0.75)
     return close[0] if close else None
 
@@ -832,8 +831,8 @@ def server_problems(branch: BranchPlan, payload: Payload, server: CodeSet) -> li
 
 
 def narrow_plan(plan: Plan, loaded: LoadedManifest) -> Plan:
-    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`select` narrowed it): its
-    other branches, payloads and budget rows are left out, and so never applied."""
+    """A saved plan restricted to the branches of ``loaded`` (the manifest as :func:`gitops.app.targets.select`
+    narrowed it): its other branches, payloads and budget rows are left out, and so never applied."""
     keep = {(b.server, name) for b in loaded.manifest.branches for name in deployed_names(b)}
     servers = {server for server, _ in keep}
     return dataclasses.replace(

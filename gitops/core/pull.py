@@ -15,11 +15,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from wcmatch import glob as wcglob
-
 from gitops.config.manifest import BranchConfig
 from gitops.core.codeset import CodeSet, Module
-from gitops.core.globs import glob_flags
+from gitops.core.globs import matcher
 from gitops.core.local import module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
@@ -68,23 +66,15 @@ def module_bytes(module: Module) -> bytes:
     return module.text.encode("utf-8")
 
 
-def _matcher(patterns: Iterable[str]) -> Callable[[str], bool]:
-    patterns = list(patterns)
-    if not patterns:
-        return lambda _path: False
-    compiled = wcglob.compile(patterns, flags=glob_flags())
-    return lambda path: bool(compiled.match(path))
-
-
 class _Reading:
     """How the manifest reads a file under the root (as :func:`gitops.core.branchbuild.build_branch` does, without the
     file's content): whether it is a module, and of which name and kind."""
 
     def __init__(self, config: BranchConfig) -> None:
         self.config = config
-        self.included = _matcher(config.include)
-        self.excluded = _matcher(config.exclude)
-        self.binary = _matcher(config.binary)
+        self.included = matcher(config.include)
+        self.excluded = matcher(config.exclude)
+        self.binary = matcher(config.binary)
 
     def why_not(self, path: str, binary: bool) -> str | None:
         """Why the file at ``path`` would not be read as a module of that kind, or ``None`` when it would."""

@@ -218,7 +218,7 @@ class EarlyConnection:
         """The TLS context the handshake uses (:class:`EarlyTLS`), for the client's pool to use as its own: waited for
         at most ``timeout`` seconds (it is the helper's first work). ``None`` without TLS, when making it failed (the
         client makes its own, and meets the same error) or took longer (the pool's handshake then is its own: a
-        socket shaken hands with another context is not taken, :func:`gitops.edges.earlypool.early_backend`)."""
+        socket shaken hands with another context is not taken, :class:`gitops.edges.earlypool.EarlyBackend`)."""
         if self.tls is None or not self._context_made.wait(timeout):
             return None
         return self._context

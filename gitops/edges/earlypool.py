@@ -35,13 +35,7 @@ def use_early(
     if pool is None or not hasattr(pool, "_network_backend"):
         early.close()
         return
-    pool._network_backend = early_backend(early, on_socket)  # private: see the docstring
-
-
-def early_backend(early: EarlyConnection, on_socket: Callable[[socket.socket], None]) -> httpcore.NetworkBackend:
-    """An httpcore network backend that uses ``early``'s socket for its first matching connect (else connects as
-    httpcore's own synchronous backend does)."""
-    return EarlyBackend(early, on_socket)
+    pool._network_backend = EarlyBackend(early, on_socket)  # private: see the docstring
 
 
 @contextlib.contextmanager
@@ -56,10 +50,10 @@ def connect_errors() -> Iterator[None]:
 
 
 class EarlyStream(httpcore.NetworkStream):
-    """The early socket. With a request sent ahead, the client's first write claims it (:meth:`claim`). Under TLS
-    already on an ``https://`` route: the pool's ``start_tls`` returns it as it is when asked with the context and
-    host name the handshake used (:class:`gitops.edges.early.EarlyTLS`), else gets a new connection with its own
-    handshake."""
+    """The early socket. With a request sent ahead, the client's first write claims it
+    (:meth:`gitops.edges.early.EarlyConnection.claim`). Under TLS already on an ``https://`` route: the pool's
+    ``start_tls`` returns it as it is when asked with the context and host name the handshake used
+    (:class:`gitops.edges.early.EarlyTLS`), else gets a new connection with its own handshake."""
 
     def __init__(self, early: EarlyConnection, on_socket: Callable[[socket.socket], None], sock: socket.socket) -> None:
         self._early = early
@@ -114,7 +108,8 @@ class EarlyStream(httpcore.NetworkStream):
 
 
 class EarlyBackend(httpcore.SyncBackend):
-    """httpcore's synchronous backend, whose first connect to the early connection's address takes its socket."""
+    """httpcore's synchronous backend, whose first connect to the early connection's address takes its socket
+    (else it connects as httpcore's own does)."""
 
     def __init__(self, early: EarlyConnection, on_socket: Callable[[socket.socket], None]) -> None:
         self._early = early

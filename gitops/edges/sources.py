@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     import git
 
 from gitops.core.branchbuild import BranchBuild, UnreadableFile, build_branch, build_inputs
-from gitops.core.globs import glob_flags
 from gitops.core.local import (
     NEVER_MODULE_FOLDERS,
     LocalBranch,
@@ -676,7 +675,6 @@ __all__ = [
     "SourceInfo",
     "UnreadableFile",
     "build_branch",
-    "glob_flags",
     "module_name",
     "printable",
     "read_local_code",

@@ -8,7 +8,8 @@ observer). Importers take the names from here, so that the file's form can chang
 from __future__ import annotations
 
 from gitops.config.folders import STATE_DIR_ENV, default_state_dir
-from gitops.edges.ledger.format import FORMAT_VERSION, ActiveName
+from gitops.config.manifest import ActiveName
+from gitops.edges.ledger.format import FORMAT_VERSION
 from gitops.edges.ledger.knowledge import Ledger
 from gitops.edges.ledger.store import LOCK_WAIT_ENV, LOCK_WAIT_SECONDS, lock_wait
 

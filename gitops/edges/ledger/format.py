@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import orjson
 
-from gitops.core.applied import AppliedRecord
+from gitops.core.applied import AppliedHow, AppliedRecord
 from gitops.core.codeset import request_body
-from gitops.core.deploys import Deploy, VerifyRecord
+from gitops.core.deploys import Deploy, DeployHow, VerifyRecord, VerifyState
 from gitops.core.remote import ModuleFacts, Provenance
 
 if TYPE_CHECKING:  # at run time imported by validated only (see there)
@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # at run time imported by validated only (see there)
 __all__ = [
     "CHECK_HEAD",
     "FORMAT_VERSION",
-    "ActiveName",
     "AppliedEntry",
     "BranchEntry",
     "BranchListEntry",
@@ -67,12 +66,6 @@ FORMAT_VERSION: Final = 1
 
 #: pydantic's configuration of every class of the file (unknown keys make a file "not shaped as a ledger").
 _FORBID: dict[str, Any] = {"extra": "forbid"}
-
-#: ``gitops.config.manifest.ActiveName``, defined here too so that the ledger imports nothing of the manifest's
-#: (the manifest module imports pydantic); ``tests/test_ledger.py`` checks that the two say the same.
-ActiveName = Literal["world", "sim"]
-
-VerifyState = Literal["pending", "interrupted", "healthy", "unknown", "failing", "rolled-back", "rollback-failed"]
 
 
 @dataclass
@@ -116,7 +109,7 @@ class AppliedEntry:
     digest: str
     modules: dict[str, ModuleEntry]
     applied_at: float
-    how: Literal["upload", "verified"]
+    how: AppliedHow
     commit: str | None = None
     source: str | None = None
 
@@ -149,7 +142,7 @@ class DeployEntry:
     digest: str | None
     commit: str | None
     applied_at: float
-    how: Literal["apply", "rollback"] = "apply"
+    how: DeployHow = "apply"
     state: VerifyState | None = None
 
 

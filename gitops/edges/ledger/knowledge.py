@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from gitops.config.manifest import ActiveName
 from gitops.core.applied import AppliedRecord
 from gitops.core.budget import (
     WindowState,
@@ -30,7 +31,6 @@ from gitops.core.endpoints import header_number, reset_time
 from gitops.core.remote import BranchInfo, ModuleFacts, RemoteBranch
 from gitops.edges.clock import Clock
 from gitops.edges.ledger.format import (
-    ActiveName,
     BranchEntry,
     BranchListEntry,
     HeadersEntry,

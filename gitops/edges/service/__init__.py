@@ -12,20 +12,15 @@ from __future__ import annotations
 
 from gitops.core.tokens import TokenInfo
 from gitops.edges.service.client import ReadOnlyClient, ServiceClient
-from gitops.edges.service.failures import ServerAnswerError, proxy_variable, sanitize_url, tls_reason, transport_detail
-from gitops.edges.service.inflight import writes_in_flight
+from gitops.edges.service.failures import proxy_variable, transport_detail
 from gitops.edges.service.observer import DeferredObserver, Observer
 
 __all__ = [
     "DeferredObserver",
     "Observer",
     "ReadOnlyClient",
-    "ServerAnswerError",
     "ServiceClient",
     "TokenInfo",
     "proxy_variable",
-    "sanitize_url",
-    "tls_reason",
     "transport_detail",
-    "writes_in_flight",
 ]

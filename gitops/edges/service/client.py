@@ -2,12 +2,8 @@
 
 It owns what every request needs, so that no other module has to think about it (and nothing else imports httpx
 for the service). This module holds the requests and their envelopes (HTTP 200 without ``ok: 1`` is an error,
-shown with the server's own words); the rest of what a request needs has a module of its own in this package:
-the login (:mod:`~gitops.edges.service.auth`), the rate limits (:mod:`~gitops.edges.service.ratelimits`), the
-failures and their wording (:mod:`~gitops.edges.service.failures`), the retries of a transient failure
-(:mod:`~gitops.edges.service.retries`, tenacity, imported at the first failure), the writes in flight
-(:mod:`~gitops.edges.service.inflight`) and the observer told what is learnt
-(:mod:`~gitops.edges.service.observer`). The client never writes a file: saving what was learnt is the session's
+shown with the server's own words); the rest of what a request needs has a module of its own in this package,
+which :mod:`gitops.edges.service` lists. The client never writes a file: saving what was learnt is the session's
 job, once per logical step. Each request, retries included, ends within ``timeout`` seconds, and each answer is read
 up to the cap of its endpoint (:mod:`gitops.edges.http`). Log lines carry method, sanitised URL, status and time,
 never headers or bodies; every message is redacted.
