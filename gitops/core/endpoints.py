@@ -123,6 +123,11 @@ ENDPOINT_LIMITS: dict[str, Limit] = {
 }
 
 
+def path_of(endpoint: str) -> str:
+    """``"/api/user/code"`` from an endpoint key such as ``"GET /api/user/code"``: the path a request is sent to."""
+    return endpoint.split(" ", 1)[1]
+
+
 def endpoint_key(method: str, path: str) -> str:
     """``"GET /api/user/code"`` from a method and a path (any query string and trailing slash dropped)."""
     bare = path.split("?", 1)[0]

@@ -20,7 +20,7 @@ from gitops.core.budget import EndpointBudget, utc
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.diff import ModuleChange
 from gitops.core.driftfinding import Drift
-from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit
+from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit, path_of
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
 from gitops.inert import inert
 
@@ -486,7 +486,7 @@ def render_markdown(plan: Plan, *, now: float, max_chars: int | None = None, tit
     head.append("| server | branch | action | added | changed | removed | requests | server view |")
     head.append("|---|---|---|---:|---:|---:|---|---|")
     for b in plan.branches:
-        requests = ", ".join(s.request.split(" ", 1)[1].rsplit("/", 1)[-1] for s in b.steps) or "-"
+        requests = ", ".join(path_of(s.request).rsplit("/", 1)[-1] for s in b.steps) or "-"
         head.append(
             f"| {md_code(b.server, table=True)} | {md_code(b.branch, table=True)} | {b.action} | "
             f"{len(b.names('added'))} | {len(b.names('changed'))} | {len(b.names('removed'))} | {md_text(requests)} | "

@@ -22,7 +22,7 @@ from gitops.app.headstart.localread import LocalRead, UploadBody
 from gitops.app.headstart.sidereads import MOST, DownloadCheck, SideReads, send_side_reads, server_branches
 from gitops.app.session import Session, http_client
 from gitops.core.early import ALPN, route_of
-from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, pacing_wait
+from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, pacing_wait, path_of
 from gitops.core.remote import BranchInfo, branch_list
 from gitops.edges import headers
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
@@ -156,7 +156,7 @@ class HeadStart:
                 return None
             sent.append(now)
         try:
-            head = request_head(url, LIST.split(" ", 1)[1], {**headers.CLIENT_HEADERS, "X-Token": token.reveal()})
+            head = request_head(url, path_of(LIST), {**headers.CLIENT_HEADERS, "X-Token": token.reveal()})
         except UnicodeEncodeError:  # a token the client refuses to send with its own message
             return None
         return head, ledger

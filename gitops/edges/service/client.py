@@ -35,6 +35,7 @@ from gitops.core.endpoints import (
     SIGNIN,
     answer_cap,
     endpoint_key,
+    path_of,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_stamp
 from gitops.core.tokens import TokenInfo, header_safe, token_info
@@ -79,8 +80,8 @@ BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 8.0
 BACKOFF_TOTAL = 30.0
 
-_SIGNIN = SIGNIN.split(" ", 1)[1]
-_CODE = DOWNLOAD.split(" ", 1)[1]
+_SIGNIN = path_of(SIGNIN)
+_CODE = path_of(DOWNLOAD)
 
 
 class ServiceClient:
@@ -200,7 +201,7 @@ class ServiceClient:
 
     def list_branches(self) -> list[BranchInfo]:
         """All branches of the account with their active flags (``GET /api/user/branches``)."""
-        data = self._call("GET", LIST.split(" ", 1)[1])
+        data = self._call("GET", path_of(LIST))
         branches = branch_list(data)
         if branches is None:
             raise self._fail.shape_error(LIST, "'list' is not a list of branches")
@@ -294,7 +295,7 @@ class ServiceClient:
         )
         try:
             with in_flight(f"the creation of {self.server_name}/{new_name}"):
-                data = self._call("POST", CLONE.split(" ", 1)[1], body=prepared or body, compress=self.compress)
+                data = self._call("POST", path_of(CLONE), body=prepared or body, compress=self.compress)
         except BaseException:
             written.join()
             self._observer.forget_branch(new_name)
@@ -323,7 +324,7 @@ class ServiceClient:
         /api/user/set-active-branch``)."""
         active_name = "activeWorld" if which == "world" else "activeSim"
         with in_flight(f"the activation of {self.server_name}/{branch}"):
-            self._call("POST", ACTIVATE.split(" ", 1)[1], body={"branch": branch, "activeName": active_name})
+            self._call("POST", path_of(ACTIVATE), body={"branch": branch, "activeName": active_name})
         self._observer.remember_activation(branch, which)
 
     def probe_compression(self) -> bool | None:
@@ -335,7 +336,7 @@ class ServiceClient:
         ``POST /api/user/set-active-branch`` (240 a day, apart from the uploads), which the plan counts."""
         body = {"branch": PROBE_BRANCH, "activeName": "activeWorld"}
         try:
-            self._call("POST", ACTIVATE.split(" ", 1)[1], body=body, compress=True, force=True)
+            self._call("POST", path_of(ACTIVATE), body=body, compress=True, force=True)
         except ServerAnswerError as exc:
             return exc.server_message.strip().lower() == "no branch"
         except (AuthError, RateLimitedError, NetworkError):
@@ -353,7 +354,7 @@ class ServiceClient:
         never shown whole: every debug line goes through :func:`sanitize_url`, httpx's log through the redacting
         filter, and errors are worded without the request (``tests/test_query_token_canary.py``)."""
         token = self._persistent_token("The token query")
-        data = self._call("GET", QUERY_TOKEN.split(" ", 1)[1], params={"token": token.reveal()})
+        data = self._call("GET", path_of(QUERY_TOKEN), params={"token": token.reveal()})
         info = token_info(data, self._clock.now())
         self._observer.set_unlimited_until(info.unlimited_until)
         remember = getattr(self._observer, "remember_scope", None)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS, SIGNIN
+from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS, SIGNIN, path_of
 from gitops.core.tokens import LoginKind
 from gitops.edges.http import UnreadableJSON, parse_json
 from gitops.edges.service.auth import Login
@@ -43,7 +43,6 @@ _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 #: How much of an answer that is not JSON is looked at to describe it (an HTML title, the first words).
 _DESCRIBED_CHARS = 16 * 1024
-_SIGNIN = SIGNIN.split(" ", 1)[1]
 
 #: What the credentials of each login kind are called in a refusal, and what to do about a refusal.
 _CREDENTIALS_WORDS: dict[LoginKind, str] = {"token": "token", "password": "user name and password"}
@@ -161,7 +160,7 @@ class Failures:
     def no_sign_in(self, source: str) -> AuthError:
         """The sign-in's 404: the server has no screepsmod-auth."""
         return AuthError(
-            f"server '{self.server_name}' has no {_SIGNIN} (404), so the user name and password from "
+            f"server '{self.server_name}' has no {path_of(SIGNIN)} (404), so the user name and password from "
             f"{source} cannot be used: a password login needs screepsmod-auth's sign-in.",
             hint="Install screepsmod-auth on the private server (see gitops help private-server); on an official "
             "server use a persistent token (token_env) instead.",
