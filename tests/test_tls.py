@@ -11,6 +11,7 @@ import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,17 @@ def _tls_standin(tmp_path: Path, authority: trustme.CA, *names: str) -> Iterator
     data.mkdir()
     with running_standin(DEMO_ACCOUNTS, data / "standin.sqlite3", tls=pem) as service:
         yield service
+        _early_connects_done()
+
+
+def _early_connects_done(timeout: float = 10.0) -> None:
+    """Wait for the tool's early connections to end their TLS handshakes. Each runs in a thread of its own that a
+    run does not wait for (the command's process ends anyway), so a handshake the tool refuses may still be failing
+    when the run has returned; stopping the stand-in then would close its event loop under that connection."""
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread.name == "gitops-early-connect":
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 @pytest.fixture
