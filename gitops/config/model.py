@@ -365,11 +365,18 @@ class LoadedManifest:
     #: Every server of the file, also when a run is narrowed to some (``--server``): a build must see none of their
     #: credentials, whichever servers the run talks to.
     all_servers: Mapping[str, ServerConfig] = field(default_factory=dict, repr=False, compare=False)
+    #: Every branch of the file, also when a run is narrowed: a code set file may hold each of them.
+    all_branches: tuple[BranchConfig, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def every_server(self) -> Mapping[str, ServerConfig]:
         """The servers of the whole file (:attr:`all_servers`), or of the manifest when it was made in memory."""
         return self.all_servers or self.manifest.servers
+
+    @property
+    def every_branch(self) -> tuple[BranchConfig, ...]:
+        """The branches of the whole file (:attr:`all_branches`), or of the manifest when it was made in memory."""
+        return self.all_branches or tuple(self.manifest.branches)
 
     def where(self, loc: Loc) -> str:
         """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""
