@@ -29,7 +29,12 @@ from gitops.errors import AuthError, TrustError
 from gitops.github.inputs import Inputs
 from gitops.github.report import Report
 from gitops.github.runner import Masks
-from gitops.github.trust import mask_credentials, refuse_changed_routes, refuse_credentials_from_the_step_env
+from gitops.github.trust import (
+    mask_credentials,
+    missing_secret_message,
+    refuse_changed_routes,
+    refuse_credentials_from_the_step_env,
+)
 from gitops.secrets import Secret, redact
 
 #: The pretend kind's API key: a value no other test uses, so that finding it anywhere is this test's leak.
@@ -157,3 +162,11 @@ def test_the_pretend_kind_s_credentials_are_read_and_masked(tmp_path: Path) -> N
         session.close()
     assert f"::add-mask::{KEY}" in lines
     assert KEY not in redact(f"an answer echoing {KEY}")
+
+
+def test_a_run_without_the_pretend_kind_s_key_says_which_secret_to_add(tmp_path: Path) -> None:
+    message = missing_secret_message(keyed(tmp_path).manifest, ["keyed"])
+    assert "server 'keyed': add the repository secret(s) PRETEND_KEY and pass each to the step in `credentials:`" in (
+        message
+    )
+    assert "unified credentials file" not in message

@@ -55,10 +55,16 @@ def missing_secret_message(manifest: Manifest, missing: list[str]) -> str:
                 f"server '{name}': add the repository secret {config.password_env} and the variable (or secret) "
                 f"{config.username_env}, and pass them to the step as `password:` and `username:`"
             )
-        else:
+        elif config.credentials is not None:
             wants.append(
                 f"server '{name}': its credentials come from the entry '{config.credentials}' of the unified "
                 "credentials file (.screeps.yaml), which this run does not have; use token_env with a secret instead"
+            )
+        else:  # another login kind: the secrets its fields name (the model marks them), passed as credentials
+            wants.append(
+                f"server '{name}': add the repository secret(s) "
+                + ", ".join(named_variables(config, secret=True))
+                + " and pass each to the step in `credentials:` (NAME=${{ secrets.NAME }}, one per line)"
             )
     return (
         "No Screeps credentials in this run, so nothing was downloaded from the game server. "
