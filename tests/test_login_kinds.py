@@ -51,19 +51,20 @@ class KeyServer(ServerConfig):
     )
 
 
-@dataclass(frozen=True, slots=True)
 class KeyAuth:
-    """The pretend kind's credentials: an API key read from the variable ``key_env`` names."""
+    """The pretend kind's credentials: an API key read from the variable ``key_env`` names (a plain class: a kind
+    needs only to say what :class:`gitops.config.credentials.Auth` asks)."""
 
-    key: Secret
-    source: str
     kind: ClassVar[str] = "key"
     rate_limited: ClassVar[bool] = False
     signs_in: ClassVar[bool] = False
 
+    def __init__(self, key: Secret, source: str) -> None:
+        self.key, self.source = key, source
+
     @staticmethod
     def named_by(server: ServerConfig) -> bool:
-        return bool(getattr(server, "key_env", None))
+        return getattr(server, "key_env", None) is not None
 
     @staticmethod
     def from_env(server_name: str, server: ServerConfig, env: Mapping[str, str]) -> Auth:

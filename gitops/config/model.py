@@ -96,17 +96,14 @@ def credential(description: str, *, variable: bool = False, secret: bool = False
     return {**schema(description, **constraints), CREDENTIAL_KEY: CredentialRole(variable, secret)}
 
 
-def credential_roles(server: object) -> list[tuple[str, CredentialRole]]:
+def credential_roles(server: ServerConfig | type[ServerConfig]) -> list[tuple[str, CredentialRole]]:
     """The fields of ``server`` (a :class:`ServerConfig`, its class, or a class extending it) that take part in its
     credentials, with their roles, in definition order."""
-    return [
-        (spec.name, spec.metadata[CREDENTIAL_KEY])
-        for spec in dataclasses.fields(server)  # type: ignore[arg-type]
-        if CREDENTIAL_KEY in spec.metadata
-    ]
+    marked = (spec for spec in dataclasses.fields(server) if CREDENTIAL_KEY in spec.metadata)
+    return [(spec.name, spec.metadata[CREDENTIAL_KEY]) for spec in marked]
 
 
-def route_fields(server: object) -> tuple[str, ...]:
+def route_fields(server: ServerConfig | type[ServerConfig]) -> tuple[str, ...]:
     """The names of the fields of ``server`` that decide where its credential goes and which one."""
     return tuple(name for name, _ in credential_roles(server))
 
