@@ -24,7 +24,6 @@ from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
-from gitops.core.tokens import LoginKind
 from gitops.edges.ledger import Ledger, default_state_dir, lock_wait
 from gitops.errors import GitopsError
 from gitops.secrets import Secret
@@ -221,7 +220,8 @@ class Session:
         known = self.ledger(server).compression()
         if known is not None:
             return "on" if known else "off"
-        if self.login_kind(server) == "password":
+        login = self.login(server)
+        if login is not None and login.signs_in:
             return "on"
         listed = self.ledger(server).remembered_branch_list()
         if listed is None or any(b.name == PROBE_BRANCH for b in listed[0]):
@@ -253,7 +253,8 @@ class Session:
         if self.options.refresh == "never" or server in self._queried:
             return self.unlimited_now(server)
         self._queried.add(server)
-        if self.login_kind(server) != "token":
+        login = self.login(server)
+        if login is None or not login.rate_limited:
             return False
         try:
             self.client(server).query_token()
@@ -267,7 +268,8 @@ class Session:
         """What the server's token may use: full access, or these endpoint keys; ``None`` when there is nothing to
         know (a password login: private servers have no scopes) or it could not be learnt. From the ledger when it
         learnt it within a day, else from the token query (no rate limit)."""
-        if self.login_kind(server) != "token":
+        login = self.login(server)
+        if login is None or not login.rate_limited:
             return None
         known = self.ledger(server).scope()
         if known is not None or self.options.refresh == "never":
@@ -281,9 +283,10 @@ class Session:
         self.save(server)
         return self.ledger(server).scope()
 
-    def login_kind(self, server: str) -> LoginKind | None:
-        """How the server's credentials sign in (``token`` or ``password``); ``None`` when it has none."""
-        return self.auth(server).kind if self.has_credentials(server) else None
+    def login(self, server: str) -> Auth | None:
+        """The server's credentials, or ``None`` when it has none: what they are (rate limited, a sign-in) is asked
+        of them, never of the name of their kind."""
+        return self.auth(server) if self.has_credentials(server) else None
 
     def unlimited_now(self, server: str) -> bool:
         """Whether the ledger knows the server's token to be unlimited now (the no-rate-limit page's two hours)."""
@@ -294,7 +297,8 @@ class Session:
         """What the ledger knows of the server's token, for the budget (a password login spends no budget)."""
         ledger = self.ledger(server)
         # Only token-authenticated requests are rate limited: a password login spends no budget.
-        limited = self.login_kind(server) != "password"
+        login = self.login(server)
+        limited = login is None or login.rate_limited
         return BudgetFacts(ledger.windows(), ledger.unlimited_until, self.loaded.manifest.budget.reserve, limited)
 
     def unlock_link(self, server: str) -> Secret | None:

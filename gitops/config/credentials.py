@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
 from gitops.config.manifest import ServerConfig
@@ -31,6 +31,7 @@ from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
 
 __all__ = [
+    "LOGIN_KINDS",
     "MAX_CREDENTIALS_BYTES",
     "Auth",
     "CredentialsFileError",
@@ -43,14 +44,93 @@ __all__ = [
 ]
 
 
+class Auth(Protocol):
+    """What every login kind's credentials say; the session, the Action's masks and the client ask only this.
+
+    A login kind is one class here, in :data:`LOGIN_KINDS` (which of a server's fields name it, and how its
+    credentials are read from them), the fields it reads in the manifest's model (marked there as credential fields:
+    :func:`gitops.config.model.credential`), and its sign-in in :func:`gitops.edges.service.auth.login_for`.
+    """
+
+    @property
+    def source(self) -> str:
+        """Where the credentials were read (for messages)."""
+        ...
+
+    @property
+    def kind(self) -> str:
+        """Which kind of login this is."""
+        ...
+
+    @property
+    def rate_limited(self) -> bool:
+        """Its requests count against the server's rate limits, and it has a scope and a token query (an official
+        server's persistent token); otherwise it spends no budget (a private server's sign-in)."""
+        ...
+
+    @property
+    def signs_in(self) -> bool:
+        """It signs in to a private server (screepsmod-auth), whose body parser inflates compressed uploads."""
+        ...
+
+    def fingerprint(self) -> str:
+        """A non-reversible name of the account, used as the ledger key."""
+        ...
+
+    @property
+    def persistent_token(self) -> Secret | None:
+        """The persistent token (``None`` for a login that has none)."""
+        ...
+
+    def secret_texts(self) -> tuple[tuple[str, bool], ...]:
+        """Each text that would reveal the credentials, with whether it is a Screeps token (whose first characters
+        the official server echoes, so that they are hidden too)."""
+        ...
+
+
+class LoginKindReader(Protocol):
+    """How a login kind is read from a server's fields (the class of its credentials)."""
+
+    @staticmethod
+    def named_by(server: ServerConfig) -> bool:
+        """Whether ``server`` names this kind of login."""
+        ...
+
+    @staticmethod
+    def from_env(server_name: str, server: ServerConfig, env: Mapping[str, str]) -> Auth:
+        """The credentials from ``env``; :class:`AuthError` naming what is missing, never a value."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class TokenAuth:
     """A persistent token, sent as ``X-Token``. ``source`` says where it was read (for messages)."""
 
     token: Secret
     source: str
-    #: Which kind of login this is, as the session asks it (:meth:`gitops.app.session.Session.login_kind`).
+    #: Which kind of login this is (:func:`gitops.edges.service.auth.login_for` signs it in); the rest of the tool
+    #: asks what it is (rate limited, a sign-in), never its kind.
     kind: ClassVar[LoginKind] = "token"
+    rate_limited: ClassVar[bool] = True
+    signs_in: ClassVar[bool] = False
+
+    @staticmethod
+    def named_by(server: ServerConfig) -> bool:
+        return bool(server.token_env)
+
+    @staticmethod
+    def from_env(server_name: str, server: ServerConfig, env: Mapping[str, str]) -> Auth:
+        assert server.token_env is not None
+        value = env.get(server.token_env, "").strip()
+        if value:
+            where = f"the environment variable {server.token_env}"
+            _check(server_name, where, "token", value)
+            return TokenAuth(Secret(value), where)
+        raise AuthError(
+            f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
+            f"{_state(server.token_env, env)}.",
+            hint=_ci_hint(server.token_env, "token"),
+        )
 
     def fingerprint(self) -> str:
         """A non-reversible name of the token, used as the ledger key (never the token itself)."""
@@ -79,8 +159,37 @@ class PasswordAuth:
     password: Secret
     url: str
     source: str
-    #: Which kind of login this is, as the session asks it (:meth:`gitops.app.session.Session.login_kind`).
+    #: Which kind of login this is (:func:`gitops.edges.service.auth.login_for` signs it in); the rest of the tool
+    #: asks what it is (rate limited, a sign-in), never its kind.
     kind: ClassVar[LoginKind] = "password"
+    rate_limited: ClassVar[bool] = False
+    signs_in: ClassVar[bool] = True
+
+    @staticmethod
+    def named_by(server: ServerConfig) -> bool:
+        return bool(server.username_env and server.password_env)
+
+    @staticmethod
+    def from_env(server_name: str, server: ServerConfig, env: Mapping[str, str]) -> Auth:
+        assert server.username_env is not None
+        assert server.password_env is not None
+        user, password = env.get(server.username_env, "").strip(), env.get(server.password_env, "")
+        if user and password:
+            _check(server_name, f"the environment variable {server.username_env}", "user name", user)
+            _check(server_name, f"the environment variable {server.password_env}", "password", password)
+            return PasswordAuth(
+                user,
+                Secret(password),
+                server.url,
+                f"the environment variables {server.username_env} and {server.password_env}",
+            )
+        missing = [var for var, value in ((server.username_env, user), (server.password_env, password)) if not value]
+        raise AuthError(
+            f"no credentials for server '{server_name}': "
+            + " and ".join(f"the environment variable {var} is {_state(var, env)}" for var in missing)
+            + ".",
+            hint=_ci_hint(missing[0], "username" if missing[0] == server.username_env else "password"),
+        )
 
     def fingerprint(self) -> str:
         """A hash of server URL and user name: one ledger per account, the same across password changes."""
@@ -97,7 +206,9 @@ class PasswordAuth:
         return ((self.password.reveal(), False), (basic, False))
 
 
-Auth = TokenAuth | PasswordAuth
+#: The login kinds a server's environment variables can name, in the order they are tried; the one place that
+#: asks which kind a server names (a credentials file entry holds a token or a login: :func:`_entry_auth`).
+LOGIN_KINDS: tuple[LoginKindReader, ...] = (TokenAuth, PasswordAuth)
 
 
 #: The largest credentials file read (one holds a few entries); a larger one is refused before it is parsed.
@@ -131,35 +242,9 @@ def resolve_auth(server_name: str, server: ServerConfig, env: Mapping[str, str],
     Raises :class:`~gitops.errors.AuthError` naming the server, what was looked for and how to provide it. Never
     puts a secret value in a message.
     """
-    if server.token_env:
-        value = env.get(server.token_env, "").strip()
-        if value:
-            where = f"the environment variable {server.token_env}"
-            _check(server_name, where, "token", value)
-            return TokenAuth(Secret(value), where)
-        raise AuthError(
-            f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
-            f"{_state(server.token_env, env)}.",
-            hint=_ci_hint(server.token_env, "token"),
-        )
-    if server.username_env and server.password_env:
-        user, password = env.get(server.username_env, "").strip(), env.get(server.password_env, "")
-        if user and password:
-            _check(server_name, f"the environment variable {server.username_env}", "user name", user)
-            _check(server_name, f"the environment variable {server.password_env}", "password", password)
-            return PasswordAuth(
-                user,
-                Secret(password),
-                server.url,
-                f"the environment variables {server.username_env} and {server.password_env}",
-            )
-        missing = [var for var, value in ((server.username_env, user), (server.password_env, password)) if not value]
-        raise AuthError(
-            f"no credentials for server '{server_name}': "
-            + " and ".join(f"the environment variable {var} is {_state(var, env)}" for var in missing)
-            + ".",
-            hint=_ci_hint(missing[0], "username" if missing[0] == server.username_env else "password"),
-        )
+    for kind in LOGIN_KINDS:
+        if kind.named_by(server):
+            return kind.from_env(server_name, server, env)
     if server.credentials:
         return _from_file(server_name, server.url, server.credentials, env, cwd=cwd)
     raise AuthError(

@@ -158,6 +158,7 @@ def _loaded(path: Path, display: str, manifest: Manifest, digest: str, locations
         display=display,
         locations=locations,
         all_servers=dict(manifest.servers),
+        all_branches=tuple(manifest.branches),
     )
 
 

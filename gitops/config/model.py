@@ -33,6 +33,7 @@ __all__ = [
     "BranchConfig",
     "BudgetConfig",
     "BuildCommand",
+    "CredentialRole",
     "LoadedManifest",
     "Manifest",
     "Naming",
@@ -40,8 +41,12 @@ __all__ = [
     "Rule",
     "ServerConfig",
     "VerifyConfig",
+    "credential",
+    "credential_roles",
     "deployed_names",
     "manifest_digest",
+    "named_variables",
+    "route_fields",
     "schema",
 ]
 
@@ -61,6 +66,56 @@ def schema(description: str | None = None, **constraints: Any) -> dict[str, Any]
     """A field's ``metadata``: its description and constraints, as the validator's fields take them (``ge``, ``le``,
     ``gt``; ``json_schema_extra`` for what only the JSON Schema says)."""
     return {"description": description, **constraints} if description is not None else dict(constraints)
+
+
+#: The ``metadata`` key of a server field that takes part in its credentials (:func:`credential`); the validator
+#: leaves it out of the JSON Schema.
+CREDENTIAL_KEY = "gitops.credential"
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialRole:
+    """How a server's field takes part in its credentials: marked once, on the field (:func:`credential`).
+
+    Every marked field is a route: it decides where a credential goes or which one, so a pull request that changes
+    it is not planned with one (:mod:`gitops.config.routes`). The build's environment scrub
+    (:mod:`gitops.edges.build`), the redaction of the run's secrets and the Action's checks of the step's
+    environment (:mod:`gitops.github.trust`) read the marks too (:func:`named_variables`), so the field of a new
+    login kind, marked here, is covered by all of them.
+    """
+
+    #: The value names an environment variable the credential is read from: no build ever sees that variable.
+    variable: bool = False
+    #: That variable holds a secret (a token, a password): its value is redacted and masked in every output, and the
+    #: Action takes it from an input only, never from the step's ``env:``. A user name is none (the game shows it).
+    secret: bool = False
+
+
+def credential(description: str, *, variable: bool = False, secret: bool = False, **constraints: Any) -> dict[str, Any]:
+    """A server field's ``metadata`` (:func:`schema`) with its :class:`CredentialRole`."""
+    return {**schema(description, **constraints), CREDENTIAL_KEY: CredentialRole(variable, secret)}
+
+
+def credential_roles(server: ServerConfig | type[ServerConfig]) -> list[tuple[str, CredentialRole]]:
+    """The fields of ``server`` (a :class:`ServerConfig`, its class, or a class extending it) that take part in its
+    credentials, with their roles, in definition order."""
+    marked = (spec for spec in dataclasses.fields(server) if CREDENTIAL_KEY in spec.metadata)
+    return [(spec.name, spec.metadata[CREDENTIAL_KEY]) for spec in marked]
+
+
+def route_fields(server: ServerConfig | type[ServerConfig]) -> tuple[str, ...]:
+    """The names of the fields of ``server`` that decide where its credential goes and which one."""
+    return tuple(name for name, _ in credential_roles(server))
+
+
+def named_variables(server: ServerConfig, *, secret: bool = False) -> list[str]:
+    """The environment variables ``server`` reads its credentials from (``secret``: only those holding a secret),
+    in field order."""
+    return [
+        value
+        for name, role in credential_roles(server)
+        if role.variable and (role.secret or not secret) and (value := getattr(server, name))
+    ]
 
 
 # The values that follow a rule of their own (the rule's check and message: gitops.config.validation).
@@ -98,7 +153,7 @@ class ServerConfig:
     """
 
     url: Url = field(
-        metadata=schema(
+        metadata=credential(
             "Base URL, with any path prefix: https://screeps.com, https://screeps.com/ptr, "
             "https://screeps.com/season, http://127.0.0.1:21025. No user name, password, query or fragment; a "
             "trailing '/' is dropped.",
@@ -107,22 +162,27 @@ class ServerConfig:
     )
     token_env: EnvName | None = field(
         default=None,
-        metadata=schema("Name of the environment variable that holds the token (official servers)."),
+        metadata=credential(
+            "Name of the environment variable that holds the token (official servers).", variable=True, secret=True
+        ),
     )
     username_env: EnvName | None = field(
         default=None,
-        metadata=schema(
+        metadata=credential(
             "Private servers: name of the environment variable holding the user name or e-mail "
-            "(together with password_env)."
+            "(together with password_env).",
+            variable=True,
         ),
     )
     password_env: EnvName | None = field(
         default=None,
-        metadata=schema("Private servers: name of the environment variable holding the password."),
+        metadata=credential(
+            "Private servers: name of the environment variable holding the password.", variable=True, secret=True
+        ),
     )
     credentials: CredentialsEntry | None = field(
         default=None,
-        metadata=schema("Name of a server entry in the screepers unified credentials file (.screeps.yaml)."),
+        metadata=credential("Name of a server entry in the screepers unified credentials file (.screeps.yaml)."),
     )
     compress: Literal["auto", "always", "never"] = field(
         default="auto",
@@ -365,11 +425,18 @@ class LoadedManifest:
     #: Every server of the file, also when a run is narrowed to some (``--server``): a build must see none of their
     #: credentials, whichever servers the run talks to.
     all_servers: Mapping[str, ServerConfig] = field(default_factory=dict, repr=False, compare=False)
+    #: Every branch of the file, also when a run is narrowed: a code set file may hold each of them.
+    all_branches: tuple[BranchConfig, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def every_server(self) -> Mapping[str, ServerConfig]:
         """The servers of the whole file (:attr:`all_servers`), or of the manifest when it was made in memory."""
         return self.all_servers or self.manifest.servers
+
+    @property
+    def every_branch(self) -> tuple[BranchConfig, ...]:
+        """The branches of the whole file (:attr:`all_branches`), or of the manifest when it was made in memory."""
+        return self.all_branches or tuple(self.manifest.branches)
 
     def where(self, loc: Loc) -> str:
         """``gitops.yaml:12: branches[0].include[1]`` (the line of the nearest key that exists)."""

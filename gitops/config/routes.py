@@ -1,7 +1,8 @@
 """Where a manifest sends credentials, and what a change of manifest changes of it (pure: no I/O).
 
 A server's ``url`` is where its token or password goes; ``token_env``, ``username_env``, ``password_env`` and
-``credentials`` say which secret goes there; a ``build`` command is code that runs before anything is sent. A pull
+``credentials`` say which secret goes there (the fields the manifest's model marks as credential fields:
+:func:`gitops.config.model.route_fields`); a ``build`` command is code that runs before anything is sent. A pull
 request that edits any of them must not be planned with the deploy token (the token would go where the pull request
 says), so the Action compares the pull request's manifest with the base branch's (:func:`route_changes`) and shows
 each server's url, and any change to it, in the plan comment.
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitops.config.model import Manifest
+from gitops.config.model import Manifest, ServerConfig, route_fields
 
-#: The fields of a server that decide where a credential goes and which one.
-ROUTE_FIELDS = ("url", "token_env", "username_env", "password_env", "credentials")
+#: The fields of a server that decide where a credential goes and which one (marked in the model).
+ROUTE_FIELDS = route_fields(ServerConfig)
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,9 @@ def route_changes(base: Manifest, head: Manifest) -> list[RouteChange]:
                 )
             )
             continue
-        for field in ROUTE_FIELDS:
-            old, new = getattr(before, field), getattr(after, field)
+        # The fields of both: a server of a login kind that adds a field of its own is compared on it too.
+        for field in dict.fromkeys((*route_fields(before), *route_fields(after))):
+            old, new = getattr(before, field, None), getattr(after, field, None)
             if old != new:
                 changes.append(RouteChange(f"server '{name}' {field}", old, new))
     if base.build != head.build:

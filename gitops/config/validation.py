@@ -322,13 +322,15 @@ def _derive(cls: type) -> type[BaseModel]:
 
 
 def _field_info(spec: dataclasses.Field[Any]) -> Any:
-    """A dataclass field's default and metadata as pydantic's ``Field`` (a class default becomes its model)."""
+    """A dataclass field's default and metadata as pydantic's ``Field`` (a class default becomes its model); a
+    field's credential role is the tool's own knowledge, not part of the JSON Schema."""
+    metadata = {key: value for key, value in spec.metadata.items() if key != model.CREDENTIAL_KEY}
     if spec.default is not dataclasses.MISSING:
-        return Field(spec.default, **spec.metadata)
+        return Field(spec.default, **metadata)
     if spec.default_factory is not dataclasses.MISSING:
         factory = spec.default_factory
-        return Field(default_factory=_MODELS.get(factory, factory), **spec.metadata)  # type: ignore[call-overload]
-    return Field(**spec.metadata)
+        return Field(default_factory=_MODELS.get(factory, factory), **metadata)  # type: ignore[call-overload]
+    return Field(**metadata)
 
 
 def _pydantic_type(hint: Any) -> Any:

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
-from gitops.core.codeset import CodeSet, Module
+from gitops.core.codeset import CodeSet, Module, refused_name_reason
+from gitops.core.endpoints import MAX_CODE_LENGTH
 from gitops.core.local import LocalBranch
 from gitops.core.modulekinds import Kind
 
@@ -27,6 +28,20 @@ FORMAT = "screeps-gitops-codeset"
 FORMAT_VERSION = 1
 
 _KINDS = frozenset(get_args(Kind))
+
+_MIB = 1024 * 1024
+#: The most bytes one branch takes in a code set file. The server takes a branch of up to
+#: :data:`~gitops.core.endpoints.MAX_CODE_LENGTH` UTF-16 units of ``JSON.stringify(modules)``; the file writes the
+#: same texts (and a binary module's base64) with every non-ASCII unit escaped, at most 6 bytes a unit (the
+#: reasoning of :data:`~gitops.core.endpoints.CODE_ANSWER_CAP`), and adds per module its kind, size, SHA-256 and
+#: file (about 150 bytes and the path): 4 MiB holds those of some 20,000 modules, far more than a bot has.
+MAX_BRANCH_BYTES = 6 * MAX_CODE_LENGTH + 4 * _MIB
+
+
+def max_file_bytes(branches: int) -> int:
+    """The largest code set file of a manifest of ``branches`` branches (each at the server's limit), and 1 MiB
+    for the header and the build's warnings: a larger file is refused before it is parsed."""
+    return max(branches, 1) * MAX_BRANCH_BYTES + _MIB
 
 
 class ArtifactProblem(ValueError):
@@ -157,6 +172,11 @@ def _module_from(entry: Any, where: str) -> tuple[Module, Kind, str | None]:
     name, kind, size, digest = entry.get("name"), entry.get("kind"), entry.get("size"), entry.get("sha256")
     if not isinstance(name, str) or not name:
         raise ArtifactProblem(f"{where} has no module name")
+    # The rules the build applies to a file's module name (gitops.core.branchbuild): a name the server would drop or
+    # read back changed is refused here too, or every plan would upload it again and never find it.
+    refused = refused_name_reason(name)
+    if refused is not None:
+        raise ArtifactProblem(f"{where}: module {name!r} cannot be deployed: {refused}")
     if kind not in _KINDS:
         raise ArtifactProblem(f"{where}: module {name!r} has kind {str(kind)[:40]!r}")
     file = entry.get("file")

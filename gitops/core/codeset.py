@@ -384,6 +384,9 @@ def refused_name_reason(name: str) -> str | None:
     """
     if not name:
         return "the name is empty, and no file or require can name such a module"
+    if not name.isascii() and _LONE_SURROGATE.search(name):
+        # Only a code set file can bring one (JSON's escapes); the build refuses a file name that is not UTF-8.
+        return "the name is not UTF-8 text (it holds a lone surrogate), and module names travel as UTF-8"
     reason = dropped_name_reason(name)
     if reason is not None:
         return reason

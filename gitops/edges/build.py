@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 
 from gitops.config.manifest import LoadedManifest, Manifest, ServerConfig
+from gitops.config.model import named_variables
 from gitops.edges.gitref import resolve_commit
 from gitops.errors import SourceError
 from gitops.secrets import redact, register
@@ -95,15 +96,11 @@ _HANDOVER_NAMES = ("GITOPS_ACTION_TOKEN_ENV", "GITOPS_ACTION_USERNAME_ENV", "GIT
 
 
 def secret_names(env: Mapping[str, str], servers: Mapping[str, ServerConfig]) -> frozenset[str]:
-    """The variables of ``env`` that a build must not see: every variable any of ``servers`` names (pass the whole
-    manifest's, not only the servers a ``--server`` run talks to), :data:`SECRET_VARIABLES`, every variable with a
-    :data:`SECRET_PREFIXES` prefix, and the variables the Action hands credentials over in."""
-    named = {
-        name
-        for server in servers.values()
-        for name in (server.token_env, server.username_env, server.password_env)
-        if name
-    }
+    """The variables of ``env`` that a build must not see: every variable any of ``servers`` names in a credential
+    field (:func:`~gitops.config.model.named_variables`; pass the whole manifest's, not only the servers a
+    ``--server`` run talks to), :data:`SECRET_VARIABLES`, every variable with a :data:`SECRET_PREFIXES` prefix, and
+    the variables the Action hands credentials over in."""
+    named = {name for server in servers.values() for name in named_variables(server)}
     named |= {env[key] for key in _HANDOVER_NAMES if env.get(key)}
     prefixed = {key for key in env if key.startswith(SECRET_PREFIXES)}
     return frozenset(named | SECRET_VARIABLES | prefixed)
@@ -128,7 +125,7 @@ def secret_values(env: Mapping[str, str], servers: Mapping[str, ServerConfig]) -
     :data:`SECRET_VARIABLES`, what the Action hands over, and any removed variable whose name says it holds one
     (``INPUT_TOKEN``). Not the other removed variables (a user name, an input such as ``gitops.yaml``), which are
     not secret and would make every message unreadable."""
-    names = {name for server in servers.values() for name in (server.token_env, server.password_env) if name}
+    names = {name for server in servers.values() for name in named_variables(server, secret=True)}
     names |= SECRET_VARIABLES
     names |= {env[key] for key in ("GITOPS_ACTION_TOKEN_ENV", "GITOPS_ACTION_PASSWORD_ENV") if env.get(key)}
     names |= {

@@ -11,9 +11,17 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from gitops.config.manifest import LoadedManifest
-from gitops.core.artifact import ArtifactProblem, artifact_data, artifact_from_data, manifest_sha256, pick_branches
+from gitops.core.artifact import (
+    ArtifactProblem,
+    artifact_data,
+    artifact_from_data,
+    manifest_sha256,
+    max_file_bytes,
+    pick_branches,
+)
 from gitops.core.local import LocalCode, SourceInfo
 from gitops.edges.gitout import git_text
 from gitops.edges.outfile import write_out
@@ -21,8 +29,6 @@ from gitops.errors import SourceError
 
 #: The environment variable (and the Action's input behind it) that names a code set file to deploy.
 CODESET_VARIABLE = "GITOPS_CODESET"
-#: A larger file is not read: 5 MB per branch on the server, a few times that for base64 and JSON escapes.
-MAX_BYTES = 512 * 1024 * 1024
 
 _HINT = (
     "Make the code set with `gitops build --out FILE` (the Action's `command: build`) in the same commit and with "
@@ -60,24 +66,13 @@ def read_codeset(path: Path, loaded: LoadedManifest) -> LocalCode:
     Raises :class:`SourceError` (exit 6) when the file cannot be read, is not a code set, was cut or changed, was
     built from another manifest file or another commit than this run's, or lacks one of the branches."""
     where = f"the code set file {path}"
+    data = _parsed(path, where, max_file_bytes(len(loaded.every_branch)))
     try:
-        mode = os.stat(path).st_mode
-        if not stat.S_ISREG(mode):
-            raise SourceError(f"{where} is not a regular file", hint=_HINT)
-        with open(path, "rb") as stream:
-            raw = stream.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise SourceError(f"{where} does not exist", hint=_HINT) from None
-    except OSError as exc:
-        raise SourceError(f"{where} cannot be read ({exc.strerror})", hint=_HINT) from None
-    if len(raw) > MAX_BYTES:
-        raise SourceError(f"{where} is larger than {MAX_BYTES // (1024 * 1024)} MiB", hint=_HINT)
-    try:
-        artifact = artifact_from_data(json.loads(raw))
+        artifact = artifact_from_data(data)
         branches = pick_branches(artifact, [(b.server, b.branch) for b in loaded.manifest.branches])
-    except ValueError as exc:  # ArtifactProblem, and JSON that does not parse
-        text = str(exc) if isinstance(exc, ArtifactProblem) else f"is not JSON ({exc})"
-        raise SourceError(f"{where} {text}", hint=_HINT) from None
+    except ArtifactProblem as exc:
+        raise SourceError(f"{where} {exc}", hint=_HINT) from None
+    del data  # the modules keep their texts; the rest of the parsed file goes now
     if artifact.manifest_sha256 != manifest_sha256(_manifest_bytes(loaded)):
         raise SourceError(
             f"{where} was built from another manifest than {loaded.display}; nothing was sent",
@@ -94,6 +89,62 @@ def read_codeset(path: Path, loaded: LoadedManifest) -> LocalCode:
         )
     source = SourceInfo("codeset", str(path), artifact.commit, None)
     return LocalCode(branches, source, [*artifact.warnings, f"code read from {where}, not from the working tree"])
+
+
+def _parsed(path: Path, where: str, limit: int) -> Any:
+    """The parsed JSON of the file at ``path``, refused (:class:`SourceError`) when it is not a regular file, is
+    larger than ``limit`` bytes, or is not JSON."""
+    text = _file_text(path, where, limit)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise SourceError(
+            f"{where} is not a code set: its JSON is nested deeper than any code set (whose is 5 levels)", hint=_HINT
+        ) from None
+    except ValueError as exc:
+        raise SourceError(f"{where} is not JSON ({exc})", hint=_HINT) from None
+
+
+def _file_text(path: Path, where: str, limit: int) -> str:
+    """The text of the regular file at ``path``, opened once: ``O_NONBLOCK``, so that a FIFO (or a device) put there
+    does not hang the open, then checked with ``fstat`` on what was opened, never on the name again.
+
+    The bytes are read into one buffer and let go once decoded, so that the parse that follows holds the text and
+    its values, twice the file at most (json.loads of the bytes would hold both and decode a third copy)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise SourceError(f"{where} does not exist", hint=_HINT) from None
+    except OSError as exc:
+        raise SourceError(f"{where} cannot be read ({exc.strerror})", hint=_HINT) from None
+    try:
+        with os.fdopen(fd, "rb", buffering=0) as stream:  # closes fd, also when fstat refuses it
+            facts = os.fstat(fd)
+            if not stat.S_ISREG(facts.st_mode):
+                raise SourceError(f"{where} is not a regular file", hint=_HINT)
+            if facts.st_size > limit:
+                raise SourceError(
+                    f"{where} is {facts.st_size:,} bytes, larger than any code set of this manifest's branches "
+                    f"({limit:,} bytes: the server's 5 MB per branch, JSON-escaped)",
+                    hint=_HINT,
+                )
+            # One buffer of the size fstat gave, and a byte more to notice a file that grows while it is read.
+            buffer = bytearray(facts.st_size + 1)
+            got = 0
+            with memoryview(buffer) as view:
+                while got < len(buffer) and (n := stream.readinto(view[got:])):
+                    got += n
+    except OSError as exc:
+        raise SourceError(f"{where} cannot be read ({exc.strerror})", hint=_HINT) from None
+    if got != facts.st_size:
+        raise SourceError(f"{where} changed while it was read", hint=_HINT)
+    del buffer[got:]
+    try:
+        return buffer.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(
+            f"{where} is not JSON (not UTF-8 text: {exc.reason} at byte {exc.start})", hint=_HINT
+        ) from None
 
 
 def _short(commit: str | None) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest
-from gitops.config.model import Manifest
+from gitops.config.model import Manifest, named_variables
 from gitops.config.routes import route_changes
 from gitops.errors import TrustError
 from gitops.github.basemanifest import read_base_manifest
@@ -55,10 +55,16 @@ def missing_secret_message(manifest: Manifest, missing: list[str]) -> str:
                 f"server '{name}': add the repository secret {config.password_env} and the variable (or secret) "
                 f"{config.username_env}, and pass them to the step as `password:` and `username:`"
             )
-        else:
+        elif config.credentials is not None:
             wants.append(
                 f"server '{name}': its credentials come from the entry '{config.credentials}' of the unified "
                 "credentials file (.screeps.yaml), which this run does not have; use token_env with a secret instead"
+            )
+        else:  # another login kind: the secrets its fields name (the model marks them), passed as credentials
+            wants.append(
+                f"server '{name}': add the repository secret(s) "
+                + ", ".join(named_variables(config, secret=True))
+                + " and pass each to the step in `credentials:` (NAME=${{ secrets.NAME }}, one per line)"
             )
     return (
         "No Screeps credentials in this run, so nothing was downloaded from the game server. "
@@ -88,10 +94,6 @@ def no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
     )
 
 
-#: The secrets a manifest names, by the field that names them (a user name is public in the game).
-_SECRET_FIELDS = ("token_env", "password_env")
-
-
 def refuse_credentials_from_the_step_env(
     loaded: LoadedManifest, servers: list[str], inputs: Inputs, env: Mapping[str, str]
 ) -> list[str]:
@@ -103,10 +105,9 @@ def refuse_credentials_from_the_step_env(
     """
     warnings: list[str] = []
     for name in servers:
-        config = loaded.manifest.servers[name]
-        for field_name in _SECRET_FIELDS:
-            variable = getattr(config, field_name)
-            if not variable or not env.get(variable, "").strip():
+        # The secrets the server names, in the fields the model marks as holding one (a user name is public).
+        for variable in named_variables(loaded.manifest.servers[name], secret=True):
+            if not env.get(variable, "").strip():
                 continue
             if variable in inputs.credentials:
                 warnings.append(

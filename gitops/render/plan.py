@@ -11,7 +11,7 @@ import dataclasses
 import html
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -201,11 +201,7 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     # Names, messages and diff lines come from servers and files: each line is made inert (gitops.inert) before
     # it is styled, so that only the colours added here reach the terminal as escape sequences.
     out = _InertLines()
-    source = plan.source
-    where = f"git ref {source.get('ref')} ({str(source.get('commit') or '')[:12]})"
-    if source.get("kind") != "ref":
-        where = "working tree" + (" (uncommitted changes)" if source.get("dirty") else "")
-    out.append(f"Plan from {where}, manifest {plan.manifest_path}, refresh={plan.refresh}")
+    out.append(f"Plan from {_source_text(plan.source)}, manifest {plan.manifest_path}, refresh={plan.refresh}")
     for warning in plan.warnings:
         out.append(style(f"warning: {warning}", fg="yellow"))
     for failure in plan.failed:
@@ -285,6 +281,17 @@ class _InertLines(list[str]):
     def extend(self, lines: Iterable[str]) -> None:
         for line in lines:
             self.append(line)
+
+
+def _source_text(source: Mapping[str, Any]) -> str:
+    """Where the plan's code came from: ``git ref main (1a2b3c4d5e6f)``, ``code set FILE (1a2b3c4d5e6f)`` (a build
+    job's file, ``--codeset``) or ``working tree``."""
+    commit = str(source.get("commit") or "")[:12]
+    if source.get("kind") == "ref":
+        return f"git ref {source.get('ref')} ({commit})"
+    if source.get("kind") == "codeset":
+        return f"code set {source.get('ref')} ({commit or 'no commit'})"
+    return "working tree" + (" (uncommitted changes)" if source.get("dirty") else "")
 
 
 def summary_line(plan: Plan, *, now: float) -> str:

@@ -75,6 +75,14 @@ def test_names_the_server_reads_back_as_another_name(name: str, reason: str) -> 
     assert dropped_name_reason(name) is None  # kept, so the stand-in stores it like the server does
 
 
+@pytest.mark.parametrize("name", ["lib/\udcff", "\ud800x"])
+def test_a_name_holding_a_lone_surrogate_is_refused(name: str) -> None:
+    # Only a code set file can hold one (a JSON escape); from files the build refuses a name that is not UTF-8.
+    reason = "the name is not UTF-8 text (it holds a lone surrogate), and module names travel as UTF-8"
+    assert refused_name_reason(name) == reason
+    assert refused_name_reason("lib/é😀") is None
+
+
 @pytest.mark.parametrize("name", ["/abs", "\\win"])
 def test_names_starting_with_a_separator_are_dropped(name: str) -> None:
     assert refused_name_reason(name) == f"the name starts with {name[0]!r}, and the server silently drops such modules"

@@ -131,7 +131,8 @@ def server_branches(loaded: LoadedManifest, server: str) -> list[str]:
 def wanted(session: Session, server: str) -> tuple[bool, list[str]]:
     """What planning ``server`` will ask that can be asked ahead: the token query, and the branches to download."""
     refresh = session.options.refresh
-    if refresh == "never" or session.login_kind(server) != "token":
+    login = session.login(server)
+    if refresh == "never" or login is None or not login.rate_limited:
         return False, []
     ledger = session.ledger(server)
     query = ledger.scope() is None

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from gitops.app.headstart.localread import LocalRead, UploadBody
 from gitops.app.headstart.sidereads import MOST, DownloadCheck, SideReads, send_side_reads, server_branches
 from gitops.app.session import Session, http_client
+from gitops.config.credentials import TokenAuth
 from gitops.core.early import ALPN, route_of
 from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, pacing_wait, path_of
 from gitops.core.remote import BranchInfo, branch_list
@@ -105,7 +106,8 @@ class HeadStart:
         tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN) if route.tls else None
         sock = begun.pop(server, None)
         self._early[server] = EarlyConnection(address, sock, tls)
-        if config.token_env is not None and self._first_contact(server):
+        # Asked of the manifest (reading the credentials can wait): a token names itself there.
+        if TokenAuth.named_by(config) and self._first_contact(server):
             # The token query and a download per branch: what a first contact asks.
             wanted = min(MOST, 1 + len(server_branches(session.loaded, server)))
             self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]

@@ -15,12 +15,13 @@ did); ``auth_flow`` gives the same headers to any httpx request the login is han
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import ClassVar, assert_never
+from typing import ClassVar
 
 import httpx
 
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.tokens import LoginKind, header_safe
+from gitops.errors import AuthError
 from gitops.secrets import Secret
 
 __all__ = ["Login", "PasswordLogin", "SignIn", "TokenLogin", "login_for"]
@@ -34,6 +35,9 @@ class Login(httpx.Auth):
     paced: ClassVar[bool] = False
     #: A 403 means the token's scope (otherwise: the account may not use the endpoint).
     scoped: ClassVar[bool] = False
+    #: What its credentials are called when the server refuses them (401), and what to do about it.
+    credentials_words: ClassVar[str]
+    refused_hint: ClassVar[str]
 
     def __init__(self, source: str) -> None:
         #: Where the credentials were read, for messages.
@@ -70,6 +74,11 @@ class TokenLogin(Login):
     kind: ClassVar[LoginKind] = "token"
     paced: ClassVar[bool] = True
     scoped: ClassVar[bool] = True
+    credentials_words: ClassVar[str] = "token"
+    refused_hint: ClassVar[str] = (
+        "A token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
+        "deleted token gets this answer."
+    )
 
     def __init__(self, token: Secret, source: str) -> None:
         super().__init__(source)
@@ -95,6 +104,10 @@ class PasswordLogin(Login):
     rotates with every answer (``X-Token``) and which expires after a minute without use."""
 
     kind: ClassVar[LoginKind] = "password"
+    credentials_words: ClassVar[str] = "user name and password"
+    refused_hint: ClassVar[str] = (
+        "On a private server the password is set with screepsmod-auth (in the server CLI: setPassword)."
+    )
 
     def __init__(self, username: str, password: Secret, source: str, sign_in: SignIn) -> None:
         super().__init__(source)
@@ -144,5 +157,8 @@ def login_for(auth: Auth | None, *, sign_in: SignIn) -> Login | None:
             return TokenLogin(auth.token, auth.source)
         case PasswordAuth():
             return PasswordLogin(auth.username, auth.password, auth.source, sign_in)
-        case _:
-            assert_never(auth)
+        case _:  # a login kind of the credentials without a sign-in here: nothing is sent with it
+            raise AuthError(
+                f"the credentials in {auth.source} are of a kind ({auth.kind!r}) this client cannot sign in with.",
+                hint="Name a token (token_env) or a user name and password (username_env, password_env).",
+            )

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 import httpx
 
 from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS, SIGNIN, path_of
-from gitops.core.tokens import LoginKind
 from gitops.edges.http import UnreadableJSON, parse_json
 from gitops.edges.service.auth import Login
 from gitops.errors import AuthError, GitopsError, NetworkError, ScopeError, ServiceError
@@ -43,14 +42,6 @@ _HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL
 _USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
 #: How much of an answer that is not JSON is looked at to describe it (an HTML title, the first words).
 _DESCRIBED_CHARS = 16 * 1024
-
-#: What the credentials of each login kind are called in a refusal, and what to do about a refusal.
-_CREDENTIALS_WORDS: dict[LoginKind, str] = {"token": "token", "password": "user name and password"}
-_REFUSED_HINTS: dict[LoginKind, str] = {
-    "token": "A token is created in the account settings of the server (Account, Auth tokens); a mistyped or "
-    "deleted token gets this answer.",
-    "password": "On a private server the password is set with screepsmod-auth (in the server CLI: setPassword).",
-}
 
 
 class ServerAnswerError(ServiceError):
@@ -122,8 +113,8 @@ class Failures:
             )
         return AuthError(
             f"the server refused the credentials for server '{self.server_name}' (401 on {endpoint}); check the "
-            f"{_CREDENTIALS_WORDS[login.kind]} in {login.source}.",
-            hint=_REFUSED_HINTS[login.kind],
+            f"{login.credentials_words} in {login.source}.",
+            hint=login.refused_hint,
         )
 
     def forbidden(self, endpoint: str, data: Any) -> AuthError:
