@@ -18,6 +18,7 @@ from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPe
 from gitops.github.inputs import Command
 from gitops.github.runner import Echo, PullRequest, Runner, annotation, write_outputs
 from gitops.render.drift import render_markdown as render_drift
+from gitops.render.outcome import markdown_sections
 from gitops.render.plan import md_code, md_fence, render_markdown
 from gitops.render.rehearsal import markdown as rehearsal_markdown
 from gitops.secrets import Secret, redact
@@ -147,11 +148,7 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     )
     head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices) + _servers_markdown(report)
     tail: list[str] = []
-    if report.outcomes:
-        tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
-    if report.verifications:
-        lines = [line for v in report.verifications for line in v.lines()]
-        tail.extend(["", f"#### Verify: {report.health()}", "", md_fence("\n".join(lines), "text")])
+    tail.extend(markdown_sections(report.outcomes, report.verifications, report.health()))
     if report.rehearsal is not None:
         r = report.rehearsal
         tail.extend(["", rehearsal_markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n")])
