@@ -182,7 +182,7 @@ def _servers_markdown(report: Report) -> str:
     if not report.servers:
         return ""
     lines = ["| server | url |", "|---|---|"]
-    lines += [f"| {md_code(name)} | {md_code(url)} |" for name, url in sorted(report.servers.items())]
+    lines += [f"| {md_code(name)} | {_url_cell(report, name, url)} |" for name, url in sorted(report.servers.items())]
     if report.route_changes:
         lines += ["", "> [!WARNING]", "> This pull request changes where credentials go or what a build runs:"]
         lines += [f"> - {md_code(change.text())}" for change in report.route_changes]
@@ -191,6 +191,18 @@ def _servers_markdown(report: Report) -> str:
     else:
         lines += ["", "Servers, credential variables and builds: unchanged from the base branch's manifest."]
     return "\n".join(lines) + "\n\n"
+
+
+def _url_cell(report: Report, name: str, url: str) -> str:
+    """The server's url, and what it was on the base branch when the pull request moves it (or adds the server):
+    the reviewer reads both where the url is, not only in the list of changes below."""
+    for change in report.route_changes:
+        if change.what == f"server '{name}' url":
+            was = "not set" if change.before is None else md_code(change.before, table=True)
+            return f"{md_code(url, table=True)} (was {was})"
+        if change.what == f"server '{name}'" and change.before is None:
+            return f"{md_code(url, table=True)} (new in this pull request)"
+    return md_code(url, table=True)
 
 
 def _verdict(report: Report) -> str:
