@@ -98,11 +98,11 @@ def pages() -> list[Path]:
 
 
 def prose(path: Path) -> str:
-    """A page's prose: Markdown without its fenced blocks (their YAML is checked as YAML below)."""
+    """A page's prose, with the messages it quotes in fenced blocks; without its YAML blocks (checked as YAML)."""
     text = path.read_text("utf-8")
     if path.suffix == ".yml":
         return "\n\n".join(_descriptions(yaml.safe_load(text)))
-    return re.sub(r"^(```|~~~).*?^\1", "", text, flags=re.MULTILINE | re.DOTALL)
+    return re.sub(r"^```ya?ml\n.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
 
 
 def _descriptions(node: Any) -> Iterator[str]:

@@ -17,7 +17,7 @@ from gitops.core.plan import Step
 from gitops.inert import inert
 from gitops.render.outcome import Consoles, Ended, MarkdownConsole, TextConsole
 from gitops.render.plan import render_text
-from gitops.secrets import HIDDEN, register, redact
+from gitops.secrets import HIDDEN, redact, register
 from tests.core.factories import NOW
 from tests.core.test_render import mixed_plan
 
@@ -58,7 +58,9 @@ def test_steps_verifications_and_unsettled_deploys_are_redacted_and_inert() -> N
     console.ended(Ended(False, "Applied: 1 branch(es) changed.", [failing()], [note]))
     text = "\n".join(seen.out)
     assert seen.out[1] == "Applied: 1 branch(es) changed."
-    assert RAW.findall(text) == [] and SECRET not in text and HIDDEN in text
+    assert RAW.findall(text) == []
+    assert SECRET not in text
+    assert HIDDEN in text
     assert not [line for line in text.splitlines() if line.lstrip().startswith("::")]
     assert "  error: TypeError: boom\\u001b]0;pwned\\u0007 \\u202etxt.js" in seen.out
     assert seen.err == []
@@ -80,7 +82,8 @@ def test_the_action_tells_its_log_and_its_report_the_same_run() -> None:
     assert report.lines == ["done    local/main: " + step.describe(), "Applied: 1 branch(es) changed."]
     assert report.verifications == [failing()]
     markdown = "\n".join(report.sections(health="failing"))
-    assert "#### Apply" in markdown and "#### Verify: failing" in markdown
+    assert "#### Apply" in markdown
+    assert "#### Verify: failing" in markdown
     assert RAW.findall(markdown) == []
     assert "\\u202etxt.js" in markdown
     assert seen.out[0] == inert(report.lines[0])
