@@ -155,7 +155,8 @@ def apply(
             ask = None if saved or yes else lines.confirm
             if keep_going:
                 each = pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step)
-                return _show_each(each, console)
+                # Its summary goes to stdout, as it always did (--keep-going writes no JSON document).
+                return _show_each(each, TextConsole(click.echo, err=lambda line: click.echo(line, err=True)))
             try:
                 applied = pipeline.apply(
                     session, result, saved=saved, confirm=ask, progress=lines.step, verify_again=verify_again

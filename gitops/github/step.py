@@ -348,8 +348,10 @@ def _record_applied(applied: pipeline.Applied, report: Report, console: Console,
     (rolled back or not) is an error annotation and a failed deployment."""
     done = applied.report
     report.applied = done.applied
-    console.ended(Ended(cancelled=False, applied_line=done.applied_line, verifications=done.verifications))
+    console.ended(Ended(cancelled=False, applied_line=done.applied_line))
     for verification in done.verifications:
+        # One at a time: each verification's error annotation follows its lines in the log.
+        console.ended(Ended(cancelled=False, applied_line=None, verifications=[verification]))
         if verification.result in ("unhealthy", "rolled-back", "undo-failed"):
             echo(annotation("error", f"{verification.label}: the new code fails in the game ({verification.result})"))
             for key in report.deployed:
