@@ -9,18 +9,24 @@ begins with ``::`` (or the older ``##[``) is a GitHub workflow command (``::add-
 :func:`inert` shows such characters as escapes (``\\u001b``; the ``\\uXXXX`` form reads the same inside a JSON
 string) and puts a backslash before a line that would start a workflow command. The CLI passes everything it
 prints from outside through it, after :func:`gitops.secrets.redact` (``gitops.cli._print_error``, ``gitops
-console``, apply's verification reports, init's lines); the Markdown renderers have their own escaping for the
-same characters (``gitops.render.plan.md_text``).
+console``, init's lines, and every outcome :mod:`gitops.render.outcome` presents); the Markdown renderers escape
+the same characters their own way (``gitops.render.plan.md_text``, ``md_code``, ``md_fence``), from the same
+:data:`BIDI_CONTROLS`.
 """
 
 from __future__ import annotations
 
 import re
 
+#: The bidirectional controls that make a line read otherwise than it is (a module named ``\u202etxt.js`` shows as
+#: ``sj.txt``): the marks (ALM, LRM, RLM), the embeddings and overrides, the isolates. A regular expression's
+#: character class body, shared with the Markdown renderers (``gitops.render.plan``), so that a pull request's
+#: comment escapes what the terminal escapes.
+BIDI_CONTROLS = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 #: C0 controls but tab and line feed, DEL, C1 controls (``\x9b`` is CSI, ``\x9d`` OSC on some terminals), the
-#: Unicode line and paragraph separators, and the bidirectional controls that make a line read otherwise than it is.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_ONE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Unicode line and paragraph separators, and the bidirectional controls.
+_CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
+_CONTROL_ONE_LINE = re.compile(rf"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 #: A line the Actions runner reads as a command: it trims the line first, then looks for ``::`` (or ``##[``).
 _WORKFLOW_COMMAND = re.compile(r"^([ \t]*)(::|##\[)", re.MULTILINE)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -29,6 +35,12 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     return _NAMED.get(char, f"\\u{ord(char):04x}")
+
+
+def shown(text: str) -> str:
+    """``text`` with its control characters as escapes, line breaks and tabs kept, lone surrogates as ``\\udc80``;
+    no workflow-command check: for a Markdown code block (a diff, a log), which no runner reads as a command."""
+    return _CONTROL.sub(_escape, text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def inert(text: str, *, one_line: bool = False) -> str:

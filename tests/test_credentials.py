@@ -72,11 +72,25 @@ def test_missing_token_says_how_to_fix(tmp_path: Path, env: dict[str, str], stat
         resolve_auth("official", server(token_env="SCREEPS_TOKEN"), env, cwd=tmp_path)
     assert str(info.value) == (
         f"no credentials for server 'official': the environment variable SCREEPS_TOKEN is {state}.\n"
-        "Set SCREEPS_TOKEN in the environment; in GitHub Actions pass the repository secret to the action's `token` "
-        "input (`token: ${{ secrets.SCREEPS_TOKEN }}`) or to the step's `env:` (secrets are not given to pull "
-        "requests from forks: plan those with --refresh=never)."
+        "Set SCREEPS_TOKEN in the environment; in GitHub Actions pass the repository secret to the action's "
+        "`screeps-token` input (`screeps-token: ${{ secrets.SCREEPS_TOKEN }}`) or its `credentials` input "
+        "(`credentials: SCREEPS_TOKEN=${{ secrets.SCREEPS_TOKEN }}`), never through the step's `env:`, which every "
+        "step of the action sees (refused with exit code 13). Secrets are not given to pull requests from forks: "
+        "plan those with --refresh=never."
     )
     assert info.value.exit_code == 7
+
+
+def test_the_hint_names_the_input_that_names_another_variable(tmp_path: Path) -> None:
+    """A variable other than the input's default needs the `*-env` input too, or the Action gives the secret under
+    the default name (tests/action/test_advice.py runs every such hint through the Action's own checks)."""
+    with pytest.raises(AuthError) as info:
+        resolve_auth("official", server(token_env="SEASON_TOKEN"), {}, cwd=tmp_path)
+    assert "(`screeps-token: ${{ secrets.SEASON_TOKEN }}` with `token-env: SEASON_TOKEN`)" in str(info.value)
+    config = server(url="http://127.0.0.1:21025", username_env="U", password_env="P")
+    with pytest.raises(AuthError) as info:
+        resolve_auth("local", config, {"U": "alice"}, cwd=tmp_path)
+    assert "(`password: ${{ secrets.P }}` with `password-env: P`)" in str(info.value)
 
 
 def test_username_and_password_from_env(tmp_path: Path) -> None:

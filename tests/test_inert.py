@@ -106,6 +106,25 @@ def test_verify_report_is_inert(tmp_path: Path, standin: StandIn, capsys: Any, m
     assert acting(result.out + result.err) == []
 
 
+def test_a_rollbacks_report_is_inert(tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any) -> None:
+    """Issue 45: ``gitops rollback`` shows the game's text through the same presenter as ``apply``: a rollback to
+    code that throws a hostile error prints that error inert (it printed it raw)."""
+    p = _project(tmp_path, standin, capsys, monkeypatch)  # deploy #1, healthy
+    standin.console_rule(ALICE, contains="THROWS", error=f"TypeError: {HOSTILE}")
+    verify = {"ticks": 3, "timeout": 30, "on_failure": "report"}
+    p.manifest([{"branch": "main", "root": "src", "activate": ["world"], "verify": verify}])
+    p.write({"src/main.js": "module.exports.loop = () => { THROWS.x.y; };\n"})
+    p.commit("v2")
+    assert p.apply("--yes").code == 9  # deploy #2 fails in the game, left in place
+    p.write({"src/main.js": "module.exports.loop = () => 3;\n"})
+    p.commit("v3")
+    assert p.apply("--yes").code == 0  # deploy #3 healthy
+    result = p.gitops("rollback", "--to", "2", "--yes")
+    assert result.code == 9, result.err
+    assert "error: TypeError: hi\\u001b]0;pwned" in result.out
+    assert acting(result.out + result.err) == []
+
+
 def test_the_game_socket_never_follows_a_redirect() -> None:
     with hostile_server(silence) as elsewhere:
         location = elsewhere.url.replace("http://", "ws://") + "/socket/websocket"

@@ -16,7 +16,9 @@ import yaml
 
 from gitops.cli import run
 from gitops.edges.clock import ManualClock
+from gitops.inert import inert
 from gitops.standin.testing import DEMO_ACCOUNTS, FULL_TOKEN, RESTRICTED_TOKEN, StandIn, running_standin
+from tests.hostile import answer, hostile_server
 
 START = 1_800_000_000.0
 
@@ -227,3 +229,27 @@ def test_unlock_wait_gives_up(cli: Cli) -> None:
     )
     assert cli.standin.count("GET /api/auth/query-token") == 4
     assert cli.standin.clock.slept == [10.0, 10.0, 5.0]
+
+
+def test_token_shows_the_servers_names_of_endpoints_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: the scope's names are the server's text: an escape sequence, a workflow command and a
+    bidirectional override in them are shown as escapes, in the text and in the JSON."""
+    hostile = "GET /api/\u202etxt.js\x1b]0;pwned\x07\n::add-mask::x"
+    body = json.dumps({"ok": 1, "token": {"full": False, "endpoints": {hostile: True}, "websockets": {}}})
+    monkeypatch.setenv("SCREEPS_TOKEN", FULL_TOKEN)
+    with hostile_server(answer(body.encode())) as server:
+        manifest = write_manifest(tmp_path, {"official": {"url": server.url, "token_env": "SCREEPS_TOKEN"}})
+        capsys.readouterr()
+        outputs = []
+        for extra in ([], ["--json"]):
+            code = run(["token", *extra, "-m", str(manifest), "--state-dir", str(tmp_path / "state")])
+            out, _ = capsys.readouterr()
+            assert code == 0, out
+            outputs.append(out)
+    text, document = outputs
+    assert inert(hostile, one_line=True) in text, text
+    assert not {"\x1b", "\x07", "\u202e"} & set(text + document)
+    assert not [line for line in text.splitlines() if line.lstrip().startswith("::")]
+    assert json.loads(document)["endpoints"] == [hostile], "the JSON keeps the name, escaped as JSON escapes it"

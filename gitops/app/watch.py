@@ -15,7 +15,6 @@ the next change or after a backoff.
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from collections.abc import Callable
@@ -32,9 +31,19 @@ from gitops.app.targets import select
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.endpoints import UPLOAD
 from gitops.core.pace import Pacer, default_uploads_per_hour
-from gitops.core.plan import Plan
 from gitops.edges.ignored import IgnoredFiles
 from gitops.errors import AuthError, ExitCode, GitopsError, ManifestError, SourceError, UsageError
+from gitops.render.outcome import (
+    WATCH_MANIFEST_CHANGED,
+    SaveDeployed,
+    files_text,
+    watch_deployed,
+    watch_not_deployed,
+    watch_nothing,
+    watch_retrying,
+    watch_started,
+    watch_waiting,
+)
 
 if TYPE_CHECKING:
     from gitops.edges.ledger import Ledger
@@ -127,16 +136,6 @@ def classify(path: Path, loaded: LoadedManifest, ignored: IgnoredFiles, state_di
     return "code" if any(b.root.strip("/") in ("", ".") for b in manifest.branches) else None
 
 
-def _clock_text(at: float) -> str:
-    return datetime.datetime.fromtimestamp(at).strftime("%H:%M:%S")
-
-
-def _files_text(paths: set[str], limit: int = 3) -> str:
-    shown = sorted(paths)[:limit]
-    more = len(paths) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
-
-
 def deploy_on_save(
     options: Options,
     source: ChangeSource,
@@ -166,10 +165,8 @@ def deploy_on_save(
         )
     pacer = Pacer(per_hour)
     ignored = IgnoredFiles.ask_git(loaded.base_dir)
-    say(
-        f"Watching {loaded.base_dir} for {', '.join(f'{b.server}/{b.branch}' for b in loaded.manifest.branches)}: "
-        f"at most {per_hour} upload(s) an hour, {settings.debounce:g} s after the last change. Ctrl-C stops."
-    )
+    labels = [f"{b.server}/{b.branch}" for b in loaded.manifest.branches]
+    say(watch_started(loaded.base_dir, labels, per_hour, settings.debounce))
     state.pending.add("(start)")  # the first round deploys what is not on the server yet
     state.last_change = monotonic() - settings.debounce
     try:
@@ -178,7 +175,7 @@ def deploy_on_save(
                 kind = classify(path, loaded, ignored, options.state_dir)
                 if kind == "manifest":
                     loaded = select(load_manifest(options.manifest), options.targets)
-                    say("The manifest changed; it is loaded again.")
+                    say(WATCH_MANIFEST_CHANGED)
                 if path.name == ".gitignore":
                     ignored = IgnoredFiles.ask_git(loaded.base_dir)
                 if kind is not None:
@@ -195,11 +192,7 @@ def deploy_on_save(
                 shown = (len(state.pending), slot)
                 if state.waiting_shown != shown:
                     state.waiting_shown = shown
-                    say(
-                        f"pending: {_files_text(state.pending - {'(start)'}) or 'the first deploy'}; "
-                        f"{per_hour} upload(s) this hour are spent, the next may go at {_clock_text(slot)} "
-                        f"(in {max(1, round((slot - now) / 60))} min)"
-                    )
+                    say(watch_waiting(state.pending, per_hour, slot, now))
                 continue
             _deploy_round(options, loaded, pacer, state, settings, say, monotonic)
     except KeyboardInterrupt:
@@ -225,14 +218,14 @@ def _deploy_round(
     monotonic: Callable[[], float],
 ) -> None:
     """One plan and apply of what is pending; its outcome is one line."""
-    changed = _files_text(state.pending - {"(start)"}) or "start of watch"
+    changed = files_text(state.pending - {"(start)"}) or "start of watch"
     state.deploying = True
     try:
         with open_session(options, loaded) as session:
             plan = make_plan(session, headstart=HeadStart(session))
             if not plan.has_changes:
                 state.pending.clear()
-                say(f"{changed}: nothing to deploy (the servers hold it already)")
+                say(watch_nothing(changed))
                 return
             now = options.clock.now()
             slot = pacer.next_slot(now, plan.uploads_needed)
@@ -258,12 +251,18 @@ def _deploy_round(
             pacer.record(options.clock.now(), sent)
             state.deploys += 1
             state.uploads += sent
-            labels = ", ".join(b.label for b in plan.branches if b.has_changes)
-            say(
-                f"{_clock_text(options.clock.now())} deployed {labels} ({changed}): "
-                f"{sent} upload(s); {_left_text(plan)}; {pacer.left(options.clock.now())} more "
-                "this hour" + ("" if report.applied else " (incomplete)")
+            now = options.clock.now()
+            deployed = SaveDeployed(
+                at=now,
+                labels=[b.label for b in plan.branches if b.has_changes],
+                changed=changed,
+                sent=sent,
+                budget=plan.budget,
+                not_rate_limited=plan.not_rate_limited,
+                left_this_hour=pacer.left(now),
+                complete=report.applied,
             )
+            say(watch_deployed(deployed))
         state.pending.clear()
         state.retry_at = None
         state.backoff = 0.0
@@ -274,7 +273,7 @@ def _deploy_round(
     except SourceError as exc:
         # The person is editing: wait for the next change (no backoff retry of the same broken code).
         state.pending.clear()
-        say(f"not deployed ({changed}): {exc.message}")
+        say(watch_not_deployed(changed, exc.message))
     except GitopsError as exc:
         if exc.exit_code in _NEEDS_THE_PERSON:  # an apply stopped by refused credentials
             raise
@@ -288,19 +287,6 @@ def _uploads_sent(before: dict[int, tuple[Ledger, int]]) -> int:
     return sum(ledger.sent_after(UPLOAD, sequence) for ledger, sequence in before.values())
 
 
-def _left_text(plan: Plan) -> str:
-    """``local: 229 of 240 uploads left today`` (from the plan's budget rows, less what it spent); a count the
-    server did not state is shown as the estimate it is (``~229 ... (estimated from this tool's own requests)``)."""
-    parts = [
-        f"{r.server}: {'~' if r.estimate else ''}{max(0, r.remaining - r.needed)} of {r.limit} uploads left today"
-        + (" (estimated from this tool's own requests)" if r.estimate else "")
-        for r in plan.budget
-        if r.endpoint == UPLOAD and r.remaining is not None
-    ]
-    parts.extend(f"{server}: not rate limited" for server in plan.not_rate_limited)
-    return ", ".join(parts) or "uploads left today unknown"
-
-
 def _retry_later(
     state: WatchState,
     settings: WatchSettings,
@@ -310,4 +296,4 @@ def _retry_later(
 ) -> None:
     state.backoff = min(settings.max_backoff, max(settings.first_backoff, state.backoff * 2))
     state.retry_at = monotonic() + state.backoff
-    say(f"not deployed: {exc.message} (retrying at the next change or in {state.backoff:g} s)")
+    say(watch_retrying(exc.message, state.backoff))

@@ -19,14 +19,13 @@ from gitops.cli.common import (
     use_color,
 )
 from gitops.errors import BudgetError, PlanFileError, UsageError
-from gitops.inert import inert
-from gitops.secrets import redact
 
 if TYPE_CHECKING:
     from gitops.app.headstart.localread import LocalRead
     from gitops.app.pipeline import Applied, AppliedEach
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
+    from gitops.render.outcome import Console
 
 
 @click.command()
@@ -140,12 +139,24 @@ def apply(
 
         with open_session(options, reading.loaded if reading is not None else None) as session:
             result = pipeline.make_or_load(session, isolate=keep_going, reading=reading, plan_file=plan_file)
-            _show_plan(result, now=options.clock.now(), as_json=as_json, color=use_color(no_color), full=full)
+            # Imported once the plan is made: make_plan imports the plan's renderer while it waits for the servers.
+            from gitops.render.outcome import Ended, TextConsole
+
+            # With --json the person's text goes to stderr: stdout holds only the document, printed at the end.
+            console = TextConsole(
+                lambda line: click.echo(line, err=as_json),
+                err=lambda line: click.echo(line, err=True),
+                color=use_color(no_color) and not as_json,
+                full=full,
+            )
+            console.plan(result, now=options.clock.now())
             _refuse_failed_servers(result, keep_going=keep_going)
-            lines = _Lines(as_json)
+            lines = _Lines(as_json, console)
             ask = None if saved or yes else lines.confirm
             if keep_going:
-                return _show_each(pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step))
+                each = pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step)
+                # Its summary goes to stdout, as it always did (--keep-going writes no JSON document).
+                return _show_each(each, TextConsole(click.echo, err=lambda line: click.echo(line, err=True)))
             try:
                 applied = pipeline.apply(
                     session, result, saved=saved, confirm=ask, progress=lines.step, verify_again=verify_again
@@ -155,7 +166,11 @@ def apply(
                 raise
             if as_json:
                 _print_document(result, lines.outcomes, applied, now=options.clock.now())
-            _show_applied(applied, as_json=as_json, told=result.has_changes or verify_again)
+            told = result.has_changes or verify_again  # else the plan above has said what is still unsettled
+            report = applied.report
+            console.ended(
+                Ended(report.cancelled, report.applied_line, applied.verifications, applied.left if told else [])
+            )
             if reading is not None and not result.failed and applied.exit_code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
         return applied.exit_code
@@ -188,8 +203,9 @@ def _refuse_failed_servers(result: Plan, *, keep_going: bool) -> None:
 class _Lines:
     """The question and each step's line (on stderr with --json: stdout holds only the document)."""
 
-    def __init__(self, as_json: bool) -> None:
+    def __init__(self, as_json: bool, console: Console) -> None:
         self.as_json = as_json
+        self.console = console
         self.outcomes: list[Outcome] = []
 
     def confirm(self) -> bool:
@@ -197,33 +213,7 @@ class _Lines:
 
     def step(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
-        click.echo(inert(redact(outcome.line())), err=self.as_json)
-
-
-def _show_plan(result: Plan, *, now: float, as_json: bool, color: bool, full: bool) -> None:
-    """The plan; with ``--json`` on stderr for the person (stdout holds only the document, printed at the end)."""
-    # Imported once the plan is made: make_plan imports it while it waits for the servers.
-    from gitops.render.plan import render_text
-
-    if as_json:
-        click.echo(redact(render_text(result, now=now, full=full)), nl=False, err=True)
-    else:
-        click.echo(redact(render_text(result, now=now, color=color, full=full)), nl=False)
-
-
-def _show_applied(applied: Applied, *, as_json: bool, told: bool) -> None:
-    """The applied line, each verification, and the deploys still unsettled (``told``: not said by the plan)."""
-    report = applied.report
-    if report.cancelled:
-        click.echo("Apply cancelled; nothing was changed.", err=True)
-        return
-    if report.applied_line is not None:
-        click.echo(report.applied_line, err=as_json)
-    for verification in applied.verifications:
-        for line in verification.lines():
-            click.echo(inert(redact(line)), err=as_json)  # the game's error texts among them: inert
-    for note in applied.left if told else []:
-        click.echo(redact(note.line()), err=as_json)  # else the plan above has said it
+        self.console.step(outcome)
 
 
 def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, now: float) -> None:
@@ -244,24 +234,24 @@ def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, no
     echo_json(json.dumps(document, indent=2) + "\n")
 
 
-def _show_each(each: AppliedEach) -> int:
+def _show_each(each: AppliedEach, console: Console) -> int:
     """``--keep-going``: each server's result, the failed ones, and the deploys still unsettled."""
+    from gitops.render.outcome import Ended, line_shown
+
     if each.cancelled:
-        click.echo("Apply cancelled; nothing was changed.", err=True)
+        console.ended(Ended(cancelled=True, applied_line=None))
         return each.exit_code
     for note in each.left:  # unverified or failing from an earlier run (issue 39)
-        click.echo(redact(note.line()))
+        console.say(note.line())
     for report in each.reports:
-        if report.applied_line is not None and report.plan.has_changes:
-            click.echo(f"{', '.join(report.plan.servers())}: {report.applied_line}")
-        for verification in report.verifications:
-            for line in verification.lines():
-                click.echo(inert(redact(line)))
+        shown = report.applied_line is not None and report.plan.has_changes
+        line = f"{', '.join(report.plan.servers())}: {report.applied_line}" if shown else None
+        console.ended(Ended(cancelled=False, applied_line=line, verifications=report.verifications))
     for failure in each.plan.failed:
-        click.echo(inert(redact(f"Error: server '{failure.server}' was not planned: {failure.message}")), err=True)
+        click.echo(line_shown(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
     for server, exc in each.failures.items():
         print_unlock_links(exc)
-        click.echo(inert(redact(f"Error: server '{server}' failed: {exc}")), err=True)
+        click.echo(line_shown(f"Error: server '{server}' failed: {exc}"), err=True)
     if not each.plan.has_changes and not each.plan.failed:
-        click.echo("Nothing to apply.")
+        console.say("Nothing to apply.")
     return each.exit_code

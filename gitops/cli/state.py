@@ -26,11 +26,10 @@ from gitops.cli.common import (
     state_dir_option,
     target_options,
 )
-from gitops.core.apply import Outcome
 from gitops.core.budget import utc
 from gitops.errors import BudgetError, ExitCode, UsageError
 from gitops.render.deploys import history_json, history_text, status_json, status_text
-from gitops.render.plan import render_text
+from gitops.render.outcome import Ended, TextConsole
 from gitops.secrets import redact
 
 
@@ -139,30 +138,21 @@ def rollback(
         deploy = choice.deploy
         what = f"deploy #{deploy.n}" if deploy.n else "the code it held before this tool's first deploy"
         commit = f" (commit {deploy.commit[:12]}, applied {utc(deploy.applied_at)})" if deploy.commit else ""
-        click.echo(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
+        console = TextConsole(click.echo, err=lambda line: click.echo(line, err=True), what="Rollback")
+        console.say(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
         plan = make_plan(session, code={(choice.server, choice.branch): choice.code}, headstart=HeadStart(session))
-        click.echo(redact(render_text(plan, now=options.clock.now())), nl=False)
+        console.plan(plan, now=options.clock.now())
 
         def confirm() -> bool:
             return click.confirm("Roll back with this plan?", default=False)
 
-        def progress(outcome: Outcome) -> None:
-            click.echo(outcome.line())
-
         try:
-            applied = pipeline.apply(session, plan, saved=False, confirm=None if yes else confirm, progress=progress)
+            applied = pipeline.apply(
+                session, plan, saved=False, confirm=None if yes else confirm, progress=console.step
+            )
         except BudgetError as refusal:
             print_unlock_links(refusal)
             raise
         report = applied.report
-        if report.cancelled:
-            click.echo("Rollback cancelled; nothing was changed.", err=True)
-            return applied.exit_code
-        if report.applied_line is not None:
-            click.echo(report.applied_line)
-        for verification in report.verifications:
-            for line in verification.lines():
-                click.echo(redact(line))
-        for note in applied.left:
-            click.echo(redact(note.line()))
+        console.ended(Ended(report.cancelled, report.applied_line, report.verifications, applied.left))
     return applied.exit_code

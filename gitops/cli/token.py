@@ -3,7 +3,8 @@
 A token's scope decides what plan and apply may do, and an unlimited token lifts the rate limits for a while:
 both are what a player asks before a large deploy. The link carries the token, so it is printed whole only when
 standard output is an interactive terminal; anywhere else (a CI log, a pipe, a file) the token in it is shown as
-``<hidden>`` with a sentence saying how to see it.
+``<hidden>`` with a sentence saying how to see it. What the server says of a token (its endpoints' and websockets'
+names) is printed through the neutraliser (:func:`gitops.inert.inert`), as every server text is.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gitops.config.manifest import load_manifest
 from gitops.core.budget import utc
 from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
 from gitops.errors import GitopsError, UsageError
+from gitops.inert import inert
 from gitops.secrets import HIDDEN, redact
 
 
@@ -57,7 +59,12 @@ def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
 
 def _warn(session: Any) -> None:
     for warning in session.warnings():
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(inert(redact(f"warning: {warning}")), err=True)
+
+
+def _names(names: tuple[str, ...]) -> str:
+    """The server's names of endpoints or websockets, each on one line (a line break in one is shown as ``\\n``)."""
+    return ", ".join(inert(name, one_line=True) for name in names)
 
 
 def _left(seconds: float) -> str:
@@ -103,14 +110,14 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
             "plan_missing": plan_missing,
             "apply_missing": apply_missing,
         }
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(inert(json.dumps(doc, indent=2)))  # ASCII-escaped already: inert keeps every byte
         return
     if info.full:
         scope = "full access"
     else:
-        parts = [f"endpoints: {', '.join(info.endpoints) or 'none'}"]
+        parts = [f"endpoints: {_names(info.endpoints) or 'none'}"]
         if info.websockets:
-            parts.append(f"websockets: {', '.join(info.websockets)}")
+            parts.append(f"websockets: {_names(info.websockets)}")
         if info.memory_segments:
             parts.append(f"memory segments: {', '.join(str(s) for s in info.memory_segments)}")
         scope = "restricted (" + "; ".join(parts) + ")"
@@ -127,7 +134,8 @@ def token(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
         )
     else:
         lines.append("  unlimited: no; rate limits apply ('gitops unlock' lifts them for two hours)")
-    click.echo("\n".join(lines))
+    # The endpoint and websocket names are the server's text: a restricted scope's names are shown, never acted on.
+    click.echo(inert(redact("\n".join(lines))))
 
 
 @click.command()

@@ -2,7 +2,8 @@
 
 Deploy on save is for iterating on a bot: no health watch after each deploy and no upload reserved for a rollback.
 The use case (:func:`gitops.app.watch.deploy_on_save`) plans and applies as ``gitops apply`` does; this module gives
-it the file watcher (the optional extra ``serve``'s watchfiles, checked before it is imported) and prints its lines.
+it the file watcher (the optional extra ``serve``'s watchfiles, checked before it is imported) and the presenter
+(:class:`gitops.render.outcome.TextConsole`) that prints its lines.
 The command's function is :func:`watch_command`; its name on the command line is ``watch``.
 """
 
@@ -19,7 +20,7 @@ from gitops.cli.extras import require_serve_extra
 from gitops.config.manifest import load_manifest
 from gitops.core.health import VerifyOverrides
 from gitops.errors import ExitCode
-from gitops.inert import inert
+from gitops.render.outcome import TextConsole, watch_stopped
 
 
 @click.command("watch")
@@ -84,13 +85,10 @@ def watch_command(
     folder = load_manifest(manifest).base_dir
     stop = threading.Event()
 
-    def say(line: str) -> None:
-        click.echo(inert(line))  # a deploy's outcome may quote the server
-
+    console = TextConsole(click.echo)  # a deploy's outcome may quote the server: redacted and inert
     with file_changes(folder, settings.poll, stop) as source:
-        state = deploy_on_save(options, source, say, settings=settings, stop=stop)
+        state = deploy_on_save(options, source, console.say, settings=settings, stop=stop)
     # Ctrl-C while idle is how a watch ends: exit 0. Ctrl-C during a deploy is re-raised by the use case and ends
     # as every interrupted command does (gitops.cli.run: "interrupted.", exit 130).
-    failed = f" ({state.failed_uploads} in deploys that failed)" if state.failed_uploads else ""
-    click.echo(f"Stopped: {state.deploys} deploy(s), {state.uploads} upload attempt(s){failed}.")
+    console.say(watch_stopped(state.deploys, state.uploads, state.failed_uploads))
     return ExitCode.OK

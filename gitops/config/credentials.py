@@ -129,7 +129,7 @@ class TokenAuth:
         raise AuthError(
             f"no credentials for server '{server_name}': the environment variable {server.token_env} is "
             f"{_state(server.token_env, env)}.",
-            hint=_ci_hint(server.token_env, "token"),
+            hint=_ci_hint((server.token_env, "token")),
         )
 
     def fingerprint(self) -> str:
@@ -188,7 +188,7 @@ class PasswordAuth:
             f"no credentials for server '{server_name}': "
             + " and ".join(f"the environment variable {var} is {_state(var, env)}" for var in missing)
             + ".",
-            hint=_ci_hint(missing[0], "username" if missing[0] == server.username_env else "password"),
+            hint=_ci_hint(*((var, "username" if var == server.username_env else "password") for var in missing)),
         )
 
     def fingerprint(self) -> str:
@@ -227,11 +227,39 @@ class CredentialsFileError(ProblemsError, AuthError):
     """
 
 
-def _ci_hint(var: str, action_input: str) -> str:
+#: The Action's inputs that carry each kind of credential, the input that names its variable, and that input's
+#: default (action.yml): the advice below names what the Action accepts, never the step's ``env:`` (refused there
+#: with exit code 13, ``gitops.github.trust``) nor the ``token`` input (``screeps-token``'s deprecated old name).
+_ACTION_INPUTS = {
+    "token": ("screeps-token", "token-env", "SCREEPS_TOKEN"),
+    "username": ("username", "username-env", "SCREEPS_USERNAME"),
+    "password": ("password", "password-env", "SCREEPS_PASSWORD"),
+}
+
+
+def _ci_hint(*missing: tuple[str, Literal["token", "username", "password"]]) -> str:
+    """How to provide the ``missing`` variables (each with its kind), locally and in the Action; every one of them,
+    so that the advice followed as written is enough (tests/action/test_advice.py follows it)."""
+    names = [var for var, _ in missing]
+    inputs = [_ACTION_INPUTS[kind] for _, kind in missing]
+    given = ", ".join(
+        f"`{value_input}: ${{{{ secrets.{var} }}}}`" for var, (value_input, _, _) in zip(names, inputs, strict=True)
+    )
+    named = [
+        f"`{name_input}: {var}`" for var, (_, name_input, default) in zip(names, inputs, strict=True) if var != default
+    ]
+    given += f" with {', '.join(named)}" if named else ""
+    if len(missing) == 1:
+        where = f"secret to the action's `{inputs[0][0]}` input ({given}) or its `credentials` input (`credentials: "
+        where += f"{names[0]}=${{{{ secrets.{names[0]} }}}}`)"
+    else:
+        lines = ", ".join(f"`{var}=${{{{ secrets.{var} }}}}`" for var in names)
+        where = f"secrets to the action's {' and '.join(f'`{i[0]}`' for i in inputs)} inputs ({given}) or its "
+        where += f"`credentials` input, one line each ({lines})"
     return (
-        f"Set {var} in the environment; in GitHub Actions pass the repository secret to the action's "
-        f"`{action_input}` input (`{action_input}: ${{{{ secrets.{var} }}}}`) or to the step's `env:` (secrets are "
-        "not given to pull requests from forks: plan those with --refresh=never)."
+        f"Set {' and '.join(names)} in the environment; in GitHub Actions pass the repository {where}, never "
+        "through the step's `env:`, which every step of the action sees (refused with exit code 13). Secrets are "
+        "not given to pull requests from forks: plan those with --refresh=never."
     )
 
 

@@ -18,6 +18,7 @@ from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPe
 from gitops.github.inputs import Command
 from gitops.github.runner import Echo, PullRequest, Runner, annotation, write_outputs
 from gitops.render.drift import render_markdown as render_drift
+from gitops.render.outcome import markdown_sections
 from gitops.render.plan import md_code, md_fence, render_markdown
 from gitops.render.rehearsal import markdown as rehearsal_markdown
 from gitops.secrets import Secret, redact
@@ -147,11 +148,7 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     )
     head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices) + _servers_markdown(report)
     tail: list[str] = []
-    if report.outcomes:
-        tail.extend(["", "#### Apply", "", md_fence("\n".join(report.outcomes), "text")])
-    if report.verifications:
-        lines = [line for v in report.verifications for line in v.lines()]
-        tail.extend(["", f"#### Verify: {report.health()}", "", md_fence("\n".join(lines), "text")])
+    tail.extend(markdown_sections(report.outcomes, report.verifications, report.health()))
     if report.rehearsal is not None:
         r = report.rehearsal
         tail.extend(["", rehearsal_markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n")])
@@ -185,7 +182,7 @@ def _servers_markdown(report: Report) -> str:
     if not report.servers:
         return ""
     lines = ["| server | url |", "|---|---|"]
-    lines += [f"| {md_code(name)} | {md_code(url)} |" for name, url in sorted(report.servers.items())]
+    lines += [f"| {md_code(name)} | {_url_cell(report, name, url)} |" for name, url in sorted(report.servers.items())]
     if report.route_changes:
         lines += ["", "> [!WARNING]", "> This pull request changes where credentials go or what a build runs:"]
         lines += [f"> - {md_code(change.text())}" for change in report.route_changes]
@@ -194,6 +191,18 @@ def _servers_markdown(report: Report) -> str:
     else:
         lines += ["", "Servers, credential variables and builds: unchanged from the base branch's manifest."]
     return "\n".join(lines) + "\n\n"
+
+
+def _url_cell(report: Report, name: str, url: str) -> str:
+    """The server's url, and what it was on the base branch when the pull request moves it (or adds the server):
+    the reviewer reads both where the url is, not only in the list of changes below."""
+    for change in report.route_changes:
+        if change.what == f"server '{name}' url":
+            was = "not set" if change.before is None else md_code(change.before, table=True)
+            return f"{md_code(url, table=True)} (was {was})"
+        if change.what == f"server '{name}'" and change.before is None:
+            return f"{md_code(url, table=True)} (new in this pull request)"
+    return md_code(url, table=True)
 
 
 def _verdict(report: Report) -> str:

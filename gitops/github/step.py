@@ -39,7 +39,7 @@ from gitops.github.trust import (
     refuse_credentials_from_the_step_env,
 )
 from gitops.render.drift import render_text as render_drift_text
-from gitops.render.plan import render_text
+from gitops.render.outcome import Console, Consoles, Ended, MarkdownConsole, TextConsole
 from gitops.render.progress import Progress
 from gitops.render.rehearsal import text
 from gitops.secrets import Secret
@@ -238,7 +238,7 @@ def _plan(session: Session, inputs: Inputs, runner: Runner, report: Report, *, e
     report.plan = result
     report.plan_file = _plan_path(runner, inputs)
     save_plan(result, report.plan_file)
-    echo(log_text(render_text(result, now=session.options.clock.now()).rstrip("\n")))
+    TextConsole(echo).plan(result, now=session.options.clock.now())
     # A deploy unverified or failing (issue 39): plan and apply both say so; only a plan's changes count.
     report.exit_code = pipeline.plan_exit_code(result, None, changes_count=inputs.command == "plan")
     return result
@@ -322,12 +322,13 @@ def _plan_path(runner: Runner, inputs: Inputs) -> Path:
 
 
 def _apply(session: Session, result: Plan, report: Report, *, echo: Echo) -> None:
-    """The apply and verify stages of the fresh plan; each step and the applied line recorded and echoed."""
+    """The apply and verify stages of the fresh plan; each step and the applied line told to the log and the
+    report (its job summary and comment), by the one presenter."""
     steps_done: dict[str, int] = {}
+    console = Consoles(TextConsole(echo), MarkdownConsole(report.outcomes, report.verifications))
 
     def progress(outcome: Outcome) -> None:
-        report.outcomes.append(outcome.line())
-        echo(log_text(outcome.line()))
+        console.step(outcome)
         if outcome.status == "done":
             steps_done[outcome.branch] = steps_done.get(outcome.branch, 0) + 1
 
@@ -339,21 +340,18 @@ def _apply(session: Session, result: Plan, report: Report, *, echo: Echo) -> Non
         for branch in result.branches:
             if branch.steps:
                 report.deployed[(branch.server, branch.branch)] = steps_done.get(branch.label, 0) == len(branch.steps)
-    _record_applied(applied, report, echo=echo)
+    _record_applied(applied, report, console, echo=echo)
 
 
-def _record_applied(applied: pipeline.Applied, report: Report, *, echo: Echo) -> None:
+def _record_applied(applied: pipeline.Applied, report: Report, console: Console, *, echo: Echo) -> None:
     """The applied line and each verification, in the log and the report; a deploy whose code fails in the game
     (rolled back or not) is an error annotation and a failed deployment."""
     done = applied.report
     report.applied = done.applied
-    if done.applied_line is not None:
-        report.outcomes.append(done.applied_line)
-        echo(log_text(done.applied_line))
-    report.verifications = list(done.verifications)
+    console.ended(Ended(cancelled=False, applied_line=done.applied_line))
     for verification in done.verifications:
-        for line in verification.lines():
-            echo(log_text(line))
+        # One at a time: each verification's error annotation follows its lines in the log.
+        console.ended(Ended(cancelled=False, applied_line=None, verifications=[verification]))
         if verification.result in ("unhealthy", "rolled-back", "undo-failed"):
             echo(annotation("error", f"{verification.label}: the new code fails in the game ({verification.result})"))
             for key in report.deployed:

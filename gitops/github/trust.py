@@ -32,6 +32,9 @@ def mask_credentials(mask: Masks, session: Session, server: str) -> None:
 
 #: The token-env input's default (action.yml): a manifest naming another variable needs the input set too.
 _DEFAULT_TOKEN_ENV = "SCREEPS_TOKEN"  # noqa: S105 - a variable's name, not a secret
+#: The password-env and username-env inputs' defaults (action.yml).
+_DEFAULT_PASSWORD_ENV = "SCREEPS_PASSWORD"  # noqa: S105 - a variable's name, not a secret
+_DEFAULT_USERNAME_ENV = "SCREEPS_USERNAME"
 
 
 #: Where a repository's secrets are added, as GitHub's settings name it.
@@ -51,9 +54,15 @@ def missing_secret_message(manifest: Manifest, missing: list[str]) -> str:
                 + ("" if config.token_env == _DEFAULT_TOKEN_ENV else f" with `token-env: {config.token_env}`")
             )
         elif config.password_env is not None:
+            user, password = config.username_env, config.password_env
+            # Each input with its value, and the input that names a variable other than its default: the advice,
+            # followed as written, gives the tool the variables the manifest reads (tests/action/test_advice.py).
             wants.append(
-                f"server '{name}': add the repository secret {config.password_env} and the variable (or secret) "
-                f"{config.username_env}, and pass them to the step as `password:` and `username:`"
+                f"server '{name}': add the repository secret {password} and the variable (or secret) {user}, and "
+                f"pass them to the step as `password: ${{{{ secrets.{password} }}}}` and `username: "
+                f"${{{{ vars.{user} }}}}`"
+                + ("" if password == _DEFAULT_PASSWORD_ENV else f" with `password-env: {password}`")
+                + ("" if user == _DEFAULT_USERNAME_ENV else f" and `username-env: {user}`")
             )
         elif config.credentials is not None:
             wants.append(

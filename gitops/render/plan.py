@@ -22,7 +22,7 @@ from gitops.core.diff import ModuleChange
 from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit, path_of
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
-from gitops.inert import inert
+from gitops.inert import BIDI_CONTROLS, inert, shown
 
 JSON_FORMAT_VERSION = 1
 
@@ -426,9 +426,13 @@ def render_json(plan: Plan, *, now: float) -> str:
 # Names (servers, branches, modules) and server-provided text reach the job summary and the pull request comment,
 # where a newline could start a heading, a backtick end a code span, a `|` split a table cell, `<details>` open HTML
 # and `@name` notify someone. Names are shown as code (GitHub links no mention and reads no Markdown there), prose is
-# backslash-escaped, and line breaks and other control characters are shown as escapes (`\n`) in both.
+# backslash-escaped, and line breaks and other control characters are shown as escapes (`\n`) in both; a fenced
+# block (a diff, a log) keeps its line breaks and shows the other control characters so.
 
-_INVISIBLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\\]")
+#: What is shown as an escape: the characters the text output's neutraliser escapes (its bidirectional controls
+#: included, so that ``\u202etxt.js`` reads the same in a comment as in a terminal), and the backslash that begins
+#: an escape.
+_INVISIBLE = re.compile(rf"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}\\]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
 #: What Markdown reads within a line (emphasis, links, images, HTML, entities, tables, strike-through, headings).
 _PUNCTUATION = re.compile(r"([\\`*_\[\]<>&!~|#])")
@@ -476,6 +480,9 @@ def _html_code(text: str) -> str:
 
 
 def md_fence(text: str, info: str = "diff") -> str:
+    """``text`` as a fenced code block no line of it can end, its control characters shown as escapes as the text
+    output shows them (a diff or a game's error text may hold a bidirectional override)."""
+    text = shown(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{info}\n{text}\n{ticks}"

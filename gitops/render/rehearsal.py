@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from gitops.core.health import Status
 from gitops.core.rehearsal import Comparison, CpuStats, ErrorSite, Side
+from gitops.render.plan import md_code
 
 #: How many distinct errors a side lists under its table.
 SHOWN_ERRORS = 5
@@ -101,14 +102,16 @@ def markdown(
     ]
     for c in comparisons:
         for i, (what, base, head) in enumerate(_rows(c)):
-            label = f"`{_cell(c.branch)}`" if i == 0 else ""
+            label = md_code(c.branch, table=True) if i == 0 else ""
             lines.append(f"| {label} | {what} | {_cell(base)} | {_cell(head)} |")
     errors = [(c, e) for c in comparisons for e in c.head.errors[:SHOWN_ERRORS]]
     if errors:
         lines += ["", "Errors of the pull request's code:", ""]
         for c, e in errors:
             new = " **new**" if c.base is not None and e in c.new_errors else ""
-            lines.append(f"- `{_cell(c.branch)}`{new}: `{_cell(_error_line(e))}`")
+            # The bot's own text (a pull request's): a code span no backtick, line break or bidirectional control
+            # of it can end or turn, as the terminal report shows it.
+            lines.append(f"- {md_code(c.branch)}{new}: {md_code(_error_line(e))}")
     return "\n".join(lines) + "\n"
 
 

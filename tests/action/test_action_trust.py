@@ -58,7 +58,8 @@ def test_a_pull_request_that_moves_the_url_gets_no_request_with_the_token(world:
     assert f"server 'local' url: '{world.standin.url}' → '{elsewhere.url}'" in run.stderr
     [body] = world.comments()
     assert "This pull request changes where credentials go" in body
-    assert f"`{elsewhere.url}`" in body
+    # The servers' table shows the old url beside the new one (issue 45), not the new one alone.
+    assert f"| `local` | `{elsewhere.url}` (was `{world.standin.url}`) |" in body
 
 
 def test_a_pull_request_that_adds_a_build_or_renames_the_secret_is_refused_with_a_token(world: World) -> None:

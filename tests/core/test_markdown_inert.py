@@ -7,6 +7,7 @@ heading per section the renderer writes, every table row of eight cells, each ho
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -14,8 +15,12 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from gitops.core.diff import ModuleChange
+from gitops.core.health import Thresholds, Tick
 from gitops.core.plan import BranchPlan, Plan, RemoteSeen, Step
+from gitops.core.rehearsal import compare, side
+from gitops.render.outcome import MarkdownConsole
 from gitops.render.plan import md_code, md_fence, md_text, render_markdown
+from gitops.render.rehearsal import markdown
 
 HOSTILE = [
     "evil\n# Heading from a module name",
@@ -29,6 +34,8 @@ HOSTILE = [
     "\n\n</details>\n\n## after the details",
     "*emphasis* _and_ [link](https://example.test) ![img](x) &amp; ~~strike~~",
     " spaced ",
+    "\u202etxt.js",  # reads "sj.txt" where the override acts
+    "left\u200fright\u2066isolated\u2069\u061c",
 ]
 
 
@@ -48,6 +55,11 @@ def shown(text: str) -> str:
         .replace("\r", "\\r")
         .replace("\u2028", "\\u2028")
         .replace("\x07", "\\u0007")
+        .replace("\u202e", "\\u202e")
+        .replace("\u200f", "\\u200f")
+        .replace("\u2066", "\\u2066")
+        .replace("\u2069", "\\u2069")
+        .replace("\u061c", "\\u061c")
     )
 
 
@@ -89,7 +101,7 @@ def module(name: str, change: Any = "added", diff: str | None = None) -> ModuleC
 
 def hostile_plan() -> Plan:
     modules = [module(name) for name in HOSTILE]
-    modules.append(module("evil\n# also in a diff", "changed", diff="-a\n+b\n```\n</details>"))
+    modules.append(module("evil\n# also in a diff", "changed", diff="-a\n+b\n```\n</details>\n+\u202eevil\x1b[2J"))
     branch = BranchPlan(
         server="local",
         branch="evil|branch\n# @octocat `x`",
@@ -145,4 +157,36 @@ def test_hostile_names_render_as_inert_code() -> None:
     [summary] = [h for h in html if h.startswith("<details>")]
     assert summary.strip() == "<details><summary>diff of <code>evil\\n# also in a diff</code></summary>"
     [diff] = [t for t in tokens if t.type == "fence"]
-    assert diff.content == "-a\n+b\n```\n</details>\n"
+    assert diff.content == "-a\n+b\n```\n</details>\n+\\u202eevil\\u001b[2J\n", "the text output's escapes"
+
+
+#: What the text output escapes (gitops.inert) and Markdown must not show raw: C0/C1 controls, separators, bidi.
+RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_no_control_reaches_the_markdown_raw() -> None:
+    """Every hostile name and text anywhere in the Markdown (tables, headings, prose, diffs): escaped as the
+    terminal escapes it, a bidirectional override included."""
+    text = render_markdown(hostile_plan(), now=20.0)
+    assert RAW.findall(text) == []
+    assert "\\u202etxt.js" in text
+
+
+def test_the_apply_and_verify_sections_escape_the_games_text() -> None:
+    """The Action's job summary and comment: its apply's lines and verifications, through the one presenter."""
+    console = MarkdownConsole()
+    hostile = "module \u202etxt.js threw \x1b]0;t\x07 at\r\n::add-mask::x"
+    console.say(hostile)
+    text = "\n".join(console.sections(health="failing"))
+    assert RAW.findall(text) == []
+    [fence] = [t for t in parse(text) if t.type == "fence"]
+    assert fence.content == "module \\u202etxt.js threw \\u001b]0;t\\u0007 at\\r\n::add-mask::x\n"
+
+
+def test_a_rehearsals_errors_are_code_no_backtick_or_override_of_them_can_end() -> None:
+    error = "Error: x`y\u202e|z\n    at module.exports.loop (main:1:149)\n"
+    head = side("head", [Tick(errors=(error,))] * 4, [3.0] * 4, 12, Thresholds(ticks=4), ["main"])
+    text = markdown([compare("local/main`\u202e", head, None)], "failing", 4, "head", None)
+    assert RAW.findall(text) == []
+    codes = [t.content for t in inline_children(parse(text)) if t.type == "code_inline"]
+    assert any("x`y\\u202e|z" in code for code in codes), codes
