@@ -203,7 +203,9 @@ def render_text(plan: Plan, *, now: float, color: bool = False, full: bool = Fal
     out = _InertLines()
     source = plan.source
     where = f"git ref {source.get('ref')} ({str(source.get('commit') or '')[:12]})"
-    if source.get("kind") != "ref":
+    if source.get("kind") == "rollback":
+        where = f"the code kept for {source.get('ref')} (commit {str(source.get('commit') or 'unknown')[:12]})"
+    elif source.get("kind") != "ref":
         where = "working tree" + (" (uncommitted changes)" if source.get("dirty") else "")
     out.append(f"Plan from {where}, manifest {plan.manifest_path}, refresh={plan.refresh}")
     for warning in plan.warnings:
