@@ -117,6 +117,13 @@ class LedgerBusyError(GitopsError):
     exit_code = ExitCode.FAILURE
 
 
+class StateFolderError(GitopsError):
+    """The state folder (the ledger, the code kept for ``gitops rollback``) cannot be written: full, read-only, not
+    permitted. ``apply`` finds it before it sends anything and refuses, rather than deploy without recording it."""
+
+    exit_code = ExitCode.FAILURE
+
+
 class ApplyError(GitopsError):
     """``apply`` stopped part-way; the message lists what was done and what was not (``outcomes``: each step's, as
     ``gitops.core.apply.Outcome`` values, when the steps were walked)."""

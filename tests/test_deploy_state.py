@@ -234,7 +234,8 @@ def test_status_history_and_rollback_round_trip(project: Project, standin: Stand
     assert lines[1].lstrip().startswith("#1")
 
     first = json.loads(project.gitops("history", "--json").out)["servers"]["local"][1]
-    assert first["n"] == 1 and first["commit"] != commit
+    assert first["n"] == 1
+    assert first["commit"] != commit
     back = project.gitops("rollback", "--to", "1", "--yes")
     assert back.code == 0, back.out + back.err
     assert standin.branch_modules(ALICE, "main") == {"main": V1}
@@ -249,7 +250,11 @@ def test_status_history_and_rollback_round_trip(project: Project, standin: Stand
     assert f"local/main: {first['commit'][:12]}, applied " in after.out
     assert "on the server: that code (checked now by the branch list)" in after.out
     [row] = json.loads(project.gitops("status", "--json").out)["branches"]
-    assert (row["commit"], row["server_code"]["checked"], row["server_code"]["drift"]) == (first["commit"], True, "none")
+    assert (row["commit"], row["server_code"]["checked"], row["server_code"]["drift"]) == (
+        first["commit"],
+        True,
+        "none",
+    )
     # The repository still holds v2: the next plan says so (the rollback is a deploy like any other).
     assert project.plan().code == 2
 
@@ -318,8 +323,9 @@ def test_status_shows_an_edit_made_outside_git_as_drift(project: Project, standi
     edit_on_server(standin, "main", {"main": "module.exports.loop = () => {}; // edited in game\n"})
     status = project.gitops("status")
     assert status.code == 0, status.out + status.err
-    assert "on the server: DRIFTED: changed outside Git since it was applied (~ main); checked now by the branch list" in (
-        status.out
+    assert (
+        "on the server: DRIFTED: changed outside Git since it was applied (~ main); checked now by the branch list"
+        in (status.out)
     )
     [row] = json.loads(project.gitops("status", "--json").out)["branches"]
     assert (row["server_code"]["drift"], row["server_code"]["changed"]) == ("drifted", ["main"])
@@ -331,7 +337,8 @@ def test_status_downloads_what_the_list_cannot_confirm_within_the_budget(project
     downloads = standin.count("GET /api/user/code")
     status = project.gitops("status")
     assert status.code == 0, status.out + status.err
-    assert "DRIFTED" in status.out and "checked now by a download" in status.out
+    assert "DRIFTED" in status.out
+    assert "checked now by a download" in status.out
     assert standin.count("GET /api/user/code") == downloads + 1
 
     edit_on_server(standin, "main", {"main": V1 + "// again\n"})
@@ -341,7 +348,8 @@ def test_status_downloads_what_the_list_cannot_confirm_within_the_budget(project
     assert "on the server: not checked on the server (server 'local' refused GET /api/user/code: rate limited" in (
         refused.out
     )
-    assert "the ledger's word" in refused.out and "active for world" in refused.out
+    assert "the ledger's word" in refused.out
+    assert "active for world" in refused.out
     sent = standin.count("GET /api/user/code")
     known = project.gitops("status")  # now it knows: refused before any download is sent
     assert known.code == 0, known.out + known.err

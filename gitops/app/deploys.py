@@ -6,12 +6,12 @@ keep). ``app/applying.py`` records through here; ``plan``, ``apply``, ``drift``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitops.app.session import Session
+from gitops.app.session import Session, state_folder_error
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.deploys import (
     Deploy,
@@ -23,7 +23,7 @@ from gitops.core.deploys import (
     rollback_target,
     short_reason,
 )
-from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune
+from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune, write_kept
 from gitops.errors import UsageError
 from gitops.secrets import redact
 
@@ -93,6 +93,27 @@ def record_deploy(
     if digest is not None:
         keep(folder, digest, modules)
     prune(folder, kept_digests(ledger.history(), ledger.verifications()))
+
+
+def keep_before_sending(
+    session: Session, server: str, sets: Iterable[tuple[str | None, Mapping[str, WireModule]]]
+) -> None:
+    """Keep each module set ``apply`` is about to send to ``server`` (and each it would restore on a failed
+    verification), given with its set digest when known, beside the ledger now, before anything is sent:
+    :class:`StateFolderError` when the state folder cannot hold it (full, read-only), so that a deploy is never made
+    whose code ``gitops rollback`` could not restore. :func:`record_deploy` then finds it kept."""
+    folder = _code_folder(session, server)
+    for known, modules in sets:
+        digest = known
+        if digest is None:
+            try:
+                digest = CodeSet.from_wire(dict(modules)).digest
+            except ValueError:
+                continue  # not modules the tool can digest: never kept (the history keeps no digest for them)
+        try:
+            write_kept(folder, digest, modules)
+        except OSError as exc:
+            raise state_folder_error(exc, folder) from None
 
 
 def begin_watch(
@@ -227,6 +248,7 @@ __all__ = [
     "choose_rollback",
     "end_watch",
     "history",
+    "keep_before_sending",
     "record_deploy",
     "session_names",
     "unsettled",
