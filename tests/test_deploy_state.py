@@ -317,6 +317,11 @@ def test_status_with_the_token_refused_exits_7(project: Project, standin: StandI
     assert "on the server: not checked on the server (the server could not be asked)" in status.out
     assert "Error: status cannot say what runs on server 'local'" in status.err
     assert FULL_TOKEN not in status.out + status.err
+    as_json = project.gitops("status", "--json")
+    assert as_json.code == 7
+    [row] = json.loads(as_json.out)["branches"]  # one document: the rows, the ledger's word
+    assert (row["server_code"]["checked"], row["server_code"]["basis"]) == (False, "ledger")
+    assert "the server refused the credentials for server 'local'" in row["problem"]
 
 
 def test_status_shows_an_edit_made_outside_git_as_drift(project: Project, standin: StandIn) -> None:

@@ -19,6 +19,7 @@ from gitops.app.planning import make_plan
 from gitops.app.session import open_session
 from gitops.app.status import status, status_failure
 from gitops.cli.common import (
+    echo_json,
     is_terminal,
     manifest_option,
     max_wait_option,
@@ -64,7 +65,10 @@ def status_(
     with open_session(options) as session:
         report = status(session)
     rows = report.rows
-    click.echo(redact(status_json(rows) if as_json else status_text(rows)), nl=False)
+    if as_json:
+        echo_json(status_json(rows))  # a failure below is then the Error line alone, not a second JSON document
+    else:
+        click.echo(redact(status_text(rows)), nl=False)
     failure = status_failure(report)
     if failure is not None:
         raise failure  # after the rows: what the ledger says is shown, but status cannot say what runs there
