@@ -310,6 +310,14 @@ def test_status_that_cannot_ask_the_server_shows_the_ledgers_word_and_fails(proj
     assert "Traceback" not in status.err
 
 
+def test_status_of_an_unreachable_server_exits_1(project: Project) -> None:
+    project.point_at("http://127.0.0.1:9")  # nobody listens there
+    status = project.gitops("status")
+    assert status.code == 1, status.out + status.err
+    assert "Error: status cannot say what runs on server 'local'" in status.err
+    assert "Traceback" not in status.err
+
+
 def test_status_with_the_token_refused_exits_7(project: Project, standin: StandIn) -> None:
     standin.app.accounts.revoke(FULL_TOKEN)  # deleted in the account settings
     status = project.gitops("status")
