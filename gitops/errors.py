@@ -53,14 +53,15 @@ class ExitCode(IntEnum):
 #: each code (tests/test_exit_codes.py).
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`: the servers already hold what the repository holds",
-    ExitCode.FAILURE: "a request to the server failed, the server answered an error, or `apply` stopped part-way "
+    ExitCode.FAILURE: "a request to the server failed, the server answered an error (`status`: a server could not "
+    "be asked), the state folder cannot be written (`apply` refuses before sending), or `apply` stopped part-way "
     "(3 or 7 instead when the budget or the credentials stopped it)",
     ExitCode.CHANGES: "not an error: `plan` has changes to apply, `drift` found branches changed outside Git",
     ExitCode.BUDGET: "the plan does not fit the token's rate-limit budget, or a 429 asked for a longer wait than "
     "`--max-wait`",
     ExitCode.USAGE: "bad command-line usage (unknown flag, bad value, missing `--yes` without a terminal); also "
     "`serve`, `demo` and `watch` without the optional extra `serve`",
-    ExitCode.MANIFEST: "the manifest is invalid, or not found",
+    ExitCode.MANIFEST: "the manifest is invalid, or not found, or two are in one folder (gitops.yaml, gitops.yml)",
     ExitCode.LOCAL_CODE: "the local code is invalid (a glob matching nothing, non-UTF-8 text, a bad module name, "
     "over 5 MB, a JavaScript syntax error, ...), a build failed, or a code set file cannot be used",
     ExitCode.CREDENTIALS: "credentials: missing, refused by the server, or a restricted token without a needed "
@@ -113,6 +114,13 @@ class NetworkError(ServiceError):
 
 class LedgerBusyError(GitopsError):
     """Another run held the ledger of a server for longer than the tool waits (``GITOPS_LOCK_WAIT``)."""
+
+    exit_code = ExitCode.FAILURE
+
+
+class StateFolderError(GitopsError):
+    """The state folder (the ledger, the code kept for ``gitops rollback``) cannot be written: full, read-only, not
+    permitted. ``apply`` finds it before it sends anything and refuses, rather than deploy without recording it."""
 
     exit_code = ExitCode.FAILURE
 

@@ -257,6 +257,18 @@ def test_a_mistyped_command_gets_a_suggestion(capsys: pytest.CaptureFixture[str]
     assert "Did you mean" not in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("word", "ours"),
+    [("deploy", "apply"), ("sync", "apply"), ("upload", "apply"), ("diff", "plan"), ("logs", "console")],
+)
+def test_another_tools_word_is_answered_with_ours(capsys: pytest.CaptureFixture[str], word: str, ours: str) -> None:
+    # Terraform, Argo CD, kubectl and the screeps-api CLI: 'deploy' is not 'demo', nor 'diff' 'drift'.
+    assert run([word]) == 4
+    err = capsys.readouterr().err
+    assert f"Error: No such command '{word}'. Did you mean '{ours}'?" in err
+    assert f"here it is 'gitops {ours}'" in err
+
+
 def test_debug_is_taken_after_the_command_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["validate", "--debug", "-m", str(tmp_path / "none.yaml")]) == 5
     err = capsys.readouterr().err

@@ -53,3 +53,27 @@ def test_console_refused_socket_is_a_clear_error(
     assert result.code == 1
     assert "the console cannot be read: the server refused the socket" in result.err
     assert "Traceback" not in result.err
+
+
+def test_console_text_is_decoded_as_the_games_client_shows_it_then_made_inert(
+    tmp_path: Path, standin: StandIn, capsys: Any, monkeypatch: Any
+) -> None:
+    # The game's server sends console text HTML-encoded (&#x22; for every quote, &lt; for <); the client decodes it.
+    p = _project(tmp_path, standin, capsys, monkeypatch)
+    standin.clear_console_rules()
+    token_as_entities = "".join(f"&#x{ord(c):x};" for c in FULL_TOKEN)
+    standin.console_rule(
+        ALICE,
+        log=["say &#x22;hi&#x22; &amp; &lt;b&gt;", "\x1b[31mred &#x22;x&#x22;", f"token {token_as_entities}"],
+        error="Error: &#x22;boom&#x22; at &lt;runtime&gt;",
+    )
+    result = p.gitops("console", "--seconds", "2")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert 'say "hi" & <b>' in lines
+    assert '\\u001b[31mred "x"' in lines  # decoded, and the escape still made inert
+    assert "token <hidden>" in lines
+    assert 'ERROR: Error: "boom" at <runtime>' in lines
+    assert "&#x22;" not in result.out
+    assert "\x1b" not in result.out
+    assert FULL_TOKEN not in result.out + result.err

@@ -21,7 +21,7 @@ import pytest
 from gitops.edges.codestore import folder_for
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.factories import interruptible_python, ledger_of, reaped, verification_state, wait_while_running
-from tests.project import Project, spend
+from tests.project import Project, edit_on_server, spend
 
 UPLOAD = "POST /api/user/code"
 V1 = "module.exports.loop = () => { console.log('v1 runs'); };\n"
@@ -233,12 +233,28 @@ def test_status_history_and_rollback_round_trip(project: Project, standin: Stand
     assert "(code kept)" in lines[0]
     assert lines[1].lstrip().startswith("#1")
 
+    first = json.loads(project.gitops("history", "--json").out)["servers"]["local"][1]
+    assert first["n"] == 1
+    assert first["commit"] != commit
     back = project.gitops("rollback", "--to", "1", "--yes")
     assert back.code == 0, back.out + back.err
     assert standin.branch_modules(ALICE, "main") == {"main": V1}
     assert "local/main: update" in back.out  # planned like any deploy
+    assert f"Plan from the code kept for deploy #1 (commit {first['commit'][:12]})" in back.out
     newest = json.loads(project.gitops("history", "--json").out)["servers"]["local"][0]
     assert (newest["n"], newest["how"], newest["code_kept"]) == (3, "rollback", True)
+    # Recorded under the commit it restored (v1's), not the one checked out (v2's).
+    assert newest["commit"] == first["commit"]
+    after = project.gitops("status")
+    assert after.code == 0, after.err
+    assert f"local/main: {first['commit'][:12]}, applied " in after.out
+    assert "on the server: that code (checked now by the branch list)" in after.out
+    [row] = json.loads(project.gitops("status", "--json").out)["branches"]
+    assert (row["commit"], row["server_code"]["checked"], row["server_code"]["drift"]) == (
+        first["commit"],
+        True,
+        "none",
+    )
     # The repository still holds v2: the next plan says so (the rollback is a deploy like any other).
     assert project.plan().code == 2
 
@@ -281,17 +297,77 @@ def test_the_state_records_and_the_kept_code_hold_no_secret(project: Project, st
     assert _ledger(project)["verifications"]["main"]["state"] == "rolled-back"
 
 
-def test_status_without_the_list_shows_the_ledgers_record_and_says_the_list_failed(
-    project: Project, standin: StandIn
-) -> None:
+def test_status_that_cannot_ask_the_server_shows_the_ledgers_word_and_fails(project: Project, standin: StandIn) -> None:
     standin.inject_fault("GET /api/user/branches", "500", count=10)
     status = project.gitops("status")
-    assert status.code == 0, status.err
+    assert status.code == 1, status.out + status.err
     assert "local/main: " in status.out
     assert "active: not known (branch list not read)" in status.out
+    assert "on the server: not checked on the server (the server could not be asked); the ledger's word" in status.out
     assert "verification: HEALTHY" in status.out
-    assert "warning: server 'local': the branch list failed" in status.out
+    assert "warning: server 'local' could not be asked" in status.out
+    assert "Error: status cannot say what runs on server 'local'" in status.err
     assert "Traceback" not in status.err
+
+
+def test_status_of_an_unreachable_server_exits_1(project: Project) -> None:
+    project.point_at("http://127.0.0.1:9")  # nobody listens there
+    status = project.gitops("status")
+    assert status.code == 1, status.out + status.err
+    assert "Error: status cannot say what runs on server 'local'" in status.err
+    assert "Traceback" not in status.err
+
+
+def test_status_with_the_token_refused_exits_7(project: Project, standin: StandIn) -> None:
+    standin.app.accounts.revoke(FULL_TOKEN)  # deleted in the account settings
+    status = project.gitops("status")
+    assert status.code == 7, status.out + status.err
+    assert "on the server: not checked on the server (the server could not be asked)" in status.out
+    assert "Error: status cannot say what runs on server 'local'" in status.err
+    assert FULL_TOKEN not in status.out + status.err
+    as_json = project.gitops("status", "--json")
+    assert as_json.code == 7
+    [row] = json.loads(as_json.out)["branches"]  # one document: the rows, the ledger's word
+    assert (row["server_code"]["checked"], row["server_code"]["basis"]) == (False, "ledger")
+    assert "the server refused the credentials for server 'local'" in row["problem"]
+
+
+def test_status_shows_an_edit_made_outside_git_as_drift(project: Project, standin: StandIn) -> None:
+    edit_on_server(standin, "main", {"main": "module.exports.loop = () => {}; // edited in game\n"})
+    status = project.gitops("status")
+    assert status.code == 0, status.out + status.err
+    assert (
+        "on the server: DRIFTED: changed outside Git since it was applied (~ main); checked now by the branch list"
+        in (status.out)
+    )
+    [row] = json.loads(project.gitops("status", "--json").out)["branches"]
+    assert (row["server_code"]["drift"], row["server_code"]["changed"]) == ("drifted", ["main"])
+
+
+def test_status_downloads_what_the_list_cannot_confirm_within_the_budget(project: Project, standin: StandIn) -> None:
+    standin.list_without_modules()
+    edit_on_server(standin, "main", {"main": V1 + "// edited in game\n"})  # a newer stamp: the list cannot confirm
+    downloads = standin.count("GET /api/user/code")
+    status = project.gitops("status")
+    assert status.code == 0, status.out + status.err
+    assert "DRIFTED" in status.out
+    assert "checked now by a download" in status.out
+    assert standin.count("GET /api/user/code") == downloads + 1
+
+    edit_on_server(standin, "main", {"main": V1 + "// again\n"})
+    spend(standin, "GET /api/user/code", 60 - standin.count("GET /api/user/code"))  # the hour's downloads are gone
+    refused = project.gitops("status")  # the ledger did not know: the server refuses the download (429)
+    assert refused.code == 0, refused.out + refused.err
+    assert "on the server: not checked on the server (server 'local' refused GET /api/user/code: rate limited" in (
+        refused.out
+    )
+    assert "the ledger's word" in refused.out
+    assert "active for world" in refused.out
+    sent = standin.count("GET /api/user/code")
+    known = project.gitops("status")  # now it knows: refused before any download is sent
+    assert known.code == 0, known.out + known.err
+    assert "needs 1 x GET /api/user/code but 0 of 60 per hour remain" in known.out, known.out
+    assert standin.count("GET /api/user/code") == sent
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX signals")

@@ -435,6 +435,22 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
             id="typo-at-top-level",
         ),
         pytest.param(
+            f"version: 1\n{SERVER}\n{BRANCH}\nverify: {{ticks: 5}}\n",
+            [
+                "gitops.yaml:4: verify: 'verify' is not a key here; it is a key of each entry of 'branches:' "
+                "(branches[].verify): move it there"
+            ],
+            id="a-branchs-key-at-the-top-level",
+        ),
+        pytest.param(
+            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, token_env: X}}]\n",
+            [
+                "gitops.yaml:3: branches[0].token_env: 'token_env' is not a key here; it is a key of a server under "
+                "'servers:' (servers.NAME.token_env): move it there"
+            ],
+            id="a-servers-key-in-a-branch",
+        ),
+        pytest.param(
             f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, deploy: yes}}]\n",
             [
                 "gitops.yaml:3: branches[0].deploy: unknown key; the keys here are: server, branch, root, include, "

@@ -8,7 +8,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.config.manifest import load_manifest
-from gitops.errors import ExitCode
+from gitops.errors import ExitCode, ManifestError
 from tests.factories import git
 
 MANIFEST = """version: 1
@@ -73,3 +73,19 @@ def test_a_folder_holding_gitops_yml_loads_it(repo: Path) -> None:
     loaded = load_manifest(repo)
     assert loaded.path == (repo / "gitops.yml").resolve()
     assert loaded.manifest.branches[0].root == "src"
+
+
+def test_two_manifests_in_one_folder_are_refused_by_name(
+    repo: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (repo / "gitops.yaml").write_text(MANIFEST, "utf-8")
+    (repo / "gitops.yml").write_text(MANIFEST.replace("branch: main", "branch: other"), "utf-8")
+    for folder in (repo, repo / "src"):  # here, and found from below
+        assert validate_in(folder, monkeypatch) == ExitCode.MANIFEST
+        err = capsys.readouterr().err
+        assert f"Error: two manifests in {repo}: gitops.yaml and gitops.yml" in err
+        assert "Keep one" in err
+        assert "Traceback" not in err
+    assert validate_in(repo, monkeypatch, "-m", "gitops.yml") == 0  # named: obeyed
+    with pytest.raises(ManifestError, match="two manifests in"):
+        load_manifest(repo)  # a folder named (as init and pull name one): both in it

@@ -75,6 +75,22 @@ def test_targets_from_the_environment_are_comma_separated(
     assert doc["failed"] == []
 
 
+@pytest.mark.parametrize(
+    ("unread", "read"), [("GITOPS_SERVER", "GITOPS_SERVERS"), ("GITOPS_BRANCH", "GITOPS_BRANCHES")]
+)
+def test_a_singular_targets_variable_is_refused_not_ignored(
+    project: Project, standin: StandIn, monkeypatch: pytest.MonkeyPatch, unread: str, read: str
+) -> None:
+    # plan once read GITOPS_SERVERS and silently ignored GITOPS_SERVER (token's name): one name, or a clear error.
+    monkeypatch.setenv(unread, "good")
+    for command in ("plan", "apply", "status", "drift"):
+        result = project.gitops(command, "--yes") if command == "apply" else project.gitops(command)
+        assert result.code == 4, (command, result.out, result.err)
+        assert f"Error: the environment variable {unread} is set, but it is not read" in result.err
+        assert f"Rename it to {read}" in result.err
+    assert standin.count("GET /api/user/branches") == 0  # refused before any request
+
+
 def test_unknown_target_names_the_valid_ones(project: Project) -> None:
     result = project.plan("--server", "nope")
     assert result.code == 4

@@ -58,7 +58,7 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     monkeypatch.setenv("SCREEPS_TOKEN", FULL_TOKEN)
-    for name in ("GITOPS_MANIFEST", "GITOPS_SERVER", "GITOPS_STATE_DIR", "GITOPS_DEBUG"):
+    for name in ("GITOPS_MANIFEST", "GITOPS_SERVER", "GITOPS_SERVERS", "GITOPS_STATE_DIR", "GITOPS_DEBUG"):
         monkeypatch.delenv(name, raising=False)
     return Cli(tmp_path / "project", standin, capsys)
 
@@ -122,8 +122,20 @@ def test_several_servers_need_a_choice(cli: Cli, monkeypatch: pytest.MonkeyPatch
     code, _, err = cli("unlock")
     assert code == 4
     assert err == (
-        "Error: the manifest has several servers (local, official); choose one with --server NAME (or GITOPS_SERVER).\n"
+        "Error: the manifest has several servers (local, official); choose one with --server NAME "
+        "(or GITOPS_SERVERS).\n"
     )
+    # One name per variable: --server reads GITOPS_SERVERS for token and unlock as for plan; the singular is refused.
+    monkeypatch.setenv("GITOPS_SERVERS", "nope")
+    code, _, err = cli("unlock")
+    assert (code, err) == (4, "Error: the manifest has no server 'nope'; its servers are: local, official.\n")
+    monkeypatch.setenv("GITOPS_SERVER", "official")
+    code, _, err = cli("token")
+    assert code == 4
+    assert err.startswith("Error: the environment variable GITOPS_SERVER is set, but it is not read: --server reads ")
+    assert "Rename it to GITOPS_SERVERS" in err
+    monkeypatch.delenv("GITOPS_SERVER")
+    monkeypatch.delenv("GITOPS_SERVERS")
     code, _, err = cli("unlock", "--server", "nope")
     assert (code, err) == (4, "Error: the manifest has no server 'nope'; its servers are: local, official.\n")
     code, _, err = cli("token", "--server", "local")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.deploys import begin_watch, end_watch, record_deploy, unsettled
+from gitops.app.deploys import begin_watch, end_watch, keep_before_sending, record_deploy, unsettled
 from gitops.app.planning import (
     SERVER_ERRORS,
     check_saved_plan,
@@ -132,6 +132,7 @@ def run_apply(
         _record_pending(session, records)
     finally:
         session.save()
+    _state_folder_ready(session, plan, uploads, records, servers)
     order = OrderedOutcomes(servers, progress)
 
     def apply_server(server: str) -> None:
@@ -166,6 +167,24 @@ def run_apply(
         raise combined_failure(plan, report.outcomes, failures)
     report.applied = True
     return report
+
+
+def _state_folder_ready(session: Session, plan: Plan, uploads: Uploads, records: Records, servers: list[str]) -> None:
+    """Before the first write: the ledgers saved and the code to keep written beside them (what is sent, and what a
+    failed verification would restore), or :class:`StateFolderError` with nothing sent. A deploy the state folder
+    cannot record (full, read-only) would leave ``status``, ``history`` and ``rollback`` without it."""
+    session.save_or_refuse(servers)
+    for server in servers:
+        sets: list[tuple[str | None, Mapping[str, WireModule]]] = []
+        for (where, branch), modules in uploads.items():
+            if where == server:
+                made = records.get((where, branch))  # its digest, made once for the applied record
+                sets.append((None if made is None else made.digest, modules))
+        for b in plan.branches:
+            rollback = plan.rollback(server, b.branch) if b.server == server and b.verify is not None else None
+            if rollback is not None:
+                sets.append((None, rollback.modules))
+        keep_before_sending(session, server, sets)
 
 
 def _recheck(session: Session, plan: Plan, *, saved: bool) -> None:

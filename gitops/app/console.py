@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitops.app.session import Session
-from gitops.edges.socket import GameSocket, SocketProblem, socket_url
+from gitops.edges.socket import GameSocket, SocketProblem, console_text, socket_url
 from gitops.errors import NetworkError, UsageError
-from gitops.secrets import redact
 
 SLICE_SECONDS = 0.5
 SLICE_MESSAGES = 1000
@@ -76,14 +75,14 @@ def _lines(data: dict[str, object]) -> Iterator[ConsoleLine]:
     assert shard is None or isinstance(shard, str)
     error = data.get("error")
     if isinstance(error, str):
-        yield ConsoleLine("error", redact(error), shard)
+        yield ConsoleLine("error", console_text(error), shard)
     messages = data.get("messages")
     if isinstance(messages, dict):
         for key in ("log", "results"):
             lines = messages.get(key)
             if isinstance(lines, list):
                 for line in lines:
-                    yield ConsoleLine("log" if key == "log" else "result", redact(str(line)), shard)
+                    yield ConsoleLine("log" if key == "log" else "result", console_text(line), shard)
 
 
 __all__ = ["ConsoleLine", "pick_server", "stream_console"]

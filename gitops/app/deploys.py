@@ -6,12 +6,12 @@ keep). ``app/applying.py`` records through here; ``plan``, ``apply``, ``drift``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitops.app.session import Session
+from gitops.app.session import Session, state_folder_error
 from gitops.core.codeset import CodeSet, WireModule
 from gitops.core.deploys import (
     Deploy,
@@ -23,8 +23,8 @@ from gitops.core.deploys import (
     rollback_target,
     short_reason,
 )
-from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune
-from gitops.errors import GitopsError, UsageError
+from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune, write_kept
+from gitops.errors import UsageError
 from gitops.secrets import redact
 
 if TYPE_CHECKING:  # types only: planning reads the records before the plan models and the judge are imported
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # types only: planning reads the records before the plan mode
     from gitops.core.plan import BranchPlan
 
 
-def _names(session: Session, server: str) -> set[str]:
+def session_names(session: Session, server: str) -> set[str]:
     """The session's branch names on ``server`` (after ``--server``/``--branch``), with their standby branches."""
     names: set[str] = set()
     for config in session.loaded.manifest.branches:
@@ -51,7 +51,7 @@ def unsettled(session: Session, servers: list[str] | None = None) -> list[Unsett
     """Every branch of the session whose last deploy is unverified (pending, interrupted) or failing."""
     out: list[UnsettledDeploy] = []
     for server in servers if servers is not None else session.servers():
-        names = _names(session, server)
+        names = session_names(session, server)
         for record in session.ledger(server).verifications():
             if record.unsettled and record.branch in names:
                 out.append(
@@ -93,6 +93,27 @@ def record_deploy(
     if digest is not None:
         keep(folder, digest, modules)
     prune(folder, kept_digests(ledger.history(), ledger.verifications()))
+
+
+def keep_before_sending(
+    session: Session, server: str, sets: Iterable[tuple[str | None, Mapping[str, WireModule]]]
+) -> None:
+    """Keep each module set ``apply`` is about to send to ``server`` (and each it would restore on a failed
+    verification), given with its set digest when known, beside the ledger now, before anything is sent:
+    :class:`StateFolderError` when the state folder cannot hold it (full, read-only), so that a deploy is never made
+    whose code ``gitops rollback`` could not restore. :func:`record_deploy` then finds it kept."""
+    folder = _code_folder(session, server)
+    for known, modules in sets:
+        digest = known
+        if digest is None:
+            try:
+                digest = CodeSet.from_wire(dict(modules)).digest
+            except ValueError:
+                continue  # not modules the tool can digest: never kept (the history keeps no digest for them)
+        try:
+            write_kept(folder, digest, modules)
+        except OSError as exc:
+            raise state_folder_error(exc, folder) from None
 
 
 def begin_watch(
@@ -154,63 +175,7 @@ def end_watch(
     session.save(server)
 
 
-# --- status and history ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class BranchStatus:
-    """What ``gitops status`` shows of one branch."""
-
-    server: str
-    branch: str
-    #: From the branch list asked now: whether the branch exists, and for what it is active.
-    exists: bool | None
-    active: tuple[str, ...]
-    #: From the ledger: the last deploy (commit, time) and its verification.
-    commit: str | None
-    applied_at: float | None
-    digest: str | None
-    verification: VerifyRecord | None
-    #: Why the branch list could not be asked (the rest is the ledger's).
-    problem: str | None = None
-
-
-def status(session: Session) -> list[BranchStatus]:
-    """Per server and branch of the session: the ledger's records, and the active flags from one branch-list
-    request per server (a server that fails is shown from the ledger with its error)."""
-    out: list[BranchStatus] = []
-    for server in session.servers():
-        ledger = session.ledger(server)
-        problem = None
-        listed: dict[str, tuple[str, ...]] | None = None
-        try:
-            branches = session.reader(server).list_branches()
-            listed = {
-                b.name: tuple(w for w, on in (("world", b.active_world), ("sim", b.active_sim)) if on) for b in branches
-            }
-        except GitopsError as exc:
-            problem = redact(exc.message.splitlines()[0])
-        finally:
-            session.save(server)
-        for name in sorted(_names(session, server)):
-            applied = ledger.applied(name)
-            record = ledger.verification(name)
-            if applied is None and record is None and (listed is None or name not in listed):
-                continue
-            out.append(
-                BranchStatus(
-                    server,
-                    name,
-                    None if listed is None else name in listed,
-                    () if listed is None else listed.get(name, ()),
-                    applied.commit if applied is not None else (record.commit if record else None),
-                    applied.applied_at if applied is not None else (record.applied_at if record else None),
-                    applied.digest if applied is not None else (record.digest if record else None),
-                    record,
-                    problem,
-                )
-            )
-    return out
+# --- history ------------------------------------------------------------------------------------------
 
 
 def history(session: Session) -> dict[str, list[tuple[Deploy, bool]]]:
@@ -218,7 +183,7 @@ def history(session: Session) -> dict[str, list[tuple[Deploy, bool]]]:
     kept (so that ``gitops rollback --to N`` can restore it)."""
     out: dict[str, list[tuple[Deploy, bool]]] = {}
     for server in session.servers():
-        names = _names(session, server)
+        names = session_names(session, server)
         folder = _code_folder(session, server)
         deploys = [d for d in session.ledger(server).history() if d.branch in names]
         out[server] = [(d, d.digest is not None and is_kept(folder, d.digest)) for d in reversed(deploys)]
@@ -278,13 +243,13 @@ def choose_rollback(session: Session, to: int | None) -> RollbackChoice:
 
 
 __all__ = [
-    "BranchStatus",
     "RollbackChoice",
     "begin_watch",
     "choose_rollback",
     "end_watch",
     "history",
+    "keep_before_sending",
     "record_deploy",
-    "status",
+    "session_names",
     "unsettled",
 ]

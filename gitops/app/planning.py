@@ -31,7 +31,7 @@ from gitops.errors import AuthError, BudgetError, GitopsError, PlanFileError, Sc
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
     from gitops.core.driftfinding import Drift
-    from gitops.core.local import LocalCode
+    from gitops.core.local import LocalCode, SourceInfo
     from gitops.core.plan import Plan
 
 #: The HTTP client's module (with httpx).
@@ -60,6 +60,7 @@ def make_plan(
     *,
     isolate: bool = False,
     code: Mapping[tuple[str, str], CodeSet] | None = None,
+    source: SourceInfo | None = None,
     headstart: HeadStart | None = None,
 ) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
@@ -71,7 +72,8 @@ def make_plan(
     anything is written. ``headstart`` is the fast start (:class:`HeadStart`); without it, the local code is read
     here first and each server is asked in order: slower, the same plan.
     ``code`` replaces the local code of those (server, branch) pairs (``gitops rollback``: the code of a recorded
-    deploy, planned as any other).
+    deploy, planned as any other), and ``source`` where it came from (the rollback's deploy and its commit, which
+    the ledger then records instead of the checked-out commit).
     """
     failed: dict[str, GitopsError] | None = {} if isolate else None
     if headstart is not None:
@@ -84,6 +86,8 @@ def make_plan(
         # Nothing left to show: the run fails as it would without isolation, with the worst failure's error.
         raise max(failures.values(), key=lambda exc: exc.exit_code)
     local = _without_failed(_with_code(local, code), failures)
+    if source is not None:
+        local = dataclasses.replace(local, source=source)
     servers = [server for server in session.servers() if server not in failures]
     result, probes = _plan_servers(session, local, views, servers)
     refused = scope_error(result, session, probes)
@@ -483,7 +487,7 @@ class _Gathering:
         check_download_budget(session, server, sum(1 for j in self.judged[server].values() if j == "download"))
 
     def learn(self, server: str) -> None:
-        self.views[server] = _learn_server(
+        self.views[server] = learn_server(
             self.session,
             server,
             self.listings.get(server),
@@ -525,7 +529,7 @@ def run_concurrently(jobs: list[Callable[[], None]]) -> None:
         raise min(raised, key=lambda pair: pair[0])[1]
 
 
-def _learn_server(
+def learn_server(
     session: Session,
     server: str,
     listing: list[BranchInfo] | None,

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from gitops.app.options import Options
@@ -25,7 +26,7 @@ from gitops.core.budget import BudgetFacts
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.ledger import Ledger, default_state_dir, lock_wait
-from gitops.errors import GitopsError
+from gitops.errors import GitopsError, StateFolderError
 from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
@@ -328,6 +329,15 @@ class Session:
         """
         self._save(durable=False, only=None if server is None else self._ledgers.get(server))
 
+    def save_or_refuse(self, servers: Iterable[str]) -> None:
+        """Save the ledgers of ``servers`` now, durably, or raise :class:`StateFolderError`: before ``apply`` sends
+        anything, so that a full or read-only state folder refuses the deploy instead of leaving it unrecorded."""
+        for ledger in {id(self.ledger(s)): self.ledger(s) for s in servers}.values():
+            try:
+                ledger.save(durable=True)
+            except OSError as exc:
+                raise state_folder_error(exc, ledger.path) from None
+
     def _save(self, *, durable: bool, only: Ledger | None = None) -> None:
         for ledger in [only] if only is not None else self._distinct_ledgers():
             try:
@@ -374,3 +384,13 @@ def open_session(options: Options, loaded: LoadedManifest | None = None) -> Iter
 def servers_of(loaded: LoadedManifest) -> list[str]:
     """The servers the manifest's branches are on, sorted."""
     return sorted({b.server for b in loaded.manifest.branches})
+
+
+def state_folder_error(exc: OSError, where: Path) -> StateFolderError:
+    """The refusal of an apply whose state folder cannot be written (``exc`` at ``where``), nothing sent yet."""
+    return StateFolderError(
+        f"the state folder cannot be written: {exc.filename or where}: {exc.strerror or exc}; apply records each "
+        "deploy in the ledger there and keeps its code for 'gitops rollback', so nothing was sent",
+        hint="Free space there, or make it writable, or give another folder with --state-dir (GITOPS_STATE_DIR); "
+        "then apply again.",
+    )

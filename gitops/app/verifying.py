@@ -9,15 +9,18 @@ its exit code.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitops.app.session import Session
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import WireModule
-from gitops.core.health import ConsoleEvent, Health, Thresholds, TickTally, Verification, unknown
+from gitops.core.health import ConsoleEvent, Health, Thresholds, TickTally, Verification, runs_no_code, unknown
 from gitops.core.plan import BranchPlan, VerifyStep
 from gitops.errors import GitopsError
 from gitops.secrets import redact
+
+if TYPE_CHECKING:  # the client is the session's; only its type here
+    from gitops.edges.service import ServiceClient
 
 #: Ticks ignored at the start of a watch: the tick in progress when the watch began may still run the old code.
 SETTLE_TICKS = 1
@@ -37,6 +40,9 @@ def watch_after_deploy(
     thresholds = Thresholds(ticks=step.ticks, error_share=step.error_share, fail_on=tuple(step.fail_on))
     try:
         client = session.client(server)
+        stand_in = runs_no_code(_version(client))
+        if stand_in is not None:
+            return unknown(stand_in)  # an empty console there is no evidence: never "healthy"
         user_id, token = client.socket_login()
         url = socket_url(client.base_url)
     except GitopsError as exc:
@@ -57,6 +63,14 @@ def watch_after_deploy(
     if interrupt.is_set:  # whatever the socket said as it was cut short (an auth left unanswered, say)
         problem = f"interrupted by {interrupt.signal_name or 'a signal'}"
     return tally.judge_counted(problem=problem, timeout=step.timeout)
+
+
+def _version(client: ServiceClient) -> dict[str, Any] | None:
+    """The server's ``/api/version`` answer, or ``None`` when it has none to give (an error, a server without it)."""
+    try:
+        return client.server_version()
+    except GitopsError:
+        return None
 
 
 def verify_branch(

@@ -60,6 +60,39 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: What users of other tools type for a command of this one: the word, then ours and whose word it is. Asked before
+#: the spelling's near misses, which would answer 'deploy' with 'demo' and 'diff' with 'drift'.
+OTHER_TOOLS: dict[str, tuple[str, str]] = {
+    "deploy": ("apply", "most deploy tools' word"),
+    "sync": ("apply", "Argo CD's 'app sync'"),
+    "upload": ("apply", "the screeps-api CLI's 'upload'"),
+    "push": ("apply", "the npm script of many Screeps starters"),
+    "diff": ("plan", "Argo CD's 'app diff' and kubectl's 'diff'"),
+    "preview": ("plan", "Pulumi's 'preview'"),
+    "download": ("pull", "the screeps-api CLI's 'download'"),
+    "logs": ("console", "kubectl's 'logs'"),
+    "log": ("console", "kubectl's 'logs'"),
+    "undo": ("rollback", "kubectl's 'rollout undo'"),
+    "revert": ("rollback", "Git's word for undoing a commit"),
+    "get": ("status", "kubectl's 'get'"),
+    "show": ("status", "Terraform's 'show'"),
+    "state": ("status", "Terraform's 'state list' ('gitops history' lists the deploys)"),
+}
+
+
+def command_hint(name: str) -> str:
+    """`` Did you mean 'apply'? ...`` for an unknown command: another tool's word for one of ours first, else the
+    nearest spelling (or nothing)."""
+    other = OTHER_TOOLS.get(name.lower())
+    if other is not None:
+        ours, whose = other
+        return f" Did you mean '{ours}'? ('{name}' is {whose}; here it is 'gitops {ours}'.)"
+    import difflib  # only for a mistyped command: gitops --help would pay for it
+
+    close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
@@ -80,11 +113,7 @@ class LazyGroup(click.Group):
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
         if name and not name.startswith("-") and name not in COMMANDS:
-            import difflib  # only for a mistyped command: gitops --help would pay for it
-
-            close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise click.UsageError(f"No such command '{name}'.{hint}", ctx)
+            raise click.UsageError(f"No such command '{name}'.{command_hint(name)}", ctx)
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -32,7 +32,7 @@ from gitops.app.options import (
 from gitops.app.targets import Targets
 from gitops.config.discovery import discover_manifest
 from gitops.edges.clock import SystemClock
-from gitops.errors import GitopsError
+from gitops.errors import GitopsError, UsageError
 from gitops.inert import inert
 from gitops.secrets import HIDDEN, redact
 
@@ -243,6 +243,23 @@ class _Name(click.ParamType):  # type: ignore[type-arg]
         return [CompletionItem(name) for name in names if name.startswith(incomplete)]
 
 
+#: Spellings of the targets' variables that are not read, and the one that is: set, they are refused (exit 4) rather
+#: than silently ignored (``GITOPS_SERVER`` was ``token``'s once, while ``plan`` read ``GITOPS_SERVERS``).
+NOT_READ_ENV = {"GITOPS_SERVER": ("GITOPS_SERVERS", "--server"), "GITOPS_BRANCH": ("GITOPS_BRANCHES", "--branch")}
+
+
+def refuse_unread_env(ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+    """A ``--server``/``--branch`` callback: :class:`UsageError` when a variable of :data:`NOT_READ_ENV` is set."""
+    for name, (read, flag) in NOT_READ_ENV.items():
+        if os.environ.get(name):
+            raise UsageError(
+                f"the environment variable {name} is set, but it is not read: {flag} reads {read} (a "
+                "comma-separated list), for every command",
+                hint=f"Rename it to {read} (or unset {name}).",
+            )
+    return value
+
+
 def target_options(f: F) -> F:
     """``--server``/``--branch`` (repeatable, or comma-separated): restrict the run to those
     (:mod:`gitops.app.targets`). Every command that reads or contacts servers takes them."""
@@ -252,6 +269,7 @@ def target_options(f: F) -> F:
         multiple=True,
         type=_Name(),
         envvar="GITOPS_BRANCHES",
+        callback=refuse_unread_env,
         help="Only this branch: a name (on every chosen server) or server/branch; repeat it or separate names "
         "with commas. Other branches' code is neither read nor built. [env: GITOPS_BRANCHES, comma-separated]",
     )(f)
@@ -261,6 +279,7 @@ def target_options(f: F) -> F:
         multiple=True,
         type=_Name(),
         envvar="GITOPS_SERVERS",
+        callback=refuse_unread_env,
         help="Only this server of the manifest (repeat it or separate names with commas); other servers are not "
         "contacted. [env: GITOPS_SERVERS, comma-separated]",
     )(f)

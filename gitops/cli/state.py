@@ -13,11 +13,13 @@ from pathlib import Path
 import click
 
 from gitops.app import pipeline
-from gitops.app.deploys import choose_rollback, history, status
+from gitops.app.deploys import choose_rollback, history
 from gitops.app.headstart.start import HeadStart
 from gitops.app.planning import make_plan
 from gitops.app.session import open_session
+from gitops.app.status import status, status_failure
 from gitops.cli.common import (
+    echo_json,
     is_terminal,
     manifest_option,
     max_wait_option,
@@ -27,6 +29,7 @@ from gitops.cli.common import (
     target_options,
 )
 from gitops.core.budget import utc
+from gitops.core.local import SourceInfo
 from gitops.errors import BudgetError, ExitCode, UsageError
 from gitops.render.deploys import history_json, history_text, status_json, status_text
 from gitops.render.outcome import Ended, TextConsole
@@ -48,17 +51,26 @@ def status_(
     as_json: bool,
 ) -> int:
     """What runs where: per server and branch, the commit and time this tool applied, whether the branch is active
-    (one branch-list request per server), and its verification state (from the ledger).
+    and whether the server still holds that code (the branch list, and a download where the list cannot say and
+    the budget allows; else the ledger's word, labelled), drift seen, and the verification state.
 
-    Exit code 0; 12 when a branch's last deploy is unverified or failing.
+    Exit code 0; 12 when a branch's last deploy is unverified or failing; 1 (unreachable, an error) or 7 (the
+    credentials refused) when a server could not be asked, after the ledger's rows.
     """
     options = options_from(
         ctx, manifest=manifest, ref=None, refresh="never", max_wait=60.0, state_dir=state_dir, servers=servers,
         branches=branches,
     )  # fmt: skip
     with open_session(options) as session:
-        rows = status(session)
-    click.echo(redact(status_json(rows) if as_json else status_text(rows)), nl=False)
+        report = status(session)
+    rows = report.rows
+    if as_json:
+        echo_json(status_json(rows))  # a failure below is then the Error line alone, not a second JSON document
+    else:
+        click.echo(redact(status_text(rows)), nl=False)
+    failure = status_failure(report)
+    if failure is not None:
+        raise failure  # after the rows: what the ledger says is shown, but status cannot say what runs there
     unsettled_rows = [r for r in rows if r.verification is not None and r.verification.unsettled]
     return ExitCode.UNVERIFIED if unsettled_rows else ExitCode.OK
 
@@ -140,7 +152,11 @@ def rollback(
         commit = f" (commit {deploy.commit[:12]}, applied {utc(deploy.applied_at)})" if deploy.commit else ""
         console = TextConsole(click.echo, err=lambda line: click.echo(line, err=True), what="Rollback")
         console.say(f"Rolling back {choice.server}/{choice.branch} to {what}{commit}.")
-        plan = make_plan(session, code={(choice.server, choice.branch): choice.code}, headstart=HeadStart(session))
+        # Recorded under the commit it restores (history, status, the applied record), not the checked-out one.
+        restored = f"deploy #{deploy.n}" if deploy.n else "the code before the first deploy"
+        source = SourceInfo("rollback", restored, deploy.commit, None)
+        code = {(choice.server, choice.branch): choice.code}
+        plan = make_plan(session, code=code, source=source, headstart=HeadStart(session))
         console.plan(plan, now=options.clock.now())
 
         def confirm() -> bool:

@@ -18,7 +18,7 @@ import click
 
 from gitops.app.options import DEFAULT_MAX_WAIT, DEFAULT_REFRESH
 from gitops.app.session import Session
-from gitops.cli.common import is_terminal, manifest_option, options_from, state_dir_option
+from gitops.cli.common import is_terminal, manifest_option, options_from, refuse_unread_env, state_dir_option
 from gitops.config.manifest import load_manifest
 from gitops.core.budget import utc
 from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS
@@ -31,10 +31,11 @@ def _server_option(f: Any) -> Any:
     return click.option(
         "--server",
         "server_name",
-        envvar="GITOPS_SERVER",
+        envvar="GITOPS_SERVERS",  # the one name of --server's variable, as for every command
         default=None,
         metavar="NAME",
-        help="The manifest's server (key under 'servers'); needed when it has more than one. [env: GITOPS_SERVER]",
+        callback=refuse_unread_env,
+        help="The manifest's server (key under 'servers'); needed when it has more than one. [env: GITOPS_SERVERS]",
     )(f)
 
 
@@ -46,9 +47,11 @@ def _open(ctx: click.Context, manifest: Path, server_name: str | None, state_dir
         if len(names) != 1:
             raise UsageError(
                 f"the manifest has several servers ({', '.join(names)}); choose one with --server NAME "
-                "(or GITOPS_SERVER)."
+                "(or GITOPS_SERVERS)."
             )
         server_name = names[0]
+    elif "," in server_name:
+        raise UsageError(f"'{server_name}' names several servers; this command is about one: --server NAME.")
     elif server_name not in loaded.manifest.servers:
         raise UsageError(f"the manifest has no server '{server_name}'; its servers are: {', '.join(names)}.")
     options = options_from(

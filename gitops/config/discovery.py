@@ -11,17 +11,24 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gitops.errors import ManifestError
+
 #: The names a manifest is found by, in order: the documented one first.
 MANIFEST_NAMES = ("gitops.yaml", "gitops.yml")
 
 
 def find_manifest_in(folder: Path) -> Path | None:
-    """``folder/gitops.yaml``, else ``folder/gitops.yml``, when it is a file."""
-    for name in MANIFEST_NAMES:
-        candidate = folder / name
-        if candidate.is_file():
-            return candidate
-    return None
+    """``folder/gitops.yaml`` or ``folder/gitops.yml``, when it is a file; :class:`ManifestError` (exit 5) when both
+    are: taking one without a word would deploy what the other does not say (``-m`` names one and is obeyed)."""
+    found = [folder / name for name in MANIFEST_NAMES if (folder / name).is_file()]
+    if len(found) > 1:
+        raise ManifestError(
+            f"two manifests in {folder}: {' and '.join(p.name for p in found)}; the tool will not guess which one "
+            "you mean",
+            hint="Keep one (gitops.yaml is the documented name) and delete or rename the other, or name one with "
+            "-m/--manifest (GITOPS_MANIFEST).",
+        )
+    return found[0] if found else None
 
 
 def discover_manifest(start: Path) -> Path | None:

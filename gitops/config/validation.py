@@ -730,12 +730,73 @@ def _unknown_key_text(loc: Loc) -> str:
     if key.lower() in _LITERAL_USER_KEYS:
         return "user names are not written here; put it in an environment variable and name it with username_env"
     allowed = _keys_at(loc[:-1])
+    home = _home_of(key)
+    if home is not None and home[:-1] != _shape(loc[:-1]):
+        # A key of another level (a branch's verify: written at the top) is misplaced, not misspelt.
+        return f"'{key}' is not a key here; it is a key of {_place_text(home[:-1])} ({_dotted(home)}): move it there"
     close = _close_matches(key, allowed)
     if close:
         return f"unknown key; did you mean '{close[0]}'?"
     if allowed:
         return f"unknown key; the keys here are: {', '.join(allowed)}"
     return "unknown key; remove it"
+
+
+def _shape(loc: Loc) -> tuple[str, ...]:
+    """``loc`` as :func:`_home_of` spells places: list indexes ``[]``, a mapping's own keys ``NAME``."""
+    out: list[str] = []
+    current: Any = Manifest
+    for part in loc:
+        current = _unwrap(current)
+        origin = typing.get_origin(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            out.append(str(part))
+            current = None if info is None else info.annotation
+        elif origin in (list, dict):
+            out.append("[]" if origin is list else "NAME")
+            current = typing.get_args(current)[-1]
+        else:
+            out.append(str(part))
+    return tuple(out)
+
+
+def _home_of(key: str) -> tuple[str, ...] | None:
+    """Where the manifest has a key named ``key`` (the shallowest place; ``[]`` for a list's entries, ``NAME`` for
+    a mapping's own keys): ``('branches', '[]', 'verify')``; ``None`` when no model has it."""
+    queue: list[tuple[Any, tuple[str, ...]]] = [(Manifest, ())]
+    seen: set[type] = set()
+    while queue:
+        cls, path = queue.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        for name, info in cls.model_fields.items():
+            if name == key:
+                return (*path, name)
+            inner, where = _unwrap(info.annotation), (*path, name)
+            while typing.get_origin(inner) in (list, dict):
+                where = (*where, "[]" if typing.get_origin(inner) is list else "NAME")
+                inner = _unwrap(typing.get_args(inner)[-1])
+            if isinstance(inner, type) and issubclass(inner, BaseModel):
+                queue.append((inner, where))
+    return None
+
+
+def _place_text(place: tuple[str, ...]) -> str:
+    """``each entry of 'branches:'``, ``a server under 'servers:'``, ``'budget:'``: where a key goes, in words."""
+    if place == ("branches", "[]"):
+        return "each entry of 'branches:'"
+    if place == ("servers", "NAME"):
+        return "a server under 'servers:'"
+    if not place:
+        return "the top of the manifest"
+    return f"'{_dotted(place)}:'"
+
+
+def _dotted(place: tuple[str, ...]) -> str:
+    """``branches[].verify.ticks``, ``servers.NAME.url``."""
+    return ".".join(place).replace(".[]", "[]")
 
 
 def _keys_at(loc: Loc) -> list[str]:

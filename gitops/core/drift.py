@@ -31,9 +31,12 @@ DRIFT_FORMAT_VERSION = 1
 
 
 def source_text(source: Mapping[str, str | bool | None]) -> str:
-    """``ref main``, ``worktree`` or ``worktree (uncommitted changes)``: where a plan's code came from."""
+    """``ref main``, ``rollback to deploy #2``, ``worktree`` or ``worktree (uncommitted changes)``: where a plan's
+    code came from."""
     if source.get("kind") == "ref":
         return f"ref {source.get('ref')}"
+    if source.get("kind") == "rollback":
+        return f"rollback to {source.get('ref')}"
     return "worktree (uncommitted changes)" if source.get("dirty") else "worktree"
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -130,6 +130,18 @@ def blame(error: str, bot_modules: frozenset[str] | None) -> tuple[bool, str | N
 def unknown(reason: str) -> Health:
     """The verdict when the console could not be watched at all."""
     return Health("unknown", reason)
+
+
+def runs_no_code(version: Mapping[str, object] | None) -> str | None:
+    """Why a server's console says nothing of the bot, from its ``GET /api/version`` answer: screeps-gitops'
+    stand-in (``gitops serve``) runs no code, and its ticks are empty whatever the code does; ``None`` for any other
+    server, and for the stand-in of tests whose console follows injected rules (``console: simulated``)."""
+    if version is None or version.get("standin") is not True or version.get("console") == "simulated":
+        return None
+    return (
+        "the server is screeps-gitops' stand-in (gitops serve), which runs no code: its console cannot show whether "
+        "the bot works; verify against a private server or the official one (or try 'gitops rehearse')"
+    )
 
 
 def group_ticks(events: list[ConsoleEvent]) -> list[Tick]:
@@ -413,6 +425,7 @@ __all__ = [
     "frames",
     "group_ticks",
     "judge_ticks",
+    "runs_no_code",
     "unknown",
     "worst",
 ]

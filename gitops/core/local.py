@@ -22,15 +22,17 @@ from gitops.core.modulekinds import Kind
 
 @dataclass(frozen=True)
 class SourceInfo:
-    """Where the local code came from: the working tree, the blobs of a commit (``--ref``), or a code set file that
-    a build job wrote (``--codeset``; ``ref`` is then the file's path).
+    """Where the local code came from: the working tree, the blobs of a commit (``--ref``), a code set file that
+    a build job wrote (``--codeset``; ``ref`` is then the file's path), or the code kept for an earlier deploy
+    (``gitops rollback``; ``ref`` is then ``deploy #N`` and ``commit`` the commit that deploy came from, so that the
+    rollback is recorded under the commit it restores, not the one checked out).
 
     ``commit`` is the full commit id (for the working tree: ``HEAD``, when the folder is in a Git repository);
     ``dirty`` says whether the working tree differs from ``HEAD`` under the branch roots or in the manifest
     (``None`` for a ref, or outside Git).
     """
 
-    kind: Literal["worktree", "ref", "codeset"]
+    kind: Literal["worktree", "ref", "codeset", "rollback"]
     ref: str | None
     commit: str | None
     dirty: bool | None
@@ -41,6 +43,8 @@ class SourceInfo:
             return f"ref {self.ref} (commit {(self.commit or '')[:12]})"
         if self.kind == "codeset":
             return f"code set {self.ref} (commit {(self.commit or '')[:12] or 'none'})"
+        if self.kind == "rollback":
+            return f"the code kept for {self.ref} (commit {(self.commit or '')[:12] or 'unknown'})"
         details = []
         if self.commit:
             details.append(f"commit {self.commit[:12]}")

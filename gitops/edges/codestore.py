@@ -41,6 +41,12 @@ def keep(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> bool:
     return True
 
 
+def write_kept(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> None:
+    """Keep ``modules`` as :func:`keep` does, raising the ``OSError`` (``apply`` keeps the code it is about to send
+    before it sends it, and refuses when the state folder is full or read-only)."""
+    _write(folder, digest, modules)
+
+
 def _write(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> None:
     path = _file(folder, digest)
     if path.is_file():
@@ -76,4 +82,4 @@ def prune(folder: Path, digests: Iterable[str]) -> None:
                     path.unlink()
 
 
-__all__ = ["folder_for", "is_kept", "keep", "kept", "prune"]
+__all__ = ["folder_for", "is_kept", "keep", "kept", "prune", "write_kept"]

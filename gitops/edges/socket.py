@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import html
 import json
 import logging
 import re
@@ -130,16 +131,24 @@ def parse_message(text: str) -> ChannelMessage | None:
     return None
 
 
+def console_text(raw: object) -> str:
+    """A console line as the game's client shows it, redacted: the server sends it HTML-encoded (``&#x22;`` for
+    every quote, ``&lt;`` for ``<``) and the client decodes the entities. Decoded before the redaction, so that a
+    token written as entities is hidden too; printing still makes it inert (``gitops.inert``) after."""
+    return redact(html.unescape(str(raw)))
+
+
 def console_event(data: Any) -> ConsoleEvent | None:
-    """A console channel's message as the judge reads it (texts redacted), or ``None`` if it is neither shape."""
+    """A console channel's message as the judge reads it (texts decoded and redacted: :func:`console_text`), or
+    ``None`` if it is neither shape."""
     if not isinstance(data, dict):
         return None
     if isinstance(data.get("error"), str):
-        return ConsoleEvent(error=redact(data["error"]))
+        return ConsoleEvent(error=console_text(data["error"]))
     messages = data.get("messages")
     if isinstance(messages, dict):
         lines = messages.get("log")
-        log_lines = tuple(redact(str(x)) for x in lines) if isinstance(lines, list) else ()
+        log_lines = tuple(console_text(x) for x in lines) if isinstance(lines, list) else ()
         return ConsoleEvent(log=log_lines)
     return None
 
@@ -370,6 +379,7 @@ __all__ = [
     "SocketProblem",
     "console_event",
     "console_events",
+    "console_text",
     "parse_frame",
     "parse_message",
     "socket_url",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitops.app.deploys import BranchStatus
+from gitops.app.status import BranchStatus
 from gitops.core.budget import utc
 from gitops.core.deploys import Deploy, VerifyRecord
 
@@ -23,6 +23,23 @@ def _verification_text(record: VerifyRecord | None) -> str:
     what = {"pending": "PENDING (unverified: the watch never ended)", "interrupted": "INTERRUPTED (unverified)"}
     text = what.get(record.state, record.state.upper())
     return text + (f": {record.reason}" if record.reason else "")
+
+
+_BASIS = {"download": "a download", "branch-list": "the branch list"}
+
+
+def _held_text(row: BranchStatus) -> str | None:
+    """What the server holds, as ``status`` found it: checked now, drifted, or the ledger's word labelled."""
+    drift = row.drift
+    if drift is None:
+        return None
+    if row.checked is None:
+        why = row.unchecked or ("the server could not be asked" if row.problem else "the server was not asked")
+        return f"not checked on the server ({why}); the ledger's word"
+    checked = f"checked now by {_BASIS.get(row.checked, row.checked)}"
+    if drift.drifted:
+        return f"DRIFTED: changed outside Git since it was applied ({drift.modules_text(limit=10)}); {checked}"
+    return f"that code ({checked})"
 
 
 def status_text(rows: list[BranchStatus]) -> str:
@@ -40,13 +57,31 @@ def status_text(rows: list[BranchStatus]) -> str:
         else:
             active = "active for " + " and ".join(row.active) if row.active else "not active"
         out.append(f"{row.server}/{row.branch}: {commit}, applied {when}, {active}")
+        held = _held_text(row)
+        if held is not None:
+            out.append(f"  on the server: {held}")
         out.append(f"  verification: {_verification_text(row.verification)}")
         if row.problem:
             problems[row.server] = row.problem
-    out.extend(
-        f"warning: server '{server}': the branch list failed ({problem})" for server, problem in problems.items()
-    )
+    out.extend(f"warning: server '{server}' could not be asked ({problem})" for server, problem in problems.items())
     return "\n".join(out) + "\n"
+
+
+def _held_json(row: BranchStatus) -> dict[str, Any] | None:
+    drift = row.drift
+    if drift is None:
+        return None
+    return {
+        "checked": row.verified,
+        "basis": row.checked or "ledger",
+        "checked_at": row.checked_at,
+        "drift": drift.status,
+        "added": drift.added,
+        "changed": drift.changed,
+        "removed": drift.removed,
+        "missing": drift.missing,
+        "unchecked": row.unchecked,
+    }
 
 
 def _record_json(record: VerifyRecord | None) -> dict[str, Any] | None:
@@ -74,6 +109,7 @@ def status_json(rows: list[BranchStatus]) -> str:
                 "commit": r.commit,
                 "applied_at": r.applied_at,
                 "digest": r.digest,
+                "server_code": _held_json(r),
                 "verification": _record_json(r.verification),
                 "problem": r.problem,
             }

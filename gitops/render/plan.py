@@ -291,6 +291,8 @@ def _source_text(source: Mapping[str, Any]) -> str:
         return f"git ref {source.get('ref')} ({commit})"
     if source.get("kind") == "codeset":
         return f"code set {source.get('ref')} ({commit or 'no commit'})"
+    if source.get("kind") == "rollback":
+        return f"the code kept for {source.get('ref')} (commit {commit or 'unknown'})"
     return "working tree" + (" (uncommitted changes)" if source.get("dirty") else "")
 
 

@@ -117,6 +117,10 @@ class Accounts:
     def token(self, value: str) -> Token | None:
         return self._by_token.get(value)
 
+    def revoke(self, value: str) -> None:
+        """The token is refused from now on, as one deleted in the account settings (tests)."""
+        self._by_token.pop(value, None)
+
     def user(self, username: str) -> Account | None:
         return self._by_name.get(username.lower())
 

@@ -194,6 +194,10 @@ class Handlers:
             users=len(self.app.accounts.users),
             serverData={"shards": [DEFAULT_SHARD]},
             standin=True,
+            # It runs no code: its console is empty ticks, or (testing only) what the control routes' rules say.
+            # A client's verify: reads this to say "unknown" rather than judge an empty console healthy.
+            runsCode=False,
+            console="simulated" if self.app.testing else "empty",
             packageVersion=__version__,
         )
 

@@ -30,3 +30,7 @@ class StandInParts(Protocol):
 
     @property
     def limiter(self) -> RateLimiter: ...
+
+    #: Whether the control routes are on (``gitops serve --testing``, tests): the console then follows their rules.
+    @property
+    def testing(self) -> bool: ...

@@ -27,6 +27,7 @@ from gitops.errors import (
     GitopsError,
     PlanFileError,
     ServiceError,
+    StateFolderError,
     UsageError,
 )
 from tests.factories import write_manifest
@@ -386,16 +387,21 @@ def test_a_failed_step_is_saved_in_the_ledger_up_to_the_step_before(session: Fak
     assert session.saves == 2  # after the (empty) verification, after the upload; the failed clone is not a step
 
 
-def test_a_ledger_that_cannot_be_written_is_a_warning_not_a_failure(tmp_path: Path, clock: ManualClock) -> None:
+def test_a_ledger_that_cannot_be_written_refuses_the_apply_before_any_write(tmp_path: Path, clock: ManualClock) -> None:
+    # Issue 46: a deploy the state folder cannot record (its ledger, the code kept for rollback) is not made; reading
+    # without it stays a warning (plan, status), but apply refuses before its first write.
     (tmp_path / "file").write_text("not a folder", encoding="utf-8")
-    s = FakeSession(tmp_path, FakeServer({"main": SERVER_CODE}), clock, state_dir=tmp_path / "file" / "state")
+    server = FakeServer({"main": SERVER_CODE})
+    s = FakeSession(tmp_path, server, clock, state_dir=tmp_path / "file" / "state")
     try:
         downloads_left(s, 5)  # the ledger learnt something: there is something to save
-        report = run_apply(s, make_plan([branch_plan("main")]), saved=False)
-        assert report.applied
-        locked, read, written = s.warnings()  # each said once, however many steps tried to save
+        with pytest.raises(StateFolderError, match=r"the state folder cannot be written: .*Not a directory") as refused:
+            run_apply(s, make_plan([branch_plan("main")]), saved=False)
+        assert refused.value.exit_code == ExitCode.FAILURE
+        assert "nothing was sent" in refused.value.message
+        assert server.writes == 0
+        locked, read, *_ = s.warnings()  # what reading said, once each
         assert "cannot be locked (Not a directory); a run at the same time" in locked
         assert "cannot be read (Not a directory); starting without it" in read
-        assert written.endswith("cannot be written (Not a directory); it was not updated.")
     finally:
         s.close()

@@ -92,6 +92,9 @@ def test_records_keep_digests_not_text() -> None:
 def test_source_text_and_commit() -> None:
     assert source_text({"kind": "ref", "ref": "main"}) == "ref main"
     assert source_text({"kind": "worktree", "dirty": True}) == "worktree (uncommitted changes)"
+    # gitops rollback: the code kept for a deploy, recorded under that deploy's commit (issue 46)
+    assert source_text({"kind": "rollback", "ref": "deploy #2", "commit": "c" * 40}) == "rollback to deploy #2"
+    assert source_commit({"kind": "rollback", "ref": "deploy #2", "commit": "c" * 40}) == "c" * 40
     assert source_text({"kind": "worktree", "dirty": False}) == "worktree"
     assert source_commit({"commit": "abc"}) == "abc"
     assert source_commit({"commit": None}) is None

@@ -18,6 +18,7 @@ from gitops.core.health import (
     frames,
     group_ticks,
     judge_ticks,
+    runs_no_code,
     unknown,
 )
 
@@ -192,3 +193,23 @@ def test_an_endless_console_stream_is_counted_in_bounded_memory() -> None:
     assert (health.ticks_seen, health.failed_ticks) == (4998, 4998)  # the first two settle; the open one counts
     assert len(health.evidence) == EVIDENCE_LINES
     assert health.evidence[0].startswith("TypeError 2: ")
+
+
+@pytest.mark.parametrize(
+    ("version", "runs"),
+    [
+        ({"ok": 1, "standin": True, "runsCode": False, "console": "empty"}, False),  # gitops serve
+        ({"ok": 1, "standin": True}, False),  # an older stand-in: it never ran code either
+        ({"ok": 1, "standin": True, "runsCode": False, "console": "simulated"}, True),  # --testing: rules decide
+        ({"ok": 1, "protocol": 14, "serverData": {"shards": ["shard0"]}}, True),  # the private server
+        ({"ok": 1, "standin": "yes"}, True),  # not the stand-in's marker
+        (None, True),  # no answer: the watch decides
+    ],
+)
+def test_a_server_that_runs_no_code_is_named_from_its_version_answer(
+    version: dict[str, object] | None, runs: bool
+) -> None:
+    reason = runs_no_code(version)
+    assert (reason is None) == runs
+    if reason is not None:
+        assert "stand-in (gitops serve), which runs no code" in reason

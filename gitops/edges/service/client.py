@@ -362,6 +362,11 @@ class ServiceClient:
             remember(info.full, info.endpoints)
         return info
 
+    def server_version(self) -> dict[str, Any]:
+        """The server's ``GET /api/version`` answer (no limit of its own; the global one on the official server):
+        what it is (the stand-in says ``standin: true``) and whether it runs code."""
+        return self._call("GET", "/api/version")
+
     def socket_login(self) -> tuple[str, Secret]:
         """The account's user id (``GET /api/auth/me``, counted against the global limit only) and the token that
         the game socket's ``auth`` takes: the persistent token, or on a private server the sign-in's token."""
