@@ -31,6 +31,7 @@ from gitops.cli.common import (
 from gitops.core.budget import utc
 from gitops.core.local import SourceInfo
 from gitops.errors import BudgetError, ExitCode, UsageError
+from gitops.inert import inert
 from gitops.render.deploys import history_json, history_text, status_json, status_text
 from gitops.render.outcome import Ended, TextConsole
 from gitops.secrets import redact
@@ -67,7 +68,7 @@ def status_(
     if as_json:
         echo_json(status_json(rows))  # a failure below is then the Error line alone, not a second JSON document
     else:
-        click.echo(redact(status_text(rows)), nl=False)
+        click.echo(inert(redact(status_text(rows))), nl=False)
     failure = status_failure(report)
     if failure is not None:
         raise failure  # after the rows: what the ledger says is shown, but status cannot say what runs there
@@ -99,7 +100,7 @@ def history_(
     )  # fmt: skip
     with open_session(options) as session:
         found = history(session)
-    text = history_json(found, limit) if as_json else history_text(found, limit)
+    text = history_json(found, limit) if as_json else inert(history_text(found, limit))
     click.echo(redact(text), nl=False)
     return ExitCode.OK
 
