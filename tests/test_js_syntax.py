@@ -10,7 +10,9 @@ import pytest
 from gitops.cli import run
 from gitops.edges.jssyntax import first_syntax_problem
 from gitops.errors import ExitCode
+from gitops.standin.testing import ALICE, StandIn
 from tests.factories import git
+from tests.project import Project, edit_on_server
 
 MANIFEST = """version: 1
 servers:
@@ -89,3 +91,50 @@ def test_build_out_writes_no_code_set_that_cannot_parse(
     assert run(["build", "--out", str(out)]) == ExitCode.LOCAL_CODE
     assert "does not parse" in capsys.readouterr().err
     assert not out.exists()
+
+
+# --- apply refuses what validate refuses (issue 46, point 3) --------------------------------------------------------
+
+
+def test_apply_yes_uploads_nothing_when_a_module_it_would_send_does_not_parse(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/role.js": "var x = ;\n"})
+    p.manifest([{"branch": "main", "root": "src"}])
+    p.commit()
+    for args in (("--yes",), ("--yes", "--ref", "HEAD")):
+        result = p.apply(*args)
+        assert result.code == ExitCode.LOCAL_CODE, result.err
+        assert "has JavaScript that does not parse (1 module)" in result.err
+        assert "local/main: module 'role' (src/role.js) line 1, column" in result.err
+        assert standin.branch_modules(ALICE, "main") is None  # nothing was sent
+    assert p.plan().code == ExitCode.LOCAL_CODE  # the plan shows what apply would refuse
+
+
+def test_a_deploy_checks_only_the_modules_it_uploads(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module the server already holds as it is is not uploaded anew: it is not judged (the game runs it now),
+    while an edited one is."""
+    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
+    p.write({"src/main.js": "module.exports.loop = () => {};\n", "src/role.js": "module.exports = 1;\n"})
+    p.manifest([{"branch": "main", "root": "src", "remote_only": "keep"}])
+    p.commit()
+    assert p.apply("--yes").code == 0
+    # remote_only: keep holds the server's own module as it is; the local change alone is checked.
+    edit_on_server(standin, "main", {"legacy": "var broken = ;"})
+    p.write({"src/role.js": "module.exports = 2;\n"})
+    result = p.apply("--yes")
+    assert result.code == 0, result.err
+    assert standin.branch_modules(ALICE, "main") == {
+        "main": "module.exports.loop = () => {};\n",
+        "role": "module.exports = 2;\n",
+        "legacy": "var broken = ;",
+    }
+    p.write({"src/role.js": "module.exports = (;\n"})
+    result = p.apply("--yes")
+    assert result.code == ExitCode.LOCAL_CODE, result.err
+    assert "module 'role' (src/role.js) line 1" in result.err
+    assert "legacy" not in result.err
+    assert (standin.branch_modules(ALICE, "main") or {}).get("role") == "module.exports = 2;\n"
