@@ -18,7 +18,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.config.model import Manifest
-from gitops.edges import build
+from gitops.edges import build, depinstall
 from gitops.errors import ExitCode, SourceError
 from tests.factories import git
 from tests.test_bots import _ended
@@ -288,3 +288,65 @@ def test_the_hint_names_a_tool_missing_from_package_json(tmp_path: Path) -> None
         build.run_build("echo 'sh: 1: rollup: not found'; exit 127", tmp_path, env=dict(os.environ))
     assert raised.value.hint is not None
     assert f"rollup is not among the dependencies of {tmp_path / 'package.json'}" in raised.value.hint
+
+
+# --- which install, where ---------------------------------------------------------------------------------------
+
+
+def _package(folder: Path, lockfile: str | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "package.json").write_text('{"name": "bot", "devDependencies": {"rollup": "^4"}}')
+    if lockfile is not None:
+        (folder / lockfile).write_text("")
+    return folder
+
+
+def test_the_lockfile_decides_the_install(tmp_path: Path) -> None:
+    yarn = _package(tmp_path / "yarn", "yarn.lock")
+    (yarn / ".git").mkdir()
+    found = depinstall.needed(yarn, "auto", ["yarn build"])
+    assert found is not None
+    assert (found.command, found.folder, found.lockfile) == (
+        ["yarn", "install", "--frozen-lockfile"],
+        yarn,
+        "yarn.lock",
+    )
+    (yarn / ".yarnrc.yml").write_text("nodeLinker: node-modules\n")
+    berry = depinstall.needed(yarn, "auto", ["yarn build"])
+    assert berry is not None
+    assert berry.command == ["yarn", "install", "--immutable"]
+    pnpm = _package(tmp_path / "pnpm", "pnpm-lock.yaml")
+    assert getattr(depinstall.needed(pnpm, "auto", ["pnpm build"]), "command", None) == [
+        "pnpm",
+        "install",
+        "--frozen-lockfile",
+    ]
+    assert depinstall.needed(pnpm, "never", ["pnpm build"]) is None
+    custom = depinstall.needed(pnpm, "pnpm install --offline", ["pnpm build"])
+    assert custom is not None
+    assert (custom.command, custom.folder) == ("pnpm install --offline", pnpm)
+    (pnpm / "node_modules").mkdir()
+    assert depinstall.needed(pnpm, "auto", ["pnpm build"]) is None
+
+
+def test_a_workspace_installs_at_the_lockfile_above_the_manifest(tmp_path: Path) -> None:
+    top = _package(tmp_path / "mono", "package-lock.json")
+    (top / ".git").mkdir()
+    bot = _package(top / "packages" / "bot")
+    found = depinstall.needed(bot, "auto", ["npm run build"])
+    assert found is not None
+    assert (found.folder, found.lockfile) == (top, "package-lock.json")
+    (top / "node_modules").mkdir()  # hoisted: the workspace is installed
+    assert depinstall.needed(bot, "auto", ["npm run build"]) is None
+
+
+def test_a_package_manager_that_is_not_installed_is_named(tmp_path: Path) -> None:
+    folder = _package(tmp_path / "bot", "pnpm-lock.yaml")
+    empty = tmp_path / "no-programs"
+    empty.mkdir()
+    with pytest.raises(SourceError) as raised:
+        depinstall.install_first(folder, "auto", ["pnpm build"], env={"PATH": str(empty)}, timeout=30)
+    assert "the install command 'pnpm install --frozen-lockfile' cannot start" in raised.value.message
+    assert raised.value.hint is not None
+    assert "The lockfile asks for pnpm, which is not installed here" in raised.value.hint
+    assert "corepack enable" in raised.value.hint

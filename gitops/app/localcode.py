@@ -13,7 +13,8 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
 from gitops.core.local import LocalCode, SourceInfo
@@ -33,6 +34,9 @@ from gitops.edges.environ import seal_process
 from gitops.edges.jssyntax import MAX_LISTED, syntax_problems
 from gitops.errors import SourceError, UsageError
 from gitops.secrets import leaked_in
+
+if TYPE_CHECKING:  # imported after the servers answered (docs/architecture.md, "after the servers")
+    from gitops.core.plan import BranchPlan
 
 
 def read_code(
@@ -92,6 +96,22 @@ def check_syntax(local: LocalCode, only: Mapping[str, Collection[str]] | None = 
             "uploaded, it would throw a SyntaxError in every tick:\n" + "\n".join(f"  - {p}" for p in problems),
             hint="Fix the code at the line and column shown (or the build that wrote it).",
         )
+
+
+def check_uploads(local: LocalCode, branches: Iterable[BranchPlan], *, replaced: Collection[tuple[str, str]]) -> None:
+    """:func:`check_syntax` of the modules a plan uploads (added or changed: the others are what the server runs
+    already, so a deploy that changes nothing parses nothing). Not the code of a recorded deploy (``replaced``: it
+    ran on the server before), nor a code set file (``gitops build --out`` wrote it only after the same check
+    passed, and parsing a large bot again would cost its first deploy about a second)."""
+    if local.source.kind == "codeset":
+        return
+    uploaded = {
+        b.label: {*b.names("added"), *b.names("changed")}
+        for b in branches
+        if b.writes_code and (b.server, b.branch) not in replaced
+    }
+    if uploaded:
+        check_syntax(local, uploaded)
 
 
 def _read_code(

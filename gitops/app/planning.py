@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gitops.app.deploys import unsettled
 from gitops.app.headstart.sidereads import SideReads
 from gitops.app.headstart.start import HeadStart
-from gitops.app.localcode import check_syntax, read_code
+from gitops.app.localcode import check_uploads, read_code
 from gitops.app.options import Refresh
 from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
@@ -86,14 +86,7 @@ def make_plan(
     local = _without_failed(_with_code(local, code), failures)
     servers = [server for server in session.servers() if server not in failures]
     result, probes = _plan_servers(session, local, views, servers)
-    # What validate refuses, a plan refuses too: each module it would upload parses (the code of a recorded deploy,
-    # ``code``, ran on the server before).
-    uploaded = {
-        b.label: {*b.names("added"), *b.names("changed")}
-        for b in result.branches
-        if b.writes_code and (b.server, b.branch) not in (code or {})
-    }
-    check_syntax(local, uploaded)
+    check_uploads(local, result.branches, replaced=set(code or {}))  # what validate refuses, a plan refuses too
     refused = scope_error(result, session, probes)
     if refused is not None:
         raise refused
