@@ -233,7 +233,15 @@ def run_build(
     if code != 0:
         # Its output was shown as it came: the error says where it is rather than repeating its last lines.
         said = "its output is above" if tail else "it printed nothing"
-        hint = failure_hint(code, list(tail), cwd, shown_dir or cwd, fresh=shown_dir not in (None, cwd))
+        if kind == "install":
+            hint = (
+                f"The packages could not be installed ({shown}, in {shown_dir or cwd}): fix the lockfile (run the "
+                "same command in a fresh clone to see why; npm ci needs package-lock.json in line with "
+                "package.json: run npm install and commit both), or set install in the manifest ('never', or the "
+                "command to run)."
+            )
+        else:
+            hint = failure_hint(code, list(tail), cwd, shown_dir or cwd, fresh=shown_dir not in (None, cwd))
         raise SourceError(f"the {kind} command {shown!r} failed with exit code {code}{where} ({said})", hint=hint)
 
 
