@@ -350,3 +350,11 @@ def test_a_package_manager_that_is_not_installed_is_named(tmp_path: Path) -> Non
     assert raised.value.hint is not None
     assert "The lockfile asks for pnpm, which is not installed here" in raised.value.hint
     assert "corepack enable" in raised.value.hint
+
+
+def test_a_build_that_runs_no_node_tooling_gets_no_install(tmp_path: Path) -> None:
+    """A Rust bot with a package.json of tooling beside it: cargo needs no node_modules (nor npm on the runner)."""
+    folder = _package(tmp_path / "bot", "package-lock.json")
+    assert depinstall.needed(folder, "auto", ["cargo build --release"]) is None
+    assert depinstall.needed(folder, "auto", ["cargo build --release", "npx rollup -c"]) is not None
+    assert depinstall.needed(folder, "npm ci --omit=dev", ["cargo build --release"]) is not None  # asked for

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 #: Programs whose short options cluster (``rollup -cw`` is ``-c -w``) and for which ``-w`` means watch.
 _SHORT_W_WATCHES = frozenset(
@@ -185,6 +185,28 @@ def installs_itself(command: str | Sequence[str]) -> bool:
     return False
 
 
+#: Programs that run on Node.js packages (besides those of the package's own dependencies).
+_NODE_PROGRAMS = frozenset(
+    {"npm", "npx", "yarn", "pnpm", "pnpx", "bun", "bunx", "node", "corepack", "tsc", "grunt", "gulp"}
+    | _SHORT_W_WATCHES
+    | {"esbuild", "cross-env"}
+)
+
+
+def runs_node(command: str | Sequence[str], dependencies: Collection[str]) -> bool:
+    """Whether a build command runs Node.js tooling: a package manager, ``node``, a well-known bundler or compiler,
+    or a program named as one of ``dependencies`` (package.json's, by name). A ``cargo build`` or ``make`` beside a
+    package.json of tooling does not: no install runs before it."""
+    names = {name.rsplit("/", 1)[-1] for name in dependencies}
+    segments = [list(command)] if not isinstance(command, str) else _segments(command)
+    for words in segments:
+        first = words[0].rsplit("/", 1)[-1] if words else ""
+        program, _ = _program(words)
+        if {first, program} & (_NODE_PROGRAMS | names) or "node_modules/" in " ".join(words[:2]):
+            return True
+    return False
+
+
 def install_argv(lockfile: str | None, *, yarn_berry: bool) -> list[str]:
     """The command that installs a project's packages from ``lockfile`` (its name), exactly as the lockfile says:
     ``npm ci``, ``yarn install --frozen-lockfile`` (``--immutable`` for Yarn 2 and later, ``yarn_berry``),
@@ -202,9 +224,11 @@ def install_argv(lockfile: str | None, *, yarn_berry: bool) -> list[str]:
     return ["npm", "install", "--no-package-lock", *quiet]
 
 
-def has_dependencies(package: Mapping[str, object]) -> bool:
-    """Whether a ``package.json`` (parsed) names any package to install."""
-    return any(
-        isinstance(package.get(key), dict) and bool(package.get(key))
-        for key in ("dependencies", "devDependencies", "optionalDependencies")
-    )
+def dependencies(package: Mapping[str, object]) -> set[str]:
+    """The packages a ``package.json`` (parsed) names to install."""
+    names: set[str] = set()
+    for key in ("dependencies", "devDependencies", "optionalDependencies"):
+        value = package.get(key)
+        if isinstance(value, dict):
+            names |= {name for name in value if isinstance(name, str)}
+    return names

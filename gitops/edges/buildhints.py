@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from gitops.core.buildcheck import LOCKFILES, install_argv
+from gitops.core.buildcheck import LOCKFILES, dependencies, install_argv
 
 #: What a shell, npm or Node print when a build's program or package is not installed.
 _MISSING_TOOL = re.compile(
@@ -94,11 +94,7 @@ def _declared(folder: Path, program: str) -> bool | None:
         return None
     if not isinstance(package, dict):
         return None
-    names: set[str] = set()
-    for key in ("dependencies", "devDependencies", "optionalDependencies"):
-        value = package.get(key)
-        if isinstance(value, dict):
-            names |= set(value)
+    names = dependencies(package)
     return program in names or any(name.rsplit("/", 1)[-1] == program for name in names)
 
 

@@ -4,9 +4,10 @@ A fresh checkout (``--ref``, ``--base``, the rehearsal's base, the GitHub Action
 ``node_modules``: a build such as ``npm run build`` would fail there with ``rollup: not found``. The rule
 (``install`` in the manifest, documented under "Build" in docs/manifest.md):
 
-* only when the manifest's folder has a ``package.json`` that names dependencies, no build command installs them
-  itself (``npm ci && npm run build``), and the folder of the lockfile (the manifest's, or the nearest above it in
-  the repository: a workspace) has no ``node_modules``;
+* only when the manifest's folder has a ``package.json`` that names dependencies, a build command runs Node.js
+  tooling (:func:`gitops.core.buildcheck.runs_node`; any, for an ``install`` command of the manifest's), none
+  installs the packages itself (``npm ci && npm run build``), and the folder of the lockfile (the manifest's, or
+  the nearest above it in the repository: a workspace) has no ``node_modules``;
 * ``auto`` (the default) runs what the lockfile says (:func:`gitops.core.buildcheck.install_argv`: ``npm ci``,
   ``yarn install --frozen-lockfile``, ``pnpm install --frozen-lockfile``), in the lockfile's folder; without a
   lockfile ``npm install --no-package-lock`` with a warning (the newest versions package.json allows);
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitops.core.buildcheck import LOCKFILES, has_dependencies, install_argv, installs_itself
+from gitops.core.buildcheck import LOCKFILES, dependencies, install_argv, installs_itself, runs_node
 from gitops.edges.build import BuildCommand, run_build
 
 
@@ -59,8 +60,9 @@ def needed(folder: Path, setting: BuildCommand, commands: Sequence[BuildCommand]
         package = json.loads((folder / "package.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None  # no package.json (not a Node.js project), or one npm would refuse too: the build says
-    if not isinstance(package, dict) or not has_dependencies(package):
-        return None
+    names = dependencies(package) if isinstance(package, dict) else set()
+    if not names or (setting == "auto" and not any(runs_node(command, names) for command in commands)):
+        return None  # nothing to install, or a build that runs no Node.js tooling (cargo build beside a package.json)
     lock_folder, lockfile = _lock_folder(folder)
     if (lock_folder / "node_modules").is_dir() or (folder / "node_modules").is_dir():
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitops.core.buildcheck import has_dependencies, install_argv, installs_itself, watch_flag
+from gitops.core.buildcheck import dependencies, install_argv, installs_itself, runs_node, watch_flag
 
 SCRIPTS = {
     "build": "rollup -cw",
@@ -100,6 +100,27 @@ def test_each_lockfile_has_its_install() -> None:
 
 
 def test_dependencies_are_what_package_json_names() -> None:
-    assert has_dependencies({"devDependencies": {"rollup": "^4"}})
-    assert not has_dependencies({"name": "bot", "scripts": {"build": "node build.js"}})
-    assert not has_dependencies({"dependencies": {}, "devDependencies": "rollup"})
+    assert dependencies({"devDependencies": {"rollup": "^4"}, "dependencies": {"lodash": "4"}}) == {"rollup", "lodash"}
+    assert dependencies({"name": "bot", "scripts": {"build": "node build.js"}}) == set()
+    assert dependencies({"dependencies": {}, "devDependencies": "rollup"}) == set()
+
+
+@pytest.mark.parametrize(
+    ("command", "node"),
+    [
+        ("npm run build", True),
+        ("yarn build", True),
+        ("node build.mjs", True),
+        ("npx webpack", True),
+        ("tsc -p .", True),
+        ("grunt", True),
+        ("./node_modules/.bin/rollup -c", True),
+        ("screeps-bundler --out dist", True),  # a program of the package's own dependencies
+        (["rollup", "-c"], True),
+        ("cargo build --release && wasm-bindgen target/x.wasm", False),
+        ("make dist", False),
+        ("python3 tools/build.py", False),
+    ],
+)
+def test_a_build_that_runs_node_tooling(command: str | list[str], node: bool) -> None:
+    assert runs_node(command, {"screeps-bundler", "@types/screeps"}) is node
