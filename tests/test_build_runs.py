@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from gitops.app import rehearsal
 from gitops.cli import run
+from gitops.config.manifest import load_manifest
 from gitops.config.model import Manifest
 from gitops.edges import build, depinstall
 from gitops.errors import ExitCode, SourceError
@@ -358,3 +360,16 @@ def test_a_build_that_runs_no_node_tooling_gets_no_install(tmp_path: Path) -> No
     assert depinstall.needed(folder, "auto", ["cargo build --release"]) is None
     assert depinstall.needed(folder, "auto", ["cargo build --release", "npx rollup -c"]) is not None
     assert depinstall.needed(folder, "npm ci --omit=dev", ["cargo build --release"]) is not None  # asked for
+
+
+@needs_npm
+def test_the_rehearsals_base_checkout_installs_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, temp_root: Path
+) -> None:
+    """`gitops rehearse --base` builds the base in a fresh checkout (issue 48, point 5: "rollup: not found")."""
+    root = npm_bot(tmp_path / "bot")
+    monkeypatch.setenv("GITOPS_CACHE_DIR", str(tmp_path / "cache"))
+    base = rehearsal._read_base(load_manifest(root / "gitops.yaml"), "HEAD", dict(os.environ))
+    assert [m.name for m in base.branches[0].code] == ["main"]
+    assert "install: npm ci --no-audit --no-fund (in a temporary checkout of HEAD" in capsys.readouterr().err
+    assert list(temp_root.iterdir()) == []
