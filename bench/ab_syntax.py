@@ -49,12 +49,12 @@ def path_to(url: str, rtt_ms: float, up: float, down: float) -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, help="the revision without the check (e.g. the commit before it)")
-    parser.add_argument("--b", required=True, help="the revision with it (e.g. HEAD)")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--rtt-ms", type=float, default=0, help="0: loopback, no emulated path")
-    parser.add_argument("--up-mbit", type=float, default=20)
-    parser.add_argument("--down-mbit", type=float, default=100)
+    for side, what in (("--a", "the revision without the check (the commit before it)"), ("--b", "with it (HEAD)")):
+        parser.add_argument(side, required=True, help=what)
+    numbers = {"--rounds": (5, "paired rounds counted"), "--rtt-ms": (0, "0: loopback, no emulated path")}
+    numbers |= {"--up-mbit": (20, "the path's upload rate"), "--down-mbit": (100, "its download rate")}
+    for flag, (default, what) in numbers.items():
+        parser.add_argument(flag, type=type(default) if flag == "--rounds" else float, default=default, help=what)
     args = parser.parse_args()
     if not PYTHON.exists():
         raise SystemExit(f"{PYTHON} is missing: python3 -m venv .bench/gitops-venv && {PYTHON.parent}/pip install .")
@@ -62,11 +62,10 @@ def main() -> None:
     total = args.rounds + 1
     with tempfile.TemporaryDirectory(prefix="gitops-bench-syntax-") as folder:
         tmp = Path(folder)
-        scripts = {"A": checkout(args.a, tmp / "A"), "B": checkout(args.b, tmp / "B")}
-        repo = tmp / "repo"
-        repo.mkdir()
-        make_repo(repo, 2000, 4_580_000)
+        (repo := tmp / "repo").mkdir()
+        make_repo(repo, 2000, 4_580_000)  # the bot of bench_network.py, and so of ab_network.py's first deploy
         expected = expected_modules(repo / "src")
+        scripts = {side: checkout(revision, tmp / side) for side, revision in (("A", args.a), ("B", args.b))}
         with (
             services(tmp, 1, 2 * total + 2) as svc,
             path_to(svc[0].url, args.rtt_ms, args.up_mbit, args.down_mbit) as url,

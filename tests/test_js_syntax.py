@@ -15,7 +15,7 @@ from gitops.edges.jssyntax import first_syntax_problem
 from gitops.errors import ExitCode
 from gitops.standin.testing import ALICE, StandIn
 from tests.factories import git, record_calls
-from tests.project import Project, edit_on_server
+from tests.project import Project, edit_on_server, one_branch_project
 
 MANIFEST = """version: 1
 servers:
@@ -146,10 +146,7 @@ def test_a_deploy_checks_only_the_modules_it_uploads(
 def test_no_deploy_parses_what_it_does_not_upload_nor_a_code_set_already_checked(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p = Project(tmp_path / "bot", standin, capsys, monkeypatch)
-    p.write({"src/main.js": "module.exports.loop = () => {};\n"})
-    p.manifest([{"branch": "main", "root": "src"}])
-    p.commit()
+    p = one_branch_project(tmp_path, standin, capsys, monkeypatch)
     parsed = record_calls(monkeypatch, localcode, "syntax_problems")
     assert p.apply("--yes").code == 0
     assert len(parsed) == 1  # the first deploy: its module
