@@ -36,7 +36,9 @@ TARGETS = {"plan": 1.5, "apply": 2.0, "help": 0.15, "memory_mb": 150.0}
 def make_repo(root: Path, modules: int, total_bytes: int) -> None:
     size = total_bytes // modules
     line = "module.exports.run = function (creep) { if (creep.store.getFreeCapacity() > 0) creep.say('work'); };\n"
-    body = (line * (size // len(line) + 1))[:size]
+    # Whole lines, then a comment to the size: every module parses (plan and apply check the modules they upload).
+    body = line * (size // len(line) - 1)
+    body += "//" + "." * (size - len(body) - 3) + "\n"
     for i in range(modules - 1):
         path = root / "src" / f"group{i % 40:02d}" / f"module{i:04d}.js"
         path.parent.mkdir(parents=True, exist_ok=True)

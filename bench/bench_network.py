@@ -94,10 +94,10 @@ def make_repo(root: Path, modules: int, total_bytes: int, seed: int = 23) -> Non
     for i in range(modules - 1):
         text = [f"// module {i}\nmodule.exports.run = function ({rng.choice(_WORDS)}) {{\n"]
         length = len(text[0])
-        while length < size - 3:
-            text.append(line())
-            length += len(text[-1])
-        body = "".join(text)[: size - 3] + "\n};\n"
+        while (more := line()) and length + len(more) <= size - 3:  # whole statements: every module parses
+            text.append(more)
+            length += len(more)
+        body = _padded("".join(text), size - 3) + "};\n"
         path = src / f"group{i % 40:02d}" / f"module{i:04d}.js"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(body, encoding="utf-8")
@@ -106,6 +106,13 @@ def make_repo(root: Path, modules: int, total_bytes: int, seed: int = 23) -> Non
     subprocess.run([*git, "init", "-q"], cwd=root, check=True)
     subprocess.run([*git, "add", "-A"], cwd=root, check=True)
     subprocess.run([*git, "commit", "-q", "-m", "bench"], cwd=root, check=True)
+
+
+def _padded(text: str, size: int) -> str:
+    """``text`` (whole lines, at most ``size`` characters) filled to ``size`` with a comment line, so that each
+    module keeps the size the benchmarks were measured with."""
+    left = size - len(text)
+    return text + ("//" + "." * (left - 3) + "\n" if left >= 3 else " " * left)
 
 
 def expected_modules(src: Path) -> dict[str, str]:

@@ -344,9 +344,11 @@ def test_a_typescript_project_without_a_bundler_config_builds_into_its_out_dir(
     assert code == 0, err
 
 
-def test_a_build_whose_tool_is_not_installed_says_to_install_the_packages(
+def test_a_build_whose_packages_are_missing_installs_them_and_says_why_it_cannot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """No node_modules: the lockfile's install runs first (docs/manifest.md, "Fresh checkouts install their
+    packages"); a lockfile npm cannot install from stops there, and the hint says what to fix."""
     repo = make_repo(
         tmp_path / "bot",
         {
@@ -359,7 +361,10 @@ def test_a_build_whose_tool_is_not_installed_says_to_install_the_packages(
     assert gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))[0] == 0
     code, _, err = gitops(capsys, "validate", "-m", str(repo / "gitops.yaml"))
     assert code == 6
-    assert "The build's tool is not installed: install the project's packages first (npm ci, in" in err
+    assert "install: npm ci --no-audit --no-fund\n" in err
+    assert "the install command 'npm ci --no-audit --no-fund' failed with exit code" in err
+    assert f"The packages could not be installed (npm ci --no-audit --no-fund, in {repo})" in err
+    assert "build: npm run build" not in err  # the build does not run without its packages
 
 
 # --- init and a private server's credentials -----------------------------------------------------------------------

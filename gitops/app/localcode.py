@@ -13,11 +13,12 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from gitops.config.manifest import LoadedManifest
 from gitops.core.local import LocalCode, SourceInfo
-from gitops.edges import buildcache
+from gitops.edges import buildcache, depinstall
 from gitops.edges.build import (
     build_commands,
     build_environment,
@@ -28,10 +29,14 @@ from gitops.edges.build import (
     temporary_checkout,
 )
 from gitops.edges.codesetfile import codeset_path, read_codeset
+from gitops.edges.depinstall import install_first
 from gitops.edges.environ import seal_process
 from gitops.edges.jssyntax import MAX_LISTED, syntax_problems
 from gitops.errors import SourceError, UsageError
 from gitops.secrets import leaked_in
+
+if TYPE_CHECKING:  # imported after the servers answered (docs/architecture.md, "after the servers")
+    from gitops.core.plan import BranchPlan
 
 
 def read_code(
@@ -77,10 +82,11 @@ def _refuse_leaks(local: LocalCode) -> None:
                 )
 
 
-def check_syntax(local: LocalCode) -> None:
+def check_syntax(local: LocalCode, only: Mapping[str, Collection[str]] | None = None) -> None:
     """:class:`SourceError` (exit 6) listing the JavaScript modules that do not parse
-    (:mod:`gitops.edges.jssyntax`); ``validate`` and ``build`` call it, before anything is sent."""
-    problems = syntax_problems(local.branches)
+    (:mod:`gitops.edges.jssyntax`), before anything is sent: ``validate`` and ``build`` check every module, a plan
+    (``only``: module names by branch label) those it uploads."""
+    problems = syntax_problems(local.branches, only)
     if problems:
         count = f"{len(problems)} module{'s' if len(problems) != 1 else ''}"
         if len(problems) >= MAX_LISTED:
@@ -90,6 +96,22 @@ def check_syntax(local: LocalCode) -> None:
             "uploaded, it would throw a SyntaxError in every tick:\n" + "\n".join(f"  - {p}" for p in problems),
             hint="Fix the code at the line and column shown (or the build that wrote it).",
         )
+
+
+def check_uploads(local: LocalCode, branches: Iterable[BranchPlan], *, replaced: Collection[tuple[str, str]]) -> None:
+    """:func:`check_syntax` of the modules a plan uploads (added or changed: the others are what the server runs
+    already, so a deploy that changes nothing parses nothing). Not the code of a recorded deploy (``replaced``: it
+    ran on the server before), nor a code set file (``gitops build --out`` wrote it only after the same check
+    passed, and parsing a large bot again would cost its first deploy about a second)."""
+    if local.source.kind == "codeset":
+        return
+    uploaded = {
+        b.label: {*b.names("added"), *b.names("changed")}
+        for b in branches
+        if b.writes_code and (b.server, b.branch) not in replaced
+    }
+    if uploaded:
+        check_syntax(local, uploaded)
 
 
 def _read_code(
@@ -114,10 +136,16 @@ def _read_code(
     # A --ref build runs in a temporary checkout, removed afterwards: nothing of it is kept to reuse.
     build_env = build_environment(env, secret)
     seal_process(secret)
+    timeout = float(loaded.manifest.build_timeout)
     with interrupts_as_keyboard(), temporary_checkout(loaded.base_dir, ref) as (base_dir, commit):
         where = f" (in a temporary checkout of {ref}, commit {commit[:12]})"
+        # Messages name the working tree's folder: the checkout is gone when they are read.
+        shown = loaded.base_dir
+        install_first(
+            base_dir, loaded.manifest.install, commands, env=build_env, timeout=timeout, where=where, shown_dir=shown
+        )
         for command in commands:
-            run_build(command, base_dir, env=build_env, where=where)
+            run_build(command, base_dir, env=build_env, where=where, timeout=timeout, shown_dir=shown)
         try:
             local = _read_files(dataclasses.replace(loaded, base_dir=base_dir))
         except SourceError as exc:
@@ -153,6 +181,13 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
         return 0
     secret = register_secrets(loaded, env)
     build_env = build_environment(env, secret)
+    timeout = float(loaded.manifest.build_timeout)
+    if depinstall.needed(loaded.base_dir, loaded.manifest.install, commands) is not None:
+        # A working tree without node_modules (the GitHub Action's fresh checkout): installed before the build's
+        # inputs are weighed, since the install records are among them.
+        seal_process(secret)
+        with interrupts_as_keyboard():
+            install_first(loaded.base_dir, loaded.manifest.install, commands, env=build_env, timeout=timeout)
     written = [json.dumps(command) for command in commands]
     record = buildcache.BuildRecord(loaded, written, env)
     key = buildcache.inputs_key(loaded, written, build_env)
@@ -177,7 +212,7 @@ def run_builds(loaded: LoadedManifest, env: Mapping[str, str]) -> int:
     began = time.time()
     with interrupts_as_keyboard():
         for command in commands:
-            run_build(command, loaded.base_dir, env=build_env)
+            run_build(command, loaded.base_dir, env=build_env, timeout=timeout)
     # Recorded only when the inputs are what they were when the build began: a build that rewrote one of them, or
     # a file saved while it ran, leaves no record, and the next run builds again.
     if key is not None and buildcache.inputs_key(loaded, written, build_env) == key:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gitops.app.deploys import unsettled
 from gitops.app.headstart.sidereads import SideReads
 from gitops.app.headstart.start import HeadStart
-from gitops.app.localcode import read_code
+from gitops.app.localcode import check_uploads, read_code
 from gitops.app.options import Refresh
 from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
@@ -90,6 +90,7 @@ def make_plan(
         local = dataclasses.replace(local, source=source)
     servers = [server for server in session.servers() if server not in failures]
     result, probes = _plan_servers(session, local, views, servers)
+    check_uploads(local, result.branches, replaced=set(code or {}))  # what validate refuses, a plan refuses too
     refused = scope_error(result, session, probes)
     if refused is not None:
         raise refused

@@ -390,6 +390,25 @@ class Manifest:
         default=None,
         metadata=schema(_BUILD_DESCRIPTION + " Here: for every branch that names no build of its own."),
     )
+    install: BuildCommand = field(
+        default="auto",
+        metadata=schema(
+            "Before a build, when the manifest's folder has a package.json with dependencies and no node_modules "
+            "(a fresh checkout: --ref, --base, the GitHub Action's build job): 'auto' (default) installs them as "
+            "the lockfile says (npm ci, yarn install --frozen-lockfile, pnpm install --frozen-lockfile; npm install "
+            "without a lockfile), 'never' runs nothing, any other value is the command to run instead (a string "
+            "through sh -c, a list without a shell). Not when the build command installs itself (npm ci && ...)."
+        ),
+    )
+    build_timeout: int = field(
+        default=600,
+        metadata=schema(
+            "Seconds each build command (and the install before it) may run; one still running then is stopped "
+            "with its processes, and the run fails with exit 6 (a build that watches for changes never ends).",
+            ge=1,
+            le=86400,
+        ),
+    )
 
 
 #: Every class of the manifest, by name (the validator derives a model of the same name from each).

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from gitops.core.buildcheck import watch_flag
 from gitops.core.requires import GAME_MODULES, NODE_BUILTINS, resolve, scan_requires
 
 LayoutKind = Literal["wasm", "build", "compiled", "flat", "src", "client", "empty"]
@@ -67,7 +68,9 @@ NOT_BRANCH_FOLDERS = frozenset(
 SEPARATORS = ("/", ".", "_", "-")
 #: Package-script names that build, best first (a script named otherwise is taken when it is the only one).
 _BUILD_NAMES = ("build", "compile", "bundle", "dist", "rollup", "webpack", "esbuild")
-_WATCH_OR_UPLOAD = re.compile(r"(^|\s)(-w|--watch|watch)(\s|$)|DEST|--environment|deploy|upload|push", re.IGNORECASE)
+#: A script named for watching, or one that uploads (its name or its command); a command that watches is found by
+#: :func:`watch_flag`, which reads combined short flags (``rollup -cw``) and the scripts a script runs.
+_UPLOADS = re.compile(r"(^|[\s:_-])watch($|[\s:_-])|DEST|--environment|deploy|upload|push", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -307,7 +310,9 @@ def _script_running(scripts: Mapping[str, str], tool: str) -> str | None:
     fitting = [
         name
         for name, command in scripts.items()
-        if _runs(command, tool, scripts) and not _WATCH_OR_UPLOAD.search(f"{name} {command}")
+        if _runs(command, tool, scripts)
+        and not _UPLOADS.search(f"{name} {command}")
+        and watch_flag(command, scripts) is None
     ]
     order = {name: k for k, name in enumerate(_BUILD_NAMES)}
     fitting.sort(key=lambda n: (order.get(n, len(order)), len(n), n))

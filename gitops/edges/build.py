@@ -2,9 +2,11 @@
 
 A command is a string, run through the shell (``sh -c``: ``npm ci && npm run build`` works as typed), or a list, the
 program and its arguments (no shell). It runs with the manifest's folder as working directory (in a ``--ref``
-checkout, the same folder there), its output and errors streamed to standard error. A command that fails stops
-everything with exit 6, its exit code and its last lines. Each distinct command runs once, however many branches
-name it.
+checkout, the same folder there), its output and errors streamed to standard error (neutralised, once). A command
+that watches for changes is refused before it starts; one that fails, or still runs after the manifest's
+``build_timeout``, stops everything with exit 6. Each distinct command runs once, however many branches name it.
+Before the builds, a checkout without ``node_modules`` gets its packages installed from its lockfile
+(:mod:`gitops.edges.depinstall`).
 
 With ``--ref`` the commit is checked out into a temporary ``git worktree`` (detached, in the system's temporary
 folder): the build runs there, the code is read there, and the checkout is removed afterwards, also when the build
@@ -15,7 +17,9 @@ group is ended with it, so an interrupted build leaves no process behind.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import queue
 import re
 import shlex
 import shutil
@@ -24,15 +28,20 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
 from gitops.config.manifest import LoadedManifest, Manifest, ServerConfig
 from gitops.config.model import named_variables
+from gitops.core.buildcheck import watch_flag
+from gitops.edges.buildhints import failure_hint
 from gitops.edges.gitref import resolve_commit
+from gitops.edges.threads import start_quiet
 from gitops.errors import SourceError
+from gitops.inert import inert
 from gitops.secrets import redact, register
 
 BuildCommand = str | list[str]
@@ -41,6 +50,10 @@ BuildCommand = str | list[str]
 TAIL_LINES = 20
 #: How long an interrupted build gets to end after SIGTERM before it is killed.
 _STOP_SECONDS = 5.0
+#: How long a build may run when the manifest does not say (``build_timeout``).
+DEFAULT_TIMEOUT = 600.0
+#: A build silent this long is said to be still running (and again after as long).
+SILENT_EVERY = 15.0
 
 
 def build_commands(manifest: Manifest) -> list[BuildCommand]:
@@ -156,15 +169,30 @@ def build_environment(env: Mapping[str, str], secret: frozenset[str]) -> dict[st
     return {k: v for k, v in env.items() if k not in secret}
 
 
-def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where: str = "") -> None:
+def run_build(
+    command: BuildCommand,
+    cwd: Path,
+    *,
+    env: Mapping[str, str],
+    where: str = "",
+    timeout: float = DEFAULT_TIMEOUT,
+    shown_dir: Path | None = None,
+    kind: str = "build",
+) -> None:
     """Run one build command in ``cwd`` with ``env`` (see :func:`build_environment`), its output streamed to
-    standard error.
+    standard error (each line redacted and neutralised: colours dropped, other escapes shown as text), and a line
+    saying it still runs whenever it has been silent for a while.
 
-    Raises :class:`~gitops.errors.SourceError` (exit 6) when it cannot start or exits non-zero. Interrupted
+    Raises :class:`~gitops.errors.SourceError` (exit 6) when it watches for changes (:func:`refuse_watching`), cannot
+    start, exits non-zero, or still runs after ``timeout`` seconds (its process group is ended then). Interrupted
     (KeyboardInterrupt, or SIGTERM inside :func:`interrupts_as_keyboard`), it ends the build's process group first.
+    ``shown_dir``: the folder hints name (the working tree's, for a temporary checkout); ``kind``: ``"build"`` or
+    ``"install"``, how the messages call it.
     """
     shown = describe(command)
-    print(f"build: {shown}{where}", file=sys.stderr, flush=True)
+    if kind == "build":
+        refuse_watching(command, cwd, where)
+    print(inert(redact(f"{kind}: {shown}{where}"), one_line=True), file=sys.stderr, flush=True)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     proc: subprocess.Popen[bytes] | None = None
     try:
@@ -183,65 +211,150 @@ def run_build(command: BuildCommand, cwd: Path, *, env: Mapping[str, str], where
                 )
             except OSError as exc:
                 raise SourceError(
-                    f"the build command {shown!r} cannot start: {exc.strerror or exc}",
-                    hint="Install the program, or fix build in the manifest (a string runs through sh -c, a list "
-                    "is the program and its arguments).",
+                    f"the {kind} command {shown!r} cannot start{where}: {exc.strerror or exc}",
+                    hint=_start_hint(command, kind),
                 ) from None
-        assert proc.stdout is not None
-        with proc.stdout:
-            for raw in proc.stdout:
-                # A build that prints a credential (echo $TOKEN, a dump of its environment) never gets it shown:
-                # the run's secrets are registered before any build starts (gitops.app.localcode).
-                line = redact(raw.decode("utf-8", "replace"))
-                sys.stderr.write(line)
-                sys.stderr.flush()
-                tail.append(line.rstrip("\r\n"))
+        if not _follow(proc, tail, f"{kind}: {shown}", timeout):
+            _stop(proc)
+            raise SourceError(
+                f"the {kind} command {shown!r} was still running after {timeout:g} s{where}, and was stopped with "
+                "its processes",
+                hint="A build that watches for changes never ends: make it build once. If it needs longer, raise "
+                "build_timeout in the manifest (seconds).",
+            )
         code = proc.wait()
     except BaseException:
         if proc is not None:
             _stop(proc)
         raise
     if code != 0:
-        last = "\n".join(f"    | {line}" for line in tail) or "    (no output)"
-        hint = "Fix the build (run it by hand in the same folder to see all of its output), then try again."
-        if tool_missing(code, tail) and (cwd / "package.json").is_file():
-            lock = "npm ci" if (cwd / "package-lock.json").is_file() else "npm install"
+        # Its output was shown as it came: the error says where it is rather than repeating its last lines.
+        said = "its output is above" if tail else "it printed nothing"
+        if kind == "install":
             hint = (
-                f"The build's tool is not installed: install the project's packages first ({lock}, in "
-                f"{cwd}), then try again. In a GitHub workflow, add a step that runs {lock} before this one."
+                f"The packages could not be installed ({shown}, in {shown_dir or cwd}): fix the lockfile (run the "
+                "same command in a fresh clone to see why; npm ci needs package-lock.json in line with "
+                "package.json: run npm install and commit both), or set install in the manifest ('never', or the "
+                "command to run)."
             )
+        else:
+            hint = failure_hint(code, list(tail), cwd, shown_dir or cwd, fresh=shown_dir not in (None, cwd))
+        raise SourceError(f"the {kind} command {shown!r} failed with exit code {code}{where} ({said})", hint=hint)
+
+
+def _start_hint(command: BuildCommand, kind: str) -> str:
+    if kind == "install":
+        program = command[0] if isinstance(command, list) else describe(command)
+        return (
+            f"The lockfile asks for {program}, which is not installed here: install it (Node.js's corepack enable "
+            "provides yarn and pnpm), or set install in the manifest ('never', or the command to run)."
+        )
+    return (
+        "Install the program, or fix build in the manifest (a string runs through sh -c, a list is the program "
+        "and its arguments)."
+    )
+
+
+def refuse_watching(command: BuildCommand, cwd: Path, where: str = "") -> None:
+    """:class:`SourceError` (exit 6) when ``command``, or a package script it runs (``package.json`` in ``cwd``),
+    watches for changes instead of building once (:func:`gitops.core.buildcheck.watch_flag`)."""
+    flag = watch_flag(command, package_scripts(cwd))
+    if flag is not None:
         raise SourceError(
-            f"the build command {shown!r} failed with exit code {code}{where}; its last lines:\n{last}", hint=hint
+            f"the build command {describe(command)!r}{where} watches for changes: {flag}, so it would never end",
+            hint="Name a command that builds once (without --watch or -w), e.g. a package script of its own: "
+            '"build:once": "rollup -c".',
         )
 
 
-#: What a shell, npm or Node print when a build's program or package is not installed.
-_MISSING_TOOL = re.compile(
-    r"(: not found|command not found|is not recognized as an internal or external command|npx canceled due to "
-    r"missing packages|Cannot find module|Cannot find package|ERR_MODULE_NOT_FOUND|could not determine executable)",
-    re.IGNORECASE,
-)
+def package_scripts(folder: Path) -> dict[str, str]:
+    """The ``scripts`` of the ``package.json`` in ``folder`` (those that are text), or none."""
+    try:
+        package = json.loads((folder / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    if not isinstance(scripts, dict):
+        return {}
+    return {name: text for name, text in scripts.items() if isinstance(name, str) and isinstance(text, str)}
 
 
-def tool_missing(code: int, tail: Iterable[str]) -> bool:
-    """Whether a failed build failed because its program or packages are missing (exit 127, or what npm, npx,
-    Node or the shell print then)."""
-    return code == 127 or any(_MISSING_TOOL.search(line) for line in tail)
+#: Colours and other text styles (SGR): dropped from a build's output, which a log shows as text.
+_STYLE = re.compile(r"\x1b\[[0-9;:]*m")
+
+
+def shown_line(raw: bytes) -> str:
+    """One line of a build's output as it is shown: colours dropped, what a terminal's carriage return would have
+    overwritten left out, credentials redacted, any other control character shown as an escape
+    (:func:`gitops.inert.inert`)."""
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    text = _STYLE.sub("", text).rsplit("\r", 1)[-1]
+    return inert(redact(text))
+
+
+def _follow(proc: subprocess.Popen[bytes], tail: deque[str], label: str, timeout: float) -> bool:
+    """Stream the build's output until it ends (``True``) or ``timeout`` seconds have passed (``False``); while it
+    is silent, say every :data:`SILENT_EVERY` seconds how long it has run."""
+    assert proc.stdout is not None
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    stdout, proc.stdout = proc.stdout, None  # the reader's from now on: it closes it (never while it reads)
+
+    def pump() -> None:
+        # The output is read in a thread of its own: the tool waits on the queue, so that a build that neither
+        # prints nor ends is still timed, and a Ctrl-C still reaches it.
+        try:
+            with stdout:
+                for raw in stdout:
+                    lines.put(raw)
+        except (OSError, ValueError):
+            pass
+        finally:
+            lines.put(None)
+
+    start_quiet(threading.Thread(target=pump, name="gitops-build-output", daemon=True))
+    began = heard = time.monotonic()
+    while True:
+        now = time.monotonic()
+        if now - began >= timeout:
+            return False
+        try:
+            raw = lines.get(timeout=min(1.0, timeout - (now - began)))
+        except queue.Empty:
+            now = time.monotonic()
+            if now - heard >= SILENT_EVERY:
+                heard = now
+                print(
+                    f"{label} still running, {now - began:.0f} s so far (stopped at {timeout:g} s: build_timeout)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            continue
+        if raw is None:
+            try:  # its output ended; the build may still run (a process that closed it)
+                proc.wait(max(0.0, timeout - (time.monotonic() - began)))
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        heard = time.monotonic()
+        # A build that prints a credential (echo $TOKEN, a dump of its environment) never gets it shown: the run's
+        # secrets are registered before any build starts (gitops.app.localcode).
+        line = shown_line(raw)
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+        tail.append(line)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End the build's process group: SIGTERM, then SIGKILL if it does not end in time."""
-    if proc.poll() is not None:
-        return
+    """End the build's process group: SIGTERM, then SIGKILL if it does not end in time; also the processes of the
+    group left behind when the build's own process has ended already (``sleep 600 &``)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(_STOP_SECONDS)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    if proc.stdout is not None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # what is left of the group (a process that ignores SIGTERM)
+    proc.wait()
+    if proc.stdout is not None:  # not yet handed to a reader (_follow)
         proc.stdout.close()
 
 

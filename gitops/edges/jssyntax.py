@@ -5,8 +5,8 @@ The parser is tree-sitter's JavaScript grammar (``tree-sitter-javascript``): a C
 platform the tool runs on, kept by the tree-sitter project, that knows the syntax of current ECMAScript (optional
 chaining, class fields, ``for await``, ...). A module is the body of a CommonJS function in game, and the grammar
 takes a top-level ``return`` as such a body does. ``validate`` and ``gitops build`` check every JavaScript module;
-``plan``/``apply`` do not, to keep a deploy fast (run ``validate`` in CI, or let the Action's build job check the code
-set it writes).
+``plan`` and ``apply`` check the modules they are about to upload (added or changed: the others are what the server
+runs already), so that a deploy without changes parses nothing.
 
 An edge, not the core: it loads a compiled library. It imports it only when asked to check something.
 """
@@ -14,7 +14,7 @@ An edge, not the core: it loads a compiled library. It imports it only when aske
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -76,12 +76,18 @@ def _first_error(root: Node) -> Node | None:
     return None
 
 
-def syntax_problems(branches: Iterable[LocalBranch]) -> list[str]:
-    """One line per JavaScript module of ``branches`` that does not parse, naming the branch, module and file."""
+def syntax_problems(branches: Iterable[LocalBranch], only: Mapping[str, Collection[str]] | None = None) -> list[str]:
+    """One line per JavaScript module of ``branches`` that does not parse, naming the branch, module and file;
+    with ``only``, just the modules it names per branch label (a branch it does not name is not checked)."""
     found: list[str] = []
     for branch in branches:
+        names = None if only is None else only.get(branch.label)
+        if only is not None and not names:
+            continue
         for module in branch.code:
             if module.text is None or branch.kinds.get(module.name, "javascript") != "javascript":
+                continue
+            if names is not None and module.name not in names:
                 continue
             problem = first_syntax_problem(module.text)
             if problem is not None:

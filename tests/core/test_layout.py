@@ -591,3 +591,16 @@ def test_a_pipeline_that_copies_the_files_keeps_the_separator_their_requires_use
     assert "1 of 1 literal requires name modules with the separator '.'" in layout.seen
     manifest = manifest_from_data(yaml.safe_load(manifest_text(layout, ServerChoice("mmo"), "default")))
     assert manifest.branches[0].naming.separator == "."
+
+
+@pytest.mark.parametrize("watching", ["rollup -cw", "rollup -wc", "rollup -c --watch", "npm run dev"])
+def test_a_build_script_that_watches_in_any_spelling_is_not_the_build(watching: str) -> None:
+    """Issue 46: `npm run build` being `rollup -cw` made validate, plan and apply hang for ever."""
+    scripts = {"build": watching, "dev": "rollup -c -w", "compile": "rollup -c"}
+    layout = detect_layout(
+        snap(
+            {"package.json", "rollup.config.js"},
+            contents={"package.json": package(scripts), "rollup.config.js": "output: { file: 'dist/main.js' }"},
+        )
+    )
+    assert layout.build == "npm run compile"
