@@ -13,8 +13,10 @@ how that tool names them). For each bot the script
    ``node_modules`` reused by hard links when it has one) and the bot's own build, where it runs here;
 3. runs ``gitops init`` against a local ``gitops serve`` (a fresh stand-in per bot, on a loopback port) and records
    its guess (root, build, include);
-4. compares ``gitops validate --list --json`` with the bot's own upload list: module names and bytes;
-5. ``gitops apply --yes``, then ``gitops plan``, which must be a verified no-op (exit 0);
+4. compares ``gitops validate --list --json`` (which runs init's build) with the bot's own upload list: module
+   names and bytes;
+5. ``gitops apply --yes``, then ``gitops plan``, which must be a verified no-op (exit 0); these and the round trip
+   read what validate's build wrote (``GITOPS_SKIP_BUILD=1``: a large bot's build takes minutes on this machine);
 6. the adopting round trip: ``gitops init --pull`` into an empty folder brings back the same modules.
 
 It prints one block per bot and a summary table (Markdown, for docs/your-layout.md). The bots' code stays in the work
@@ -202,7 +204,7 @@ class StandIn:
 
 def _checkout(bot: Mapping[str, Any], source: Path | None, work: Path) -> Path:
     """The bot at its pinned commit in ``work`` (a copy: the checkout it came from is left as it was)."""
-    target = work / bot["name"]
+    target = work / str(bot["name"])
     if target.exists():
         shutil.rmtree(target)
     origin = str(source) if source is not None else f"https://github.com/{bot['repo']}.git"
@@ -225,11 +227,22 @@ def _own_build(bot: Mapping[str, Any], folder: Path, env: Mapping[str, str], row
     if not build:
         row.own_build = "not run (--no-build)"
         return
+    if bot.get("install_note"):
+        # The lockfile cannot install here as it is: the checkout given with --from was installed by hand.
+        row.notes.append(f"install: {bot['install_note']}")
     if (folder / "package.json").is_file() and not (folder / "node_modules").is_dir():
         install = ["npm", "ci"] if (folder / "package-lock.json").is_file() else ["npm", "install"]
         done = _run([*install, "--ignore-scripts", "--no-audit", "--no-fund"], folder, env, BUILD_TIMEOUT)
         if done.returncode != 0:
             row.own_build = f"install failed ({' '.join(install)}): {_tail(done.stderr)}"
+            return
+    if bot.get("setup"):
+        # The bot's documented first steps (a player's own settings file copied from its example): a fresh clone
+        # has neither, and its own build needs both.
+        done = _run(["bash", "-c", bot["setup"]], folder, env)
+        row.notes.append(f"setup (the bot's documented first step): {bot['setup']}")
+        if done.returncode != 0:
+            row.own_build = f"setup failed: {_tail(done.stderr)}"
             return
     if bot["build"] is None:
         row.own_build = "none (the files are the modules)"
@@ -287,6 +300,8 @@ def _measure(bot: Mapping[str, Any], folder: Path, work: Path, row: Row, build: 
         if listed is None:
             return
         row.compare = compare_lists(own, listed).describe() if own is not None else "bot's own list not made here"
+        # validate ran init's build; the deploy steps read what it wrote (a big bot's build takes minutes here).
+        env["GITOPS_SKIP_BUILD"] = "1"
         done = _run(_gitops("apply", "--yes"), bot_dir, env)
         row.apply = "ok" if done.returncode == 0 else f"exit {done.returncode}: {_tail(done.stderr)}"
         if done.returncode != 0:

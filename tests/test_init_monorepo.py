@@ -58,3 +58,35 @@ def test_init_in_the_bots_folder_writes_its_own_manifest_below_another(
     assert (written["root"], written["build"]) == ("dist", "npm run build")
     assert (repo / "gitops.yaml").read_text(encoding="utf-8") == "version: 1\n"  # the manifest above is untouched
     assert os.path.samefile(Path.cwd(), repo / "packages" / "bot")
+
+
+def test_a_bundle_requiring_its_wasm_by_stem_validates_as_init_wrote_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = (
+        "import screeps from 'rollup-plugin-screeps-world';\nimport copy from 'rollup-plugin-copy';\n"
+        "export default { input: 'src/main.ts', output: { file: 'dist/main.js' },\n"
+        "  plugins: [copy({ targets: [{ src: 'src/pkg/engine_bg.wasm', dest: 'dist' }] }), screeps({})] };\n"
+    )
+    repo = make_repo(
+        tmp_path / "bot",
+        {
+            "package.json": json.dumps({"scripts": {"build": "rollup -c", "watch": "rollup -cw"}}),
+            "rollup.config.js": config,
+            "src/main.ts": "export const loop = () => {};\n",
+            "src/pkg/engine_bg.wasm": "\0asm",
+            ".gitignore": "dist/\n",
+        },
+    )
+    monkeypatch.chdir(repo)
+    code, out, err = gitops(capsys, "init", "--token-env", "SCREEPS_TOKEN")
+    assert code == 0, out + err
+    # What the build writes (rollup is not installed here): the bundle requiring the module by its stem.
+    (repo / "dist").mkdir()
+    (repo / "dist" / "main.js").write_text("const m = new WebAssembly.Module(require('engine_bg'));\n")
+    (repo / "dist" / "engine_bg.wasm").write_bytes(b"\0asm\1\0\0\0")
+    monkeypatch.setenv("GITOPS_SKIP_BUILD", "1")
+    code, out, err = gitops(capsys, "validate", "--list")
+    assert code == 0, out + err
+    assert "engine_bg  " in out
+    assert "binary" in out

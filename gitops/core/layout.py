@@ -575,6 +575,11 @@ _RAW_MAPS = {
 }
 
 
+#: Upload plugins that name a binary module by its stem (``x_bg.wasm`` -> ``x_bg``), unlike rollup-plugin-screeps,
+#: which keeps the suffix: rollup-plugin-screeps-world.
+_STEM_UPLOADERS = re.compile(r"rollup-plugin-screeps-world")
+
+
 def _writes_raw_maps(snapshot: RepoSnapshot, scripts: Mapping[str, str], tool: str) -> bool:
     """Whether the build leaves a raw source map (``main.js.map``) beside the code: esbuild's ``sourcemap``,
     webpack's ``devtool: 'source-map'``, tsc's ``sourceMap``, rollup's ``sourcemap`` without rollup-plugin-screeps
@@ -641,6 +646,11 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
         # A prebuilt module the configuration copies beside the bundle: the built output holds it, the code needs it.
         include += ("**/*.wasm",)
         seen.append(f"{bundler.source} copies .wasm files beside the bundle: **/*.wasm is included")
+    strip: tuple[str, ...] | None = None
+    if "**/*.wasm" in include and _STEM_UPLOADERS.search(snapshot.contents.get(bundler.source, "")):
+        # The bot's own uploader names the .wasm by its stem, and the bundle requires it so.
+        strip = (".js", ".wasm")
+        seen.append(f"{bundler.source}'s upload plugin names a .wasm by its stem: naming.strip_suffixes keeps that")
     return Layout(
         kind="build",
         root=bundler.root,
@@ -648,6 +658,7 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
         include=include,
         exclude=FLAT_EXCLUDES if bundler.root == "." and bundler.file is None else (),
         build=build,
+        strip_suffixes=strip,
         seen=tuple(seen),
         assumed=tuple(assumed),
     )

@@ -173,3 +173,26 @@ def test_a_monorepos_top_is_not_a_flat_bot_of_its_tools_files() -> None:
     yarn = snap({"package.json"}, contents={"package.json": json.dumps({"workspaces": {"packages": ["bots/*"]}})})
     assert workspaces(yarn) == ("bots/*",)
     assert workspaces(snap({"package.json"}, contents={"package.json": '{"workspaces": 3}'})) == ()
+
+
+@pytest.mark.parametrize(
+    ("plugin", "strip"), [("rollup-plugin-screeps-world", (".js", ".wasm")), ("rollup-plugin-screeps", None)]
+)
+def test_a_wasm_beside_the_bundle_is_named_as_the_bots_own_upload_plugin_names_it(
+    plugin: str, strip: tuple[str, ...] | None
+) -> None:
+    config = (
+        f"import screeps from '{plugin}';\nimport copy from 'rollup-plugin-copy';\n"
+        "export default { input: 'src/main.ts', output: { file: 'dist/main.js', format: 'cjs', sourcemap: true },\n"
+        "  plugins: [copy({ targets: [{ src: 'src/pkg/engine_bg.wasm', dest: 'dist' }] }), screeps({})] };\n"
+    )
+    layout = detect_layout(
+        snap(
+            {"package.json", "rollup.config.js"},
+            {"src"},
+            {"src": {"main.ts", "pkg/engine_bg.wasm"}},
+            {"package.json": package({"build": "rollup -c"}), "rollup.config.js": config},
+        )
+    )
+    assert layout.include == ("**/*.js", "**/*.wasm")  # the plugin wraps the map itself: no raw *.js.map
+    assert layout.strip_suffixes == strip
