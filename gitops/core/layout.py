@@ -396,6 +396,12 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     if wasm is not None:
         return wasm
     bundled = bool(configs) and "package.json" in snapshot.files
+    # A gulpfile or Gruntfile that runs the bundler itself (webpack-stream, grunt-webpack, gulp-rollup) decides where
+    # the bundle goes (gulp.dest, the upload's src), not the bundler's own configuration or defaults.
+    if _runner_drives_bundler(snapshot):
+        pipeline = _pipeline_layout(snapshot, scripts, seen)
+        if pipeline is not None:
+            return pipeline
     if bundled:
         built = _build_layout(snapshot, scripts, seen)
         if built is not None:
@@ -415,6 +421,14 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
         or _src_layout(snapshot, scripts, seen)
         or _client_layout(snapshot, seen)
         or _empty_layout(seen)
+    )
+
+
+def _runner_drives_bundler(snapshot: RepoSnapshot) -> bool:
+    """Whether a gulpfile or Gruntfile runs the bundler as one of its steps."""
+    return any(
+        re.search(r"webpack-stream|grunt-webpack|gulp-rollup|rollup-stream|gulp-esbuild", snapshot.contents.get(n, ""))
+        for n in (*GULPFILES, *GRUNTFILES)
     )
 
 

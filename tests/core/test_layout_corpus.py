@@ -196,3 +196,31 @@ def test_a_wasm_beside_the_bundle_is_named_as_the_bots_own_upload_plugin_names_i
     )
     assert layout.include == ("**/*.js", "**/*.wasm")  # the plugin wraps the map itself: no raw *.js.map
     assert layout.strip_suffixes == strip
+
+
+# gulp running webpack 1 through webpack-stream: the webpack configuration names no output folder (gulp.dest does),
+# so 'npx webpack' would write none; gulp-screeps uploads what the gulp task wrote.
+GULP_WEBPACK = """const gulp = require('gulp');
+const webpack = require('webpack-stream');
+const screeps = require('gulp-screeps');
+gulp.task('compile', () => gulp.src('src/main.js')
+  .pipe(webpack(require('./webpack.config.js'))).pipe(gulp.dest('out')));
+gulp.task('screeps', ['compile'], () => gulp.src('out/*.js').pipe(screeps(require('./credentials.js'))));
+gulp.task('default', ['screeps']);
+"""
+
+
+def test_a_gulpfile_that_runs_webpack_is_the_build_not_webpacks_defaults() -> None:
+    layout = detect_layout(
+        snap(
+            {"package.json", "gulpfile.js", "webpack.config.js"},
+            {"src"},
+            {"src": {"main.js", "role/harvester.js"}},
+            {
+                "package.json": package({"deploy": "gulp"}),
+                "gulpfile.js": GULP_WEBPACK,
+                "webpack.config.js": "module.exports = { entry: './src/main.js', output: { filename: 'main.js' } };",
+            },
+        )
+    )
+    assert (layout.kind, layout.root, layout.build, layout.include) == ("build", "out", "npx gulp compile", ("*.js",))
