@@ -19,8 +19,7 @@ import click
 import yaml
 
 from gitops.app.adopting import ignore_credentials_file, refuse_existing, snapshot_of, write_new_manifest
-from gitops.app.options import DEFAULT_MANIFEST
-from gitops.cli.common import max_wait_option, options_from, state_dir_option
+from gitops.cli.common import max_wait_option, new_manifest_option, options_from, state_dir_option
 from gitops.config.credentials import entry_for
 from gitops.config.manifest import BranchConfig, Manifest, load_manifest, manifest_from_data
 from gitops.config.scaffold import (
@@ -50,17 +49,7 @@ FoundEntry = tuple[str, Path] | None
 
 
 @click.command("init")
-@click.option(
-    "-m",
-    "--manifest",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=DEFAULT_MANIFEST,
-    show_default=True,
-    envvar="GITOPS_MANIFEST",
-    # Not looked for above this folder, as the other commands do: init writes the manifest of the folder it runs in
-    # (a bot's own folder in a monorepo whose top holds another manifest).
-    help="The manifest file to write (in this folder unless it names another). [env: GITOPS_MANIFEST]",
-)
+@new_manifest_option
 @click.option(
     "--server",
     "url",
