@@ -364,9 +364,11 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
       uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
       ``rollup -c`` means ``npm run compile``).
     * **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
-      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
-      by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
-      uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root the folder the
+      bot's own upload reads, built by the task that writes it without uploading (:mod:`gitops.core.taskrunners`),
+      run by the package script that runs exactly that task or by ``npx gulp|grunt <task>``. Tried before the
+      bundlers when the task runner runs the bundler itself (webpack-stream). The text is read, never run; one that
+      only uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
     * **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
       ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
       ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
@@ -540,7 +542,12 @@ def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[
     deploy = next(
         (name for name, command in scripts.items() if "deploy" in name and re.search(r"\bnode\b", command)), None
     )
-    build_script = _script_running(scripts, "rollup") or ("build" if "build" in scripts else None)
+    whole = "build" in scripts and not _WATCH_OR_UPLOAD.search(f"build {scripts['build']}")
+    # With the crate here, 'build' (which compiles it, then bundles) before a script that only bundles: the .wasm is
+    # not committed, and a fresh checkout has none until the crate is compiled.
+    build_script = (
+        ("build" if cargo and whole else None) or _script_running(scripts, "rollup") or ("build" if whole else None)
+    )
     cargo_screeps = bool({"screeps.toml", "example-screeps.toml"} & snapshot.files)
     if build_script is not None:
         build = _npm(build_script)
@@ -572,8 +579,9 @@ def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[
         exclude=FLAT_EXCLUDES if (root or ".") == "." else (),
         binary=("*.wasm",),
         build=build,
-        # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled').
-        strip_suffixes=(".js", ".wasm"),
+        # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled'); a bundle
+        # uploaded by rollup-plugin-screeps requires it with the suffix, as that plugin names it.
+        strip_suffixes=None if _keeps_wasm_suffix(snapshot) else (".js", ".wasm"),
         seen=tuple(seen),
         assumed=tuple(assumed),
     )
@@ -592,6 +600,16 @@ _RAW_MAPS = {
 #: Upload plugins that name a binary module by its stem (``x_bg.wasm`` -> ``x_bg``), unlike rollup-plugin-screeps,
 #: which keeps the suffix: rollup-plugin-screeps-world.
 _STEM_UPLOADERS = re.compile(r"rollup-plugin-screeps-world")
+
+
+def _keeps_wasm_suffix(snapshot: RepoSnapshot) -> bool:
+    """Whether the bot's own upload is rollup-plugin-screeps, which names a ``.wasm`` with its suffix (its fork
+    rollup-plugin-screeps-world does not)."""
+    return any(
+        re.search(r"rollup-plugin-screeps(?!-)", snapshot.contents.get(n, ""))
+        for n in sorted(snapshot.files)
+        if BUNDLER_CONFIGS.get(n) == "rollup"
+    )
 
 
 def _writes_raw_maps(snapshot: RepoSnapshot, scripts: Mapping[str, str], tool: str) -> bool:

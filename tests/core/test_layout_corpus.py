@@ -224,3 +224,38 @@ def test_a_gulpfile_that_runs_webpack_is_the_build_not_webpacks_defaults() -> No
         )
     )
     assert (layout.kind, layout.root, layout.build, layout.include) == ("build", "out", "npx gulp compile", ("*.js",))
+
+
+def test_a_rust_library_with_its_bundle_is_built_whole_and_its_wasm_named_as_its_plugin_names_it() -> None:
+    # wasm-pack writes the .wasm (git-ignored), rollup copies it beside the bundle, rollup-plugin-screeps uploads it.
+    scripts = {
+        "build": "run-s build:lib build:src",
+        "build:lib": "wasm-pack build --target web --out-dir src/wasm",
+        "build:src": "rollup -c",
+        "watch": "rollup -cw",
+    }
+    config = (
+        "const screeps = require('rollup-plugin-screeps');\n"
+        "module.exports = { input: 'src/index.ts', output: { file: 'dist/index.js' }, external: ['lib.wasm'],\n"
+        "  plugins: [copy({ targets: [{ src: 'src/wasm/lib_bg.wasm', dest: 'dist', rename: 'lib.wasm' }] }),\n"
+        "            screeps({})] };\n"
+    )
+    layout = detect_layout(
+        snap(
+            {"package.json", "Cargo.toml", "rollup.config.cjs"},
+            {"src"},
+            {"src": {"index.ts"}},
+            {"package.json": package(scripts), "rollup.config.cjs": config},
+        )
+    )
+    assert (layout.kind, layout.root, layout.build, layout.strip_suffixes) == ("wasm", "dist", "npm run build", None)
+    # Its fork that names the module by its stem, and a crate whose 'build' watches: the bundling script, stems.
+    config = config.replace("rollup-plugin-screeps", "rollup-plugin-screeps-world")
+    scripts["build"] = "rollup -cw"
+    stems = detect_layout(
+        snap(
+            {"package.json", "Cargo.toml", "rollup.config.cjs"},
+            contents={"package.json": package(scripts), "rollup.config.cjs": config},
+        )
+    )
+    assert (stems.build, stems.strip_suffixes) == ("npm run build:src", (".js", ".wasm"))
