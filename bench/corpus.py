@@ -381,6 +381,14 @@ def _print_row(row: Row) -> None:
             print(f"   {label}: {value}")
 
 
+def _cell(text: str, limit: int = 220) -> str:
+    """A table cell: one line, pipes escaped, a long error cut (the per-bot block above has it whole)."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("|", "\\|")
+
+
 def markdown_table(rows: Sequence[Row]) -> str:
     """The rows as the Markdown table docs/your-layout.md keeps."""
     lines = [
@@ -397,7 +405,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
             f"{r.apply or '-'} / {r.noop or '-'}",
             r.roundtrip or "; ".join(r.notes) or "-",
         ]
-        lines.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
