@@ -724,6 +724,12 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
     else:
         seen.append(f"{pipeline.file} writes the code to {root}/ ({pipeline.tool}): that folder is what is deployed")
     build = _pipeline_build(pipeline, scripts, root, seen, assumed)
+    for missing in _loads_missing_files(snapshot.contents.get(pipeline.file, ""), snapshot):
+        assumed.append(
+            f"{pipeline.file} loads {missing} whenever it runs, and this folder does not hold it (a credentials file "
+            f"Git ignores?): the build fails without it, in CI too; create it there, or move that require into the "
+            "upload's task"
+        )
     # The files the bot's own upload reads under the root (grunt-screeps' 'dist/*.js': '*.js'), else all scripts.
     glob = pipeline.upload_glob
     include = (glob,) if glob is not None and "/" not in glob and glob.endswith(".js") else ("**/*.js",)
@@ -743,6 +749,19 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
     # name them. The separator is learnt from src/; what is optional there may not be in the output, so no more.
     learnt = _with_requires(replace(layout, root="src"), snapshot, src_js)
     return replace(layout, separator=learnt.separator, seen=learnt.seen, assumed=learnt.assumed)
+
+
+def _loads_missing_files(text: str, snapshot: RepoSnapshot) -> list[str]:
+    """The files of the repository's top that a task runner's file requires at load (outside every function and
+    ``try``) and the snapshot does not hold: ``require('./.screeps.json')`` of a git-ignored credentials file."""
+    missing = []
+    for call in scan_requires(text):
+        name = call.name
+        if call.guarded or call.nested or not name.startswith("./") or "/" in name[2:]:
+            continue
+        if not {name[2:], f"{name[2:]}.js", f"{name[2:]}.json"} & (snapshot.files | snapshot.folders):
+            missing.append(name)
+    return missing
 
 
 def _pipeline_build(

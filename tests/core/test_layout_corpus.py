@@ -259,3 +259,24 @@ def test_a_rust_library_with_its_bundle_is_built_whole_and_its_wasm_named_as_its
         )
     )
     assert (stems.build, stems.strip_suffixes) == ("npm run build:src", (".js", ".wasm"))
+
+
+def test_a_task_runner_file_loading_a_file_the_checkout_lacks_is_said() -> None:
+    top = "const config = require('./.screeps.json');\n"  # a credentials file Git ignores, loaded by every run
+    text = top + GRUNT_DEPLOY.replace("branch: 'default'", "branch: config.branch")
+    layout = detect_layout(task_runner_repo("Gruntfile.js", text, {}))
+    assert layout.build == "npx grunt clean copy:main copy:profiler"
+    assert layout.assumed == (
+        "Gruntfile.js loads ./.screeps.json whenever it runs, and this folder does not hold it (a credentials file Git "
+        "ignores?): the build fails without it, in CI too; create it there, or move that require into the upload's "
+        "task",
+    )
+    # Loaded only inside the upload (gulp's deploy()), or in a try: the build never needs it.
+    assert detect_layout(task_runner_repo("gulpfile.js", GULP_DEPLOY, {})).assumed == ()
+    held = snap(
+        {"package.json", "Gruntfile.js", ".screeps.json"},
+        {"src"},
+        {"src": {"main.js"}},
+        {"package.json": package({}), "Gruntfile.js": text},
+    )
+    assert detect_layout(held).assumed == ()
