@@ -284,12 +284,17 @@ PIPELINE_SOURCES = {
 
 
 @pytest.mark.parametrize(
-    ("files", "build"),
+    ("files", "build", "include"),
     [
-        ({"gulpfile.js": GULPFILE, "package.json": json.dumps({"devDependencies": {"gulp": "4"}})}, "npx gulp build"),
+        (
+            {"gulpfile.js": GULPFILE, "package.json": json.dumps({"devDependencies": {"gulp": "4"}})},
+            "npx gulp build",
+            ["**/*.js"],
+        ),
         (
             {"Gruntfile.js": GRUNTFILE, "package.json": json.dumps({"scripts": {"dist": "grunt compile"}})},
             "npm run dist",
+            ["*.js"],  # what grunt-screeps' src ('dist/*.js') reads under the root
         ),
     ],
     ids=["gulp", "grunt"],
@@ -297,6 +302,7 @@ PIPELINE_SOURCES = {
 def test_a_task_runner_that_transforms_the_code_is_the_build_and_its_output_the_root(
     files: dict[str, str],
     build: str,
+    include: list[str],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -307,7 +313,7 @@ def test_a_task_runner_that_transforms_the_code_is_the_build_and_its_output_the_
     assert out.startswith("Detected layout: build (root dist, separator '/')\n")
     assert f"Build command: {build} (run by validate, plan and apply)" in out
     branch = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))["branches"][0]
-    assert (branch["root"], branch["build"], branch["include"]) == ("dist", build, ["**/*.js"])
+    assert (branch["root"], branch["build"], branch["include"]) == ("dist", build, include)
     # gulp and grunt are not installed here: the output the tool would write stands in for its run.
     (repo / "dist").mkdir()
     (repo / "dist" / "main.js").write_text(PIPELINE_SOURCES["src/main.js"] + "global.BUILT = 1;\n", encoding="utf-8")

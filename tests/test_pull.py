@@ -307,3 +307,32 @@ def test_pull_and_validate_speak_json(project: Project) -> None:
     listing = json.loads(checked.out)
     names = {m["name"] for b in listing["branches"] for m in b["module_list"]}
     assert {"main", "role/harvester", "lib/add.wasm", "role.harvester"} <= names
+
+
+PLANNER = {
+    "main": "module.exports.loop = () => require('build').run();\n",
+    "build": "module.exports.run = () => 'plans the base';\n",  # a module named like a build script
+}
+
+
+def test_a_module_named_build_is_adopted_where_nothing_runs_a_build_script(
+    tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed(standin, "planner", PLANNER)
+    p = Project(tmp_path / "new-bot", standin, capsys, monkeypatch)
+    result = p.gitops("init", "--server", standin.url, "--branch", "planner", "--pull")
+    assert result.code == 0, result.err
+    assert (p.root / "src" / "build.js").read_text(encoding="utf-8") == PLANNER["build"]
+    plan = p.plan("--refresh=always")
+    assert plan.code == 0, plan.out + plan.err
+    # Where a package.json could run it ('node build.js'), the server's code is still never written there.
+    q = Project(tmp_path / "npm-bot", standin, capsys, monkeypatch)
+    q.manifest([{"branch": "planner", "root": "src"}])
+    q.write({"package.json": '{"scripts": {"build": "node src/build.js"}}'})
+    q.commit("manifest")
+    result = q.gitops("pull")
+    assert result.code != 0
+    assert "module 'build' would be written to build.js, but 'build.js' configures or runs the project's build" in (
+        result.err
+    )
+    assert not (q.root / "src" / "build.js").exists()

@@ -98,7 +98,9 @@ def pull(
                     return None  # unreadable: it counts as different, and the write says why it fails
 
             result.branches.append(
-                plan_branch_pull(config, code, listing, current, manifest_names=_manifest_names(loaded))
+                plan_branch_pull(
+                    config, code, listing, current, manifest_names=_manifest_names(loaded), builds=_builds(loaded)
+                )
             )
         session.save()
 
@@ -127,6 +129,12 @@ def pull(
 def _manifest_names(loaded: LoadedManifest) -> frozenset[str]:
     """The manifest's own file name (whatever it is called), which no module may overwrite."""
     return frozenset({loaded.path.name.casefold()})
+
+
+def _builds(loaded: LoadedManifest) -> bool:
+    """Whether something in the repository may run a ``build.js``: a ``package.json`` beside the manifest, or a
+    branch's ``build:`` command. Without either (a flat bot adopted by ``gitops init --pull``), nothing does."""
+    return (loaded.base_dir / "package.json").exists() or any(b.build for b in loaded.manifest.branches)
 
 
 def _escapes(loaded: LoadedManifest, configs: dict[str, BranchConfig], pulls: list[BranchPull]) -> list[str]:

@@ -40,6 +40,23 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def manifest_option(f: F) -> F:
+    return _manifest(
+        f,
+        _found_manifest,
+        "The manifest file. Not given: gitops.yaml (or gitops.yml) here or in a folder above, up to the top of "
+        "the Git repository. [env: GITOPS_MANIFEST]",
+    )
+
+
+def new_manifest_option(f: F) -> F:
+    """``-m/--manifest`` of a command that writes a new manifest (init): this folder's, never one found above (a bot's
+    folder in a monorepo whose top holds another manifest)."""
+    return _manifest(
+        f, None, "The manifest file to write (in this folder unless it names another). [env: GITOPS_MANIFEST]"
+    )
+
+
+def _manifest(f: F, callback: Callable[[click.Context, click.Parameter, Path], Path] | None, help_text: str) -> F:
     return click.option(
         "-m",
         "--manifest",
@@ -47,9 +64,8 @@ def manifest_option(f: F) -> F:
         default=DEFAULT_MANIFEST,
         show_default=True,
         envvar="GITOPS_MANIFEST",
-        callback=_found_manifest,
-        help="The manifest file. Not given: gitops.yaml (or gitops.yml) here or in a folder above, up to the top of "
-        "the Git repository. [env: GITOPS_MANIFEST]",
+        callback=callback,
+        help=help_text,
     )(f)
 
 

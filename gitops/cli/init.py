@@ -19,7 +19,7 @@ import click
 import yaml
 
 from gitops.app.adopting import ignore_credentials_file, refuse_existing, snapshot_of, write_new_manifest
-from gitops.cli.common import manifest_option, max_wait_option, options_from, state_dir_option
+from gitops.cli.common import max_wait_option, new_manifest_option, options_from, state_dir_option
 from gitops.config.credentials import entry_for
 from gitops.config.manifest import BranchConfig, Manifest, load_manifest, manifest_from_data
 from gitops.config.scaffold import (
@@ -36,7 +36,7 @@ from gitops.config.scaffold import (
     signin_for,
 )
 from gitops.core.endpoints import is_official
-from gitops.core.layout import Layout, detect_layout
+from gitops.core.layout import Layout, RepoSnapshot, detect_layout, workspaces
 from gitops.errors import ManifestError, UsageError
 from gitops.inert import inert
 
@@ -49,7 +49,7 @@ FoundEntry = tuple[str, Path] | None
 
 
 @click.command("init")
-@manifest_option
+@new_manifest_option
 @click.option(
     "--server",
     "url",
@@ -103,7 +103,9 @@ def init(
     ways = _one_way_to_sign_in(token_env, credentials, username_env, password_env)
     refuse_existing(manifest)
     folder = manifest.parent if str(manifest.parent) else Path(".")
-    layout = detect_layout(snapshot_of(folder))
+    snapshot = snapshot_of(folder)
+    layout = detect_layout(snapshot)
+    _refuse_workspaces_root(snapshot, layout, folder)
     server = ServerChoice(
         name=name or server_name_for(url),
         url=url,
@@ -145,6 +147,19 @@ def init(
         )
     _print_next_steps(server, layout)
     return 0
+
+
+def _refuse_workspaces_root(snapshot: RepoSnapshot, layout: Layout, folder: Path) -> None:
+    """:class:`UsageError` at the top of an npm workspaces monorepo holding no bot of its own: a manifest there would
+    deploy the tools' files; the bot is one of the workspaces."""
+    declared = workspaces(snapshot)
+    if declared and layout.kind in ("flat", "empty"):
+        shown = ", ".join(repr(w) for w in declared[:5])
+        raise UsageError(
+            f"{folder / 'package.json'} declares npm workspaces ({inert(shown, one_line=True)}) and this folder holds "
+            "no bot of its own; gitops init writes a manifest for the folder that holds the bot",
+            hint="Run gitops init in the bot's workspace folder (for example: cd packages/bot && gitops init).",
+        )
 
 
 def _one_way_to_sign_in(

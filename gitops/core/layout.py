@@ -20,6 +20,16 @@ from typing import Literal
 
 from gitops.core.buildcheck import watch_flag
 from gitops.core.requires import GAME_MODULES, NODE_BUILTINS, resolve, scan_requires
+from gitops.core.taskrunners import (
+    BUILD_NAMES,
+    STRING,
+    Pipeline,
+    block_after,
+    grunt_pipeline,
+    gulp_pipeline,
+    relative_folder,
+    script_running_task,
+)
 
 LayoutKind = Literal["wasm", "build", "compiled", "flat", "src", "client", "empty"]
 
@@ -66,11 +76,15 @@ NOT_BRANCH_FOLDERS = frozenset(
 )
 #: The separators tried against the code's requires, the layout's default first.
 SEPARATORS = ("/", ".", "_", "-")
-#: Package-script names that build, best first (a script named otherwise is taken when it is the only one).
-_BUILD_NAMES = ("build", "compile", "bundle", "dist", "rollup", "webpack", "esbuild")
 #: A script named for watching, or one that uploads (its name or its command); a command that watches is found by
 #: :func:`watch_flag`, which reads combined short flags (``rollup -cw``) and the scripts a script runs.
 _UPLOADS = re.compile(r"(^|[\s:_-])watch($|[\s:_-])|DEST|--environment|deploy|upload|push", re.IGNORECASE)
+
+
+def _builds_once(name: str, command: str | None, scripts: Mapping[str, str]) -> bool:
+    """Whether the package script ``name`` (``command``) exists and builds: it neither uploads nor watches (a build
+    that watches never ends), in any spelling of the watch flag (``rollup -cw``, ``--watch=true``, a script it runs)."""
+    return command is not None and not _UPLOADS.search(f"{name} {command}") and watch_flag(command, scripts) is None
 
 
 @dataclass(frozen=True)
@@ -131,6 +145,16 @@ def _scripts(package: Mapping[str, object]) -> dict[str, str]:
     return {k: v for k, v in scripts.items() if isinstance(k, str) and isinstance(v, str) and v.strip()}
 
 
+def workspaces(snapshot: RepoSnapshot) -> tuple[str, ...]:
+    """The npm/yarn workspaces ``package.json`` declares (``["packages/*"]``, or ``{"packages": [...]}``)."""
+    declared = _package(snapshot.contents.get("package.json")).get("workspaces")
+    if isinstance(declared, dict):
+        declared = declared.get("packages")
+    if not isinstance(declared, list):
+        return ()
+    return tuple(w for w in declared if isinstance(w, str))
+
+
 def _wasm_folder(snapshot: RepoSnapshot) -> str | None:
     """``"."`` when a ``.wasm`` is at the top, else the first output folder holding one, else ``None``."""
     if any(name.endswith(".wasm") for name in snapshot.files):
@@ -141,43 +165,12 @@ def _wasm_folder(snapshot: RepoSnapshot) -> str | None:
     return None
 
 
-def _relative_folder(path: str) -> str | None:
-    """A configuration's output folder as a root (``./dist`` -> ``dist``), or ``None`` for one that is absolute,
-    leads out of the repository, or is built from an expression."""
-    path = path.strip()
-    if not path or "${" in path or path.startswith(("/", "~")) or re.match(r"[A-Za-z]:", path) or "\\" in path:
-        return None
-    folder = posixpath.normpath(path)
-    if folder == ".." or folder.startswith("../"):
-        return None
-    return folder
-
-
-_STRING = r"""['"`]([^'"`\n]+)['"`]"""
-
-
 def _rollup_output(text: str) -> str | None:
-    for key, value in re.findall(r"\b(file|dir)\s*:\s*" + _STRING, text):
-        folder = _relative_folder(posixpath.dirname(value) if key == "file" else value)
+    for key, value in re.findall(r"\b(file|dir)\s*:\s*" + STRING, text):
+        folder = relative_folder(posixpath.dirname(value) if key == "file" else value)
         if folder is not None and not value.endswith(".ts"):
             return folder or "."
     return None
-
-
-def _block_after(text: str, key: str) -> str | None:
-    """The text of the object literal that ``key: {`` opens in ``text`` (to its matching brace), or ``None``."""
-    found = re.search(rf"\b{key}\s*:\s*\{{", text)
-    if found is None:
-        return None
-    depth = 0
-    for k in range(found.end() - 1, len(text)):
-        if text[k] == "{":
-            depth += 1
-        elif text[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[found.end() : k]
-    return text[found.end() :]
 
 
 @dataclass(frozen=True)
@@ -194,13 +187,13 @@ def _webpack_output(text: str) -> _WebpackOutput | None:
     ``__dirname + '/x'``, a plain string) joined with ``output.filename``'s folder; without ``output.path``, webpack's
     default ``dist`` (``path.resolve(process.cwd(), 'dist')``, and the build runs in the repository). ``None`` when
     the path is an expression this cannot read."""
-    output = _block_after(text, "output")
-    filename = re.search(r"\bfilename\s*:\s*" + _STRING, output or "")
+    output = block_after(text, "output")
+    filename = re.search(r"\bfilename\s*:\s*" + STRING, output or "")
     file: str | None = filename.group(1) if filename else "main.js"  # webpack's default: the entry 'main'
-    if file is not None and ("[" in file or _relative_folder(file) is None):
+    if file is not None and ("[" in file or relative_folder(file) is None):
         file = None  # '[name].js': one bundle per entry, named at build time
     path_value = re.search(
-        r"\bpath\s*:\s*(path\.(?:resolve|join)\([^()]*(?:\(\)[^()]*)*\)|__dirname\s*\+\s*" + _STRING + r"|[^,\n}]+)",
+        r"\bpath\s*:\s*(path\.(?:resolve|join)\([^()]*(?:\(\)[^()]*)*\)|__dirname\s*\+\s*" + STRING + r"|[^,\n}]+)",
         output or "",
     )
     how = "output.path"
@@ -210,18 +203,18 @@ def _webpack_output(text: str) -> _WebpackOutput | None:
     else:
         value = path_value.group(1).strip()
         joined = re.fullmatch(
-            r"path\.(?:resolve|join)\(\s*(?:__dirname|process\.cwd\(\))\s*(?:,\s*" + _STRING + r"\s*)?\)", value
+            r"path\.(?:resolve|join)\(\s*(?:__dirname|process\.cwd\(\))\s*(?:,\s*" + STRING + r"\s*)?\)", value
         )
         added = re.fullmatch(r"__dirname\s*\+\s*['\"`]/([^'\"`\n]+)['\"`]", value)
-        plain = re.fullmatch(_STRING, value)
+        plain = re.fullmatch(STRING, value)
         if value == "__dirname":
             folder = "."
         elif joined is not None:
-            folder = _relative_folder(joined.group(1)) if joined.group(1) else "."
+            folder = relative_folder(joined.group(1)) if joined.group(1) else "."
         elif added is not None:
-            folder = _relative_folder(added.group(1))
+            folder = relative_folder(added.group(1))
         elif plain is not None:
-            folder = _relative_folder(plain.group(1))
+            folder = relative_folder(plain.group(1))
         else:
             folder = None
     if folder is None:
@@ -229,7 +222,7 @@ def _webpack_output(text: str) -> _WebpackOutput | None:
     if file is not None and "/" in file:
         folder = posixpath.normpath(posixpath.join(folder, posixpath.dirname(file)))
         file = posixpath.basename(file)
-        if _relative_folder(folder) is None:
+        if relative_folder(folder) is None:
             return None
     return _WebpackOutput(folder, file, how)
 
@@ -239,7 +232,7 @@ def _esbuild_output(text: str) -> str | None:
     if found is None:
         return None
     value = found.group(2)
-    return _relative_folder(posixpath.dirname(value) if found.group(1) == "outfile" else value)
+    return relative_folder(posixpath.dirname(value) if found.group(1) == "outfile" else value)
 
 
 def _tsc_out_dir(tsconfig: str | None) -> str | None:
@@ -247,7 +240,7 @@ def _tsc_out_dir(tsconfig: str | None) -> str | None:
         return None
     # tsconfig.json allows comments and trailing commas: read the one key with a pattern rather than as JSON.
     found = re.search(r'"outDir"\s*:\s*"([^"]+)"', tsconfig)
-    return _relative_folder(found.group(1)) if found else None
+    return relative_folder(found.group(1)) if found else None
 
 
 @dataclass(frozen=True)
@@ -310,11 +303,9 @@ def _script_running(scripts: Mapping[str, str], tool: str) -> str | None:
     fitting = [
         name
         for name, command in scripts.items()
-        if _runs(command, tool, scripts)
-        and not _UPLOADS.search(f"{name} {command}")
-        and watch_flag(command, scripts) is None
+        if _runs(command, tool, scripts) and _builds_once(name, command, scripts)
     ]
-    order = {name: k for k, name in enumerate(_BUILD_NAMES)}
+    order = {name: k for k, name in enumerate(BUILD_NAMES)}
     fitting.sort(key=lambda n: (order.get(n, len(order)), len(n), n))
     return fitting[0] if fitting else None
 
@@ -378,9 +369,11 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
       uploading (``build`` is preferred only when it does run it: a ``build`` of ``tsc -p .`` beside a ``compile`` of
       ``rollup -c`` means ``npm run compile``).
     * **build**, through a task runner: a gulpfile or Gruntfile that writes an output folder (``gulp.dest('dist')``, a
-      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root that folder, built
-      by the package script that runs the tool or ``npx gulp|grunt <task>``. The text is read, never run; one that only
-      uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
+      copy task's ``dest``, grunt-screeps uploading a folder the repository does not hold yet): root the folder the
+      bot's own upload reads, built by the task that writes it without uploading (:mod:`gitops.core.taskrunners`),
+      run by the package script that runs exactly that task or by ``npx gulp|grunt <task>``. Tried before the
+      bundlers when the task runner runs the bundler itself (webpack-stream). The text is read, never run; one that
+      only uploads the sources as they are (grunt-screeps over ``*.js``) is not a build.
     * **compiled**: a bot in another language: Kotlin/JS (``build.gradle(.kts)``), built by Gradle into
       ``build/distributions``; Python through Transcrypt (``*.py`` and a mention of transcrypt), built into
       ``__target__`` beside the main module. The root is the compiler's output, whether or not it exists yet.
@@ -410,6 +403,12 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     if wasm is not None:
         return wasm
     bundled = bool(configs) and "package.json" in snapshot.files
+    # A gulpfile or Gruntfile that runs the bundler itself (webpack-stream, grunt-webpack, gulp-rollup) decides where
+    # the bundle goes (gulp.dest, the upload's src), not the bundler's own configuration or defaults.
+    if _runner_drives_bundler(snapshot):
+        pipeline = _pipeline_layout(snapshot, scripts, seen)
+        if pipeline is not None:
+            return pipeline
     if bundled:
         built = _build_layout(snapshot, scripts, seen)
         if built is not None:
@@ -432,12 +431,21 @@ def detect_layout(snapshot: RepoSnapshot) -> Layout:
     )
 
 
+def _runner_drives_bundler(snapshot: RepoSnapshot) -> bool:
+    """Whether a gulpfile or Gruntfile runs the bundler as one of its steps."""
+    return any(
+        re.search(r"webpack-stream|grunt-webpack|gulp-rollup|rollup-stream|gulp-esbuild", snapshot.contents.get(n, ""))
+        for n in (*GULPFILES, *GRUNTFILES)
+    )
+
+
 def _flat_layout(snapshot: RepoSnapshot, seen: list[str]) -> Layout | None:
     """``*.js`` at the top, the tools' own files aside: root ``.``."""
     top_js = sorted(
         name
         for name in snapshot.files
-        if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not name.endswith(".config.js")
+        # Tools' configurations (eslint.config.js, eslint.config.shared.js, karma.conf.js) are not the bot.
+        if name.endswith(".js") and name not in (*GULPFILES, *GRUNTFILES) and not re.search(r"\.(config|conf)\.", name)
     )
     if not top_js:
         return None
@@ -458,7 +466,7 @@ def _src_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[s
     seen.append(f"a src/ folder ({len(src_js)} .js file{'s' if len(src_js) != 1 else ''})")
     has_wasm = any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset()))
     include = ("**/*.js", "**/*.wasm") if has_wasm else ("**/*.js",)
-    npm_build = "npm run build" if "build" in scripts else None
+    npm_build = "npm run build" if _builds_once("build", scripts.get("build"), scripts) else None
     return _with_requires(
         Layout(kind="src", root="src", separator="/", include=include, build=npm_build, seen=tuple(seen)),
         snapshot,
@@ -538,7 +546,12 @@ def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[
     deploy = next(
         (name for name, command in scripts.items() if "deploy" in name and re.search(r"\bnode\b", command)), None
     )
-    build_script = _script_running(scripts, "rollup") or ("build" if "build" in scripts else None)
+    whole = _builds_once("build", scripts.get("build"), scripts)
+    # With the crate here, 'build' (which compiles it, then bundles) before a script that only bundles: the .wasm is
+    # not committed, and a fresh checkout has none until the crate is compiled.
+    build_script = (
+        ("build" if cargo and whole else None) or _script_running(scripts, "rollup") or ("build" if whole else None)
+    )
     cargo_screeps = bool({"screeps.toml", "example-screeps.toml"} & snapshot.files)
     if build_script is not None:
         build = _npm(build_script)
@@ -570,11 +583,54 @@ def _wasm_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[
         exclude=FLAT_EXCLUDES if (root or ".") == "." else (),
         binary=("*.wasm",),
         build=build,
-        # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled').
-        strip_suffixes=(".js", ".wasm"),
+        # The loaders require the module by its stem: require('screeps_starter_rust'), require('compiled'); a bundle
+        # uploaded by rollup-plugin-screeps requires it with the suffix, as that plugin names it.
+        strip_suffixes=None if _keeps_wasm_suffix(snapshot) else (".js", ".wasm"),
         seen=tuple(seen),
         assumed=tuple(assumed),
     )
+
+
+_RAW_MAPS = {
+    "esbuild": re.compile(
+        r"\bsourcemap\s*:\s*(true|['\"`](external|linked|both)['\"`])|--sourcemap(?!=inline)(\s|=|$)"
+    ),
+    "webpack": re.compile(r"\bdevtool\s*:\s*['\"`](?![^'\"`]*(inline|eval))[^'\"`]*source-map"),
+    "rollup": re.compile(r"\bsourcemap\s*:\s*true"),
+    "tsc": re.compile(r'"sourceMap"\s*:\s*true'),
+}
+
+
+#: Upload plugins that name a binary module by its stem (``x_bg.wasm`` -> ``x_bg``), unlike rollup-plugin-screeps,
+#: which keeps the suffix: rollup-plugin-screeps-world.
+_STEM_UPLOADERS = re.compile(r"rollup-plugin-screeps-world")
+
+
+def _keeps_wasm_suffix(snapshot: RepoSnapshot) -> bool:
+    """Whether the bot's own upload is rollup-plugin-screeps, which names a ``.wasm`` with its suffix (its fork
+    rollup-plugin-screeps-world does not)."""
+    return any(
+        re.search(r"rollup-plugin-screeps(?!-)", snapshot.contents.get(n, ""))
+        for n in sorted(snapshot.files)
+        if BUNDLER_CONFIGS.get(n) == "rollup"
+    )
+
+
+def _writes_raw_maps(snapshot: RepoSnapshot, scripts: Mapping[str, str], tool: str) -> bool:
+    """Whether the build leaves a raw source map (``main.js.map``) beside the code: esbuild's ``sourcemap``,
+    webpack's ``devtool: 'source-map'``, tsc's ``sourceMap``, rollup's ``sourcemap`` without rollup-plugin-screeps
+    (which writes the map wrapped, as ``main.js.map.js``, itself)."""
+    pattern = _RAW_MAPS.get(tool)
+    if pattern is None:
+        return False
+    if tool == "tsc":
+        texts = [snapshot.contents.get("tsconfig.json", "")]
+    else:
+        texts = [snapshot.contents.get(n, "") for n in sorted(snapshot.files) if BUNDLER_CONFIGS.get(n) == tool]
+        texts += [c for c in scripts.values() if re.search(rf"\b{tool}\b", c)]
+    if tool == "rollup" and any("rollup-plugin-screeps" in t or re.search(r"\bscreeps\s*\(", t) for t in texts):
+        return False
+    return any(pattern.search(t) for t in texts)
 
 
 def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
@@ -603,7 +659,7 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
         build: str | None = _npm(script)
         if script != "build" and "build" in scripts:
             seen.append(f"the {script!r} script runs {bundler.tool}; 'build' ({scripts['build']}) does not")
-    elif "build" in scripts:
+    elif _builds_once("build", scripts.get("build"), scripts):
         build = "npm run build"
         assumed.append(f"'npm run build' writes {bundler.root}/; change build if another script does")
     elif bundler.tool in ("rollup", "webpack"):
@@ -618,10 +674,19 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
     if bundler.root == ".":
         # The bundle beside the sources: that file alone, not every script of the repository.
         include = (bundler.file,) if bundler.file is not None else ("*.js",)
+    if _writes_raw_maps(snapshot, scripts, bundler.tool):
+        # The map beside the bundle deploys too (module 'main.js.map', wrapped): stack traces name the sources.
+        include += ("**/*.js.map",)
+        seen.append(f"{bundler.tool} writes source maps beside the code: **/*.js.map is included")
     if bundler.wasm or any(p.endswith(".wasm") for p in snapshot.inside.get("src", frozenset())):
         # A prebuilt module the configuration copies beside the bundle: the built output holds it, the code needs it.
         include += ("**/*.wasm",)
         seen.append(f"{bundler.source} copies .wasm files beside the bundle: **/*.wasm is included")
+    strip: tuple[str, ...] | None = None
+    if "**/*.wasm" in include and _STEM_UPLOADERS.search(snapshot.contents.get(bundler.source, "")):
+        # The bot's own uploader names the .wasm by its stem, and the bundle requires it so.
+        strip = (".js", ".wasm")
+        seen.append(f"{bundler.source}'s upload plugin names a .wasm by its stem: naming.strip_suffixes keeps that")
     return Layout(
         kind="build",
         root=bundler.root,
@@ -629,120 +694,24 @@ def _build_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list
         include=include,
         exclude=FLAT_EXCLUDES if bundler.root == "." and bundler.file is None else (),
         build=build,
+        strip_suffixes=strip,
         seen=tuple(seen),
         assumed=tuple(assumed),
     )
 
 
-#: grunt plugins that only check, watch or clean: a Gruntfile loading only these (and grunt-screeps) uploads the
-#: sources as they are.
-_GRUNT_NOT_WRITING = (
-    "grunt-screeps",
-    "grunt-contrib-watch",
-    "grunt-contrib-jshint",
-    "grunt-eslint",
-    "grunt-contrib-clean",
-)
-_UPLOAD_WORDS = re.compile(r"gulp-screeps|grunt-screeps|\bscreeps\s*\(")
-
-
-@dataclass(frozen=True)
-class _Pipeline:
-    """What a gulp or grunt file does to the code, read from its text."""
-
-    tool: str  # "gulp" or "grunt"
-    file: str
-    #: The folder it writes, ``None`` when it cannot be read.
-    output: str | None
-    #: The task that writes it (``build``), ``None`` for the default task.
-    task: str | None
-    #: The build's task may also upload (gulp-screeps, grunt-screeps).
-    uploads: bool
-    #: The task is the writing plugins' own tasks, not one the file registers.
-    task_guessed: bool = False
-
-
-def _glob_folder(glob: str) -> str:
-    """The folder a glob reads from: ``dist/*.js`` -> ``dist``, ``*.js`` -> ``.``."""
-    parts: list[str] = []
-    for part in glob.split("/"):
-        if any(c in part for c in "*?[{"):
-            break
-        parts.append(part)
-    else:
-        parts = parts[:-1]  # a file: its folder
-    return posixpath.normpath("/".join(parts)) if parts else "."
-
-
-def _folder_of_dest(value: str) -> str | None:
-    folder = posixpath.dirname(value) if value.endswith(".js") else value
-    return _relative_folder(folder or ".")
-
-
-def _gulp_pipeline(name: str, text: str) -> _Pipeline | None:
-    """A gulpfile that writes an output folder (``gulp.dest('dist')``, or a pipe whose output cannot be read);
-    ``None`` for one that only uploads (gulp-screeps reading the sources) or does nothing to the code."""
-    uploads = bool(_UPLOAD_WORDS.search(text))
-    dests = re.findall(r"\bdest\s*\(\s*([^)]*)\)", text)
-    if not dests and (uploads or ".pipe(" not in text):
-        return None
-    output = None
-    for value in dests:
-        literal = re.fullmatch(_STRING, value.strip())
-        if literal is not None:
-            output = _folder_of_dest(literal.group(1))
-            if output is not None:
-                break
-    tasks = re.findall(r"\bgulp\.task\(\s*" + _STRING, text) + re.findall(r"\bexports\.([\w$]+)\s*=", text)
-    task = next((t for t in _BUILD_NAMES if t in tasks), None)
-    return _Pipeline("gulp", name, output, task, uploads)
-
-
-def _grunt_pipeline(name: str, text: str, snapshot: RepoSnapshot) -> _Pipeline | None:
-    """A Gruntfile whose tasks write an output folder (a copy task's ``dest``, or grunt-screeps' ``src`` reading a
-    folder that the repository does not hold yet); ``None`` for one that uploads the sources as they are."""
-    uploads = bool(_UPLOAD_WORDS.search(text))
-    screeps = _block_after(text, "screeps") or ""
-    upload_src = re.search(r"\bsrc\s*:\s*\[\s*" + _STRING, screeps) or re.search(r"\bsrc\s*:\s*" + _STRING, screeps)
-    upload_folder = _relative_folder(_glob_folder(upload_src.group(1))) if upload_src else None
-    dests = [d for d in (_folder_of_dest(v) for v in re.findall(r"\bdest\s*:\s*" + _STRING, text)) if d]
-    plugins = re.findall(r"loadNpmTasks\(\s*" + _STRING, text)
-    writing = [p for p in plugins if p not in _GRUNT_NOT_WRITING]
-    built_folder = upload_folder not in (None, ".") and upload_folder not in snapshot.folders
-    if not dests and not writing and not built_folder:
-        return None  # grunt-screeps reading the sources as they are
-    if upload_folder is not None and upload_folder != "." and (upload_folder in dests or built_folder or not dests):
-        output: str | None = upload_folder  # what the old deploy uploaded is what the build wrote
-    else:
-        output = dests[0] if dests else None
-    registered = dict(
-        re.findall(r"registerTask\(\s*['\"`]([\w:-]+)['\"`]\s*,\s*(?:['\"`][^'\"`]*['\"`]\s*,\s*)?(\[[^\]]*\])", text)
-    )
-    without_upload = [
-        t for t, steps in registered.items() if "screeps" not in {s.split(":")[0] for s in re.findall(_STRING, steps)}
-    ]
-    task = next((t for t in (*_BUILD_NAMES, "default") if t in without_upload), None)
-    guessed = False
-    if task is None and writing:
-        # No task of its own: the writing plugins' tasks, by grunt's names (grunt-contrib-copy runs as 'copy').
-        names = [re.sub(r"^grunt-(contrib-)?", "", p).replace("-", "_") for p in writing]
-        task = " ".join(n for n in names if re.search(rf"\b{re.escape(n)}\s*:\s*\{{", text)) or None
-        guessed = task is not None
-    # A registered task without 'screeps' or the plugins' own tasks only write: only the default task may upload.
-    return _Pipeline("grunt", name, output, task, uploads and task is None, task_guessed=guessed)
-
-
 def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: list[str]) -> Layout | None:
-    """The build layout of a gulp or grunt pipeline that writes the deployed code (see :func:`_gulp_pipeline`)."""
-    pipeline: _Pipeline | None = None
+    """The build layout of a gulp or grunt pipeline that writes the deployed code
+    (:func:`gitops.core.taskrunners.gulp_pipeline`, :func:`~gitops.core.taskrunners.grunt_pipeline`)."""
+    pipeline: Pipeline | None = None
     for name in sorted(snapshot.files):
         text = snapshot.contents.get(name)
         if text is None:
             continue
         if name in GULPFILES:
-            pipeline = _gulp_pipeline(name, text)
+            pipeline = gulp_pipeline(name, text)
         elif name in GRUNTFILES:
-            pipeline = _grunt_pipeline(name, text, snapshot)
+            pipeline = grunt_pipeline(name, text, snapshot.folders)
         if pipeline is not None:
             break
     if pipeline is None:
@@ -758,28 +727,21 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
         )
     else:
         seen.append(f"{pipeline.file} writes the code to {root}/ ({pipeline.tool}): that folder is what is deployed")
-    script = _script_running(scripts, pipeline.tool)
-    if script is not None:
-        build = _npm(script)
-    else:
-        build = f"npx {pipeline.tool}" + (f" {pipeline.task}" if pipeline.task else "")
-        if pipeline.uploads:
-            assumed.append(
-                f"{pipeline.file} also uploads ({pipeline.tool}-screeps): the build is '{build}'; make it a task "
-                "that only writes the code, or gitops and the old upload both send it"
-            )
-        elif pipeline.task is None:
-            assumed.append(f"the build is '{build}' (the default task); change build if another task writes {root}/")
-        elif pipeline.task_guessed:
-            assumed.append(
-                f"{pipeline.file} registers no task that writes {root}/ without uploading: the build runs its "
-                f"plugins' tasks, '{build}'; change build if it needs others"
-            )
+    build = _pipeline_build(pipeline, scripts, root, seen, assumed)
+    for missing in _loads_missing_files(snapshot.contents.get(pipeline.file, ""), snapshot):
+        assumed.append(
+            f"{pipeline.file} loads {missing} whenever it runs, and this folder does not hold it (a credentials file "
+            f"Git ignores?): the build fails without it, in CI too; create it there, or move that require into the "
+            "upload's task"
+        )
+    # The files the bot's own upload reads under the root (grunt-screeps' 'dist/*.js': '*.js'), else all scripts.
+    glob = pipeline.upload_glob
+    include = (glob,) if glob is not None and "/" not in glob and glob.endswith(".js") else ("**/*.js",)
     layout = Layout(
         kind="build",
         root=root,
         separator="/",
-        include=("**/*.js",),
+        include=include,
         build=build,
         seen=tuple(seen),
         assumed=tuple(assumed),
@@ -791,6 +753,50 @@ def _pipeline_layout(snapshot: RepoSnapshot, scripts: Mapping[str, str], seen: l
     # name them. The separator is learnt from src/; what is optional there may not be in the output, so no more.
     learnt = _with_requires(replace(layout, root="src"), snapshot, src_js)
     return replace(layout, separator=learnt.separator, seen=learnt.seen, assumed=learnt.assumed)
+
+
+def _loads_missing_files(text: str, snapshot: RepoSnapshot) -> list[str]:
+    """The files of the repository's top that a task runner's file requires at load (outside every function and
+    ``try``) and the snapshot does not hold: ``require('./.screeps.json')`` of a git-ignored credentials file."""
+    missing = []
+    for call in scan_requires(text):
+        name = call.name
+        if call.guarded or call.nested or not name.startswith("./") or "/" in name[2:]:
+            continue
+        if not {name[2:], f"{name[2:]}.js", f"{name[2:]}.json"} & (snapshot.files | snapshot.folders):
+            missing.append(name)
+    return missing
+
+
+def _pipeline_build(
+    pipeline: Pipeline, scripts: Mapping[str, str], root: str, seen: list[str], assumed: list[str]
+) -> str:
+    """The build of a task runner's pipeline: the package script that runs exactly its task, else ``npx`` running
+    it; what was read or guessed joins ``seen`` and ``assumed``."""
+    script = script_running_task(scripts, pipeline.tool, pipeline.task)
+    build = (
+        _npm(script) if script is not None else f"npx {pipeline.tool}" + (f" {pipeline.task}" if pipeline.task else "")
+    )
+    if pipeline.from_upload_task is not None:
+        seen.append(
+            f"{pipeline.file}'s {pipeline.from_upload_task!r} task uploads {root}/ after '{pipeline.task}': the build "
+            "runs those steps, without the upload"
+        )
+    elif script is not None:
+        return build
+    elif pipeline.uploads:
+        assumed.append(
+            f"{pipeline.file} also uploads ({pipeline.tool}-screeps): the build is '{build}'; make it a task "
+            "that only writes the code, or gitops and the old upload both send it"
+        )
+    elif pipeline.task is None:
+        assumed.append(f"the build is '{build}' (the default task); change build if another task writes {root}/")
+    elif pipeline.task_guessed:
+        assumed.append(
+            f"{pipeline.file} registers no task that writes {root}/ without uploading: the build runs its "
+            f"plugins' tasks, '{build}'; change build if it needs others"
+        )
+    return build
 
 
 _KOTLIN_JS = re.compile(

@@ -132,7 +132,9 @@ def comparable(part: str) -> str:
     return kept.rstrip(". ").casefold()
 
 
-def refusal(path: str, *, binary: bool, manifest_names: frozenset[str] = frozenset()) -> str | None:
+def refusal(
+    path: str, *, binary: bool, manifest_names: frozenset[str] = frozenset(), run_by_name: frozenset[str] = RUN_BY_NAME
+) -> str | None:
     """Why a pull must not write ``path`` (``/`` separators, relative to the repository or the branch's root), or
     ``None``. ``manifest_names`` are further file names (case-insensitive) to protect, e.g. the manifest's own.
     The text completes "it would be written to PATH, but ...".
@@ -150,6 +152,10 @@ def refusal(path: str, *, binary: bool, manifest_names: frozenset[str] = frozens
       ``karma.conf.js``, ``protractor.conf.js``, ``wdio.conf.ts``), nor, for a binary module, carry a suffix of a
       configuration or script file (:data:`PROTECTED_SUFFIXES`);
     * the path may not be deeper than :data:`MAX_DEPTH` folders or longer than :data:`MAX_PATH_BYTES`.
+
+    ``run_by_name`` replaces :data:`RUN_BY_NAME`: a pull into a repository that nothing builds (no ``package.json``,
+    no ``build:``), as ``gitops init --pull`` adopting a flat bot, passes it without ``build``, so that a module
+    named ``build`` is written as ``build.js``: no tool there runs it.
     """
     parts = path.split("/")
     if len(parts) - 1 > MAX_DEPTH:
@@ -171,7 +177,7 @@ def refusal(path: str, *, binary: bool, manifest_names: frozenset[str] = frozens
         name in PROTECTED_NAMES
         or name in manifest_names
         or _CONFIG.fullmatch(name)
-        or name.split(".", 1)[0] in RUN_BY_NAME
+        or name.split(".", 1)[0] in run_by_name
     ):
         return f"{parts[-1]!r} configures or runs the project's build, which pull never writes"
     if binary and name.endswith(PROTECTED_SUFFIXES):

@@ -21,7 +21,7 @@ from gitops.core.globs import matcher
 from gitops.core.local import module_name, never_module
 from gitops.core.modulekinds import SOURCE_MAP_SUFFIX, Kind, kind_of, unwrap_source_map, wrap_source_map
 from gitops.core.naming import Unmappable, candidate_paths
-from gitops.core.protected import collisions, refusal
+from gitops.core.protected import RUN_BY_NAME, collisions, refusal
 
 Action = Literal["create", "update", "same"]
 
@@ -152,6 +152,7 @@ def plan_branch_pull(
     current: Callable[[str], bytes | None],
     *,
     manifest_names: frozenset[str] = frozenset(),
+    builds: bool = True,
 ) -> BranchPull:
     """The files a pull of ``code`` writes under the root of ``config``.
 
@@ -162,12 +163,15 @@ def plan_branch_pull(
     :func:`gitops.core.protected.refusal` refuses (the manifest, a build's configuration, a dot-file, a name Git
     would refuse), or that two names would share on a case-insensitive or normalising file system, is ``refused``
     (and then nothing at all is written). ``manifest_names`` are the manifest's own file names, protected too.
+    ``builds`` says that something in the repository may run a ``build.js`` (a ``package.json``, a ``build:``): when
+    nothing does, a module named ``build`` is written like any other.
     """
     listed = sorted(paths)
     reading = _Reading(config)
     existing = existing_modules(config, listed)
     result = BranchPull(config.server, config.branch, config.root)
-    chosen = _choose_files(code, config, reading, existing, manifest_names, result)
+    run_by_name = RUN_BY_NAME if builds else RUN_BY_NAME - {"build"}
+    chosen = _choose_files(code, config, reading, existing, manifest_names, run_by_name, result)
     targets: dict[str, list[str]] = {}
     for name, (path, _) in chosen.items():
         targets.setdefault(path, []).append(name)
@@ -183,6 +187,7 @@ def _choose_files(
     reading: _Reading,
     existing: Mapping[str, str],
     manifest_names: frozenset[str],
+    run_by_name: frozenset[str],
     result: BranchPull,
 ) -> dict[str, tuple[str, bytes]]:
     """Phase 1: module name -> the file it goes to and its bytes, in the code's order; a module with no path the
@@ -211,7 +216,7 @@ def _choose_files(
             (p for p in paths_ if reading.why_not(p, module.is_binary) is None and reading.name(p) == module.name),
             paths_[0],
         )
-        why_refused = refusal(path, binary=module.is_binary, manifest_names=manifest_names)
+        why_refused = refusal(path, binary=module.is_binary, manifest_names=manifest_names, run_by_name=run_by_name)
         if why_refused is not None:
             result.refused.append(f"module {module.name!r} would be written to {path}, but {why_refused}")
             continue

@@ -530,10 +530,27 @@ def test_a_grunt_pipeline_that_copies_into_dist_is_built_by_its_own_task() -> No
     layout = pipeline_repo("Gruntfile.js", GRUNT_COPY_THEN_UPLOAD)
     assert (layout.kind, layout.root, layout.build) == ("build", "dist", "npx grunt build")
     assert layout.assumed == ()
-    no_task = pipeline_repo("Gruntfile.js", GRUNT_COPY_THEN_UPLOAD.replace("registerTask('build'", "registerTask('x'"))
-    # Only the default task, which uploads: the writing plugins' own tasks, said as a guess.
-    assert (no_task.root, no_task.build) == ("dist", "npx grunt copy file_append")
-    assert no_task.assumed == (
+    # No build-named task: the one with the uploading task's steps less the upload, by its name.
+    same_steps = pipeline_repo(
+        "Gruntfile.js", GRUNT_COPY_THEN_UPLOAD.replace("registerTask('build'", "registerTask('x'")
+    )
+    assert (same_steps.root, same_steps.build, same_steps.assumed) == ("dist", "npx grunt x", ())
+    # None: the steps of the task that uploads, before its screeps step, run by name (the bot's own deploy).
+    no_task = pipeline_repo("Gruntfile.js", GRUNT_COPY_THEN_UPLOAD.replace("registerTask('build'", "// "))
+    assert (no_task.root, no_task.build) == ("dist", "npx grunt clean copy:screeps file_append:versioned")
+    assert (
+        "Gruntfile.js's 'default' task uploads dist/ after 'clean copy:screeps file_append:versioned': the build runs "
+        "those steps, without the upload" in no_task.seen
+    )
+    # A default task that only uploads, and nothing registered to write: the writing plugins' own tasks, a guess.
+    plugins_only = pipeline_repo(
+        "Gruntfile.js",
+        GRUNT_COPY_THEN_UPLOAD.replace("registerTask('build'", "// ").replace(
+            "['clean', 'copy:screeps', 'file_append:versioned', 'screeps']", "['screeps']"
+        ),
+    )
+    assert (plugins_only.root, plugins_only.build) == ("dist", "npx grunt copy file_append")
+    assert plugins_only.assumed == (
         "Gruntfile.js registers no task that writes dist/ without uploading: the build runs its plugins' tasks, "
         "'npx grunt copy file_append'; change build if it needs others",
     )
