@@ -79,7 +79,7 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
 
 def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
     run = steps()["run"]
-    assert run["run"] == '"$GITOPS_BIN" action'
+    assert run["run"] == '. "$GITHUB_ACTION_PATH/scripts/action/isolate.sh"\n"$GITOPS_BIN" action\n'
     for name, var in INPUT_ENV.items():
         assert run["env"][var] == f"${{{{ inputs.{name} }}}}"
     text = ACTION_YML.read_text(encoding="utf-8")
@@ -153,7 +153,9 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert "${{ steps.state.outputs.lock }}" in key
     assert "${{ steps.python.outputs.python-version }}" in key
     assert "${{ runner.os }}" in key
-    assert save["if"] == "steps.uv-restore.outputs.cache-hit != 'true'"
+    # Only the build job, which holds nothing, takes uv's packages from the cache (any job on main can write it).
+    assert restore["if"] == "inputs.command == 'build'"
+    assert save["if"] == "inputs.command == 'build' && steps.uv-restore.outputs.cache-hit != 'true'"
     order = list(s)
     assert order.index("uv-restore") < order.index("install") < order.index("uv-save")
 
