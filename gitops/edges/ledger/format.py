@@ -44,6 +44,7 @@ __all__ = [
     "VerifyEntry",
     "applied_entry",
     "applied_record",
+    "checked_body",
     "decode",
     "deploy_entries",
     "deploys",
@@ -228,15 +229,27 @@ def signed(body: bytes) -> bytes:
 
 def _verifies(raw: bytes) -> bool:
     """Whether ``raw`` ends with a ``check`` member that matches the rest (then gitops wrote it)."""
+    return _check_head(raw) is not None
+
+
+def _check_head(raw: bytes) -> int | None:
+    """Where the ``check`` member of ``raw`` begins, when it matches the rest; else ``None``."""
     if len(raw) <= _CHECK_LENGTH or not raw.endswith(_CHECK_TAIL):
-        return False
+        return None
     head = len(raw) - _CHECK_LENGTH
     digest = raw[head + len(CHECK_HEAD) : -len(_CHECK_TAIL)]
     if raw[head : head + len(CHECK_HEAD)] != CHECK_HEAD or not _HEX.issuperset(digest):
-        return False
+        return None
     hasher = hashlib.sha256(memoryview(raw)[:head])
     hasher.update(b"}")
-    return hasher.hexdigest().encode("ascii") == digest
+    return head if hasher.hexdigest().encode("ascii") == digest else None
+
+
+def checked_body(raw: bytes) -> bytes | None:
+    """The file's bytes without its ``check`` member (the body :func:`signed` was given), when the check verifies;
+    ``None`` otherwise. The seal (``gitops.edges.ledger.seal``) is read from this body."""
+    head = _check_head(raw)
+    return None if head is None else raw[:head] + b"}"
 
 
 # --- reading a file ------------------------------------------------------------------------------------------
@@ -291,7 +304,7 @@ def _validated(loaded: Any) -> LedgerData:
     # ``Ge`` joins them here, so that a ledger that verifies never pays annotated_types' import.
     globals().setdefault("Ge", Ge)
     if isinstance(loaded, dict):
-        loaded = {k: v for k, v in loaded.items() if k != "check"}
+        loaded = {k: v for k, v in loaded.items() if k not in ("check", "seal")}
     return TypeAdapter(LedgerData).validate_python(loaded)
 
 
