@@ -52,6 +52,7 @@ __all__ = [
     "module_entries",
     "module_facts",
     "signed",
+    "trailing_digest",
     "verify_entry",
     "verify_record",
 ]
@@ -232,14 +233,24 @@ def _verifies(raw: bytes) -> bool:
     return _check_head(raw) is not None
 
 
+def trailing_digest(raw: bytes, head: bytes, tail: bytes) -> int | None:
+    """Where ``raw`` ends with ``head``, 64 lower-case hex digits and ``tail`` (the ``check`` member, or the seal's
+    before it): the position of ``head``; ``None`` when it does not."""
+    length = len(head) + 64 + len(tail)
+    if len(raw) <= length or not raw.endswith(tail):
+        return None
+    start = len(raw) - length
+    if raw[start : start + len(head)] != head or not _HEX.issuperset(raw[start + len(head) : -len(tail)]):
+        return None
+    return start
+
+
 def _check_head(raw: bytes) -> int | None:
     """Where the ``check`` member of ``raw`` begins, when it matches the rest; else ``None``."""
-    if len(raw) <= _CHECK_LENGTH or not raw.endswith(_CHECK_TAIL):
+    head = trailing_digest(raw, CHECK_HEAD, _CHECK_TAIL)
+    if head is None:
         return None
-    head = len(raw) - _CHECK_LENGTH
     digest = raw[head + len(CHECK_HEAD) : -len(_CHECK_TAIL)]
-    if raw[head : head + len(CHECK_HEAD)] != CHECK_HEAD or not _HEX.issuperset(digest):
-        return None
     hasher = hashlib.sha256(memoryview(raw)[:head])
     hasher.update(b"}")
     return head if hasher.hexdigest().encode("ascii") == digest else None

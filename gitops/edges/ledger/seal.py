@@ -24,12 +24,12 @@ import hmac
 from collections.abc import Iterable
 from typing import Final
 
+from gitops.edges.ledger.format import trailing_digest
+
 __all__ = ["SEAL_HEAD", "SealKey", "seal_body", "seal_of", "unsealed_body"]
 
 SEAL_HEAD: Final = b',"seal":"hmac-sha256:'
 _SEAL_TAIL = b'"}'
-_SEAL_LENGTH = len(SEAL_HEAD) + 64 + len(_SEAL_TAIL)
-_HEX = frozenset(b"0123456789abcdef")
 
 #: HKDF's salt and the label of this use: the same credential keys nothing else with it.
 _SALT = b"screeps-gitops ledger seal"
@@ -68,13 +68,10 @@ def seal_body(body: bytes, key: SealKey) -> bytes:
 
 def seal_of(sealed: bytes) -> tuple[bytes, bytes] | None:
     """The data's bytes and the seal of a body that ends with a ``seal`` member (``None`` when it has none)."""
-    if len(sealed) <= _SEAL_LENGTH or not sealed.endswith(_SEAL_TAIL):
+    head = trailing_digest(sealed, SEAL_HEAD, _SEAL_TAIL)
+    if head is None:
         return None
-    head = len(sealed) - _SEAL_LENGTH
-    seal = sealed[head + len(SEAL_HEAD) : -len(_SEAL_TAIL)]
-    if sealed[head : head + len(SEAL_HEAD)] != SEAL_HEAD or not _HEX.issuperset(seal):
-        return None
-    return sealed[:head] + b"}", seal
+    return sealed[:head] + b"}", sealed[head + len(SEAL_HEAD) : -len(_SEAL_TAIL)]
 
 
 def unsealed_body(sealed: bytes, key: SealKey) -> bytes | None:
