@@ -360,6 +360,8 @@ class Runner:
         for index, step in enumerate(action["runs"]["steps"]):
             step_id = step.get("id") or f"step{index}"
             condition = str(step.get("if", "success()"))
+            if not re.search(r"\b(always|success|failure|cancelled)\(\)", condition):
+                condition = f"success() && ({condition})"  # as GitHub: no status function means success() too
             if not evaluate(condition.replace("${{", "").replace("}}", ""), contexts, status=status):
                 steps[step_id] = StepRun(step_id, "skipped", {}, "", "", "", {})
                 contexts["steps"][step_id] = {"outputs": {}, "outcome": "skipped"}

@@ -216,6 +216,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "health": "",
         "rolled-back": "",
         "codeset-file": "",
+        "ledger-dir": "",
         "rehearsal": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"

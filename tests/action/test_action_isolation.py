@@ -228,7 +228,7 @@ INSTALLED = ("state", "install", "ledger")
 
 def test_build_job(job: Job) -> None:
     run = job.run({"command": "build"}, job.push_env())
-    assert_nothing_of_the_checkout_ran(job, run, "state", "install", "build")
+    assert_nothing_of_the_checkout_ran(job, run, "state", "install", "build", "restore", "handoff")
     assert run.outputs["exit-code"] == "0"
     # uv's packages are cached by the build job only (it holds nothing), under the lock's digest and the Python.
     [uv_key] = [k for k in job.world.runner.cache.keys if k.startswith("screeps-gitops-uv-")]
@@ -245,7 +245,7 @@ def test_apply_job(job: Job, codeset: bool) -> None:
         assert built.outcome == "success", built.stderr
         with_["codeset"] = built.outputs["codeset-file"]
     run = job.run(with_, env)
-    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, "run")
+    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, "seed" if codeset else "restore", "run")
     assert run.outputs["exit-code"] == "0", run.stdout + run.stderr
     held = job.world.standin.branch_modules(ALICE, "main")
     assert held is not None, run.stdout
@@ -266,7 +266,7 @@ def test_plan_job(job: Job, codeset: bool) -> None:
         run = job.run({"command": "plan", "codeset": built.outputs["codeset-file"]}, env)
     else:  # a plan given the Screeps token under pull_request_target, the manifest unchanged (no exit 13)
         run = job.run({"command": "plan", "screeps-token": FULL_TOKEN}, job.env("pull_request_target", event, head))
-    assert_nothing_of_the_checkout_ran(job, run, "state", "install", "run")
+    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, "seed" if codeset else "restore", "run")
     assert run.outputs["exit-code"] == "2", run.stdout + run.stderr
 
 

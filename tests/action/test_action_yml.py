@@ -66,11 +66,14 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "health",
         "rolled-back",
         "codeset-file",
+        "ledger-dir",
         "rehearsal",
     }
     for name, spec in action["outputs"].items():
         if name == "codeset-file":  # command: build, whose build step is the job's product
             assert spec["value"] == "${{ steps.build.outputs.codeset-file }}"
+        elif name == "ledger-dir":  # command: build hands the ledger on beside the code set
+            assert spec["value"] == "${{ steps.handoff.outputs.dir }}"
         elif name == "exit-code":
             assert spec["value"] == "${{ steps.run.outputs.exit-code || steps.build.outputs.exit-code }}"
         else:
@@ -116,8 +119,12 @@ def test_python_and_cache_steps() -> None:
     assert save["with"]["key"] == "${{ steps.ledger.outputs.key }}"
     assert save["if"] == (
         "always() && inputs.cache == 'true' && steps.ledger.outputs.key != '' "
-        "&& steps.ledger.outputs.key != steps.restore.outputs.cache-matched-key"
+        "&& steps.ledger.outputs.key != (steps.restore.outputs.cache-matched-key || steps.seed.outputs.key)"
     ), "the ledger is saved even when the step fails, and only when it changed"
+    # A job given a code set never extracts a cache entry (tar -P writes anywhere): the build job hands it on.
+    assert restore["if"] == "inputs.cache == 'true' && (inputs.command == 'build' || inputs.codeset == '')"
+    assert s["seed"]["if"] == "inputs.cache == 'true' && inputs.command != 'build' && inputs.codeset != ''"
+    assert s["handoff"]["if"] == "inputs.cache == 'true' && inputs.command == 'build'"
     assert s["ledger"]["if"].startswith("always()")
     assert 'rglob("*.json")' in s["ledger"]["run"]
     for key in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
