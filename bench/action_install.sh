@@ -31,10 +31,12 @@ import sys, yaml
 steps = yaml.safe_load(open(sys.argv[1], encoding="utf-8"))["runs"]["steps"]
 print(next(s["run"] for s in steps if s.get("id") == "install"))' "$ROOT/action.yml" > "$STEP"
 
-install_uv() {  # $1 venv, $2 cache: action.yml's install step
+install_uv() {  # $1 venv's parent, $2 cache: action.yml's install step (it makes the venv in a folder of $1)
   : > "$WORK/output"
-  PYTHON=$(command -v "$PY") UV="$UV" ACTION_PATH="$ROOT" VENV="$1" UV_CACHE_DIR="$2" UV_PYTHON_DOWNLOADS=never \
-    GITHUB_OUTPUT="$WORK/output" bash --noprofile --norc -eo pipefail "$STEP"
+  mkdir -p "$1"
+  PYTHON=$(command -v "$PY") UV="$UV" ACTION_PATH="$ROOT" VENV_PARENT="$1" UV_CACHE_DIR="$2" \
+    UV_PYTHON_DOWNLOADS=never UV_NO_CONFIG=1 GITHUB_OUTPUT="$WORK/output" GITHUB_ACTION_PATH="$ROOT" \
+    GITHUB_WORKSPACE="$ROOT" RUNNER_TEMP="$WORK" bash --noprofile --norc -eo pipefail "$STEP"
 }
 
 install_pip() {
@@ -51,7 +53,9 @@ timed() {  # $1 tool, $2 venv, $3 cache
   "install_$1" "$2" "$3" >"$log" 2>&1
   end=$(date +%s.%N)
   if [ -s "$log" ]; then echo "install_$1 printed:" >&2; cat "$log" >&2; exit 1; fi
-  (cd "$WORK" && "$2/bin/python" -P -m gitops --version >/dev/null)
+  local python="$2/bin/python"
+  [ "$1" = pip ] || python=$(echo "$2"/screeps-gitops-*/venv/bin/python)
+  (cd "$WORK" && "$python" -I -m gitops --version >/dev/null)
   echo "$end - $start" | bc
 }
 

@@ -25,7 +25,7 @@ from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
-from gitops.edges.ledger import Ledger, default_state_dir, lock_wait
+from gitops.edges.ledger import Ledger, SealKey, default_state_dir, lock_wait
 from gitops.errors import GitopsError, StateFolderError
 from gitops.secrets import Secret
 
@@ -134,7 +134,8 @@ class Session:
     def _open_ledger(self, server: str) -> Ledger:
         if server not in self._ledgers:
             config = self.loaded.manifest.servers[server]
-            fingerprint = self.auth(server).fingerprint() if self.has_credentials(server) else None
+            auth = self.auth(server) if self.has_credentials(server) else None
+            fingerprint = auth.fingerprint() if auth is not None else None
             for known in self._ledgers.values():
                 # Two server names for one URL and one account share one ledger file: one object, one lock.
                 if known.fingerprint == fingerprint and known.server_url == Ledger.normal_url(config.url):
@@ -148,6 +149,10 @@ class Session:
                 clock=self.options.clock,
                 lock_wait=lock_wait(self.options.env),
                 waiting=self.options.waiting,
+                # Only a file sealed with this credential's key is believed (the cache is a channel; seal.py).
+                seal=None
+                if auth is None
+                else SealKey((t for t, _ in auth.secret_texts()), Ledger.normal_url(config.url)),
             )
         return self._ledgers[server]
 

@@ -5,14 +5,19 @@ text of the code to restore. It is kept here, in ``<ledger file without .json>.c
 not named ``.json``: no walk over the state folder for ledgers takes them): only the sets that
 ``gitops.core.deploys.kept_digests`` names (the newest few deploys of each branch, and the code each
 verification record would restore); :func:`prune` removes the rest. Each file is written atomically and read back
-only when its modules still have the digest it is named by (a damaged or edited file is not restored from).
+only when its modules still have the digest it is named by (a damaged or edited file is not restored from, and is
+written anew when that code is kept again). The digests come from the ledger, which a run holding the credential
+believes only when it carries that credential's seal (``edges/ledger/seal.py``): code swapped in through the Actions
+cache matches no authenticated digest, so it is never restored.
 Module text is the player's code: never credentials (the tool's own tokens are never in it).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -49,8 +54,9 @@ def write_kept(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> 
 
 def _write(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> None:
     path = _file(folder, digest)
-    if path.is_file():
+    if kept(folder, digest) is not None:
         return
+    # Not there, or not that code (a file put there under the digest's name, say): written anew.
     folder.mkdir(parents=True, exist_ok=True)
     payload = orjson.dumps({"digest": digest, "modules": dict(modules)})
     replace_atomically(path, payload, temp_prefix=".kept.", fsync=True)
@@ -59,13 +65,26 @@ def _write(folder: Path, digest: str, modules: Mapping[str, WireModule]) -> None
 def kept(folder: Path, digest: str) -> dict[str, WireModule] | None:
     """The modules kept for ``digest``, or ``None`` when they are not kept (or the file no longer matches)."""
     try:
-        data = orjson.loads(_file(folder, digest).read_bytes())
+        data = orjson.loads(_read_regular(_file(folder, digest)))
         modules = data["modules"]
         if data["digest"] != digest or CodeSet.from_wire(modules).digest != digest:
             return None
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return dict(modules)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``; ``OSError`` for anything else (a FIFO put there through the cache
+    would hold a plain read until a writer came; a link is not followed)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def is_kept(folder: Path, digest: str) -> bool:

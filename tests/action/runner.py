@@ -7,6 +7,8 @@ What the real runner does and this one does too:
   ``inputs``, ``steps``, ``github``, ``runner``; ``==``, ``!=``, ``&&``, ``||``, ``!``; ``always()``, ``success()``);
 * per step a fresh ``GITHUB_OUTPUT`` and ``GITHUB_STEP_SUMMARY`` file, parsed after the step; a failed step skips
   the rest unless their ``if`` says ``always()``;
+* per step a fresh ``GITHUB_ENV`` and ``GITHUB_PATH`` file, read after the step: what it adds reaches every later
+  step (over the job's variables, under a step's own ``env:``; a path is put first on ``PATH``);
 * ``run`` steps under ``bash --noprofile --norc -eo pipefail``, with the job's ``GITHUB_*``/``RUNNER_*`` variables.
 
 What it stands in for: ``actions/setup-python`` (answers this interpreter), ``astral-sh/setup-uv`` (answers the
@@ -14,9 +16,11 @@ What it stands in for: ``actions/setup-python`` (answers this interpreter), ``as
 ``actions/cache/save`` (a folder of snapshots with GitHub's key rules: exact key, else the newest key with a
 ``restore-keys`` prefix; saving an existing key is refused with a warning, saving a path that is not there too),
 and the ``install`` step (the tool is already installed in this virtual environment; uv would need the network:
-bench/action_install.sh runs that step's commands for real). With ``in_process`` the ``run`` step runs
-``gitops action`` in this process (``gitops.cli.run``), so a test can give the GitHub client a MockTransport and
-the tool the stand-in's clock; its environment is still exactly the one the step declares.
+bench/action_install.sh runs that step's commands for real). With ``uv`` given, ``astral-sh/setup-uv`` answers that
+program instead and the ``install`` step's own script runs (tests/action/test_action_isolation.py's stand-in for
+uv). With ``in_process`` the ``run`` step runs ``gitops action`` in this process (``gitops.cli.run``), so a test
+can give the GitHub client a MockTransport and the tool the stand-in's clock; its environment is still exactly the
+one the step declares.
 """
 
 from __future__ import annotations
@@ -224,6 +228,28 @@ def _safe(key: str) -> str:
 
 
 @dataclass
+class _Carried:
+    """What steps wrote to ``GITHUB_ENV`` and ``GITHUB_PATH``, for the steps after them."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    path: list[str] = field(default_factory=list)
+
+    def take(self, step_env: Mapping[str, str]) -> None:
+        if "GITHUB_ENV" in step_env:
+            self.env.update(read_outputs(Path(step_env["GITHUB_ENV"]).read_text(encoding="utf-8")))
+        if "GITHUB_PATH" in step_env:
+            added = Path(step_env["GITHUB_PATH"]).read_text(encoding="utf-8").splitlines()
+            self.path[:0] = reversed([line for line in added if line.strip()])
+
+    def over(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The job's variables with what earlier steps added (a step's own ``env:`` goes over these)."""
+        out = {**env, **self.env}
+        if self.path:
+            out["PATH"] = os.pathsep.join([*self.path, out.get("PATH", "")])
+        return out
+
+
+@dataclass
 class StepRun:
     id: str
     outcome: str  # success, failure, skipped
@@ -270,9 +296,17 @@ class Runner:
     """One simulated job (a fresh ``RUNNER_TEMP``) per :meth:`use` call; the cache store outlives jobs."""
 
     def __init__(
-        self, workspace: Path, scratch: Path, job_env: Mapping[str, str], cache: CacheStore, *, github_token: str
+        self,
+        workspace: Path,
+        scratch: Path,
+        job_env: Mapping[str, str],
+        cache: CacheStore,
+        *,
+        github_token: str,
+        uv: Path | None = None,
     ) -> None:
         self.workspace = workspace
+        self.uv = uv
         self.scratch = scratch
         self.job_env = dict(job_env)
         self.cache = cache
@@ -322,17 +356,21 @@ class Runner:
             inputs[name] = value
         status = "success"
         steps: dict[str, StepRun] = {}
+        carried = _Carried()
         for index, step in enumerate(action["runs"]["steps"]):
             step_id = step.get("id") or f"step{index}"
             condition = str(step.get("if", "success()"))
+            if not re.search(r"\b(always|success|failure|cancelled)\(\)", condition):
+                condition = f"success() && ({condition})"  # as GitHub: no status function means success() too
             if not evaluate(condition.replace("${{", "").replace("}}", ""), contexts, status=status):
                 steps[step_id] = StepRun(step_id, "skipped", {}, "", "", "", {})
                 contexts["steps"][step_id] = {"outputs": {}, "outcome": "skipped"}
                 continue
             step_dir = self.scratch / f"job{self.jobs}" / step_id
             step_dir.mkdir()
-            result = self._step(step, step_id, step_dir, env, contexts, status, in_process)
+            result = self._step(step, step_id, step_dir, carried.over(env), contexts, status, in_process)
             steps[step_id] = result
+            carried.take(result.env)
             contexts["steps"][step_id] = {"outputs": result.outputs, "outcome": result.outcome}
             if result.outcome == "failure":
                 status = "failure"
@@ -364,9 +402,13 @@ class Runner:
         summary.touch()
         step_env["GITHUB_OUTPUT"] = str(output)
         step_env["GITHUB_STEP_SUMMARY"] = str(summary)
+        step_env["GITHUB_ENV"] = str(step_dir / "env")
+        step_env["GITHUB_PATH"] = str(step_dir / "path")
+        for name in ("GITHUB_ENV", "GITHUB_PATH"):
+            Path(step_env[name]).touch()
         assert step.get("shell") == "bash", f"step {step_id}: composite run steps must name their shell"
         script = substitute(str(step["run"]), contexts, status=status)
-        if step_id == "install":
+        if step_id == "install" and self.uv is None:
             # Stands in for "python -m venv; pip install $ACTION_PATH": this interpreter already has the tool.
             assert '"$ACTION_PATH"' in script
             output.write_text(f"gitops={Path(sys.executable).parent / 'gitops'}\n", encoding="utf-8")
@@ -376,7 +418,7 @@ class Runner:
             (cache / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n", encoding="utf-8")
             code, out, err = 0, "", ""
         elif step_id == "run" and in_process is not None:
-            assert script.strip() == '"$GITOPS_BIN" action', script
+            assert script.strip().endswith('"$GITOPS_BIN" action'), script
             code, out, err = _run_in_process(step_env, in_process, cwd=self.workspace)
         else:
             script_file = step_dir / "script.sh"
@@ -401,7 +443,7 @@ class Runner:
             outputs["python-version"] = ".".join(map(str, sys.version_info[:3]))
         elif uses.startswith("astral-sh/setup-uv@"):
             assert with_.get("enable-cache") == "false", "the action caches uv's packages itself, keyed on its lock"
-            outputs["uv-path"] = shutil.which("uv") or "uv"
+            outputs["uv-path"] = str(self.uv) if self.uv is not None else shutil.which("uv") or "uv"
         elif uses.startswith("actions/cache/restore@"):
             restore_keys = [k.strip() for k in with_.get("restore-keys", "").splitlines() if k.strip()]
             hit = self.cache.restore(Path(with_["path"]), with_["key"], restore_keys)

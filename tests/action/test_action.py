@@ -216,6 +216,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "health": "",
         "rolled-back": "",
         "codeset-file": "",
+        "ledger-dir": "",
         "rehearsal": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
@@ -428,7 +429,8 @@ def test_huge_diffs_are_cut_to_fit_the_summary_and_the_comment(world: World) -> 
     old = {f"src/big{n}.js": "\n".join(f"// {n} {i} {line}" for i in range(130)) + "\n" for n in range(28)}
     world.write(old)
     world.push(DEPLOY)
-    world.write({name: text.replace("// ", "/* ") for name, text in old.items()})
+    # Every line changes and every module still parses (plan and apply refuse JavaScript that does not).
+    world.write({name: text.replace("// ", "//~") for name, text in old.items()})
     run = world.pull_request({**PLAN, "refresh": "always"})
     assert run.outcome == "success", run.stderr
     summary = run.summary
@@ -479,11 +481,9 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         assert deploy.outputs["exit-code"] == "0"
         [key] = ledger_keys(world)
         assert key == ledger_key(deploy), "saved under the digest of the ledger the run left"
-        # uv's packages: saved once, under the lock's digest and the Python version.
-        [uv_key] = [k for k in world.runner.cache.keys if k.startswith("screeps-gitops-uv-")]
-        lock = hashlib.sha256((Path(__file__).parents[2] / "requirements" / "action.lock").read_bytes()).hexdigest()
-        assert uv_key.endswith("-py{}.{}.{}-{}".format(*sys.version_info[:3], lock[:16]))
-        assert deploy.steps["uv-save"].outcome == "success"
+        # uv's packages: never from the cache in a job that holds a credential (any job on main can write it).
+        assert deploy.steps["uv-restore"].outcome == deploy.steps["uv-save"].outcome == "skipped"
+        assert [k for k in world.runner.cache.keys if k.startswith("screeps-gitops-uv-")] == []
 
         world.write({"src/role/harvester.js": "module.exports.run = () => 1;\n"})
         plan = world.pull_request(PLAN, in_process=False)
@@ -499,8 +499,7 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         assert ledger_key(plan) == key
         assert plan.steps["save"].outcome == "skipped"
         assert ledger_keys(world) == [key]
-        assert plan.steps["uv-restore"].outputs["cache-hit"] == "true"
-        assert plan.steps["uv-save"].outcome == "skipped"
+        assert plan.steps["uv-restore"].outcome == plan.steps["uv-save"].outcome == "skipped"
         assert world.runner.cache.warnings == []
 
         # The merge deploys: the ledger changes, so one new entry, which the next run restores.

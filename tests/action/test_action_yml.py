@@ -66,11 +66,14 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "health",
         "rolled-back",
         "codeset-file",
+        "ledger-dir",
         "rehearsal",
     }
     for name, spec in action["outputs"].items():
         if name == "codeset-file":  # command: build, whose build step is the job's product
             assert spec["value"] == "${{ steps.build.outputs.codeset-file }}"
+        elif name == "ledger-dir":  # command: build hands the ledger on beside the code set
+            assert spec["value"] == "${{ steps.handoff.outputs.dir }}"
         elif name == "exit-code":
             assert spec["value"] == "${{ steps.run.outputs.exit-code || steps.build.outputs.exit-code }}"
         else:
@@ -79,7 +82,7 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
 
 def test_every_input_reaches_the_tool_through_the_environment_only() -> None:
     run = steps()["run"]
-    assert run["run"] == '"$GITOPS_BIN" action'
+    assert run["run"] == '. "$GITHUB_ACTION_PATH/scripts/action/isolate.sh"\n"$GITOPS_BIN" action\n'
     for name, var in INPUT_ENV.items():
         assert run["env"][var] == f"${{{{ inputs.{name} }}}}"
     text = ACTION_YML.read_text(encoding="utf-8")
@@ -116,8 +119,12 @@ def test_python_and_cache_steps() -> None:
     assert save["with"]["key"] == "${{ steps.ledger.outputs.key }}"
     assert save["if"] == (
         "always() && inputs.cache == 'true' && steps.ledger.outputs.key != '' "
-        "&& steps.ledger.outputs.key != steps.restore.outputs.cache-matched-key"
+        "&& steps.ledger.outputs.key != (steps.restore.outputs.cache-matched-key || steps.seed.outputs.key)"
     ), "the ledger is saved even when the step fails, and only when it changed"
+    # A job given a code set never extracts a cache entry (tar -P writes anywhere): the build job hands it on.
+    assert restore["if"] == "inputs.cache == 'true' && (inputs.command == 'build' || inputs.codeset == '')"
+    assert s["seed"]["if"] == "inputs.cache == 'true' && inputs.command != 'build' && inputs.codeset != ''"
+    assert s["handoff"]["if"] == "inputs.cache == 'true' && inputs.command == 'build'"
     assert s["ledger"]["if"].startswith("always()")
     assert 'rglob("*.json")' in s["ledger"]["run"]
     for key in ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT"):
@@ -153,7 +160,9 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert "${{ steps.state.outputs.lock }}" in key
     assert "${{ steps.python.outputs.python-version }}" in key
     assert "${{ runner.os }}" in key
-    assert save["if"] == "steps.uv-restore.outputs.cache-hit != 'true'"
+    # Only the build job, which holds nothing, takes uv's packages from the cache (any job on main can write it).
+    assert restore["if"] == "inputs.command == 'build'"
+    assert save["if"] == "inputs.command == 'build' && steps.uv-restore.outputs.cache-hit != 'true'"
     order = list(s)
     assert order.index("uv-restore") < order.index("install") < order.index("uv-save")
 

@@ -54,6 +54,8 @@ def test_the_install_step_runs_the_tool_from_the_action_folder_never_from_the_re
             "PYTHON": sys.executable,
             "UV": str(uv),
             "ACTION_PATH": str(ROOT),
+            "GITHUB_ACTION_PATH": str(ROOT),
+            "GITHUB_WORKSPACE": str(repo),
             "VENV_PARENT": str(tmp_path),
             "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
             "GITHUB_OUTPUT": str(output),

@@ -44,6 +44,7 @@ __all__ = [
     "VerifyEntry",
     "applied_entry",
     "applied_record",
+    "checked_body",
     "decode",
     "deploy_entries",
     "deploys",
@@ -51,6 +52,7 @@ __all__ = [
     "module_entries",
     "module_facts",
     "signed",
+    "trailing_digest",
     "verify_entry",
     "verify_record",
 ]
@@ -228,15 +230,37 @@ def signed(body: bytes) -> bytes:
 
 def _verifies(raw: bytes) -> bool:
     """Whether ``raw`` ends with a ``check`` member that matches the rest (then gitops wrote it)."""
-    if len(raw) <= _CHECK_LENGTH or not raw.endswith(_CHECK_TAIL):
-        return False
-    head = len(raw) - _CHECK_LENGTH
+    return _check_head(raw) is not None
+
+
+def trailing_digest(raw: bytes, head: bytes, tail: bytes) -> int | None:
+    """Where ``raw`` ends with ``head``, 64 lower-case hex digits and ``tail`` (the ``check`` member, or the seal's
+    before it): the position of ``head``; ``None`` when it does not."""
+    length = len(head) + 64 + len(tail)
+    if len(raw) <= length or not raw.endswith(tail):
+        return None
+    start = len(raw) - length
+    if raw[start : start + len(head)] != head or not _HEX.issuperset(raw[start + len(head) : -len(tail)]):
+        return None
+    return start
+
+
+def _check_head(raw: bytes) -> int | None:
+    """Where the ``check`` member of ``raw`` begins, when it matches the rest; else ``None``."""
+    head = trailing_digest(raw, CHECK_HEAD, _CHECK_TAIL)
+    if head is None:
+        return None
     digest = raw[head + len(CHECK_HEAD) : -len(_CHECK_TAIL)]
-    if raw[head : head + len(CHECK_HEAD)] != CHECK_HEAD or not _HEX.issuperset(digest):
-        return False
     hasher = hashlib.sha256(memoryview(raw)[:head])
     hasher.update(b"}")
-    return hasher.hexdigest().encode("ascii") == digest
+    return head if hasher.hexdigest().encode("ascii") == digest else None
+
+
+def checked_body(raw: bytes) -> bytes | None:
+    """The file's bytes without its ``check`` member (the body :func:`signed` was given), when the check verifies;
+    ``None`` otherwise. The seal (``gitops.edges.ledger.seal``) is read from this body."""
+    head = _check_head(raw)
+    return None if head is None else raw[:head] + b"}"
 
 
 # --- reading a file ------------------------------------------------------------------------------------------
@@ -291,7 +315,7 @@ def _validated(loaded: Any) -> LedgerData:
     # ``Ge`` joins them here, so that a ledger that verifies never pays annotated_types' import.
     globals().setdefault("Ge", Ge)
     if isinstance(loaded, dict):
-        loaded = {k: v for k, v in loaded.items() if k != "check"}
+        loaded = {k: v for k, v in loaded.items() if k not in ("check", "seal")}
     return TypeAdapter(LedgerData).validate_python(loaded)
 
 

@@ -45,6 +45,7 @@ from gitops.edges.ledger.format import (
     verify_entry,
     verify_record,
 )
+from gitops.edges.ledger.seal import SealKey
 from gitops.edges.ledger.store import LedgerStore
 
 __all__ = ["Ledger"]
@@ -56,8 +57,10 @@ class Ledger(LedgerStore):
     Open it with :meth:`open`; nothing is written until :meth:`save`.
     """
 
-    def __init__(self, path: Path, server_url: str, fingerprint: str | None, *, clock: Clock) -> None:
-        super().__init__(path, server_url, fingerprint, clock=clock)
+    def __init__(
+        self, path: Path, server_url: str, fingerprint: str | None, *, clock: Clock, seal: SealKey | None = None
+    ) -> None:
+        super().__init__(path, server_url, fingerprint, clock=clock, seal=seal)
         #: remembered_branch's module facts, by branch, with the record's module map they were built from.
         self._facts: dict[str, tuple[dict[str, ModuleEntry], dict[str, ModuleFacts]]] = {}
 

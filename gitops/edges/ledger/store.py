@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from gitops.edges.atomicfile import replace_atomically
 from gitops.edges.clock import Clock, Waiting
-from gitops.edges.ledger.format import FORMAT_VERSION, LedgerData, NotALedger, decode, dump, signed
+from gitops.edges.ledger.format import FORMAT_VERSION, LedgerData, NotALedger, checked_body, decode, dump, signed
+from gitops.edges.ledger.seal import SealKey, seal_body, seal_of, unsealed_body
 from gitops.edges.locking import FileLock, LockTimeout, file_lock
 from gitops.errors import LedgerBusyError
 from gitops.secrets import redact
@@ -69,7 +70,9 @@ class LedgerStore:
     What the data means is :class:`gitops.edges.ledger.Ledger`'s, which adds it to this class.
     """
 
-    def __init__(self, path: Path, server_url: str, fingerprint: str | None, *, clock: Clock) -> None:
+    def __init__(
+        self, path: Path, server_url: str, fingerprint: str | None, *, clock: Clock, seal: SealKey | None = None
+    ) -> None:
         self.path = path
         self.server_url = normal_url(server_url)
         self.fingerprint = fingerprint
@@ -82,6 +85,10 @@ class LedgerStore:
         #: counts as :attr:`changed`, so that the next save writes the file with its check.
         self._unchecked = False
         self._pointer_written = False
+        #: The key of the seal (``seal.py``) this run checks and writes: a run with the server's credential has one.
+        self._seal = seal
+        #: Whether the file read carried a seal: a run without the key never writes over it (it cannot seal).
+        self._read_sealed = False
         self._lock: FileLock | None = None
         #: Whether the ledger file (or the pointer) was written without fsync since (see :meth:`sync`).
         self._unsynced = False
@@ -122,6 +129,7 @@ class LedgerStore:
         clock: Clock,
         lock_wait: float | None = None,
         waiting: Waiting | None = None,
+        seal: SealKey | None = None,
     ) -> Self:
         """The ledger of ``server_url`` for the credentials with ``fingerprint``.
 
@@ -132,9 +140,12 @@ class LedgerStore:
         With ``lock_wait`` the ledger is locked for this run before it is read, and stays locked until
         :meth:`close`: a second run on the same state folder waits up to ``lock_wait`` seconds, then stops with
         :class:`LedgerBusyError` naming the run that holds it. So no run saves over what another learnt meanwhile.
+
+        With ``seal`` (the key of the credential, ``seal.py``) only a file sealed with it is believed; another one is
+        set aside with a warning, as a corrupt one is, and the file is written sealed.
         """
         path, fingerprint = cls.path_for(state_dir, server_url, fingerprint)
-        ledger = cls(path, server_url, fingerprint, clock=clock)
+        ledger = cls(path, server_url, fingerprint, clock=clock, seal=seal)
         if lock_wait is not None:
             ledger._acquire(lock_wait, waiting)
         ledger._load()
@@ -217,6 +228,16 @@ class LedgerStore:
                 "figures are counted from zero and branches are downloaded."
             )
             return
+        body = checked_body(raw)
+        self._read_sealed = body is not None and seal_of(body) is not None
+        if self._seal is not None and (body is None or unsealed_body(body, self._seal) is None):
+            self._set_aside(
+                "it does not carry the seal of this run's credential: written by an older version or by a run without "
+                "the credential, or changed since (the Actions cache is writable by any job of the branch), so "
+                "nothing in it is believed",
+                what="is not sealed",
+            )
+            return
         try:
             data, unchecked = decode(raw)
         except NotALedger as exc:
@@ -229,7 +250,7 @@ class LedgerStore:
         self._unchecked = unchecked
         self._prune()
 
-    def _set_aside(self, reason: str) -> None:
+    def _set_aside(self, reason: str, *, what: str = "was corrupt") -> None:
         stamp = datetime.fromtimestamp(self._clock.now(), tz=UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         try:
@@ -240,7 +261,7 @@ class LedgerStore:
         # What this run did to the file is no change by another program (notice_rewrite compares with this).
         self._seen = self._stat()
         self.warnings.append(
-            f"the ledger at {self.path} was corrupt ({reason}); {moved}; starting afresh, so rate-limit figures "
+            f"the ledger at {self.path} {what} ({reason}); {moved}; starting afresh, so rate-limit figures "
             "are counted from zero and branches are downloaded."
         )
 
@@ -274,9 +295,13 @@ class LedgerStore:
         """
         self._prune()
         self.notice_rewrite()
+        if self._seal is None and self._read_sealed:
+            # Without the credential the seal cannot be made again: the sealed file the deploy left stays as it is
+            # (a run without credentials sends no request, so it has nothing the next deploy needs).
+            return
         self._data.saved_at = float(self._clock.now())
         body = dump(self._data)
-        _atomic_write(self.path, signed(body), durable=durable)
+        _atomic_write(self.path, signed(body if self._seal is None else seal_body(body, self._seal)), durable=durable)
         self._saved = body
         self._seen = self._stat()
         self._unsynced = not durable
