@@ -1,7 +1,9 @@
 """What ships, installed as a user installs it: the sdist and the wheel built from it (``python -m build``, the
 wheel made from the unpacked sdist, so a file the sdist lacks is missing from the wheel too), the wheel installed
 with its ``serve`` extra into a fresh virtual environment (not editable; its dependencies resolved by pip from the
-index, as ``pip install``/``pipx install`` do), and every command run from a folder outside this checkout.
+index, as ``pip install``/``pipx install`` do; ``--no-compile``: Python writes the bytecode of what the commands
+import when they first run, which takes less time than compiling every dependency ahead), and every command run from
+a folder outside this checkout.
 
 ``scripts/test.sh`` runs this folder as a step of its own (``pytest tests/installed``) and leaves it out of the main
 run; run alone, it builds and installs in a temporary folder the same way (about 45 s on 2 cores).
