@@ -63,17 +63,24 @@ def ok(done: subprocess.CompletedProcess[str], code: int = 0) -> str:
     return done.stdout
 
 
-def test_the_tool_that_runs_is_the_wheel_not_the_checkout(installed: Installed) -> None:
-    probe = "import gitops, json, sys; print(json.dumps([gitops.__file__, gitops.__version__, sys.path]))"
-    done = subprocess.run(
-        [str(installed.python), "-c", probe],
-        cwd=installed.home,
+def python(installed: Installed, code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``code`` run by the installed interpreter, from a folder outside the checkout."""
+    return subprocess.run(
+        [str(installed.python), "-c", code],
+        cwd=cwd or installed.home,
         env=installed.env(),
         capture_output=True,
         text=True,
-        check=True,
         timeout=60,
+        check=False,
     )
+
+
+def test_the_tool_that_runs_is_the_wheel_not_the_checkout(installed: Installed) -> None:
+    done = python(
+        installed, "import gitops, json, sys; print(json.dumps([gitops.__file__, gitops.__version__, sys.path]))"
+    )
+    assert done.returncode == 0, done.stderr
     where, version, path = json.loads(done.stdout)
     assert Path(where).is_relative_to(installed.venv)
     assert version == __version__
@@ -153,15 +160,7 @@ print(json.dumps(read))
 
 
 def test_every_data_file_the_wheel_records_reads_through_its_package(installed: Installed) -> None:
-    done = subprocess.run(
-        [str(installed.python), "-c", _READ_EVERY_DATA_FILE],
-        cwd=installed.home,
-        env=installed.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = python(installed, _READ_EVERY_DATA_FILE)
     assert done.returncode == 0, done.stderr
     read = set(json.loads(done.stdout))
     data = {name for name in _shipped_from_the_checkout() if not name.endswith(".py")}
@@ -204,15 +203,7 @@ def test_the_missing_extra_names_the_packages_to_install(installed: Installed, t
         "raise SystemExit(run(['serve', '--demo']))\n"
     )
     RAN.add("serve")
-    done = subprocess.run(
-        [str(installed.python), "-c", hide],
-        cwd=tmp_path,
-        env=installed.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = python(installed, hide, cwd=tmp_path)
     assert done.returncode == ExitCode.USAGE, done.stderr
     assert INSTALL_HINT in " ".join(done.stderr.split())
 
