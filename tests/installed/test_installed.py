@@ -321,7 +321,12 @@ def _watch_deploys_a_change(installed: Installed, repo: Path, env: dict[str, str
         assert "deployed local/main (src/main.js)" in watch.stdout.readline()
     finally:
         watch.send_signal(signal.SIGINT)
-        _, err = watch.communicate(timeout=30)
+        try:
+            _, err = watch.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            watch.kill()
+            _, err = watch.communicate()
+            pytest.fail(f"gitops watch did not stop within 60 s of Ctrl-C; its stderr:\n{err[-3000:]}")
     assert "Traceback" not in err
     assert watch.returncode == 0, err  # Ctrl-C is how watch ends
 
