@@ -26,6 +26,7 @@ import yaml
 from gitops import __version__
 from gitops.cli.extras import INSTALL_HINT
 from gitops.cli.help import installed_links
+from gitops.edges.locking import file_lock
 from gitops.errors import ExitCode
 from tests.factories import git
 from tests.installed.conftest import ROOT, Installed
@@ -284,7 +285,7 @@ def test_the_deploy_commands_run_against_the_installed_stand_in(
     ok(gitops(installed, "console", "--seconds", "1", cwd=repo, env=env))
     assert '"$schema"' in ok(gitops(installed, "schema", cwd=repo, env=env))
     _action_plan(installed, repo, tmp_path)
-    _watch_deploys_a_change(installed, repo, env)
+    _watch_deploys_a_change(installed, repo, env, tmp_path / "state")
 
 
 def _action_plan(installed: Installed, repo: Path, tmp_path: Path) -> None:
@@ -302,7 +303,16 @@ def _action_plan(installed: Installed, repo: Path, tmp_path: Path) -> None:
     assert re.search(r"exit-code<<(\S+)\n2\n\1\n", outputs.read_text(encoding="utf-8"))  # the rollback's change
 
 
-def _watch_deploys_a_change(installed: Installed, repo: Path, env: dict[str, str]) -> None:
+def _wait_for_the_ledgers(state: Path) -> None:
+    """Until no run holds a ledger of ``state``: watch prints a deploy's line before its session has closed, and a
+    Ctrl-C during that close is another case (it once left the process running for 30 s under load)."""
+    for lock_path in state.rglob("*.lock"):
+        lock = file_lock(lock_path)
+        lock.acquire(timeout=30)
+        lock.release()
+
+
+def _watch_deploys_a_change(installed: Installed, repo: Path, env: dict[str, str], state: Path) -> None:
     RAN.add("watch")
     watch = subprocess.Popen(
         [str(installed.gitops), "watch", "--debounce", "0.3"],
@@ -319,6 +329,7 @@ def _watch_deploys_a_change(installed: Installed, repo: Path, env: dict[str, str
         time.sleep(0.5)
         (repo / "src" / "main.js").write_text(_main("three"), encoding="utf-8")
         assert "deployed local/main (src/main.js)" in watch.stdout.readline()
+        _wait_for_the_ledgers(state)
     finally:
         watch.send_signal(signal.SIGINT)
         try:
