@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from gitops.cli.extras import INSTALL_HINT, SERVE_PACKAGES
 from gitops.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +51,9 @@ def test_commands_of_the_extra_say_what_to_install(args: tuple[str, ...], missin
     assert done.stderr.startswith(
         f"Error: gitops {args[0]} needs the optional extra 'serve', which is not installed (missing: {missing})\n"
     )
-    assert "pip install 'screeps-gitops[serve]'" in done.stderr
+    # The hint names packages pip finds (the tool itself is not on PyPI: 'screeps-gitops[serve]' would not resolve).
+    assert INSTALL_HINT in " ".join(done.stderr.split())
+    assert "screeps-gitops[serve]" not in done.stderr
     assert "Traceback" not in done.stderr
     assert done.stdout == ""
 
@@ -58,3 +62,23 @@ def test_other_commands_run_without_the_extra(tmp_path: Path) -> None:
     done = without_extra("schema", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert '"$schema"' in done.stdout or "properties" in done.stdout
+
+
+def test_the_hint_names_the_packages_of_the_serve_extra() -> None:
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    assert tuple(extras["serve"]) == SERVE_PACKAGES
+    for package in SERVE_PACKAGES:
+        assert f"'{package}'" in INSTALL_HINT
+
+
+def test_the_install_docs_say_how_to_install_today_and_name_the_same_packages() -> None:
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = page[page.index("## Installing") : page.index("## The commands")]
+    assert "**not on PyPI yet**" in section
+    # The three ways that work today, and the Action's pin, each with a full commit SHA where a ref is named.
+    assert "pipx install '.[serve]'" in section
+    assert "pipx install './dist/screeps_gitops-" in section
+    assert "pipx install 'screeps-gitops[serve] @ git+https://github.com/OWNER/screeps-gitops@COMMIT_SHA'" in section
+    assert "Once a release is published" in section
+    # The error's line, as the page gives it.
+    assert "pip install " + " ".join(f"'{p}'" for p in SERVE_PACKAGES) in " ".join(section.split())

@@ -4,6 +4,7 @@ private server, and what a folder that is not one is told. No server runs here; 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from gitops.edges.privateserver import (
     NEEDED,
     default_install_dir,
     find_install,
+    folders_on_disk,
     install_problem,
     install_stamp,
     node_files,
@@ -38,6 +40,28 @@ def test_the_shipped_files_are_the_scripts_and_the_stamp_is_the_scripts_stamp() 
     marker = ROOT / ".private-server" / MARKER
     if marker.is_file():
         assert marker.read_text().strip() == stamp
+
+
+def test_the_shipped_folder_is_found_in_a_namespace_package_spread_over_two_path_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As pip installs gitops/_privateserver/ (no __init__.py): files() is then a MultiplexedPath, whose str() once
+    # became the "folder" and made every installed 'gitops rehearse' exit 14.
+    first, second = tmp_path / "a", tmp_path / "b"
+    (first / "shipns_probe" / "files").mkdir(parents=True)
+    (second / "shipns_probe" / "files").mkdir(parents=True)
+    (first / "shipns_probe" / "files" / "other.txt").write_text("x")
+    (second / "shipns_probe" / "files" / "package-lock.json").write_text("{}")
+    monkeypatch.syspath_prepend(str(second))
+    monkeypatch.syspath_prepend(str(first))
+    root = resources.files("shipns_probe.files")
+    assert not Path(str(root)).is_dir()  # the old reading: no folder at all
+    assert folders_on_disk(root, "package-lock.json") == [second / "shipns_probe" / "files"]
+    assert folders_on_disk(root, "absent.json") == []
+    # A regular package's files() is a plain Path: the same answer.
+    assert folders_on_disk(second / "shipns_probe" / "files", "package-lock.json") == [
+        second / "shipns_probe" / "files"
+    ]
 
 
 def test_a_folder_is_a_usable_install_only_when_complete_and_current(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from tests.action.test_action_yml import lint
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASE = ROOT / ".github" / "workflows" / "release.yml"
-#: The one form every snippet uses to name the action (OWNER filled in by the reader).
-USES = f"OWNER/screeps-gitops@v{__version__}"
+#: The one form every snippet uses to name the action (OWNER and COMMIT_SHA filled in by the reader): pinned by
+#: full commit SHA, with the release as the comment that Dependabot and Renovate read.
+USES = f"OWNER/screeps-gitops@COMMIT_SHA # v{__version__}"
 
 
 def documents() -> list[Path]:
@@ -55,11 +56,17 @@ def test_every_snippet_names_the_action_in_one_form_at_this_version() -> None:
     found = 0
     for path in documents():
         text = path.read_text(encoding="utf-8")
-        for m in re.finditer(r"[\w.-]+/screeps-gitops@[\w.-]+", text):
-            assert m.group(0) == USES, f"{path.relative_to(ROOT)}: {m.group(0)!r}; every snippet says {USES}"
+        # A workflow step pins the action by commit, with the release as the comment.
+        for m in re.finditer(r"uses: ([\w.-]+/screeps-gitops@.*)$", text, flags=re.MULTILINE):
+            assert m.group(1) == USES, f"{path.relative_to(ROOT)}: {m.group(1)!r}; every snippet says {USES}"
             found += 1
         assert "screeps-gitops/screeps-gitops" not in text, path
+        # Prose names the same pin, or (as the alternative it explains) the release tag of this version.
+        for ref in re.findall(r"OWNER/screeps-gitops@([\w.<>-]+)", text):
+            assert ref in {"COMMIT_SHA", f"v{__version__}"}, f"{path.relative_to(ROOT)} names @{ref}"
         for version in re.findall(r"OWNER/screeps-gitops[@/]v(\d[\w.]*)", text):
+            assert version == __version__, f"{path.relative_to(ROOT)} names v{version}"
+        for version in re.findall(r"screeps-gitops@COMMIT_SHA # v(\d[\w.]*)", text):
             assert version == __version__, f"{path.relative_to(ROOT)} names v{version}"
     assert found >= 10
 
@@ -68,6 +75,8 @@ def test_the_docs_say_why_to_pin_and_how_a_fork_publishes() -> None:
     text = (ROOT / "docs" / "github-action.md").read_text(encoding="utf-8")
     assert "## Pinning the action" in text
     assert "commit SHA" in text
+    assert "**Today** no release has been published" in text
+    assert "**Once a release is published**" in text
     assert "receives the Screeps token" in text
     assert "### Publishing a fork" in text
     assert "release.yml" in text

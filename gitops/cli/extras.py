@@ -2,8 +2,9 @@
 
 plan, apply, drift and the GitHub Action need only the core dependencies (the Action installs exactly those, from
 ``requirements/action.lock``). The local stand-in (starlette, uvicorn) and the file watcher (watchfiles) come with
-``pip install 'screeps-gitops[serve]'``; without them these commands stop before anything else with one message
-that says what to install (exit code 4, as other usage that cannot run as given), instead of an ImportError.
+the ``serve`` extra (or its packages installed beside the tool); without them these commands stop before anything
+else with one message that says what to install (exit code 4, as other usage that cannot run as given), instead of
+an ImportError.
 """
 
 from __future__ import annotations
@@ -19,7 +20,18 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "watch": ("watchfiles",),
 }
 
-INSTALL = "pip install 'screeps-gitops[serve]'"
+#: The extra's packages, as pyproject.toml's ``serve`` extra pins them (tests/test_extras.py keeps the two equal).
+#: Named by package, not by ``screeps-gitops[serve]``: the tool is not on PyPI, so that requirement would resolve
+#: to "No matching distribution"; the packages install the same way into any environment the tool runs from.
+SERVE_PACKAGES = ("starlette>=0.37", "uvicorn[standard]>=0.29", "watchfiles>=0.21")
+
+_QUOTED = " ".join(f"'{p}'" for p in SERVE_PACKAGES)
+INSTALL_HINT = (
+    f"Install its packages where gitops runs: pip install {_QUOTED} "
+    f"(a pipx install: pipx inject screeps-gitops {_QUOTED}); "
+    "or reinstall the tool with the extra, from a clone: pip install '.[serve]' "
+    "(gitops help commands, 'Installing': from a wheel or a commit)."
+)
 
 
 def _missing(module: str) -> bool:
@@ -36,6 +48,5 @@ def require_serve_extra(command: str) -> None:
         raise UsageError(
             f"gitops {command} needs the optional extra 'serve', which is not installed "
             f"(missing: {', '.join(missing)})",
-            hint=f"Install it with: {INSTALL} (or pipx install 'screeps-gitops[serve]', or "
-            "pipx inject screeps-gitops 'screeps-gitops[serve]' for an existing pipx install).",
+            hint=INSTALL_HINT,
         )

@@ -29,6 +29,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -71,7 +72,7 @@ def node_files() -> Path:
     """
     candidates: list[Path] = []
     with contextlib.suppress(ModuleNotFoundError):
-        candidates.append(Path(str(resources.files("gitops._privateserver"))))
+        candidates.extend(folders_on_disk(resources.files("gitops._privateserver"), "package-lock.json"))
     candidates.append(Path(__file__).resolve().parents[2] / "scripts" / "private-server")
     for candidate in candidates:
         if (candidate / "package-lock.json").is_file() and (candidate / "no_snapshot.js").is_file():
@@ -80,6 +81,19 @@ def node_files() -> Path:
         "the private server's package files are not part of this installation of screeps-gitops",
         hint="Reinstall screeps-gitops (pip install, pipx install).",
     )
+
+
+def folders_on_disk(root: Traversable, name: str) -> list[Path]:
+    """The folders on disk of the package ``root`` that hold a file ``name``, in import order.
+
+    The shipped folder has no ``__init__.py``, so ``files()`` of a pip or pipx install is a namespace package's
+    ``MultiplexedPath`` (one folder per ``sys.path`` entry that has one), whose ``str()`` is not a path; its files
+    are. Looking at the files works for that, a regular package's ``Path`` and every Python from 3.11 on; a package
+    that is not on disk (a zip import) has no folder the server's ``node`` could read, hence none here.
+    """
+    with contextlib.suppress(OSError):
+        return [child.parent for child in root.iterdir() if child.name == name and isinstance(child, Path)]
+    return []
 
 
 def _node(env: Mapping[str, str]) -> str:

@@ -176,8 +176,13 @@ class StandInApp:
         sockjs = sockjs_http(method, path, headers.get("origin"))
         if sockjs is not None:
             return sockjs
-        # Express routes ignore case and repeated slashes; HEAD is answered as GET without the body.
-        path = _ROUTE_SLASHES.sub("/", path).lower()
+        # Express routes ignore case, and take the path as sent (percent escapes not decoded); HEAD is answered as GET
+        # without the body.
+        raw = scope.get("raw_path")
+        route = express_route(strip_world_prefix(raw.decode("latin-1")) if raw else path)
+        if route is None:
+            return error(f"no such endpoint: {method} {path}", 404)
+        path = route
         if method == "OPTIONS":
             return _allowed_methods(path)
         key = canonical_key(endpoint_key("GET" if method == "HEAD" else method, path))
@@ -490,6 +495,29 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 
 _ROUTE_SLASHES = re.compile(r"/{2,}")
+#: ``/api``, its sub-router's name, the route: the private server's Express app mounts a router at ``/api`` and one
+#: per first name under it (``/api/user``, ``/api/game``, ...), and each mount takes one more slash after its path.
+_API_ROUTE = re.compile(r"/api/{1,2}([^/]+)(?:/{1,2}([^/]+(?:/[^/]+)*))?/?", re.IGNORECASE)
+
+
+def express_route(path: str) -> str | None:
+    """The lower-case route the private server's Express app takes ``path`` for, or ``None`` where it names none (404
+    there).
+
+    Measured on the real server: ``/api//user//code`` and ``/api/user/code/`` are ``/api/user/code``;
+    ``/api/user/code//``, ``/api///user/code``, ``//api/user/code`` and ``/api/user/%63ode`` are 404 (a mount takes
+    one extra slash, a route one trailing slash; the path is matched as sent, escapes undecoded). Other paths (the
+    page at ``/a``) keep case- and slash-forgiving matching.
+    """
+    if path.startswith("//"):
+        return None
+    if not path.lower().startswith("/api/"):
+        return _ROUTE_SLASHES.sub("/", path).lower()
+    match = _API_ROUTE.fullmatch(path)
+    if match is None:
+        return None
+    first, rest = match.groups()
+    return f"/api/{first}/{rest}".lower() if rest else f"/api/{first}".lower()
 
 
 def _allowed_methods(path: str) -> Response:

@@ -102,6 +102,9 @@ def _js_string(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and abs(value) > 2**53:
+        # A JSON number is a double there: 12345678901234567890123 is "1.2345678901234568e+22", parseInt reads 1.
+        value = float(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
         return str(int(value))
     if isinstance(value, list):
@@ -433,9 +436,11 @@ class Handlers:
 
     def console(self, req: Request) -> Response:
         data = req.json_object()
-        expression = data.get("expression")
-        if not isinstance(expression, str):
-            raise Reject("invalid params: 'expression' must be a string")
+        # The real server measures JSON.stringify(expression).length and stores any JSON value (a number, true, null
+        # and an object too: the game's runtime evaluates its text); only a missing one fails there, on `.length`.
+        if "expression" not in data:
+            raise Reject("TypeError: Cannot read properties of undefined (reading 'length')")
+        expression = data["expression"]
         self._shard(data.get("shard"))
         if json_length(expression) > MAX_EXPRESSION_LENGTH:
             raise Reject("expression size is too large")

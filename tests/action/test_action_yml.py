@@ -18,7 +18,8 @@ from gitops.github.inputs import INPUT_ENV
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
-PUBLISHED = f"OWNER/screeps-gitops@v{__version__}"
+#: How the examples name the action: pinned by full commit SHA (filled in by the reader), the release as a comment.
+PUBLISHED = f"OWNER/screeps-gitops@COMMIT_SHA # v{__version__}"
 #: The commits the action pins (the tags in comments beside them): users pin the action by SHA, so the action
 #: pins what it uses the same way (issue 41).
 SETUP_PYTHON = "e797f83bcb11b83ae66e0230d6156d7c80228e7c"  # v6.0.0
@@ -243,8 +244,8 @@ def repo_using_the_action(tmp_path: Path) -> Path:
     workflows.mkdir(parents=True)
     for path in EXAMPLES:
         text = path.read_text(encoding="utf-8")
-        assert PUBLISHED in text
-        (workflows / path.name).write_text(text.replace(PUBLISHED, "./"), encoding="utf-8")
+        assert f"uses: {PUBLISHED}" in text
+        (workflows / path.name).write_text(text.replace(f"uses: {PUBLISHED}", "uses: ./"), encoding="utf-8")
     (workflows / "all-inputs.yml").write_text(
         """on: pull_request
 permissions:

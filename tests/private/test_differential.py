@@ -14,8 +14,10 @@ fails until its line is removed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +28,9 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from gitops.standin.testing import DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.private.harness import PrivateServer, ServerUser
+from tests.private.test_bots_in_game import give_world_object, ticking
 
 pytestmark = pytest.mark.private_server
 
@@ -54,6 +57,10 @@ def branch(body: dict[str, Any]) -> Any:
 
 def page(body: dict[str, Any]) -> Any:
     return body.get("page")
+
+
+def data(body: dict[str, Any]) -> Any:
+    return body.get("data")
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ PAGES = ("2x", "-1", "0x10", "1e3", "abc", "%203", "3&page=4")
 SEGMENTS = ("5,6", "1e1", "5.9", "100", "-1", "5&segment=6")
 READ_BACK = get("/api/user/code?branch=default", pick=modules)
 EMOJI = "\U0001f600"
+DEEP_3000 = b"[" * 3000 + b"]" * 3000
 
 CASES: tuple[Case, ...] = (
     # -- charsets, as body-parser and Node read them
@@ -112,7 +120,7 @@ CASES: tuple[Case, ...] = (
     # -- what is not JSON, or not sent as JSON
     case("malformed content type", post("/api/user/code", UPLOAD, f"{JSON}; charset")),
     case("text/plain body", post("/api/user/code", UPLOAD, "text/plain")),
-    case("form body", post("/api/user/code", b"branch=default&modules[main]=form", FORM)),
+    case("form body", post("/api/user/code", b"branch=default&modules[main]=form", FORM), READ_BACK),
     case("bad utf-8", post("/api/user/code", b'{"branch":"default","modules":{"main":"a\xff\xfeb"}}'), READ_BACK),
     case("empty body", post("/api/user/code", b"")),
     case("white space body", post("/api/user/code", b"  ")),
@@ -122,6 +130,11 @@ CASES: tuple[Case, ...] = (
     case("nesting 2000 deep", post("/api/user/memory", b'{"path":"d","value":' + b"[" * 2000 + b"]" * 2000 + b"}")),
     case("nesting 5000 deep", post("/api/user/memory", b'{"path":"d","value":' + b"[" * 5000 + b"]" * 5000 + b"}")),
     case("1e400", post("/api/user/memory", b'{"path":"x","value":1e400}')),
+    case(
+        "an upload nested 3000 deep",
+        post("/api/user/code", b'{"branch":"default","modules":{"main":"deep"},"x":' + DEEP_3000 + b"}"),
+        READ_BACK,
+    ),
     # -- sizes and lengths as JavaScript counts them
     case("600 e-acute in the console", post("/api/user/console", json.dumps({"expression": "\u00e9" * 600}).encode())),
     case(
@@ -134,6 +147,10 @@ CASES: tuple[Case, ...] = (
         post("/api/user/memory", b'{"path":"n.b","value":1}'),
     ),
     case("memory path through nothing", post("/api/user/memory", b'{"path":"none.b","value":1}')),
+    case("memory path __proto__", get("/api/user/memory?path=__proto__", pick=data)),
+    case("memory path __proto__ written", post("/api/user/memory", b'{"path":"__proto__","value":1}')),
+    case("a console expression that is a number", post("/api/user/console", b'{"expression":5}')),
+    case("a console expression missing", post("/api/user/console", b"{}")),
     case(
         "a source branch of 16 emoji",
         post("/api/user/clone-branch", json.dumps({"branch": EMOJI * 16, "newName": "e16"}).encode()),
@@ -143,12 +160,23 @@ CASES: tuple[Case, ...] = (
         post("/api/user/clone-branch", json.dumps({"branch": EMOJI * 15, "newName": "e15"}).encode()),
     ),
     case("a new branch of 16 emoji", post("/api/user/clone-branch", json.dumps({"newName": EMOJI * 16}).encode())),
+    case(
+        "a clone from a 16 emoji branch to a new name",
+        post("/api/user/clone-branch", json.dumps({"branch": EMOJI * 16, "newName": "from16"}).encode()),
+        get("/api/user/code?branch=from16", pick=modules),
+    ),
+    case("set-active-branch without a branch", post("/api/user/set-active-branch", b'{"activeName":"activeWorld"}')),
     # -- routing as Express routes
     case("HEAD", Step("HEAD", "/api/user/code")),
     case("OPTIONS", Step("OPTIONS", "/api/user/code", auth=False)),
     case("path case", get("/API/User/Code", pick=branch)),
     case("repeated slashes", get("/api//user//code", pick=branch)),
     case("trailing slash", get("/api/user/code/", pick=branch)),
+    case("a slash more after each mount", get("/api//user//code", pick=branch)),
+    *(
+        case(f"path {p}", get(p, pick=branch))
+        for p in ("/api/user/code//", "/api///user/code", "//api/user/code", "/api/user/%63ode", "/api/%75ser/code")
+    ),
     case("unknown route", get("/api/user/nope")),
     # -- query parameters as qs and parseInt read them
     case("branch given twice", get("/api/user/code?branch=default&branch=x")),
@@ -156,6 +184,12 @@ CASES: tuple[Case, ...] = (
     case("branch as an operator object", get("/api/user/code?branch[$ne]=x")),
     *(case(f"page {p!r}", get(f"/api/user/money-history?page={p}", pick=page)) for p in PAGES),
     *(case(f"segment {s!r}", get(f"/api/user/memory-segment?segment={s}")) for s in SEGMENTS),
+    case("segment as a list", get("/api/user/memory-segment?segment[]=5")),
+    case("segment of 23 digits", get("/api/user/memory-segment?segment=12345678901234567890123")),
+    case(
+        "segment of 23 digits written",
+        post("/api/user/memory-segment", b'{"segment":12345678901234567890123,"data":"x"}'),
+    ),
     case("segment true", post("/api/user/memory-segment", b'{"segment":true,"data":"x"}')),
     case("segment 1e-7", post("/api/user/memory-segment", b'{"segment":1e-7,"data":"x"}')),
     # -- credentials
@@ -178,6 +212,9 @@ DOCUMENTED: dict[str, str] = {
     "text/plain body": "A body without the media type `application/json`",
     "form body": "Form bodies",
     "nesting 2000 deep": "Nesting deeper than about 900 levels",
+    "an upload nested 3000 deep": "Nesting deeper than about 900 levels",
+    "set-active-branch without a branch": "`set-active-branch` without `branch`",
+    "memory path __proto__": "`__proto__`, `constructor`",
     "a new branch of 16 emoji": "`clone-branch`: `newName` missing, empty, not a string, longer than 30",
     "branch as an operator object": "`branch` given twice, as a list or as an object",
     "an operator object in set-active-branch": "An object or array as `branch`",
@@ -185,7 +222,11 @@ DOCUMENTED: dict[str, str] = {
 }
 
 #: Socket behaviours that differ on purpose (see test_the_game_socket_answers_as_the_real_one).
-SOCKET_DOCUMENTED = {"auth ok token over HTTP": "The token in `auth ok TOKEN`"}
+SOCKET_DOCUMENTED = {
+    "auth ok token over HTTP": "The token in `auth ok TOKEN`",
+    "xhr": "SockJS's other transports, polling and streaming, are 404",
+    "xhr without a session": "SockJS's other transports, polling and streaming, are 404",
+}
 
 
 @dataclass
@@ -311,6 +352,9 @@ def _socket_answers(side: Side) -> dict[str, Any]:
         info = http.get("/socket/info")
         found["info"] = (info.status_code, sorted(info.json()), info.json()["websocket"])
         found["greeting page"] = http.get("/socket/").text
+        xhr = http.post("/socket/123/abcdefgh/xhr")  # SockJS's polling transport: opens a session there
+        found["xhr"] = (xhr.status_code, xhr.text)
+        found["xhr without a session"] = http.get("/socket/123/abcdefgh/xhr").status_code
         me = http.get("/api/auth/me", headers={"X-Token": new_token, "X-Username": side.username or "x"})
         found["auth ok token over HTTP"] = me.status_code
     return found
@@ -335,3 +379,59 @@ def test_every_documented_difference_is_in_docs_serve_md() -> None:
     missing = [p for p in {**DOCUMENTED, **SOCKET_DOCUMENTED}.values() if p not in differences]
     assert not missing, f"docs/serve.md's differences do not mention: {missing}"
     assert set(DOCUMENTED) <= {c.name for c in CASES}
+
+
+#: A bot that logs every tick: the console and cpu channels of its user then carry a message each tick.
+LOGGER = "module.exports.loop = function () { console.log('tick ' + Game.time); };"
+#: (sent before subscribing, sent after subscribing): no auth at all, a failed auth after, a failed auth before.
+AUTH_ORDERS = ((None, None), (None, "auth not-a-token"), ("auth not-a-token", None))
+
+
+def _channel_messages(ws_url: str, user_id: str, before: str | None, after: str | None) -> list[str]:
+    """The messages of ``user_id``'s console and cpu channels a socket receives within 4 s of subscribing to them,
+    sending ``before`` and ``after`` around the subscriptions."""
+    got: list[str] = []
+    with connect(ws_url, open_timeout=TIMEOUT) as ws:
+        _recv(ws), _recv(ws)  # time, protocol
+        if before is not None:
+            ws.send(before)
+            assert _recv(ws).startswith("auth ")  # failed, or ok for the good token
+        ws.send(f"subscribe user:{user_id}/console")
+        ws.send(f"subscribe user:{user_id}/cpu")
+        if after is not None:
+            ws.send(after)
+        with contextlib.suppress(TimeoutError):
+            end = time.monotonic() + 4
+            while time.monotonic() < end:
+                message = ws.recv(timeout=max(0.1, end - time.monotonic()))
+                assert isinstance(message, str)
+                got.append(message)
+    return [m for m in got if m.startswith(f'["user:{user_id}/')]
+
+
+def test_the_console_and_cpu_channels_need_a_good_auth_on_the_stand_in_only(tmp_path: Path) -> None:
+    # Measured: the private server sends a user's console and cpu to any socket that subscribes, signed in or not
+    # (its flaw: anyone who knows a user id reads that player's console). The stand-in does not copy it, and
+    # docs/serve.md says so.
+    assert "subscribes without a good `auth`" in " ".join(SERVE_DOC.read_text(encoding="utf-8").split())
+    with ticking() as server:
+        user = server.register()
+        give_world_object(server, user.username)
+        code = {"branch": "default", "modules": {"main": LOGGER}}
+        assert user.request("POST", "/api/user/code", json=code).is_success
+        user_id = user.request("GET", "/api/auth/me").json()["_id"]
+        ws_url = "ws" + server.url.removeprefix("http") + "/socket/websocket"
+        for before, after in AUTH_ORDERS:
+            real = _channel_messages(ws_url, user_id, before, after)
+            assert any("/console" in m for m in real), (before, after, real)
+            assert any("/cpu" in m for m in real), (before, after, real)
+    with running_standin(DEMO_ACCOUNTS, tmp_path / "standin.sqlite3") as standin:
+        standin.set_tick_seconds(0.2)
+        account = standin.app.accounts.user(ALICE)
+        assert account is not None
+        for before, after in AUTH_ORDERS:
+            assert _channel_messages(standin.socket_url, account.user_id, before, after) == [], (before, after)
+        # The same socket with a good auth first receives both channels: the silence above is the refusal.
+        signed_in = _channel_messages(standin.socket_url, account.user_id, f"auth {FULL_TOKEN}", None)
+        assert any("/console" in m for m in signed_in)
+        assert any("/cpu" in m for m in signed_in)
