@@ -22,7 +22,10 @@ import re
 #: ``sj.txt``): the marks (ALM, LRM, RLM), the embeddings and overrides, the isolates. A regular expression's
 #: character class body, shared with the Markdown renderers (``gitops.render.plan``), so that a pull request's
 #: comment escapes what the terminal escapes.
-BIDI_CONTROLS = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+#: With them the invisible format characters that hide or join text without a mark of their own: the zero width
+#: space, the Mongolian vowel separator, the word joiner and the invisible operators, and the byte order mark. The
+#: zero width joiner and non-joiner are left as they are: emoji sequences and Persian text need them.
+BIDI_CONTROLS = r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u200b\u180e\u2060-\u2064\ufeff"
 #: C0 controls but tab and line feed, DEL, C1 controls (``\x9b`` is CSI, ``\x9d`` OSC on some terminals), the
 #: Unicode line and paragraph separators, and the bidirectional controls.
 _CONTROL = re.compile(rf"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")

@@ -50,6 +50,14 @@ def test_inert_shows_sequences_as_text_and_keeps_line_breaks() -> None:
     assert json.loads(inert(json.dumps({"t": "\x9b\x1b"}, ensure_ascii=False))) == {"t": "\x9b\x1b"}
 
 
+def test_invisible_characters_are_shown_but_emoji_joiners_are_kept() -> None:
+    """A zero width space or word joiner hides a difference between two names (``main\u200b.js``); the zero width
+    joiner of an emoji sequence is ordinary text."""
+    assert inert("main\u200b.js \u2060x \ufeffy \u180ez") == "main\\u200b.js \\u2060x \\ufeffy \\u180ez"
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert inert(family) == family
+
+
 def test_an_annotation_and_a_log_line_of_the_action_are_inert() -> None:
     line = annotation("warning", f"closed: {HOSTILE}")
     prefix = "::warning title=screeps-gitops::"

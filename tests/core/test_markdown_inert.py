@@ -36,6 +36,7 @@ HOSTILE = [
     " spaced ",
     "\u202etxt.js",  # reads "sj.txt" where the override acts
     "left\u200fright\u2066isolated\u2069\u061c",
+    "main\u200b.js\u2060\ufeff",  # invisible: reads "main.js"
 ]
 
 
@@ -60,6 +61,9 @@ def shown(text: str) -> str:
         .replace("\u2066", "\\u2066")
         .replace("\u2069", "\\u2069")
         .replace("\u061c", "\\u061c")
+        .replace("\u200b", "\\u200b")
+        .replace("\u2060", "\\u2060")
+        .replace("\ufeff", "\\ufeff")
     )
 
 
@@ -161,7 +165,9 @@ def test_hostile_names_render_as_inert_code() -> None:
 
 
 #: What the text output escapes (gitops.inert) and Markdown must not show raw: C0/C1 controls, separators, bidi.
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+RAW = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u200b\u180e\u2060-\u2064\ufeff]"
+)
 
 
 def test_no_control_reaches_the_markdown_raw() -> None:
@@ -170,6 +176,7 @@ def test_no_control_reaches_the_markdown_raw() -> None:
     text = render_markdown(hostile_plan(), now=20.0)
     assert RAW.findall(text) == []
     assert "\\u202etxt.js" in text
+    assert "main\\u200b.js" in text
 
 
 def test_the_apply_and_verify_sections_escape_the_games_text() -> None:
