@@ -61,7 +61,8 @@ NEUTRAL_TYPES = frozenset({"source", "mineral", "controller", "road", "construct
 #: Fields holding an absolute game tick: copied as ticks from the server's time, placed at the world's.
 TICK_FIELDS = ("ageTime", "decayTime", "nextRegenerationTime", "nextDecayTime", "downgradeTime", "cooldownTime")
 #: Fields dropped: a spawn's spawning names a creep being made (not copied: the spawn is idle in the copy); a
-#: controller's safe mode, upgrade block and sign name ticks and players of the server.
+#: controller's safe mode, upgrade block and sign name ticks and players of the server; ``meta`` (and every field
+#: starting with ``$``, such as ``$loki``) is the server's database bookkeeping, and a ``$`` key would be an operator.
 DROPPED_FIELDS = ("spawning", "safeMode", "safeModeCooldown", "upgradeBlocked", "sign", "meta")
 
 _ROOM = re.compile(r"^[WE]\d{1,3}[NS]\d{1,3}$")
@@ -158,7 +159,7 @@ def _chosen_object(raw: object, owner: str, server_time: int) -> dict[str, Any] 
             return None
     elif user or kind not in NEUTRAL_TYPES:
         return None
-    copied = {k: v for k, v in raw.items() if k not in DROPPED_FIELDS}
+    copied = {k: v for k, v in raw.items() if k not in DROPPED_FIELDS and not k.startswith("$")}
     for name in TICK_FIELDS:
         value = copied.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool):

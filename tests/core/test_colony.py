@@ -50,7 +50,7 @@ def test_rooms_keep_the_overview_order_drop_bad_names_and_stop_at_the_cap() -> N
 
 def test_own_and_neutral_objects_are_kept_others_left_out() -> None:
     objects = [
-        obj("spawn", "s1", store={"energy": 300}, spawning={"name": "x", "spawnTime": 5}),
+        obj("spawn", "s1", store={"energy": 300}, spawning={"name": "x", "spawnTime": 5}, **{"$loki": 7}),
         obj("creep", "c1", ageTime=1600, name="Harv1"),
         obj("source", "src1", user=None, nextRegenerationTime=1010),
         obj("controller", "ctl", level=4, progress=123),
@@ -65,6 +65,7 @@ def test_own_and_neutral_objects_are_kept_others_left_out() -> None:
     assert [o["_id"] for o in copy.objects] == ["s1", "c1", "src1", "ctl"]
     spawn, creep, source, controller = copy.objects
     assert "spawning" not in spawn  # the copy's spawn is idle
+    assert "$loki" not in spawn  # the server's database bookkeeping
     assert creep["ageTime"] == {"ticksFromNow": 600}
     assert source["nextRegenerationTime"] == {"ticksFromNow": 10}
     assert controller["level"] == 4

@@ -12,12 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time as clock
 import zlib
 from typing import Any
 
 from gitops.core.colony import MAX_MEMORY_CHARS, Colony, chosen_rooms, memory_text, room_copy
 from gitops.core.endpoints import MEMORY_READ, OVERVIEW, ROOM_OBJECTS, TERRAIN
 from gitops.edges.service.client import ServiceClient
+from gitops.edges.socket import GameSocket, SocketProblem, socket_url
 from gitops.errors import ServiceError
 
 #: The most bytes of Memory's JSON inflated from the answer (UTF-8 of 2 MiB characters is at most 6 MiB).
@@ -43,14 +45,56 @@ def read_colony(client: ServiceClient) -> Colony:
         memory, memory_notes = memory_text(loaded)
     notes.extend(memory_notes)
     copies = []
+    by_socket: dict[str, object] | None = None
     for room in rooms:
         terrain = _terrain(client.read(TERRAIN, {"room": room, "encoded": "1"}).get("terrain"))
-        objects = client.read(ROOM_OBJECTS, {"room": room}).get("objects")
+        if by_socket is None:
+            try:
+                objects = client.read(ROOM_OBJECTS, {"room": room}).get("objects")
+            except ServiceError as exc:
+                if f"answered 404 Not Found to {ROOM_OBJECTS}" not in exc.message:
+                    raise
+                by_socket = _objects_by_socket(client, rooms)  # the npm private server has no such endpoint
+        if by_socket is not None:
+            objects = by_socket.get(room)
+            if objects is None:
+                notes.append(f"{room}: the game socket gave none of the room's objects: the room is copied empty")
         copy, room_notes = room_copy(room, terrain, objects, owner, server_time)
         notes.extend(room_notes)
         if copy is not None:
             copies.append(copy)
     return Colony(server=server, user_id=owner, rooms=tuple(copies), memory=memory, notes=tuple(notes))
+
+
+#: Seconds the game socket may take to answer the rooms' subscriptions (each answers at once with its objects).
+SOCKET_SECONDS = 20.0
+
+
+def _objects_by_socket(client: ServiceClient, rooms: list[str]) -> dict[str, object]:
+    """The rooms' objects as the game socket's ``room:NAME`` channel gives them on subscribing (the npm private
+    server's only way: it has no ``GET /api/game/room-objects``): ``{"objects": {id: object}}``, the whole room."""
+    _user, token = client.socket_login()
+    found: dict[str, object] = {}
+    try:
+        with GameSocket(socket_url(client.base_url), token, deadline=clock.monotonic() + SOCKET_SECONDS) as sock:
+            for room in rooms:
+                sock.subscribe(f"room:{room}")
+            for message in sock.messages(max_messages=10 * len(rooms) + 10):
+                room = message.channel.removeprefix("room:")
+                data = message.data
+                if room in rooms and room not in found and isinstance(data, dict):
+                    objects = data.get("objects")
+                    if isinstance(objects, dict):
+                        found[room] = [{**o, "_id": k} for k, o in objects.items() if isinstance(o, dict)]
+                if len(found) == len(rooms):
+                    break
+    except SocketProblem as exc:
+        raise ServiceError(
+            f"server '{client.server_name}' has no GET /api/game/room-objects, and its game socket did not give the "
+            f"rooms' objects: {exc}",
+            hint="Rehearse without --from-server (a fresh start), or check the server's socket (gitops console).",
+        ) from None
+    return found
 
 
 def _terrain(answer: object) -> object:
