@@ -50,7 +50,7 @@ def test_rooms_keep_the_overview_order_drop_bad_names_and_stop_at_the_cap() -> N
 
 def test_own_and_neutral_objects_are_kept_others_left_out() -> None:
     objects = [
-        obj("spawn", "s1", store={"energy": 300}, spawning={"name": "x", "spawnTime": 5}, **{"$loki": 7}),
+        {**obj("spawn", "s1", store={"energy": 300}, spawning={"name": "x", "spawnTime": 5}), "$loki": 7},
         obj("creep", "c1", ageTime=1600, name="Harv1"),
         obj("source", "src1", user=None, nextRegenerationTime=1010),
         obj("controller", "ctl", level=4, progress=123),
