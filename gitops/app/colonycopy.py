@@ -9,9 +9,10 @@ is closed (its ledger saved) before the throwaway world starts: the world and th
 from __future__ import annotations
 
 from gitops.app.options import Options
+from gitops.app.planning import short_rows
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest
-from gitops.core.budget import assess, shortfall_message
+from gitops.core.budget import shortfall_message
 from gitops.core.colony import MAX_ROOMS, Colony, colony_needs
 from gitops.edges.service.colonyread import read_colony
 from gitops.errors import BudgetError, UsageError
@@ -49,18 +50,8 @@ def check_colony_budget(session: Session, server: str) -> None:
 
 
 def _short(session: Session, server: str, needs: dict[str, int]) -> list[str]:
-    facts = session.budget_facts(server)
-    if not facts.limited:
-        return []
-    rows = assess(
-        server,
-        needs,
-        facts.windows,
-        reserve=facts.reserve or {},
-        unlimited_until=facts.unlimited_until,
-        now=session.options.clock.now(),
-    )
-    return [shortfall_message(r).replace("the plan needs", "the copy needs") for r in rows if not r.fits]
+    rows = short_rows(session, server, needs)
+    return [shortfall_message(r).replace("the plan needs", "the copy needs") for r in rows]
 
 
 __all__ = ["check_colony_budget", "copy_colony"]

@@ -10,18 +10,17 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from gitops.errors import ExitCode
 from tests.factories import git
-from tests.private.harness import ROOT, PrivateServer, ServerUser, install_problem
+from tests.private.harness import PrivateServer, ServerUser, install_problem
+from tests.private.test_rehearse_private import INSTALL, _document
 
 pytestmark = pytest.mark.private_server
 
-INSTALL = Path(os.environ.get("PRIVATE_SERVER_DIR", ROOT / ".private-server"))
 TICKS = 5
 
 #: Fails every tick unless the colony was copied (and renamed to the world's room and ids).
@@ -96,15 +95,6 @@ def _rehearse(repo: Path, tmp_path: Path, user: ServerUser, *args: str) -> subpr
         timeout=240,
         check=False,
     )
-
-
-def _document(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    try:
-        doc = json.loads(done.stdout)
-    except ValueError:
-        pytest.fail(f"not JSON (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
-    assert isinstance(doc, dict)
-    return doc
 
 
 def test_a_colony_grown_on_the_live_server_is_copied_for_head_and_base(
