@@ -32,6 +32,7 @@ _SEED = """(async () => {
         const v = o[k];
         if (v && typeof v === 'object' && typeof v.ticksFromNow === 'number') o[k] = time + v.ticksFromNow;
       }
+      o.room = r.room;
       await db['rooms.objects'].insert(o);
     }
     await db.rooms.update({_id: r.room}, {$set: {status: 'normal', active: true, invaderGoal: 1000000}});
