@@ -90,3 +90,23 @@ def test_an_unknown_server_is_bad_usage(project: Project) -> None:
     assert result.code == 4
     assert "Error: --from-server nope: the manifest" in result.err
     assert "(it has: local)" in result.err
+
+
+def test_a_large_account_stays_bounded(project: Project, standin: StandIn) -> None:
+    me = httpx.get(standin.url + "/api/auth/me", headers={"X-Token": FULL_TOKEN}).json()["_id"]
+    standin.set_colony(
+        {
+            f"W{n}N1": [{"_id": f"c{n}", "type": "controller", "x": 9, "y": 9, "user": me, "level": n}]
+            for n in range(1, 6)
+        }
+    )
+    standin.set_memory(ALICE, {"log": "x" * (2 * 1024 * 1024)})  # over the game's 2 MiB
+    options = Options(
+        manifest=project.root / "gitops.yaml", env=dict(os.environ), clock=standin.clock, state_dir=project.state_dir
+    )
+    colony = copy_colony(options, load_manifest(options.manifest), "local")
+    assert [r.name for r in colony.rooms] == ["W5N1", "W4N1", "W3N1"]  # the highest levels first
+    assert colony.memory == "{}"
+    assert "the account owns 5 rooms; the first 3 are copied (W5N1, W4N1, W3N1)" in colony.notes
+    assert any("Memory has" in n and "not copied" in n for n in colony.notes)
+    assert standin.count(TERRAIN, ALICE) == 3
