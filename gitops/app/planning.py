@@ -458,7 +458,7 @@ class _Gathering:
         session = self.session
         if self.headstart is None or not session.options.unattended_apply or server not in self.listings:
             return  # listed now: the probe's branch does not exist
-        if session.compression(server) != "probe" or _short_rows(session, server, {ACTIVATE: 1}):
+        if session.compression(server) != "probe" or short_rows(session, server, {ACTIVATE: 1}):
             return
         sent = self.side_reads.get(server)
         if sent is None:
@@ -624,9 +624,9 @@ def check_download_budget(
     """
     if not needed:
         return
-    rows = _short_rows(session, server, {DOWNLOAD: needed})
+    rows = short_rows(session, server, {DOWNLOAD: needed})
     if rows and session.learn_unlimited(server):
-        rows = _short_rows(session, server, {DOWNLOAD: needed})
+        rows = short_rows(session, server, {DOWNLOAD: needed})
     if rows:
         raise BudgetError(
             f"{doing} needs more downloads than remain; no download was sent:\n"
@@ -677,11 +677,11 @@ def _failing_rows(plan: Plan, session: Session, extra_needs: Needs | None) -> li
         needs = requests_needed([b for b in plan.branches if b.server == server])
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
-        failing.extend(_short_rows(session, server, needs))
+        failing.extend(short_rows(session, server, needs))
     return failing
 
 
-def _short_rows(session: Session, server: str, needs: Mapping[str, int]) -> list[EndpointBudget]:
+def short_rows(session: Session, server: str, needs: Mapping[str, int]) -> list[EndpointBudget]:
     """The budget rows of ``needs`` that do not fit what the ledger knows remains (none for a password login)."""
     facts = session.budget_facts(server)
     if not facts.limited:

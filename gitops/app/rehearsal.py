@@ -18,12 +18,14 @@ from gitops.app.localcode import read_code
 from gitops.app.targets import Targets, select
 from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
+from gitops.core.colony import Colony
 from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
 from gitops.edges.build import SKIP_BUILD_VARIABLE
 from gitops.edges.privateserver import Bot, Recording, find_install, running_world
 from gitops.edges.socket import console_event
+from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError
 
 
@@ -39,6 +41,8 @@ class RehearsalRequest:
     #: An installed server (``--server-dir``); else ``$GITOPS_PRIVATE_SERVER``, else the cache's.
     server_dir: Path | None = None
     targets: Targets = field(default_factory=Targets)
+    #: ``--from-server``: the account's colony (:func:`gitops.app.colonycopy.copy_colony`), copied for every bot.
+    colony: Colony | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,10 @@ def rehearse(
             base_branch = base_by_label.get(branch.label)
             base_bot = world.seed(base_branch.code.wire()) if base_branch is not None else None
             seeded.append((branch, head_bot, base_branch, base_bot))
+        if request.colony is not None:  # every bot, head and base, on its own identical copy
+            for bot in list(world.bots):
+                plant_colony(world, bot, request.colony, tag=bot.user_id)
+            say(f"rehearse: the colony of {request.colony.describe()} copied for each bot")
         bots = len(world.bots)
         timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, bots)
         say(f"rehearse: {bots} bot(s) in a throwaway world on 127.0.0.1:{world.port}; {request.ticks} ticks each")

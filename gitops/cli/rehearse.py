@@ -14,9 +14,19 @@ from pathlib import Path
 
 import click
 
+from gitops.app.colonycopy import copy_colony
+from gitops.app.options import DEFAULT_MAX_WAIT, DEFAULT_REFRESH
 from gitops.app.rehearsal import DEFAULT_TICKS, RehearsalRequest, rehearse
 from gitops.app.targets import Targets
-from gitops.cli.common import chosen_format, echo_json, format_options, manifest_option, target_options
+from gitops.cli.common import (
+    chosen_format,
+    echo_json,
+    format_options,
+    manifest_option,
+    options_from,
+    state_dir_option,
+    target_options,
+)
 from gitops.config.manifest import load_manifest
 from gitops.edges.privateserver import INSTALL_ENV
 from gitops.inert import inert
@@ -63,15 +73,29 @@ from gitops.secrets import redact
     help="An installed private server (e.g. .private-server of 'bash scripts/private-server.sh install') instead "
     f"of the one the tool installs into its cache folder on first use. [env: {INSTALL_ENV}]",
 )
+@click.option(
+    "--from-server",
+    "from_server",
+    default=None,
+    metavar="NAME",
+    help="Start every bot on a copy of the colony of this server's account (a server of the manifest): its "
+    "Memory and owned rooms (terrain, structures, creeps, sources, controller), read with read-only requests "
+    "checked against the token's budget first (exit 3 when they do not fit). docs/rehearsal.md.",
+)
+@state_dir_option
 @target_options
 @format_options("the rehearsal")
+@click.pass_context
 def rehearse_command(
+    ctx: click.Context,
     manifest: Path,
     ref: str | None,
     base: str | None,
     ticks: int,
     timeout: float | None,
     server_dir: Path | None,
+    from_server: str | None,
+    state_dir: Path | None,
     servers: tuple[str, ...],
     branches: tuple[str, ...],
     fmt: str,
@@ -89,6 +113,15 @@ def rehearse_command(
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     loaded = load_manifest(manifest)
+    colony = None
+    if from_server is not None:
+        # The only requests of a rehearsal, all reads; the session (and its credentials) ends before any build.
+        options = options_from(
+            ctx, manifest=manifest, ref=None, refresh=DEFAULT_REFRESH, max_wait=DEFAULT_MAX_WAIT, state_dir=state_dir
+        )
+        colony = copy_colony(options, loaded, from_server)
+        for note in colony.notes:
+            click.echo(inert(f"rehearse: --from-server: {note}"), err=True)
     request = RehearsalRequest(
         ticks=ticks,
         ref=ref,
@@ -96,6 +129,7 @@ def rehearse_command(
         timeout=timeout,
         server_dir=server_dir,
         targets=Targets.of(servers, branches),
+        colony=colony,
     )
     result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)

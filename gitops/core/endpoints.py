@@ -53,6 +53,9 @@ CODE_ANSWER_CAP = 6 * MAX_CODE_LENGTH + 2 * _MIB
 BRANCHES_ANSWER_CAP = 64 * _MIB
 #: The most bytes of any other answer: sign-in, token query, and the small ``{"ok":1,...}`` of every write.
 SMALL_ANSWER_CAP = _MIB
+#: The most bytes of a Memory answer (gzip + base64 of at most 2 MiB of JSON, the game's Memory limit: well under
+#: 4 MiB) and of a room's objects (a full room of level 8 is a few hundred kB).
+COLONY_ANSWER_CAP = 8 * _MIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,11 @@ CLONE = "POST /api/user/clone-branch"
 ACTIVATE = "POST /api/user/set-active-branch"
 QUERY_TOKEN = "GET /api/auth/query-token"  # noqa: S105 - an endpoint, not a password
 SIGNIN = "POST /api/auth/signin"
+#: What ``rehearse --from-server`` reads (read-only): the owned rooms, Memory, and each room's terrain and objects.
+OVERVIEW = "GET /api/user/overview"
+MEMORY_READ = "GET /api/user/memory"
+TERRAIN = "GET /api/game/room-terrain"
+ROOM_OBJECTS = "GET /api/game/room-objects"
 
 #: What a restricted token needs for ``plan`` (which lists the branches, then downloads what it must) and, in
 #: addition, for ``apply``; named in 403 messages and by ``gitops token``.
@@ -142,6 +150,8 @@ def answer_cap(endpoint: str) -> int:
         return CODE_ANSWER_CAP
     if endpoint == LIST:
         return BRANCHES_ANSWER_CAP
+    if endpoint in (MEMORY_READ, ROOM_OBJECTS):
+        return COLONY_ANSWER_CAP
     return SMALL_ANSWER_CAP
 
 

@@ -477,6 +477,13 @@ class World:
         self.bots.append(bot)
         return bot
 
+    def take_free_room(self) -> str:
+        """One more free room of the world, as :meth:`seed` takes one (after a first :meth:`seed`): for a copied
+        colony's second and third rooms (:mod:`gitops.edges.worldseed`)."""
+        if not self._free_rooms:
+            raise RehearsalError("the private server's world has no free room left for the copied colony")
+        return self._free_rooms.pop(0)
+
     def run(
         self, enough: Callable[[dict[str, Recording]], bool], timeout: float
     ) -> tuple[dict[str, Recording], str | None]:

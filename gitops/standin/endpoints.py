@@ -41,6 +41,10 @@ _ENDPOINTS = (
     # The official server's; node-screeps-api's me() asks them when its token is restricted.
     Endpoint("GET /api/user/name", "any-token"),
     Endpoint("GET /api/user/find", "any-token"),
+    # What `rehearse --from-server` reads of a colony (besides Memory and terrain, which have limits of their own).
+    Endpoint("GET /api/user/overview", "token"),
+    Endpoint("GET /api/game/room-objects", "token"),
+    Endpoint("GET /api/game/time", "none"),
 )
 
 ENDPOINTS: dict[str, Endpoint] = {e.key: e for e in _ENDPOINTS} | {

@@ -154,6 +154,10 @@ class Handlers:
         #: Whether ``GET /api/user/branches`` carries each branch's modules, as the private server's does. Tests set
         #: it to False to answer as a list without them would (names, flags and ``timestamp`` only).
         self.list_modules = True
+        #: The world's objects by room (tests set them: :meth:`gitops.standin.testing.StandIn.set_colony`), and its
+        #: game time: what the colony reads of ``rehearse --from-server`` find.
+        self.room_objects_by_room: dict[str, list[dict[str, Any]]] = {}
+        self.world_time = 1000
 
     def routes(self) -> dict[str, Handler]:
         return {
@@ -177,6 +181,9 @@ class Handlers:
             "POST /api/user/memory-segment": self.post_segment,
             "POST /api/user/console": self.console,
             "GET /api/game/room-terrain": self.room_terrain,
+            "GET /api/game/room-objects": self.room_objects,
+            "GET /api/game/time": self.game_time,
+            "GET /api/user/overview": self.overview,
             "POST /api/game/map-stats": self.map_stats,
             "GET /api/game/market/orders-index": self.orders_index,
             "GET /api/game/market/orders": self.orders,
@@ -461,6 +468,28 @@ class Handlers:
             {"room": room, "x": i % 50, "y": i // 50, "type": names[t]} for i, t in enumerate(terrain) if t in names
         ]
         return ok(terrain=tiles)
+
+    def room_objects(self, req: Request) -> Response:
+        # The official server's (node-screeps-api roomObjects): every object of the room, and the users they name.
+        room = req.query.get("room", "")
+        if not _ROOM.fullmatch(room):
+            raise Reject("invalid room")
+        return ok(objects=self.room_objects_by_room.get(room, []), users={})
+
+    def game_time(self, req: Request) -> Response:
+        return ok(time=self.world_time)
+
+    def overview(self, req: Request) -> Response:
+        # Both servers list the rooms whose controller the user owns, highest level first; the stand-in keeps no
+        # statistics (the private server's are empty too).
+        owned = [
+            (o.get("level") or 0, room)
+            for room, objects in self.room_objects_by_room.items()
+            for o in objects
+            if o.get("type") == "controller" and o.get("user") == req.user.user_id
+        ]
+        rooms = [room for _, room in sorted(owned, key=lambda pair: -pair[0])]
+        return ok(rooms=rooms, stats={}, statsMax=None, totals={}, gametimes=[])
 
     def map_stats(self, req: Request) -> Response:
         data = req.json_object()

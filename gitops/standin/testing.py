@@ -124,6 +124,15 @@ class StandIn:
     def clear_console_rules(self) -> None:
         self.app.sockets.clear_rules()
 
+    def set_colony(self, rooms: dict[str, list[dict[str, Any]]], *, time: int = 1000) -> None:
+        """The world's objects by room (controllers with a ``user`` make the owner's overview) and its game time."""
+        self.app.handlers.room_objects_by_room = {room: [dict(o) for o in objs] for room, objs in rooms.items()}
+        self.app.handlers.world_time = time
+
+    def set_memory(self, username: str, memory: object, shard: str = "shard0") -> None:
+        """``username``'s Memory, as a bot's tick leaves it."""
+        self.app.store.set_memory(self._user(username), shard, memory)
+
     def grant_unlimited(self, token: str) -> float:
         """What pressing "Proceed" on the no-rate-limit page does; returns when the two hours end."""
         return self.app.limiter.grant(fingerprint(token))

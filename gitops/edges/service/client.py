@@ -379,6 +379,13 @@ class ServiceClient:
             raise self._fail.no_socket_token()
         return user_id, token
 
+    def read(self, endpoint: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """One read-only request to ``endpoint`` (a ``"GET /path"`` key) and its answer's object (``ok: 1``): the
+        colony copy's reads (:mod:`gitops.edges.service.colonyread`), paced, counted and retried as every request."""
+        if not endpoint.startswith("GET "):
+            raise ValueError(f"read() only sends GET requests, not {endpoint}")
+        return self._call("GET", path_of(endpoint), params=params)
+
     def no_rate_limit_url(self) -> Secret:
         """The no-rate-limit page for the token; a :class:`Secret` because the link carries the token."""
         token = self._persistent_token("The no-rate-limit page")
