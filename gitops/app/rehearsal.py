@@ -14,15 +14,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops.app.localcode import read_code
+from gitops.app.localcode import check_syntax, read_code
 from gitops.app.targets import Targets, select
 from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
-from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
+from gitops.core.health import ConsoleEvent, Health, Status, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.core.sourcemap import SourceMap, SourceMapError
 from gitops.edges.build import SKIP_BUILD_VARIABLE
-from gitops.edges.privateserver import Bot, Recording, find_install, running_world
+from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, Bot, Recording, find_install, running_world
 from gitops.edges.socket import console_event
 from gitops.errors import ExitCode, SourceError
 
@@ -39,6 +40,9 @@ class RehearsalRequest:
     #: An installed server (``--server-dir``); else ``$GITOPS_PRIVATE_SERVER``, else the cache's.
     server_dir: Path | None = None
     targets: Targets = field(default_factory=Targets)
+    #: Each bot's CPU limit and its bucket at the start (``--cpu``, ``--bucket``).
+    cpu: int = DEFAULT_CPU
+    bucket: int = DEFAULT_BUCKET
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +100,16 @@ def rehearse(
     # built in its temporary checkout, without credentials, as every build.
     base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
     base = _read_base(loaded, request.base, base_env) if request.base is not None else None
+    # validate's checks before any world starts: code that does not parse, or a head with no main, is the bot's.
+    check_syntax(head)
+    _require_main(head)
+    if base is not None:
+        check_syntax(base)
     install = find_install(env, request.server_dir, say=say)
-    base_by_label = {b.label: b for b in base.branches} if base is not None else {}
+    base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
-    with running_world(install, env) as world:
+    count = len(head.branches) + sum(1 for b in head.branches if b.label in base_by_label)
+    with running_world(install, env, rooms=count, cpu=request.cpu, bucket=request.bucket) as world:
         seeded: list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]] = []
         for branch in head.branches:
             head_bot = world.seed(branch.code.wire())
@@ -108,7 +118,10 @@ def rehearse(
             seeded.append((branch, head_bot, base_branch, base_bot))
         bots = len(world.bots)
         timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, bots)
-        say(f"rehearse: {bots} bot(s) in a throwaway world on 127.0.0.1:{world.port}; {request.ticks} ticks each")
+        say(
+            f"rehearse: {bots} bot(s) in a throwaway world on 127.0.0.1:{world.port}, each in a room of the same "
+            f"shape; {request.ticks} ticks each"
+        )
 
         def enough(recordings: dict[str, Recording]) -> bool:
             return all(_console_ticks(r) >= wanted for r in recordings.values())
@@ -121,6 +134,8 @@ def rehearse(
         base_side = None
         if base_branch is not None and base_bot is not None and base is not None:
             base_side = _side("base", base_branch, recordings[base_bot.user_id], thresholds, problem, timeout, base)
+        elif base is not None and any(b.label == branch.label for b in base.branches):
+            base_side = _no_main("base", thresholds, base)
         comparisons.append(compare(branch.label, head_side, base_side))
     return Rehearsal(
         ticks=request.ticks,
@@ -136,6 +151,36 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
         return read_code(loaded, ref, env)
     except SourceError as exc:  # its words name --ref: here the ref came from --base
         raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
+
+
+def _require_main(local: LocalCode) -> None:
+    """:class:`SourceError` (exit 6, as validate's check) for a branch whose code has no module ``main``: the server
+    would run nothing, and every tick would say so. The bot's fault, found before a world starts."""
+    for branch in local.branches:
+        if "main" not in branch.code:
+            raise SourceError(
+                f"{branch.label}: the code from the {local.source.describe()} has no module 'main': the server runs "
+                "main's loop, so this bot's code would not run at all (the bot's fault, not the server's)",
+                hint="Add main.js (or the build's output named main) to the branch's files.",
+            )
+
+
+def _no_main(label: str, thresholds: Thresholds, local: LocalCode) -> Side:
+    """The base's side when its code has no ``main``: failing, without a world (it could run nothing)."""
+    reason = "no module 'main': the base's code does not run (the bot's fault, not the server's)"
+    return Side(label, Health("failing", reason), thresholds.ticks, thresholds.ticks, commit=local.source.commit)
+
+
+def source_maps(branch: LocalBranch) -> dict[str, SourceMap]:
+    """The branch's uploaded source maps (modules ``NAME.js.map``) that can be read, by module name."""
+    maps: dict[str, SourceMap] = {}
+    for module in branch.code:
+        if module.name.endswith(".js.map") and module.text is not None:
+            try:
+                maps[module.name] = SourceMap.parse(module.text)
+            except SourceMapError:
+                continue  # a map this reader cannot read: the bundle's own lines are shown
+    return maps
 
 
 def _console_ticks(recording: Recording) -> int:
@@ -161,14 +206,14 @@ def _side(
 ) -> Side:
     events: list[ConsoleEvent] = [e for e in (console_event(m) for m in recording.console) if e is not None]
     ticks = group_ticks(events)[SETTLE_TICKS:][: thresholds.ticks]
-    # One cpu message a tick, published before the tick's console message: the same ticks, by position.
+    # One cpu message a tick that ran (a tick not run for an empty bucket has none), published before the tick's
+    # console message: the ticks that ran, by position.
     window = recording.cpu[SETTLE_TICKS : SETTLE_TICKS + len(ticks)]
     cpu: list[float | None] = [
         float(m["cpu"]) if isinstance(m, dict) and isinstance(m.get("cpu"), int | float) else None for m in window
     ]
-    memory = next(
-        (m["memory"] for m in reversed(window) if isinstance(m, dict) and isinstance(m.get("memory"), int)), None
-    )
+    sizes = [float(m["memory"]) for m in window if isinstance(m, dict) and isinstance(m.get("memory"), int)]
+    memory = int(sizes[-1]) if sizes else None
     modules = [m.name for m in branch.code]
     return side(
         label,
@@ -180,7 +225,16 @@ def _side(
         problem=problem,
         timeout=timeout,
         commit=local.source.commit,
+        maps=source_maps(branch),
+        memory=sizes,
     )
 
 
-__all__ = ["DEFAULT_TICKS", "Rehearsal", "RehearsalRequest", "default_timeout", "rehearse"]
+__all__ = [
+    "DEFAULT_TICKS",
+    "Rehearsal",
+    "RehearsalRequest",
+    "default_timeout",
+    "rehearse",
+    "source_maps",
+]

@@ -18,7 +18,7 @@ from gitops.app.rehearsal import DEFAULT_TICKS, RehearsalRequest, rehearse
 from gitops.app.targets import Targets
 from gitops.cli.common import chosen_format, echo_json, format_options, manifest_option, target_options
 from gitops.config.manifest import load_manifest
-from gitops.edges.privateserver import INSTALL_ENV
+from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, INSTALL_ENV
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
@@ -56,6 +56,21 @@ from gitops.secrets import redact
     help="How long the world may tick before the verdict is unknown. [default: 60 + ticks/2 per bot]",
 )
 @click.option(
+    "--cpu",
+    "cpu_limit",
+    type=click.IntRange(1, 300),
+    default=DEFAULT_CPU,
+    show_default=True,
+    help="Each bot's CPU limit per tick (Game.cpu.limit): your account's, for numbers like your own.",
+)
+@click.option(
+    "--bucket",
+    type=click.IntRange(0, 10_000),
+    default=DEFAULT_BUCKET,
+    show_default=True,
+    help="Each bot's CPU bucket at the start (Game.cpu.bucket); a tick may use up to min(500, bucket + limit).",
+)
+@click.option(
     "--server-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
@@ -71,6 +86,8 @@ def rehearse_command(
     base: str | None,
     ticks: int,
     timeout: float | None,
+    cpu_limit: int,
+    bucket: int,
     server_dir: Path | None,
     servers: tuple[str, ...],
     branches: tuple[str, ...],
@@ -96,6 +113,8 @@ def rehearse_command(
         timeout=timeout,
         server_dir=server_dir,
         targets=Targets.of(servers, branches),
+        cpu=cpu_limit,
+        bucket=bucket,
     )
     result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)

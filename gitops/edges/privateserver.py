@@ -37,6 +37,7 @@ import filelock
 import httpx
 
 from gitops.config.folders import user_folder
+from gitops.core.rehearsalworld import Twins, WorldShapeError, twin_rooms
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
@@ -61,6 +62,12 @@ CLI_TIMEOUT = 15.0
 KEEP_ENV = "GITOPS_KEEP_REHEARSAL_WORLD"
 #: The user name of the n-th bot of a world.
 BOT_NAME = "Rehearsal{n}"
+#: A bot's CPU limit and its bucket at the start, unless told: the game's limit of a subscribed account's first
+#: GCL level is higher, but 100 is the npm server's default and the upper end of the official servers' free tiers;
+#: the bucket starts full (10000) as on an account that has been running, so one legitimate spike is not a
+#: terminated tick (the npm server's own default, an empty bucket, made one).
+DEFAULT_CPU = 100
+DEFAULT_BUCKET = 10_000
 
 
 def node_files() -> Path:
@@ -238,8 +245,21 @@ class Bot:
 class World:
     """A running throwaway world; use as a context manager (stopped and removed on exit, whatever happened)."""
 
-    def __init__(self, install: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        install: Path,
+        env: Mapping[str, str],
+        *,
+        rooms: int = 1,
+        cpu: int = DEFAULT_CPU,
+        bucket: int = DEFAULT_BUCKET,
+    ) -> None:
         self.install = install
+        #: How many bots the world is made for: that many rooms of one shape (``core.rehearsalworld``).
+        self.rooms = rooms
+        self.cpu_limit = cpu
+        self.bucket = bucket
+        self.twins: Twins | None = None
         self.files = node_files()
         self.node = _node(env)
         self.env = env
@@ -249,7 +269,6 @@ class World:
         self.cli_port = 0
         self.bots: list[Bot] = []
         self._process: subprocess.Popen[bytes] | None = None
-        self._free_rooms: list[str] | None = None
         #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
         self.identity = secrets.token_hex(8)
 
@@ -284,7 +303,7 @@ class World:
         # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
         shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
         (self.data_dir / "launcher.log").unlink(missing_ok=True)
-        shutil.copyfile(init / "db.json", self.data_dir / "db.json")
+        self._write_database(init / "db.json")
         (self.data_dir / "logs").mkdir(exist_ok=True)
         (self.data_dir / "steam_appid.txt").write_text("464350")
         (self.data_dir / ".screepsrc").write_text(
@@ -300,6 +319,16 @@ class World:
             "bots": {"simplebot": str(init / "node_modules" / "@screeps" / "simplebot" / "src")},
         }
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
+
+    def _write_database(self, template: Path) -> None:
+        """The default world's database with the bots' rooms made alike and the room status data seeded: written
+        before the server starts, since its runner reads the terrain once."""
+        db = json.loads(template.read_text("utf-8"))
+        try:
+            self.twins = twin_rooms(db, self.rooms)
+        except WorldShapeError as exc:
+            raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
+        (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
         env = _clean_env(self.env)
@@ -435,26 +464,24 @@ class World:
         self.cli("system.pauseSimulation()")
 
     def seed(self, modules: Mapping[str, Any]) -> Bot:
-        """A bot user with a free room, a spawn and ``modules`` (the wire form: text, or ``{"binary": b64}``)."""
-        if self._free_rooms is None:
-            rooms = self.cli(
-                "Promise.all([storage.db['rooms.objects'].find({type: 'controller'}), "
-                "storage.db.rooms.find({status: 'normal'})]).then(([c, r]) => { "
-                "const ok = new Set(r.filter(x => !x.sourceKeepers).map(x => x._id)); "
-                "return c.filter(x => !x.user && ok.has(x.room)).map(x => x.room).sort(); })"
-            )
-            # Every other free room: the bots' neighbours are empty (and far from the invaders' goals).
-            self._free_rooms = list(rooms)[::2] if isinstance(rooms, list) else []
-        if not self._free_rooms:
+        """A bot user in the next of the world's like rooms, with a spawn in the same place in each, the CPU limit
+        and bucket of the world (:data:`DEFAULT_CPU`, :data:`DEFAULT_BUCKET`), and ``modules`` (the wire form)."""
+        if self.twins is None or len(self.bots) >= len(self.twins.rooms):
             raise RehearsalError("the private server's world has no free room left for another bot")
-        room = self._free_rooms.pop(0)
+        room = self.twins.rooms[len(self.bots)]
+        x, y = self.twins.spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
-        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {{username: {json.dumps(name)}, cpu: 100}})")
+        options = {"username": name, "cpu": self.cpu_limit, "x": x, "y": y}
+        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
         user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
         if not isinstance(user_id, str):
             raise RehearsalError(f"the private server did not create the bot user {name}")
         # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
-        self.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}}})")
+        # The bucket as an account's that has been running (bots.spawn starts it empty).
+        self.cli(
+            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, "
+            f"{{$unset: {{bot: true}}, $set: {{cpuAvailable: {int(self.bucket)}}}}})"
+        )
         self.cli(
             f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "
             f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}})"
@@ -523,9 +550,11 @@ class World:
 
 
 @contextlib.contextmanager
-def running_world(install: Path, env: Mapping[str, str]) -> Iterator[World]:
-    """A started, paused world; stopped with its whole process group on exit."""
-    world = World(install, env)
+def running_world(
+    install: Path, env: Mapping[str, str], *, rooms: int = 1, cpu: int = DEFAULT_CPU, bucket: int = DEFAULT_BUCKET
+) -> Iterator[World]:
+    """A started, paused world for ``rooms`` bots; stopped with its whole process group on exit."""
+    world = World(install, env, rooms=rooms, cpu=cpu, bucket=bucket)
     try:
         world.start()
         world.pause()
@@ -560,6 +589,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 __all__ = [
+    "DEFAULT_BUCKET",
+    "DEFAULT_CPU",
     "INSTALL_ENV",
     "Bot",
     "Recording",
