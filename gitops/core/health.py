@@ -27,9 +27,10 @@ EVIDENCE_CHARS = 500
 #: The text of the server's termination of a tick that ran out of CPU (the official servers' words).
 CPU_LIMIT_TEXT = "CPU limit"
 #: Every text by which a server terminates a tick for its CPU: the official servers' ``CPU limit``, and the npm
-#: server's driver (``@screeps/driver`` 4.x, ``lib/runtime``): ``Script execution timed out: CPU time limit
-#: reached`` (the tick ran past its limit), ``Script execution has been terminated: CPU bucket is empty`` (the tick
-#: was not run) and ``Script execution timed out ungracefully, restarting virtual machine``.
+#: server's driver (``@screeps/driver`` 4.x, ``lib/runtime``): ``Script execution timed out.`` (isolated-vm's own
+#: words when a tick ran past its limit; the driver rewrites them to ``... CPU time limit reached`` on one path),
+#: ``Script execution has been terminated: CPU bucket is empty`` (the tick was not run) and ``Script execution
+#: timed out ungracefully, restarting virtual machine``.
 CPU_LIMIT_TEXTS = (CPU_LIMIT_TEXT, "CPU time limit reached", "CPU bucket is empty", "Script execution timed out")
 
 

@@ -236,16 +236,20 @@ def _caught_sites(per_tick: Sequence[frozenset[Caught]]) -> tuple[ErrorSite, ...
 
 
 def caught_rule(
-    uncaught: Health, keys: Sequence[frozenset[tuple[str, str | None]]], share: float, known: frozenset[object]
+    uncaught: Health,
+    keys: Sequence[frozenset[tuple[str, str | None]]],
+    share: float,
+    known: frozenset[object] | None = None,
 ) -> Health:
-    """The verdict with the caught-errors rule: failing when the ticks with a caught error not in ``known`` (the
-    base's) reach ``share`` of the ticks, unless the uncaught judge already failed or could not judge."""
+    """The verdict with the caught-errors rule: failing when the ticks with a caught error reach ``share`` of the
+    ticks; with ``known`` (the base's caught errors), only errors not in it count. The uncaught judge's verdict
+    stands when it already failed or could not judge."""
     if uncaught.status != "healthy" or not keys:
         return uncaught
-    counted = sum(1 for tick in keys if any(k not in known for k in tick))
+    counted = sum(1 for tick in keys if any(known is None or k not in known for k in tick))
     if counted == 0 or counted < share * len(keys):
         return uncaught
-    which = "new caught errors (not in the base)" if known else "caught errors"
+    which = "caught errors" if known is None else "new caught errors (not in the base)"
     return replace(
         uncaught,
         status="failing",
@@ -276,7 +280,7 @@ def side(
     uncaught = judge_ticks(list(ticks), thresholds, problem=problem, timeout=timeout, bot_modules=names)
     per_tick = caught_errors(ticks, ordered, maps)
     keys = tuple(frozenset((normalise(c.message), c.where) for c in tick) for tick in per_tick)
-    health = caught_rule(uncaught, keys, thresholds.error_share, frozenset())
+    health = caught_rule(uncaught, keys, thresholds.error_share)
     return Side(
         label=label,
         health=health,

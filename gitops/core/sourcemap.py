@@ -60,7 +60,9 @@ class SourceMap:
         if not isinstance(data, dict) or not isinstance(data.get("mappings"), str):
             raise SourceMapError("no mappings")
         root = data.get("sourceRoot") or ""
-        sources = tuple(_clean(f"{root.rstrip('/')}/{s}" if root else str(s)) for s in data.get("sources") or [])
+        sources = tuple(
+            _clean(f"{root.rstrip('/')}/{_clean(str(s))}" if root else str(s)) for s in data.get("sources") or []
+        )
         source = original = 0
         lines: list[tuple[tuple[int, int, int], ...]] = []
         for line in data["mappings"].split(";"):
