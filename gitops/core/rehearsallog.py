@@ -110,10 +110,12 @@ def normalise(line: str) -> str:
 
 
 def log_patterns(ticks: Sequence[Tick]) -> dict[str, int]:
-    """Each log line's pattern and on how many ticks it was logged."""
+    """Each log line's pattern (stack frames left out) and on how many ticks it was logged."""
     counts: dict[str, int] = {}
     for tick in ticks:
-        for pattern in {normalise(line) for entry in tick.log for line in entry.splitlines() if line.strip()}:
+        lines = {line for entry in tick.log for line in entry.splitlines() if line.strip()}
+        # A stack's frames are the caught error's, reported as such: the diff is of what the bot says.
+        for pattern in {normalise(line) for line in lines if not FRAME.match(html.unescape(line))}:
             counts[pattern] = counts.get(pattern, 0) + 1
     return counts
 

@@ -40,7 +40,7 @@ def test_per_tick_a_stack_logged_after_its_error_line_counts_once() -> None:
 def test_lines_become_patterns_without_their_numbers_and_ids() -> None:
     assert normalise("tick 1234: creep 5e3f00aa0011bcd moved 2.5") == "tick N: creep ID moved N"
     assert normalise("room W12N3 &lt;ok&gt;") == "room WNNN <ok>"
-    head = log_patterns([Tick(log=("tick 1\nnew line 3",)), Tick(log=("tick 2", "new line 4"))])
+    head = log_patterns([Tick(log=("tick 1\nnew line 3\n    at f (main:1:2)",)), Tick(log=("tick 2", "new line 4"))])
     assert head == {"tick N": 2, "new line N": 2}
     assert new_patterns(head, {"tick N": 5}) == (("new line N", 2),)
     assert place("Error: x\n    at f (main:4:2)", MODULES) == "main:4"
