@@ -1,8 +1,9 @@
 """The rehearsal use case: run each branch's code in a throwaway world of the real private server and judge it.
 
 The code is read and built exactly as ``plan`` reads it (:func:`gitops.app.localcode.read_code`: the working tree,
-or ``--ref``; the base commit's with ``--base``). One world runs every bot at once (each branch's head, and its base,
-as a user of its own with a room and a spawn), so both sides tick under the same load; the world's life cycle is
+or ``--ref``; the base commit's with ``--base``). One world runs the head's bots (a user of its own each, with a room
+and a spawn); with ``--base`` a second world from the same database runs the base's, each in the same room as its
+head, side by side, so both sides start alike and tick under the same load; the worlds' life cycle is
 ``gitops.edges.privateserver``'s, the figures and the comparison ``gitops.core.rehearsal``'s, and the verdict the
 verify judge's (``gitops.core.health``). It never prints: ``say`` gets the progress lines.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +25,15 @@ from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
 from gitops.core.sourcemap import SourceMap, SourceMapError
 from gitops.edges.build import SKIP_BUILD_VARIABLE
-from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, Bot, Recording, find_install, running_world
+from gitops.edges.privateserver import (
+    DEFAULT_BUCKET,
+    DEFAULT_CPU,
+    Bot,
+    Recording,
+    World,
+    find_install,
+    running_worlds,
+)
 from gitops.edges.socket import console_event
 from gitops.errors import ExitCode, SourceError
 
@@ -108,25 +118,26 @@ def rehearse(
     install = find_install(env, request.server_dir, say=say)
     base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
-    count = len(head.branches) + sum(1 for b in head.branches if b.label in base_by_label)
-    with running_world(install, env, rooms=count, cpu=request.cpu, bucket=request.bucket) as world:
+    # Two worlds from the same database when there is a base: each base bot in the same room, with the same
+    # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
+    worlds = 2 if base_by_label else 1
+    with running_worlds(
+        install, env, worlds, rooms=len(head.branches), cpu=request.cpu, bucket=request.bucket
+    ) as opened:
         seeded: list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]] = []
-        for branch in head.branches:
-            head_bot = world.seed(branch.code.wire())
+        for slot, branch in enumerate(head.branches):
+            head_bot = opened[0].seed(branch.code.wire(), slot)
             base_branch = base_by_label.get(branch.label)
-            base_bot = world.seed(base_branch.code.wire()) if base_branch is not None else None
+            base_bot = opened[-1].seed(base_branch.code.wire(), slot) if base_branch is not None else None
             seeded.append((branch, head_bot, base_branch, base_bot))
-        bots = len(world.bots)
-        timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, bots)
+        bots = sum(len(world.bots) for world in opened)
+        timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, len(head.branches))
+        where = " and ".join(f"127.0.0.1:{world.port}" for world in opened)
         say(
-            f"rehearse: {bots} bot(s) in a throwaway world on 127.0.0.1:{world.port}, each in a room of the same "
-            f"shape; {request.ticks} ticks each"
+            f"rehearse: {bots} bot(s) in {'two throwaway worlds' if worlds == 2 else 'a throwaway world'} on {where}"
+            f"{', head and base in the same room of each' if worlds == 2 else ''}; {request.ticks} ticks each"
         )
-
-        def enough(recordings: dict[str, Recording]) -> bool:
-            return all(_console_ticks(r) >= wanted for r in recordings.values())
-
-        recordings, problem = world.run(enough, timeout)
+        recordings, problem = _run(opened, wanted, timeout)
     comparisons = []
     for branch, head_bot, base_branch, base_bot in seeded:
         thresholds = _thresholds(loaded, branch, request.ticks)
@@ -151,6 +162,21 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
         return read_code(loaded, ref, env)
     except SourceError as exc:  # its words name --ref: here the ref came from --base
         raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
+
+
+def _run(worlds: list[World], wanted: int, timeout: float) -> tuple[dict[str, Recording], str | None]:
+    """Tick every world until each of its bots has ``wanted`` ticks (side by side: one thread a world); the
+    recordings of all (by user id) and the first world's problem, if any."""
+
+    def enough(recordings: dict[str, Recording]) -> bool:
+        return all(_console_ticks(r) >= wanted for r in recordings.values())
+
+    with ThreadPoolExecutor(max_workers=len(worlds)) as pool:
+        results = [f.result() for f in [pool.submit(w.run, enough, timeout) for w in worlds]]
+    recordings: dict[str, Recording] = {}
+    for found, _ in results:
+        recordings.update(found)
+    return recordings, next((problem for _, problem in results if problem is not None), None)
 
 
 def _require_main(local: LocalCode) -> None:

@@ -38,8 +38,8 @@ from gitops.secrets import redact
     "--base",
     default=None,
     metavar="REF",
-    help="Also rehearse this commit's code (e.g. the pull request's base) in the same world, and compare: failed "
-    "ticks, errors, CPU per tick, memory.",
+    help="Also rehearse this commit's code (e.g. the pull request's base) in a second world of the same start, and "
+    "compare: failed ticks, errors, caught errors, console lines, CPU per tick, memory.",
 )
 @click.option(
     "--ticks",

@@ -1,15 +1,16 @@
-"""The throwaway world's start, made like for like (pure: works on the world's database as a value, no I/O).
+"""The throwaway world's start, the same for head and base (pure: works on the world's database as a value, no I/O).
 
-A rehearsal compares the head's bot with the base's in one world of the private server. The npm server's default
-world has rooms of other shapes (terrain, one source or two, the controller elsewhere), and a bot's CPU and memory
-depend on them: main against main on a large bot differed by up to 7 CPU per tick between two rooms (issue 48).
-:func:`twin_rooms` therefore makes the rooms the bots will get identical *before* the server loads its database
-(its runner reads the terrain once, at its first tick): the first free room is the template, and each other room
-gets its terrain, its controller's, sources' and mineral's places, and the same spawn place (:func:`spawn_place`).
+A rehearsal compares the head's bot with the base's. In one world they would get rooms of other shapes (terrain,
+one source or two, other neighbours), and a bot's CPU and memory depend on them: main against main on a large bot
+differed by up to 7 CPU per tick and 11 kB of memory (issue 48), and even rooms made alike differ in their
+neighbours, which path finding and a bot's planner read. So the head's bots and the base's run in two worlds
+started from the same database, each bot in the same room with its spawn on the same place: :func:`placements`
+chooses them, the same for the same database. Nothing of the world is changed but what a bot would find on a real
+server at its start:
 
-It also seeds the world data a bot may read at its start that the default database lacks: the room status data
-(``Game.map.getRoomStatus`` throws ``No runtime status data`` every tick until the engine first computes it, after
-20 ticks, and the runner caches the empty answer for a minute), with what the server computes for this world.
+the room status data (``Game.map.getRoomStatus`` throws ``No runtime status data`` every tick until the engine
+first computes it, after 20 ticks, and the runner caches the missing answer for a minute), seeded with what the
+server computes for this world (:func:`seed_world_data`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ _WALLS = frozenset("13")
 
 
 class WorldShapeError(ValueError):
-    """The world's database cannot give that many like rooms."""
+    """The world's database cannot give that many rooms."""
 
 
 @dataclass(frozen=True, slots=True)
-class Twins:
-    """The rooms the bots get, in order (all of the template's shape), and the spawn place in each."""
+class Placement:
+    """A bot's room and its spawn's place in it."""
 
-    rooms: tuple[str, ...]
+    room: str
     spawn: tuple[int, int]
 
 
@@ -61,14 +62,6 @@ def _objects(db: dict[str, Any], room: str, kind: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda o: (o["x"], o["y"]))
 
 
-def _shape(db: dict[str, Any], room: str) -> tuple[int, int, int]:
-    return (
-        len(_objects(db, room, "source")),
-        len(_objects(db, room, "mineral")),
-        len(_objects(db, room, "controller")),
-    )
-
-
 def _around(x: int, y: int, radius: int) -> Iterator[tuple[int, int]]:
     for dy in range(-radius, radius + 1):
         for dx in range(-radius, radius + 1):
@@ -90,36 +83,30 @@ def spawn_place(terrain: str, taken: list[tuple[int, int]]) -> tuple[int, int]:
             if best is None or (cost, y, x) < best:
                 best = (cost, y, x)
     if best is None:
-        raise WorldShapeError("the template room has no place for a spawn")
+        raise WorldShapeError("the room has no place for a spawn")
     return best[2], best[1]
 
 
-def twin_rooms(db: dict[str, Any], count: int) -> Twins:
-    """Make ``count`` free rooms of ``db`` (the server's LokiJS database, changed in place) the same shape as the
-    first, and seed the room status data; the rooms in order and the spawn place. Only fields that no index covers
-    change (the terrain string, objects' ``x``/``y`` and the mineral's kind), so the database stays consistent."""
+def placements(db: dict[str, Any], count: int) -> tuple[Placement, ...]:
+    """The rooms of the first ``count`` bots (:func:`free_rooms`, in order) and the spawn place in each
+    (:func:`spawn_place`, next to none of the room's objects): the same for the same database."""
     free = free_rooms(db)
-    if not free:
-        raise WorldShapeError("the world has no free room")
-    template = free[0]
-    shape = _shape(db, template)
-    twins = [template, *[r for r in free[1:] if _shape(db, r) == shape][: count - 1]]
-    if len(twins) < count:
-        raise WorldShapeError(f"the world has only {len(twins)} free rooms like {template} for {count} bots")
-    terrains = {t["room"]: t for t in _collection(db, "rooms.terrain")}
-    for room in twins[1:]:
-        terrains[room]["terrain"] = terrains[template]["terrain"]
-        for kind in ("controller", "source", "mineral"):
-            for mine, theirs in zip(_objects(db, room, kind), _objects(db, template, kind), strict=True):
-                mine["x"], mine["y"] = theirs["x"], theirs["y"]
-                for key in ("mineralType", "density", "mineralAmount", "energy", "energyCapacity"):
-                    if key in theirs:
-                        mine[key] = theirs[key]
-    taken = [(o["x"], o["y"]) for kind in ("controller", "source", "mineral") for o in _objects(db, template, kind)]
+    if len(free) < count:
+        raise WorldShapeError(f"the world has {len(free)} free rooms for {count} bots")
+    terrains = {t["room"]: t["terrain"] for t in _collection(db, "rooms.terrain")}
+    chosen: list[Placement] = []
+    for room in free[:count]:
+        taken = [(o["x"], o["y"]) for kind in ("controller", "source", "mineral") for o in _objects(db, room, kind)]
+        chosen.append(Placement(room, spawn_place(terrains[room], taken)))
+    return tuple(chosen)
+
+
+def seed_world_data(db: dict[str, Any]) -> None:
+    """The world data a bot may read at its start that the default database lacks, written into ``db``: the room
+    status data (:data:`ROOM_STATUS`: every room of the default world is ``normal``)."""
     env = _collection(db, "env")
     if env and isinstance(env[0].get("data"), dict):
         env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
-    return Twins(tuple(twins), spawn_place(terrains[template]["terrain"], taken))
 
 
-__all__ = ["ROOM_STATUS", "Twins", "WorldShapeError", "free_rooms", "spawn_place", "twin_rooms"]
+__all__ = ["ROOM_STATUS", "Placement", "WorldShapeError", "free_rooms", "placements", "seed_world_data", "spawn_place"]

@@ -27,6 +27,7 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -37,7 +38,7 @@ import filelock
 import httpx
 
 from gitops.config.folders import user_folder
-from gitops.core.rehearsalworld import Twins, WorldShapeError, twin_rooms
+from gitops.core.rehearsalworld import Placement, WorldShapeError, placements, seed_world_data
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
@@ -255,11 +256,11 @@ class World:
         bucket: int = DEFAULT_BUCKET,
     ) -> None:
         self.install = install
-        #: How many bots the world is made for: that many rooms of one shape (``core.rehearsalworld``).
+        #: How many bots the world is made for (``core.rehearsalworld``: their rooms and spawn places).
         self.rooms = rooms
         self.cpu_limit = cpu
         self.bucket = bucket
-        self.twins: Twins | None = None
+        self.placements: tuple[Placement, ...] = ()
         self.files = node_files()
         self.node = _node(env)
         self.env = env
@@ -321,13 +322,14 @@ class World:
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
 
     def _write_database(self, template: Path) -> None:
-        """The default world's database with the bots' rooms made alike and the room status data seeded: written
-        before the server starts, since its runner reads the terrain once."""
+        """The default world's database with the world data a bot reads at its start seeded; the bots' rooms and
+        spawn places chosen from it (the same in every world of a rehearsal)."""
         db = json.loads(template.read_text("utf-8"))
         try:
-            self.twins = twin_rooms(db, self.rooms)
+            self.placements = placements(db, self.rooms)
         except WorldShapeError as exc:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
+        seed_world_data(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
@@ -463,13 +465,15 @@ class World:
     def pause(self) -> None:
         self.cli("system.pauseSimulation()")
 
-    def seed(self, modules: Mapping[str, Any]) -> Bot:
-        """A bot user in the next of the world's like rooms, with a spawn in the same place in each, the CPU limit
-        and bucket of the world (:data:`DEFAULT_CPU`, :data:`DEFAULT_BUCKET`), and ``modules`` (the wire form)."""
-        if self.twins is None or len(self.bots) >= len(self.twins.rooms):
+    def seed(self, modules: Mapping[str, Any], slot: int | None = None) -> Bot:
+        """A bot user in the ``slot``-th of the world's rooms (``None``: the next), with its spawn on the place
+        chosen for it, the world's CPU limit and bucket (:data:`DEFAULT_CPU`, :data:`DEFAULT_BUCKET`) and ``modules``
+        (the wire form). The same slot of two worlds of a rehearsal is the same room."""
+        index = len(self.bots) if slot is None else slot
+        if index >= len(self.placements) or any(b.room == self.placements[index].room for b in self.bots):
             raise RehearsalError("the private server's world has no free room left for another bot")
-        room = self.twins.rooms[len(self.bots)]
-        x, y = self.twins.spawn
+        room = self.placements[index].room
+        x, y = self.placements[index].spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
         options = {"username": name, "cpu": self.cpu_limit, "x": x, "y": y}
         self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
@@ -550,6 +554,30 @@ class World:
 
 
 @contextlib.contextmanager
+def running_worlds(
+    install: Path,
+    env: Mapping[str, str],
+    count: int,
+    *,
+    rooms: int = 1,
+    cpu: int = DEFAULT_CPU,
+    bucket: int = DEFAULT_BUCKET,
+) -> Iterator[list[World]]:
+    """``count`` started, paused worlds from the same database (started side by side); all stopped, with their
+    process groups, on exit."""
+    with contextlib.ExitStack() as stack:
+        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
+        for world in worlds:
+            stack.callback(world.stop)
+        with ThreadPoolExecutor(max_workers=max(1, count)) as pool:
+            for started in [pool.submit(world.start) for world in worlds]:
+                started.result()
+        for world in worlds:
+            world.pause()
+        yield worlds
+
+
+@contextlib.contextmanager
 def running_world(
     install: Path, env: Mapping[str, str], *, rooms: int = 1, cpu: int = DEFAULT_CPU, bucket: int = DEFAULT_BUCKET
 ) -> Iterator[World]:
@@ -601,4 +629,5 @@ __all__ = [
     "install_stamp",
     "node_files",
     "running_world",
+    "running_worlds",
 ]

@@ -57,12 +57,12 @@ def _number(value: float, unit: str) -> str:
 
 
 def change_line(what: str, c: Change | None, unit: str = "") -> str | None:
-    """``CPU per tick: +0.4 (95 % interval -0.3 to +1.1): no significant change``."""
+    """``CPU per tick: +0.4 (99 % interval -0.3 to +1.1): no significant change``."""
     if c is None:
         return None
     verdict = "significant" if c.significant else "no significant change"
     return (
-        f"{what}: {_number(c.delta, unit)} (95 % interval {_number(c.low, unit)} to {_number(c.high, unit)}): {verdict}"
+        f"{what}: {_number(c.delta, unit)} (99 % interval {_number(c.low, unit)} to {_number(c.high, unit)}): {verdict}"
     )
 
 

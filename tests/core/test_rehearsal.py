@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from gitops.core.health import Thresholds, Tick
@@ -184,9 +182,14 @@ def test_a_change_has_its_noise_band_and_is_significant_only_outside_it() -> Non
     clear = change([1.0, 1.1, 0.9, 1.0] * 10, [3.0, 3.1, 2.9, 3.0] * 10)
     assert clear is not None
     assert clear.significant
-    assert clear.low == pytest.approx(2.0 - 1.96 * math.sqrt(2 * 0.005128205 / 40), rel=1e-3)
+    assert 1.9 < clear.low < 2.0 < clear.high < 2.1
     assert clear.to_json()["significant"] is True
-    assert change([1.0], [2.0, 3.0]) is None
+    assert change([1.0, 2.0, 3.0], [2.0, 3.0, 4.0, 5.0]) is None  # too few to weigh
+    # A spike (a garbage collection, the machine's other work) is trimmed off: it moves neither side.
+    spiky = change([2.0, 3.0] * 20, [2.0, 3.0] * 19 + [2.0, 90.0])
+    assert spiky is not None
+    assert not spiky.significant
+    assert spiky.delta == pytest.approx(0.0)
     same = change([5.0] * 4, [5.0] * 4)
     assert same is not None
     assert not same.significant

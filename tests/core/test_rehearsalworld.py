@@ -1,4 +1,5 @@
-"""The world's like-for-like start (``gitops.core.rehearsalworld``): on a database of the npm server's shape."""
+"""The world's start, the same for head and base (``gitops.core.rehearsalworld``): on a database of the npm server's
+shape."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from gitops.core.rehearsalworld import ROOM_STATUS, WorldShapeError, free_rooms, spawn_place, twin_rooms
+from gitops.core.rehearsalworld import (
+    ROOM_STATUS,
+    Placement,
+    WorldShapeError,
+    free_rooms,
+    placements,
+    seed_world_data,
+    spawn_place,
+)
 
 PLAIN = "0" * 2500
 
@@ -47,42 +56,38 @@ def _collection(db: dict[str, Any], name: str) -> list[dict[str, Any]]:
     return next(c["data"] for c in db["collections"] if c["name"] == name)
 
 
-def test_the_rooms_get_the_templates_terrain_objects_and_one_spawn_place() -> None:
+def test_the_bots_rooms_are_free_rooms_in_order_with_a_spawn_place_each_the_same_every_time() -> None:
     walls = {(x, 20) for x in range(10, 40)}
     rooms = {
         "W1N1": {"controller": (25, 10), "sources": [(10, 30), (40, 30)], "terrain": _terrain(walls)},
         "W1N2": {"controller": (5, 5), "sources": [(1, 1)]},  # every other room is skipped (neighbours)
-        "W1N3": {"controller": (7, 7), "sources": [(20, 40)]},  # one source: not like the template
+        "W1N3": {"controller": (7, 7), "sources": [(20, 40)]},
         "W1N4": {"controller": (9, 9), "sources": [(2, 2), (3, 3)]},
         "W1N5": {"controller": (30, 30), "sources": [(5, 45), (45, 5)], "mineral": "O"},
         "W1N7": {"controller": (12, 12), "sources": [(30, 12), (44, 44)], "keepers": True},
         "W1N9": {"controller": (8, 40), "sources": [(3, 3), (46, 46)], "owned": True},
     }
     db = _db(rooms)
+    before = json.dumps(db, sort_keys=True)
     assert free_rooms(db) == ["W1N1", "W1N3", "W1N5"]
-    twins = twin_rooms(db, 2)
-    assert twins.rooms == ("W1N1", "W1N5")
-    terrain = {t["room"]: t["terrain"] for t in _collection(db, "rooms.terrain")}
-    assert terrain["W1N5"] == terrain["W1N1"] == _terrain(walls)
-    assert terrain["W1N3"] == PLAIN  # untouched
-    placed = {(o["room"], o["type"], o["x"], o["y"]) for o in _collection(db, "rooms.objects")}
-    for kind, x, y in [("controller", 25, 10), ("source", 10, 30), ("source", 40, 30), ("mineral", 40, 40)]:
-        assert ("W1N5", kind, x, y) in placed
-    [mineral] = [o for o in _collection(db, "rooms.objects") if o["room"] == "W1N5" and o["type"] == "mineral"]
-    assert mineral["mineralType"] == "H"
-    assert json.loads(_collection(db, "env")[0]["data"]["roomStatusData"]) == ROOM_STATUS
-    x, y = twins.spawn
-    assert terrain["W1N1"][y * 50 + x] == "0"
-    assert twin_rooms(_db(rooms), 2) == twins  # deterministic
+    chosen = placements(db, 2)
+    assert [p.room for p in chosen] == ["W1N1", "W1N3"]
+    x, y = chosen[0].spawn
+    assert _terrain(walls)[y * 50 + x] == "0"
+    assert all(max(abs(x - ox), abs(y - oy)) > 1 for ox, oy in [(25, 10), (10, 30), (40, 30), (40, 40)])
+    assert placements(_db(rooms), 2) == chosen  # the same database, the same start: head's world and base's
+    assert json.dumps(db, sort_keys=True) == before  # choosing changes nothing
+    assert chosen[1] == Placement("W1N3", chosen[1].spawn)
+    with pytest.raises(WorldShapeError, match="3 free rooms for 4 bots"):
+        placements(db, 4)
 
 
-def test_a_world_without_enough_like_rooms_says_so() -> None:
-    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]},
-              "W1N3": {"controller": (5, 5), "sources": [(1, 1), (2, 2)]}})  # fmt: skip
-    with pytest.raises(WorldShapeError, match="only 1 free rooms like W1N1 for 2 bots"):
-        twin_rooms(db, 2)
-    with pytest.raises(WorldShapeError, match="no free room"):
-        twin_rooms(_db({"W1N1": {"controller": (1, 1), "sources": [], "owned": True}}), 1)
+def test_the_room_status_data_is_seeded_as_the_server_computes_it() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]}})
+    seed_world_data(db)
+    env = _collection(db, "env")[0]["data"]
+    assert json.loads(env["roomStatusData"]) == ROOM_STATUS == {"novice": {}, "respawn": {}, "closed": {}}
+    assert env["gameTime"] == 1
 
 
 def test_the_spawn_place_keeps_clear_of_walls_edges_and_the_rooms_objects() -> None:

@@ -51,18 +51,18 @@ def test_caught_errors_changes_and_new_console_lines_are_shown_in_both() -> None
     comparison = _caught_comparison()
     lines = text([comparison], comparison.result, 4, "working tree", "ref main")
     assert "  new caught error: TypeError: x is undefined at main:7 (4 ticks)" in lines
-    assert "  CPU per tick: +0 (95 % interval -0.8 to +0.8): no significant change" in lines
+    assert "  CPU per tick: +0 (99 % interval -1.49 to +1.49): no significant change" in lines
     assert "  ticks with caught errors  0 of 4   4 of 4" in lines
     assert "  new console line: room WNNN failed: TypeError: x is undefined (4 ticks)" in lines
     out = markdown([comparison], comparison.result, 4, "working tree", "ref main")
     assert "|  | ticks with caught errors | 0 of 4 | 4 of 4 |" in out
-    assert "- `local/main`: CPU per tick: +0 (95 % interval -0.8 to +0.8): no significant change" in out
+    assert "- `local/main`: CPU per tick: +0 (99 % interval -1.49 to +1.49): no significant change" in out
     assert "- `local/main`: `new caught error: TypeError: x is undefined at main:7 (4 ticks)`" in out
 
 
 def test_a_significant_change_says_so_and_a_head_alone_lists_its_caught_errors() -> None:
     assert change_line("CPU per tick", Change(2.0, 1.5, 2.5)) == (
-        "CPU per tick: +2 (95 % interval +1.5 to +2.5): significant"
+        "CPU per tick: +2 (99 % interval +1.5 to +2.5): significant"
     )
     assert change_line("CPU per tick", None) is None
     alone = compare("local/main", _caught_comparison().head, None)
