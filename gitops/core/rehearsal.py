@@ -35,6 +35,9 @@ MAX_ERRORS = 10
 #: The two-sided 99 % quantile of the normal distribution: the noise band of a change is its 99 % interval (at 95 %,
 #: one A/A run in twenty would report a change that is not there; a busy machine adds drift between the worlds).
 Z99 = 2.576
+#: The smallest memory change that is reported as significant: 1 % of the base's size, at least 64 bytes.
+MEMORY_FLOOR_SHARE = 0.01
+MEMORY_FLOOR_BYTES = 64.0
 #: The share of per-tick values cut off each end before a change is weighed (Yuen's 20 % trimmed means).
 TRIM = 0.2
 
@@ -77,10 +80,12 @@ class Change:
     delta: float
     low: float
     high: float
+    #: The smallest change that counts (memory: a few names of other lengths are not a change).
+    floor: float = 0.0
 
     @property
     def significant(self) -> bool:
-        return self.low > 0 or self.high < 0
+        return (self.low > 0 or self.high < 0) and abs(self.delta) >= self.floor
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -322,17 +327,19 @@ def _trimmed(values: Sequence[float]) -> tuple[float, float, int]:
 
 
 def _t995(df: float) -> float:
-    """The 99.5 % quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher: within 0.02 from 10 degrees on)."""
+    """The 99.5 % quantile of Student's t with ``df`` degrees of freedom (Cornish-Fisher: within 0.02 from 10
+    degrees on)."""
     z = Z99
     if not math.isfinite(df) or df <= 0:
         return z
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
-def change(base: Sequence[float], head: Sequence[float]) -> Change | None:
+def change(base: Sequence[float], head: Sequence[float], *, floor: float = 0.0) -> Change | None:
     """Head minus base of the per-tick values' trimmed means (:data:`TRIM` off each end: a tick's CPU has spikes,
     garbage collection and the machine's other work, that say nothing of the code), with its 99 % interval (Yuen's
-    test: the winsorized spread of each side, Welch's degrees of freedom); ``None`` with fewer than 4 a side."""
+    test: the winsorized spread of each side, Welch's degrees of freedom); significant outside it and at least
+    ``floor``; ``None`` with fewer than 4 a side."""
     if len(base) < 4 or len(head) < 4:
         return None
     (mb, db, hb), (mh, dh, hh) = _trimmed(base), _trimmed(head)
@@ -340,7 +347,15 @@ def change(base: Sequence[float], head: Sequence[float]) -> Change | None:
     spread = db + dh
     df = spread**2 / (db**2 / (hb - 1) + dh**2 / (hh - 1)) if db > 0 or dh > 0 else math.inf
     half = _t995(df) * math.sqrt(spread)
-    return Change(delta, delta - half, delta + half)
+    return Change(delta, delta - half, delta + half, floor)
+
+
+def memory_floor(base: Sequence[float]) -> float:
+    """The smallest memory change that counts: :data:`MEMORY_FLOOR_SHARE` of the base's size, at least
+    :data:`MEMORY_FLOOR_BYTES`. The same code on the same start writes memory of slightly other sizes (a creep's
+    random name, a timestamp): 75 bytes of 11.9 kB on an 89-module bot, main against main."""
+    size = sum(base) / len(base) if base else 0.0
+    return max(MEMORY_FLOOR_BYTES, MEMORY_FLOOR_SHARE * size)
 
 
 def compare(branch: str, head: Side, base: Side | None) -> Comparison:
@@ -366,7 +381,7 @@ def compare(branch: str, head: Side, base: Side | None) -> Comparison:
         gone_caught=tuple(e for e in base.caught if e.key not in mine_caught),
         new_lines=new_patterns(head.patterns, base.patterns),
         cpu=change(base.cpu_values, head.cpu_values),
-        memory=change(base.memory_values, head.memory_values),
+        memory=change(base.memory_values, head.memory_values, floor=memory_floor(base.memory_values)),
     )
 
 
@@ -393,6 +408,7 @@ __all__ = [
     "compare",
     "cpu_stats",
     "distinct_errors",
+    "memory_floor",
     "overall",
     "percentile",
     "side",

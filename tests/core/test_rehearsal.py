@@ -12,6 +12,7 @@ from gitops.core.rehearsal import (
     compare,
     cpu_stats,
     distinct_errors,
+    memory_floor,
     overall,
     percentile,
     side,
@@ -226,3 +227,16 @@ TSC_MAP = (
     "SAAgB,IAAI;IAClB,MAAM,MAAM,GAAI,UAAkB,CAAC,MAAiB,CAAC;IACrD,MAAM,CAAC,IAAI,GAAG,CAAC,MAAM,CAAC,IAAI,IAAI,CAAC,CAAC,GAAG,CAAC,CAAC;"
     'IACrC,IAAI,MAAM,CAAC,IAAI,GAAG,CAAC,EAAE;QACnB,MAAM,IAAI,KAAK,CAAC,gBAAgB,CAAC,CAAC;KACnC;AACH,CAAC;AAND,oBAMC"}'
 )
+
+
+def test_a_memory_change_counts_only_from_its_floor() -> None:
+    assert memory_floor([1000.0] * 4) == 64.0
+    assert memory_floor([12_000.0] * 4) == pytest.approx(120.0)
+    # Main against main on a large bot: 75 bytes of 11.9 kB, every tick: outside the interval, under the floor.
+    small = change([11_843.0] * 40, [11_918.0] * 40, floor=memory_floor([11_843.0] * 40))
+    assert small is not None
+    assert small.low > 0
+    assert not small.significant
+    grown = change([11_843.0] * 40, [13_000.0] * 40, floor=memory_floor([11_843.0] * 40))
+    assert grown is not None
+    assert grown.significant
