@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +29,8 @@ from gitops.edges.privateserver import (
     DEFAULT_CPU,
     Bot,
     Recording,
-    World,
     find_install,
+    run_worlds,
     running_worlds,
 )
 from gitops.edges.socket import console_event
@@ -137,7 +136,11 @@ def rehearse(
             f"rehearse: {bots} bot(s) in {'two throwaway worlds' if worlds == 2 else 'a throwaway world'} on {where}"
             f"{', head and base in the same room of each' if worlds == 2 else ''}; {request.ticks} ticks each"
         )
-        recordings, problem = _run(opened, wanted, timeout)
+
+        def enough(recordings: dict[str, Recording]) -> bool:
+            return all(_console_ticks(r) >= wanted for r in recordings.values())
+
+        recordings, problem = run_worlds(opened, enough, timeout)
     comparisons = []
     for branch, head_bot, base_branch, base_bot in seeded:
         thresholds = _thresholds(loaded, branch, request.ticks)
@@ -162,21 +165,6 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
         return read_code(loaded, ref, env)
     except SourceError as exc:  # its words name --ref: here the ref came from --base
         raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
-
-
-def _run(worlds: list[World], wanted: int, timeout: float) -> tuple[dict[str, Recording], str | None]:
-    """Tick every world until each of its bots has ``wanted`` ticks (side by side: one thread a world); the
-    recordings of all (by user id) and the first world's problem, if any."""
-
-    def enough(recordings: dict[str, Recording]) -> bool:
-        return all(_console_ticks(r) >= wanted for r in recordings.values())
-
-    with ThreadPoolExecutor(max_workers=len(worlds)) as pool:
-        results = [f.result() for f in [pool.submit(w.run, enough, timeout) for w in worlds]]
-    recordings: dict[str, Recording] = {}
-    for found, _ in results:
-        recordings.update(found)
-    return recordings, next((problem for _, problem in results if problem is not None), None)
 
 
 def _require_main(local: LocalCode) -> None:

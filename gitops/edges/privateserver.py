@@ -27,7 +27,6 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -283,21 +282,16 @@ class World:
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Launch on two free loopback ports (others when one was taken meanwhile); wait until it answers."""
-        for attempt in range(3):
-            self.port = free_port()
+        start_worlds([self], timeout)
+
+    def _begin(self) -> None:
+        """Choose the ports, write the world's folder and launch the server (not yet waited for)."""
+        self.port = free_port()
+        self.cli_port = free_port()
+        while self.cli_port == self.port:
             self.cli_port = free_port()
-            while self.cli_port == self.port:
-                self.cli_port = free_port()
-            self._write_world()
-            self._launch()
-            try:
-                self._wait_until_ready(timeout)
-                return
-            except _PortTaken:
-                self._stop_group()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        self._write_world()
+        self._launch()
 
     def _write_world(self) -> None:
         init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
@@ -499,25 +493,13 @@ class World:
     ) -> tuple[dict[str, Recording], str | None]:
         """Tick as fast as the engine goes until ``enough`` says so or ``timeout`` seconds passed; the bots'
         recordings (by user id), and why ``enough`` was not reached (``None`` when it was)."""
-        self.cli("system.setTickDuration(1)")
-        self.cli("system.resumeSimulation()")
-        deadline = time.monotonic() + timeout
-        offset = 0
-        recordings: dict[str, Recording] = {bot.user_id: Recording() for bot in self.bots}
-        problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
-        while time.monotonic() < deadline:
-            offset = self._read_record(offset, recordings)
-            if enough(recordings):
-                problem = None
-                break
-            if self._process is None or self._process.poll() is not None:
-                problem = "the private server stopped while the world ticked\n" + self.log_tail()
-                break
-            time.sleep(0.1)
-        with contextlib.suppress(OSError, RehearsalError):
-            self.pause()
-        self._read_record(offset, recordings)
-        return recordings, problem
+        return run_worlds([self], enough, timeout)
+
+    def stopped(self) -> str | None:
+        """Why the world no longer ticks (its server stopped), or ``None``."""
+        if self._process is None or self._process.poll() is not None:
+            return "the private server stopped while the world ticked\n" + self.log_tail()
+        return None
 
     def _read_record(self, offset: int, recordings: dict[str, Recording]) -> int:
         try:
@@ -553,6 +535,59 @@ class World:
         return "\n".join(parts)
 
 
+def start_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
+    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once);
+    a world whose port was taken meanwhile is launched again on others, twice at most."""
+    waiting = list(worlds)
+    for attempt in range(3):
+        for world in waiting:
+            world._begin()
+        taken: list[World] = []
+        for world in waiting:
+            try:
+                world._wait_until_ready(timeout)
+            except _PortTaken:
+                world._stop_group()
+                if attempt == 2:
+                    raise
+                taken.append(world)
+        if not taken:
+            return
+        waiting = taken
+
+
+def run_worlds(
+    worlds: list[World], enough: Callable[[dict[str, Recording]], bool], timeout: float
+) -> tuple[dict[str, Recording], str | None]:
+    """Tick every world as fast as its engine goes until ``enough`` says so of all their bots' recordings (by user
+    id), or ``timeout`` seconds passed; the recordings, and why ``enough`` was not reached (``None`` when it was).
+    One loop in this thread reads every world's record."""
+    for world in worlds:
+        world.cli("system.setTickDuration(1)")
+    for world in worlds:
+        world.cli("system.resumeSimulation()")
+    deadline = time.monotonic() + timeout
+    offsets = [0] * len(worlds)
+    recordings: dict[str, Recording] = {bot.user_id: Recording() for world in worlds for bot in world.bots}
+    problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
+    while time.monotonic() < deadline:
+        offsets = [world._read_record(offset, recordings) for world, offset in zip(worlds, offsets, strict=True)]
+        if enough(recordings):
+            problem = None
+            break
+        stopped = next((why for why in (world.stopped() for world in worlds) if why is not None), None)
+        if stopped is not None:
+            problem = stopped
+            break
+        time.sleep(0.1)
+    for world in worlds:
+        with contextlib.suppress(OSError, RehearsalError):
+            world.pause()
+    for world, offset in zip(worlds, offsets, strict=True):
+        world._read_record(offset, recordings)
+    return recordings, problem
+
+
 @contextlib.contextmanager
 def running_worlds(
     install: Path,
@@ -569,9 +604,7 @@ def running_worlds(
         worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
         for world in worlds:
             stack.callback(world.stop)
-        with ThreadPoolExecutor(max_workers=max(1, count)) as pool:
-            for started in [pool.submit(world.start) for world in worlds]:
-                started.result()
+        start_worlds(worlds)
         for world in worlds:
             world.pause()
         yield worlds
@@ -628,6 +661,8 @@ __all__ = [
     "install_problem",
     "install_stamp",
     "node_files",
+    "run_worlds",
     "running_world",
     "running_worlds",
+    "start_worlds",
 ]
