@@ -442,3 +442,24 @@ def test_code_that_does_not_parse_is_refused_before_any_world_starts(installed: 
     assert "does not parse" in done.stderr
     assert "main.js" in done.stderr
     assert time.monotonic() - started < 30  # no world was started for it
+
+
+def test_a_base_without_main_is_failing_for_the_bots_fault_and_the_head_is_judged(
+    installed: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    (repo / "main.js").rename(repo / "lib.js")  # the base: no main
+    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["branches"][0]["include"] = ["*.js"]
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "no main")
+    _bot(repo, HEALTHY)  # the pull request adds it
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert doc["head"]["result"] == "healthy"
+    assert doc["base"]["result"] == "failing"
+    assert doc["base"]["reason"] == "no module 'main': the base's code does not run (the bot's fault, not the server's)"
+    assert "1 bot(s) in a throwaway world" in done.stderr  # the base needed no world of its own
