@@ -99,10 +99,12 @@ def rehearse_command(
 
     The code is read and built exactly as plan reads it. Each branch's bot gets a room and a spawn in a world of its
     own on 127.0.0.1 (no account, no token: nothing leaves this machine), runs --ticks ticks, and is judged by the
-    same judge as apply's verify. With --base, that commit's code runs beside it and the two are compared.
+    same judge as apply's verify, and by the errors it catches and logs itself. With --base, that commit's code runs
+    in a second world of the same start (the same room, the same spawn place), and the two are compared: new and
+    gone errors, new console lines, CPU and memory changes with their noise band.
 
-    Exit code 0: healthy; 9: the code fails in the world; 14: unknown (too few ticks), or the world could not be
-    installed or run (docs/rehearsal.md).
+    Exit code 0: healthy; 9: the code fails in the world; 6: code that does not parse or has no main (found before
+    a world starts); 14: unknown (too few ticks), or the world could not be installed or run (docs/rehearsal.md).
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     loaded = load_manifest(manifest)
