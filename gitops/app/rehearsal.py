@@ -49,9 +49,10 @@ class RehearsalRequest:
     #: An installed server (``--server-dir``); else ``$GITOPS_PRIVATE_SERVER``, else the cache's.
     server_dir: Path | None = None
     targets: Targets = field(default_factory=Targets)
-    #: Each bot's CPU limit and its bucket at the start (``--cpu``, ``--bucket``).
-    cpu: int = DEFAULT_CPU
-    bucket: int = DEFAULT_BUCKET
+    #: Each bot's CPU limit and its bucket at the start (``--cpu``, ``--bucket``); ``None``: its server's ``cpu:``
+    #: in the manifest, else :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET`.
+    cpu: int | None = None
+    bucket: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +121,15 @@ def rehearse(
     # Two worlds from the same database when there is a base: each base bot in the same room, with the same
     # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
     worlds = 2 if base_by_label else 1
-    with running_worlds(
-        install, env, worlds, rooms=len(head.branches), cpu=request.cpu, bucket=request.bucket
-    ) as opened:
+    with running_worlds(install, env, worlds, rooms=len(head.branches)) as opened:
         seeded: list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]] = []
         for slot, branch in enumerate(head.branches):
-            head_bot = opened[0].seed(branch.code.wire(), slot)
+            cpu, bucket = cpu_of(loaded, branch, request)
+            head_bot = opened[0].seed(branch.code.wire(), slot, cpu=cpu, bucket=bucket)
             base_branch = base_by_label.get(branch.label)
-            base_bot = opened[-1].seed(base_branch.code.wire(), slot) if base_branch is not None else None
+            base_bot = None
+            if base_branch is not None:
+                base_bot = opened[-1].seed(base_branch.code.wire(), slot, cpu=cpu, bucket=bucket)
             seeded.append((branch, head_bot, base_branch, base_bot))
         bots = sum(len(world.bots) for world in opened)
         timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, len(head.branches))
@@ -165,6 +167,16 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
         return read_code(loaded, ref, env)
     except SourceError as exc:  # its words name --ref: here the ref came from --base
         raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
+
+
+def cpu_of(loaded: LoadedManifest, branch: LocalBranch, request: RehearsalRequest) -> tuple[int, int]:
+    """The CPU limit and bucket of ``branch``'s bots: the command line's, else its server's ``cpu:`` in the
+    manifest, else :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET` (docs/rehearsal.md)."""
+    server = loaded.manifest.servers.get(branch.server)
+    config = server.cpu if server is not None else None
+    limit = request.cpu if request.cpu is not None else config.limit if config is not None else DEFAULT_CPU
+    bucket = request.bucket if request.bucket is not None else config.bucket if config is not None else DEFAULT_BUCKET
+    return limit, bucket
 
 
 def _require_main(local: LocalCode) -> None:
@@ -248,6 +260,7 @@ __all__ = [
     "DEFAULT_TICKS",
     "Rehearsal",
     "RehearsalRequest",
+    "cpu_of",
     "default_timeout",
     "rehearse",
     "source_maps",

@@ -59,16 +59,16 @@ from gitops.secrets import redact
     "--cpu",
     "cpu_limit",
     type=click.IntRange(1, 300),
-    default=DEFAULT_CPU,
-    show_default=True,
-    help="Each bot's CPU limit per tick (Game.cpu.limit): your account's, for numbers like your own.",
+    default=None,
+    help="Each bot's CPU limit per tick (Game.cpu.limit): your account's, for numbers like your own. [default: the "
+    f"server's cpu: limit in the manifest, else {DEFAULT_CPU}]",
 )
 @click.option(
     "--bucket",
     type=click.IntRange(0, 10_000),
-    default=DEFAULT_BUCKET,
-    show_default=True,
-    help="Each bot's CPU bucket at the start (Game.cpu.bucket); a tick may use up to min(500, bucket + limit).",
+    default=None,
+    help="Each bot's CPU bucket at the start (Game.cpu.bucket); a tick may use up to min(500, bucket + limit). "
+    f"[default: the server's cpu: bucket in the manifest, else {DEFAULT_BUCKET}]",
 )
 @click.option(
     "--server-dir",
@@ -86,8 +86,8 @@ def rehearse_command(
     base: str | None,
     ticks: int,
     timeout: float | None,
-    cpu_limit: int,
-    bucket: int,
+    cpu_limit: int | None,
+    bucket: int | None,
     server_dir: Path | None,
     servers: tuple[str, ...],
     branches: tuple[str, ...],

@@ -459,26 +459,32 @@ class World:
     def pause(self) -> None:
         self.cli("system.pauseSimulation()")
 
-    def seed(self, modules: Mapping[str, Any], slot: int | None = None) -> Bot:
+    def seed(
+        self, modules: Mapping[str, Any], slot: int | None = None, *, cpu: int | None = None, bucket: int | None = None
+    ) -> Bot:
         """A bot user in the ``slot``-th of the world's rooms (``None``: the next), with its spawn on the place
         chosen for it, the world's CPU limit and bucket (:data:`DEFAULT_CPU`, :data:`DEFAULT_BUCKET`) and ``modules``
-        (the wire form). The same slot of two worlds of a rehearsal is the same room."""
+        (the wire form); ``cpu`` and ``bucket`` for this bot instead. The same slot of two worlds of a rehearsal is
+        the same room."""
         index = len(self.bots) if slot is None else slot
         if index >= len(self.placements) or any(b.room == self.placements[index].room for b in self.bots):
             raise RehearsalError("the private server's world has no free room left for another bot")
         room = self.placements[index].room
         x, y = self.placements[index].spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
-        options = {"username": name, "cpu": self.cpu_limit, "x": x, "y": y}
+        options = {"username": name, "cpu": self.cpu_limit if cpu is None else cpu, "x": x, "y": y}
         self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
         user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
         if not isinstance(user_id, str):
             raise RehearsalError(f"the private server did not create the bot user {name}")
         # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
-        # The bucket as an account's that has been running (bots.spawn starts it empty).
+        # The bucket as an account's that has been running (bots.spawn starts it empty). Registered a day ago and
+        # "auth touched": screepsmod-auth's cron job (every 10 s) resets the CPU limit of users registered in the last
+        # 15 s, or not yet touched, to its registerCpu (100).
+        fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
         self.cli(
-            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, "
-            f"{{$unset: {{bot: true}}, $set: {{cpuAvailable: {int(self.bucket)}}}}})"
+            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}, $set: "
+            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}})"
         )
         self.cli(
             f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "

@@ -332,18 +332,27 @@ ROOM_STATUS = """\
 module.exports.loop = function () {
     const here = Game.spawns.Spawn1.room.name;
     console.log(here + ' is ' + Game.map.getRoomStatus(here).status);
+    if (Memory.bucket === undefined) Memory.bucket = Game.cpu.bucket;  // the bucket it started with
+    if (Game.cpu.limit !== 37 || Memory.bucket !== 4321) {
+        throw new Error('limit ' + Game.cpu.limit + ', first bucket ' + Memory.bucket);
+    }
 };
 """
 
 
-def test_a_bot_reading_the_room_status_is_healthy(installed: Path, tmp_path: Path) -> None:
+def test_a_bot_reading_the_room_status_is_healthy_with_its_servers_cpu(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, ROOM_STATUS)
+    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["servers"]["live"]["cpu"] = {"limit": 37, "bucket": 4321}
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
     done = _rehearse(repo, tmp_path, installed, "--json")
     doc = _document(done)
     assert done.returncode == ExitCode.OK, done.stderr
     assert doc["head"]["errors"] == []
     assert doc["head"]["failed_ticks"] == 0
+    # The server's cpu: in the manifest, else the bot would throw: Game.cpu.limit 37, the bucket 4321 at the start.
+    assert doc["head"]["ticks"] == TICKS
 
 
 SPINNING = """\
@@ -357,8 +366,12 @@ module.exports.loop = function () {
 def test_a_bot_over_its_cpu_limit_has_its_terminations_counted(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, SPINNING)
-    # A small limit and an empty bucket: each tick ends at 20 CPU, and the empty bucket then skips ticks.
-    done = _rehearse(repo, tmp_path, installed, "--cpu", "20", "--bucket", "0", "--json")
+    # A small limit (the manifest's) and an empty bucket (the command line's, over the manifest's): each tick ends at
+    # 20 CPU, and the empty bucket then skips ticks.
+    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["servers"]["live"]["cpu"] = {"limit": 20, "bucket": 10000}
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    done = _rehearse(repo, tmp_path, installed, "--bucket", "0", "--json")
     doc = _document(done)
     assert done.returncode == ExitCode.UNHEALTHY, done.stderr
     head = doc["head"]
