@@ -364,7 +364,7 @@ class Manifest:
 #: Every class of the manifest, by name (the validator derives a model of the same name from each).
 CLASSES: Mapping[str, type] = {
     cls.__name__: cls
-    for cls in (ServerConfig, Naming, RequiresConfig, VerifyConfig, BranchConfig, BudgetConfig, Manifest)
+    for cls in (CpuConfig, ServerConfig, Naming, RequiresConfig, VerifyConfig, BranchConfig, BudgetConfig, Manifest)
 }
 
 
