@@ -68,6 +68,14 @@ def _bot(repo: Path, main: str) -> None:
     (repo / "main.js").write_text(main, encoding="utf-8")
 
 
+def _change(repo: Path, *, server: dict[str, Any] | None = None, branch: dict[str, Any] | None = None) -> None:
+    """Set keys of the bot's manifest: its server's, its branch's."""
+    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["servers"]["live"].update(server or {})
+    manifest["branches"][0].update(branch or {})
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+
+
 def _rehearse(repo: Path, tmp_path: Path, install: Path, *args: str) -> subprocess.CompletedProcess[str]:
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
@@ -343,9 +351,7 @@ module.exports.loop = function () {
 def test_a_bot_reading_the_room_status_is_healthy_with_its_servers_cpu(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, ROOM_STATUS)
-    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["servers"]["live"]["cpu"] = {"limit": 37, "bucket": 4321}
-    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    _change(repo, server={"cpu": {"limit": 37, "bucket": 4321}})
     done = _rehearse(repo, tmp_path, installed, "--json")
     doc = _document(done)
     assert done.returncode == ExitCode.OK, done.stderr
@@ -368,9 +374,7 @@ def test_a_bot_over_its_cpu_limit_has_its_terminations_counted(installed: Path, 
     _bot(repo, SPINNING)
     # A small limit (the manifest's) and an empty bucket (the command line's, over the manifest's): each tick ends at
     # 20 CPU, and the empty bucket then skips ticks.
-    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["servers"]["live"]["cpu"] = {"limit": 20, "bucket": 10000}
-    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    _change(repo, server={"cpu": {"limit": 20, "bucket": 10000}})
     done = _rehearse(repo, tmp_path, installed, "--bucket", "0", "--json")
     doc = _document(done)
     assert done.returncode == ExitCode.UNHEALTHY, done.stderr
@@ -423,9 +427,7 @@ def test_a_source_mapped_bundle_names_the_source_file_and_line(installed: Path, 
     (repo / "main.js.map").write_text(MAPPED_MAP, encoding="utf-8")
     (repo / "src").mkdir()
     (repo / "src" / "main.ts").write_text(MAPPED_TS, encoding="utf-8")
-    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["branches"][0]["include"] = ["main.js", "main.js.map"]
-    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    _change(repo, branch={"include": ["main.js", "main.js.map"]})
     done = _rehearse(repo, tmp_path, installed, "--json")
     doc = _document(done)
     assert done.returncode == ExitCode.UNHEALTHY, done.stderr
@@ -435,9 +437,7 @@ def test_a_source_mapped_bundle_names_the_source_file_and_line(installed: Path, 
 def test_a_branch_without_main_is_the_bots_fault_before_any_world_starts(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, HEALTHY)
-    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["branches"][0]["include"] = ["lib.js"]
-    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    _change(repo, branch={"include": ["lib.js"]})
     (repo / "lib.js").write_text("module.exports = 1;\n", encoding="utf-8")
     done = _rehearse(repo, tmp_path, installed)
     assert done.returncode == ExitCode.LOCAL_CODE, done.stderr
@@ -463,9 +463,7 @@ def test_a_base_without_main_is_failing_for_the_bots_fault_and_the_head_is_judge
     repo = tmp_path / "bot"
     _bot(repo, HEALTHY)
     (repo / "main.js").rename(repo / "lib.js")  # the base: no main
-    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
-    manifest["branches"][0]["include"] = ["*.js"]
-    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+    _change(repo, branch={"include": ["*.js"]})
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "no main")
     _bot(repo, HEALTHY)  # the pull request adds it
