@@ -38,8 +38,8 @@ Z99 = 2.576
 #: The smallest memory change that is reported as significant: 1 % of the base's size, at least 64 bytes.
 MEMORY_FLOOR_SHARE = 0.01
 MEMORY_FLOOR_BYTES = 64.0
-#: The share of per-tick values cut off each end before a change is weighed (Yuen's 20 % trimmed means).
-TRIM = 0.2
+#: How many runs of consecutive ticks a side's per-tick values are cut into before a change is weighed.
+BATCHES = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,20 +310,17 @@ def side(
     )
 
 
-def _trimmed(values: Sequence[float]) -> tuple[float, float, int]:
-    """The :data:`TRIM` trimmed mean, the squared standard error of it (Yuen: from the winsorized variance), and
-    the number of values kept."""
-    ordered = sorted(values)
-    n = len(ordered)
-    g = int(TRIM * n)
-    kept = ordered[g : n - g]
-    h = len(kept)
-    mean = sum(kept) / h
-    low, high = kept[0], kept[-1]
-    winsorized = [min(max(v, low), high) for v in ordered]
-    wmean = sum(winsorized) / n
-    variance = sum((v - wmean) ** 2 for v in winsorized) / (n - 1)
-    return mean, (n - 1) * variance / (h * (h - 1)) if h > 1 else 0.0, h
+def batch_medians(values: Sequence[float]) -> list[float]:
+    """The medians of :data:`BATCHES` runs of consecutive values (fewer when there are fewer than 3 values a run;
+    the values left over at the end are dropped)."""
+    count = min(BATCHES, len(values) // 3)
+    size = len(values) // count if count else 0
+    medians = []
+    for i in range(count):
+        run = sorted(values[i * size : (i + 1) * size])
+        middle = len(run) // 2
+        medians.append(run[middle] if len(run) % 2 else (run[middle - 1] + run[middle]) / 2)
+    return medians
 
 
 def _t995(df: float) -> float:
@@ -336,16 +333,25 @@ def _t995(df: float) -> float:
 
 
 def change(base: Sequence[float], head: Sequence[float], *, floor: float = 0.0) -> Change | None:
-    """Head minus base of the per-tick values' trimmed means (:data:`TRIM` off each end: a tick's CPU has spikes,
-    garbage collection and the machine's other work, that say nothing of the code), with its 99 % interval (Yuen's
-    test: the winsorized spread of each side, Welch's degrees of freedom); significant outside it and at least
-    ``floor``; ``None`` with fewer than 4 a side."""
-    if len(base) < 4 or len(head) < 4:
+    """Head minus base of the per-tick values, with its 99 % interval; significant outside it and at least
+    ``floor``; ``None`` with fewer than 2 batches a side.
+
+    Each side's ticks are cut into :data:`BATCHES` runs of consecutive ticks, each run stands for its median (a
+    tick's CPU has spikes, garbage collection and the machine's other work, that say nothing of the code), and the
+    change is the difference of the medians' means, its interval Welch's with Student's t. Runs, not ticks: ticks
+    close in time share the machine's load, so single ticks would make the interval too narrow (batch means)."""
+    b, h = batch_medians(base), batch_medians(head)
+    if len(b) < 2 or len(h) < 2:
         return None
-    (mb, db, hb), (mh, dh, hh) = _trimmed(base), _trimmed(head)
+
+    def mean_var(values: Sequence[float]) -> tuple[float, float]:
+        mean = sum(values) / len(values)
+        return mean, sum((v - mean) ** 2 for v in values) / (len(values) - 1) / len(values)
+
+    (mb, vb), (mh, vh) = mean_var(b), mean_var(h)
     delta = mh - mb
-    spread = db + dh
-    df = spread**2 / (db**2 / (hb - 1) + dh**2 / (hh - 1)) if db > 0 or dh > 0 else math.inf
+    spread = vb + vh
+    df = spread**2 / (vb**2 / (len(b) - 1) + vh**2 / (len(h) - 1)) if spread > 0 else math.inf
     half = _t995(df) * math.sqrt(spread)
     return Change(delta, delta - half, delta + half, floor)
 
@@ -402,6 +408,7 @@ __all__ = [
     "CpuStats",
     "ErrorSite",
     "Side",
+    "batch_medians",
     "bot_frame",
     "caught_rule",
     "change",

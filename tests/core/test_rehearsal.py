@@ -7,6 +7,7 @@ import pytest
 from gitops.core.health import Thresholds, Tick
 from gitops.core.rehearsal import (
     ErrorSite,
+    batch_medians,
     bot_frame,
     change,
     compare,
@@ -180,18 +181,21 @@ def test_a_change_has_its_noise_band_and_is_significant_only_outside_it() -> Non
     assert noisy.delta == pytest.approx(0.5)
     assert noisy.low < 0 < noisy.high
     assert not noisy.significant
-    clear = change([1.0, 1.1, 0.9, 1.0] * 10, [3.0, 3.1, 2.9, 3.0] * 10)
+    base = [1.0, 1.2, 0.8, 1.1, 0.9, 1.3, 0.7] * 6
+    clear = change(base, [v + 2 for v in base[3:] + base[:3]])
     assert clear is not None
     assert clear.significant
-    assert 1.9 < clear.low < 2.0 < clear.high < 2.1
+    assert 1.5 < clear.low < 2.0 < clear.high < 2.5
     assert clear.to_json()["significant"] is True
-    assert change([1.0, 2.0, 3.0], [2.0, 3.0, 4.0, 5.0]) is None  # too few to weigh
-    # A spike (a garbage collection, the machine's other work) is trimmed off: it moves neither side.
+    assert change([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]) is None  # one batch: too few to weigh
+    assert batch_medians([5.0, 1.0, 3.0, 2.0, 9.0, 4.0, 7.0]) == [3.0, 4.0]  # runs of 3, the 7th left over
+    assert batch_medians([float(i) for i in range(40)]) == [4 * i + 1.5 for i in range(10)]  # 10 runs of 4
+    # A spike (a garbage collection, the machine's other work) is one value of its run: it moves neither side.
     spiky = change([2.0, 3.0] * 20, [2.0, 3.0] * 19 + [2.0, 90.0])
     assert spiky is not None
     assert not spiky.significant
     assert spiky.delta == pytest.approx(0.0)
-    same = change([5.0] * 4, [5.0] * 4)
+    same = change([5.0] * 6, [5.0] * 6)
     assert same is not None
     assert not same.significant
 

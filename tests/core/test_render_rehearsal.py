@@ -42,22 +42,23 @@ CAUGHT = "room W1N1 failed: TypeError: x is undefined\n    at run (main:7:3)"
 
 
 def _caught_comparison() -> Comparison:
-    base = side("base", [Tick(log=("tick 1",))] * 4, [1.0, 2.0, 1.0, 2.0], 10, Thresholds(ticks=4), ["main"])
-    head = side("head", [Tick(log=("tick 2", CAUGHT))] * 4, [1.0, 2.0, 2.0, 1.0], 10, Thresholds(ticks=4), ["main"])
+    cpu = [1.0, 2.0, 1.0, 2.0, 2.0, 3.0]  # two runs of 3 ticks: medians 1 and 2
+    base = side("base", [Tick(log=("tick 1",))] * 6, cpu, 10, Thresholds(ticks=6), ["main"])
+    head = side("head", [Tick(log=("tick 2", CAUGHT))] * 6, cpu[::-1], 10, Thresholds(ticks=6), ["main"])
     return compare("local/main", head, base)
 
 
 def test_caught_errors_changes_and_new_console_lines_are_shown_in_both() -> None:
     comparison = _caught_comparison()
-    lines = text([comparison], comparison.result, 4, "working tree", "ref main")
-    assert "  new caught error: TypeError: x is undefined at main:7 (4 ticks)" in lines
-    assert "  CPU per tick: +0 (99 % interval -1.49 to +1.49): no significant change" in lines
-    assert "  ticks with caught errors  0 of 4   4 of 4" in lines
-    assert "  new console line: room WNNN failed: TypeError: x is undefined (4 ticks)" in lines
-    out = markdown([comparison], comparison.result, 4, "working tree", "ref main")
-    assert "|  | ticks with caught errors | 0 of 4 | 4 of 4 |" in out
-    assert "- `local/main`: CPU per tick: +0 (99 % interval -1.49 to +1.49): no significant change" in out
-    assert "- `local/main`: `new caught error: TypeError: x is undefined at main:7 (4 ticks)`" in out
+    lines = text([comparison], comparison.result, 6, "working tree", "ref main")
+    assert "  new caught error: TypeError: x is undefined at main:7 (6 ticks)" in lines
+    assert "  CPU per tick: +0 (99 % interval -5.12 to +5.12): no significant change" in lines
+    assert "  ticks with caught errors  0 of 6   6 of 6" in lines
+    assert "  new console line: room WNNN failed: TypeError: x is undefined (6 ticks)" in lines
+    out = markdown([comparison], comparison.result, 6, "working tree", "ref main")
+    assert "|  | ticks with caught errors | 0 of 6 | 6 of 6 |" in out
+    assert "- `local/main`: CPU per tick: +0 (99 % interval -5.12 to +5.12): no significant change" in out
+    assert "- `local/main`: `new caught error: TypeError: x is undefined at main:7 (6 ticks)`" in out
 
 
 def test_a_significant_change_says_so_and_a_head_alone_lists_its_caught_errors() -> None:
@@ -66,6 +67,6 @@ def test_a_significant_change_says_so_and_a_head_alone_lists_its_caught_errors()
     )
     assert change_line("CPU per tick", None) is None
     alone = compare("local/main", _caught_comparison().head, None)
-    lines = text([alone], alone.result, 4, "working tree", None)
-    assert "  caught error: TypeError: x is undefined at main:7 (4 ticks)" in lines
+    lines = text([alone], alone.result, 6, "working tree", None)
+    assert "  caught error: TypeError: x is undefined at main:7 (6 ticks)" in lines
     assert alone.result == "failing"
