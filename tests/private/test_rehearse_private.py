@@ -474,3 +474,21 @@ def test_a_base_without_main_is_failing_for_the_bots_fault_and_the_head_is_judge
     assert doc["base"]["result"] == "failing"
     assert doc["base"]["reason"] == "no module 'main': the base's code does not run (the bot's fault, not the server's)"
     assert "1 bot(s) in a throwaway world" in done.stderr  # the base needed no world of its own
+
+
+def test_a_head_that_uses_more_cpu_is_a_significant_change(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, BUSY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "busy")
+    # The pull request: 15 CPU more in every tick, as its own Game.cpu.getUsed() counts it.
+    burn = "const until = Game.cpu.getUsed() + 15;\n    while (Game.cpu.getUsed() < until) steps += 1e-9;\n"
+    _bot(repo, BUSY.replace("Memory.steps = steps;", burn + "    Memory.steps = steps;"))
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--ticks", "40", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    [branch] = doc["branches"]
+    cpu = branch["cpu_change"]
+    assert cpu["significant"] is True, cpu
+    assert cpu["low"] > 0, cpu
+    assert cpu["low"] <= 15 <= cpu["high"] + 5, cpu  # about the 15 it added
