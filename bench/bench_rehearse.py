@@ -8,8 +8,8 @@ The bot is ``examples/typescript`` (built by its ``build: node build.mjs``), cop
 two commits: the base is the example, the head adds a log line. Each round runs, as whole processes:
 
 * **head**: ``gitops rehearse --ticks 100`` (build the working tree, start a world, 100 ticks, stop);
-* **base+head**: ``gitops rehearse --ticks 100 --base HEAD~1`` (and the base built in a temporary checkout; both
-  bots in one world).
+* **base+head**: ``gitops rehearse --ticks 100 --base HEAD~1`` (and the base built in a temporary checkout; two
+  worlds of the same start, side by side).
 
 The server is the one ``GITOPS_PRIVATE_SERVER`` names, else ``.private-server`` (``bash scripts/private-server.sh
 install``). The budget (issue 39): head at most 60 s, base+head at most 100 s, wall time from spawn to exit.

@@ -1,8 +1,9 @@
 """The rehearsal use case: run each branch's code in a throwaway world of the real private server and judge it.
 
 The code is read and built exactly as ``plan`` reads it (:func:`gitops.app.localcode.read_code`: the working tree,
-or ``--ref``; the base commit's with ``--base``). One world runs every bot at once (each branch's head, and its base,
-as a user of its own with a room and a spawn), so both sides tick under the same load; the world's life cycle is
+or ``--ref``; the base commit's with ``--base``). One world runs the head's bots (a user of its own each, with a room
+and a spawn); with ``--base`` a second world from the same database runs the base's, each in the same room as its
+head, side by side, so both sides start alike and tick under the same load; the worlds' life cycle is
 ``gitops.edges.privateserver``'s, the figures and the comparison ``gitops.core.rehearsal``'s, and the verdict the
 verify judge's (``gitops.core.health``). It never prints: ``say`` gets the progress lines.
 """
@@ -14,16 +15,25 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops.app.localcode import read_code
+from gitops.app.localcode import check_syntax, read_code
 from gitops.app.targets import Targets, select
 from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
 from gitops.core.colony import Colony
-from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
+from gitops.core.health import ConsoleEvent, Health, Status, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.core.sourcemap import SourceMap, SourceMapError
 from gitops.edges.build import SKIP_BUILD_VARIABLE
-from gitops.edges.privateserver import Bot, Recording, find_install, running_world
+from gitops.edges.privateserver import (
+    DEFAULT_BUCKET,
+    DEFAULT_CPU,
+    Bot,
+    Recording,
+    find_install,
+    run_worlds,
+    running_worlds,
+)
 from gitops.edges.socket import console_event
 from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError
@@ -43,6 +53,10 @@ class RehearsalRequest:
     targets: Targets = field(default_factory=Targets)
     #: ``--from-server``: the account's colony (:func:`gitops.app.colonycopy.copy_colony`), copied for every bot.
     colony: Colony | None = None
+    #: Each bot's CPU limit and its bucket at the start (``--cpu``, ``--bucket``); ``None``: its server's ``cpu:``
+    #: in the manifest, else :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET`.
+    cpu: int | None = None
+    bucket: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,28 +114,44 @@ def rehearse(
     # built in its temporary checkout, without credentials, as every build.
     base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
     base = _read_base(loaded, request.base, base_env) if request.base is not None else None
+    # validate's checks before any world starts: code that does not parse, or a head with no main, is the bot's.
+    check_syntax(head)
+    _require_main(head)
+    if base is not None:
+        check_syntax(base)
     install = find_install(env, request.server_dir, say=say)
-    base_by_label = {b.label: b for b in base.branches} if base is not None else {}
+    base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
-    with running_world(install, env) as world:
+    # Two worlds from the same database when there is a base: each base bot in the same room, with the same
+    # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
+    worlds = 2 if base_by_label else 1
+    with running_worlds(install, env, worlds, rooms=len(head.branches)) as opened:
         seeded: list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]] = []
-        for branch in head.branches:
-            head_bot = world.seed(branch.code.wire())
+        for slot, branch in enumerate(head.branches):
+            cpu, bucket = cpu_of(loaded, branch, request)
+            head_bot = opened[0].seed(branch.code.wire(), slot, cpu=cpu, bucket=bucket)
             base_branch = base_by_label.get(branch.label)
-            base_bot = world.seed(base_branch.code.wire()) if base_branch is not None else None
+            base_bot = None
+            if base_branch is not None:
+                base_bot = opened[-1].seed(base_branch.code.wire(), slot, cpu=cpu, bucket=bucket)
             seeded.append((branch, head_bot, base_branch, base_bot))
         if request.colony is not None:  # every bot, head and base, on its own identical copy
-            for bot in list(world.bots):
-                plant_colony(world, bot, request.colony, tag=bot.user_id)
+            for world in opened:
+                for bot in list(world.bots):
+                    plant_colony(world, bot, request.colony, tag=bot.user_id)
             say(f"rehearse: the colony of {request.colony.describe()} copied for each bot")
-        bots = len(world.bots)
-        timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, bots)
-        say(f"rehearse: {bots} bot(s) in a throwaway world on 127.0.0.1:{world.port}; {request.ticks} ticks each")
+        bots = sum(len(world.bots) for world in opened)
+        timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, len(head.branches))
+        where = " and ".join(f"127.0.0.1:{world.port}" for world in opened)
+        say(
+            f"rehearse: {bots} bot(s) in {'two throwaway worlds' if worlds == 2 else 'a throwaway world'} on {where}"
+            f"{', head and base in the same room of each' if worlds == 2 else ''}; {request.ticks} ticks each"
+        )
 
         def enough(recordings: dict[str, Recording]) -> bool:
             return all(_console_ticks(r) >= wanted for r in recordings.values())
 
-        recordings, problem = world.run(enough, timeout)
+        recordings, problem = run_worlds(opened, enough, timeout)
     comparisons = []
     for branch, head_bot, base_branch, base_bot in seeded:
         thresholds = _thresholds(loaded, branch, request.ticks)
@@ -129,6 +159,8 @@ def rehearse(
         base_side = None
         if base_branch is not None and base_bot is not None and base is not None:
             base_side = _side("base", base_branch, recordings[base_bot.user_id], thresholds, problem, timeout, base)
+        elif base is not None and any(b.label == branch.label for b in base.branches):
+            base_side = _no_main("base", thresholds, base)
         comparisons.append(compare(branch.label, head_side, base_side))
     return Rehearsal(
         ticks=request.ticks,
@@ -144,6 +176,46 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
         return read_code(loaded, ref, env)
     except SourceError as exc:  # its words name --ref: here the ref came from --base
         raise SourceError(exc.message.replace(f"--ref {ref}", f"--base {ref}"), hint=exc.hint) from None
+
+
+def cpu_of(loaded: LoadedManifest, branch: LocalBranch, request: RehearsalRequest) -> tuple[int, int]:
+    """The CPU limit and bucket of ``branch``'s bots: the command line's, else its server's ``cpu:`` in the
+    manifest, else :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET` (docs/rehearsal.md)."""
+    server = loaded.manifest.servers.get(branch.server)
+    config = server.cpu if server is not None else None
+    limit = request.cpu if request.cpu is not None else config.limit if config is not None else DEFAULT_CPU
+    bucket = request.bucket if request.bucket is not None else config.bucket if config is not None else DEFAULT_BUCKET
+    return limit, bucket
+
+
+def _require_main(local: LocalCode) -> None:
+    """:class:`SourceError` (exit 6, as validate's check) for a branch whose code has no module ``main``: the server
+    would run nothing, and every tick would say so. The bot's fault, found before a world starts."""
+    for branch in local.branches:
+        if "main" not in branch.code:
+            raise SourceError(
+                f"{branch.label}: the code from the {local.source.describe()} has no module 'main': the server runs "
+                "main's loop, so this bot's code would not run at all (the bot's fault, not the server's)",
+                hint="Add main.js (or the build's output named main) to the branch's files.",
+            )
+
+
+def _no_main(label: str, thresholds: Thresholds, local: LocalCode) -> Side:
+    """The base's side when its code has no ``main``: failing, without a world (it could run nothing)."""
+    reason = "no module 'main': the base's code does not run (the bot's fault, not the server's)"
+    return Side(label, Health("failing", reason), thresholds.ticks, thresholds.ticks, commit=local.source.commit)
+
+
+def source_maps(branch: LocalBranch) -> dict[str, SourceMap]:
+    """The branch's uploaded source maps (modules ``NAME.js.map``) that can be read, by module name."""
+    maps: dict[str, SourceMap] = {}
+    for module in branch.code:
+        if module.name.endswith(".js.map") and module.text is not None:
+            try:
+                maps[module.name] = SourceMap.parse(module.text)
+            except SourceMapError:
+                continue  # a map this reader cannot read: the bundle's own lines are shown
+    return maps
 
 
 def _console_ticks(recording: Recording) -> int:
@@ -169,14 +241,14 @@ def _side(
 ) -> Side:
     events: list[ConsoleEvent] = [e for e in (console_event(m) for m in recording.console) if e is not None]
     ticks = group_ticks(events)[SETTLE_TICKS:][: thresholds.ticks]
-    # One cpu message a tick, published before the tick's console message: the same ticks, by position.
+    # One cpu message a tick that ran (a tick not run for an empty bucket has none), published before the tick's
+    # console message: the ticks that ran, by position.
     window = recording.cpu[SETTLE_TICKS : SETTLE_TICKS + len(ticks)]
     cpu: list[float | None] = [
         float(m["cpu"]) if isinstance(m, dict) and isinstance(m.get("cpu"), int | float) else None for m in window
     ]
-    memory = next(
-        (m["memory"] for m in reversed(window) if isinstance(m, dict) and isinstance(m.get("memory"), int)), None
-    )
+    sizes = [float(m["memory"]) for m in window if isinstance(m, dict) and isinstance(m.get("memory"), int)]
+    memory = int(sizes[-1]) if sizes else None
     modules = [m.name for m in branch.code]
     return side(
         label,
@@ -188,7 +260,17 @@ def _side(
         problem=problem,
         timeout=timeout,
         commit=local.source.commit,
+        maps=source_maps(branch),
+        memory=sizes,
     )
 
 
-__all__ = ["DEFAULT_TICKS", "Rehearsal", "RehearsalRequest", "default_timeout", "rehearse"]
+__all__ = [
+    "DEFAULT_TICKS",
+    "Rehearsal",
+    "RehearsalRequest",
+    "cpu_of",
+    "default_timeout",
+    "rehearse",
+    "source_maps",
+]

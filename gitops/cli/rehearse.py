@@ -28,7 +28,7 @@ from gitops.cli.common import (
     target_options,
 )
 from gitops.config.manifest import load_manifest
-from gitops.edges.privateserver import INSTALL_ENV
+from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, INSTALL_ENV
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
@@ -48,8 +48,8 @@ from gitops.secrets import redact
     "--base",
     default=None,
     metavar="REF",
-    help="Also rehearse this commit's code (e.g. the pull request's base) in the same world, and compare: failed "
-    "ticks, errors, CPU per tick, memory.",
+    help="Also rehearse this commit's code (e.g. the pull request's base) in a second world of the same start, and "
+    "compare: failed ticks, errors, caught errors, console lines, CPU per tick, memory.",
 )
 @click.option(
     "--ticks",
@@ -64,6 +64,21 @@ from gitops.secrets import redact
     default=None,
     metavar="SECONDS",
     help="How long the world may tick before the verdict is unknown. [default: 60 + ticks/2 per bot]",
+)
+@click.option(
+    "--cpu",
+    "cpu_limit",
+    type=click.IntRange(1, 300),
+    default=None,
+    help="Each bot's CPU limit per tick (Game.cpu.limit): your account's, for numbers like your own. [default: the "
+    f"server's cpu: limit in the manifest, else {DEFAULT_CPU}]",
+)
+@click.option(
+    "--bucket",
+    type=click.IntRange(0, 10_000),
+    default=None,
+    help="Each bot's CPU bucket at the start (Game.cpu.bucket); a tick may use up to min(500, bucket + limit). "
+    f"[default: the server's cpu: bucket in the manifest, else {DEFAULT_BUCKET}]",
 )
 @click.option(
     "--server-dir",
@@ -93,6 +108,8 @@ def rehearse_command(
     base: str | None,
     ticks: int,
     timeout: float | None,
+    cpu_limit: int | None,
+    bucket: int | None,
     server_dir: Path | None,
     from_server: str | None,
     state_dir: Path | None,
@@ -106,10 +123,12 @@ def rehearse_command(
 
     The code is read and built exactly as plan reads it. Each branch's bot gets a room and a spawn in a world of its
     own on 127.0.0.1 (no account, no token: nothing leaves this machine), runs --ticks ticks, and is judged by the
-    same judge as apply's verify. With --base, that commit's code runs beside it and the two are compared.
+    same judge as apply's verify, and by the errors it catches and logs itself. With --base, that commit's code runs
+    in a second world of the same start (the same room, the same spawn place), and the two are compared: new and
+    gone errors, new console lines, CPU and memory changes with their noise band.
 
-    Exit code 0: healthy; 9: the code fails in the world; 14: unknown (too few ticks), or the world could not be
-    installed or run (docs/rehearsal.md).
+    Exit code 0: healthy; 9: the code fails in the world; 6: code that does not parse or has no main (found before
+    a world starts); 14: unknown (too few ticks), or the world could not be installed or run (docs/rehearsal.md).
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     loaded = load_manifest(manifest)
@@ -130,6 +149,8 @@ def rehearse_command(
         server_dir=server_dir,
         targets=Targets.of(servers, branches),
         colony=colony,
+        cpu=cpu_limit,
+        bucket=bucket,
     )
     result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)

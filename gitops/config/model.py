@@ -33,6 +33,7 @@ __all__ = [
     "BranchConfig",
     "BudgetConfig",
     "BuildCommand",
+    "CpuConfig",
     "CredentialRole",
     "LoadedManifest",
     "Manifest",
@@ -146,6 +147,27 @@ _BUILD_DESCRIPTION = (
 
 
 @dataclass(frozen=True, slots=True)
+class CpuConfig:
+    """The account's CPU on this server, for ``gitops rehearse``: its bots tick with this limit and bucket."""
+
+    limit: int = field(
+        default=100,
+        metadata=schema(
+            "The account's CPU limit per tick (Game.cpu.limit); the rehearsal's bots get it.", ge=1, le=300
+        ),
+    )
+    bucket: int = field(
+        default=10_000,
+        metadata=schema(
+            "The CPU bucket a rehearsal's bot starts with (Game.cpu.bucket; 10000: full, as on an account that has "
+            "been running). A tick may use up to min(500, bucket + limit).",
+            ge=0,
+            le=10_000,
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ServerConfig:
     """A game server and how to authenticate to it. Credentials are only ever named, never written here.
 
@@ -190,6 +212,13 @@ class ServerConfig:
             "Send uploads compressed (Content-Encoding: deflate; Screeps code shrinks 4 to 7 times): 'auto' "
             "where the server is known to take it (a private server signed in with a password, or learnt once with "
             "a harmless probe and kept in the ledger), 'always' (no probe), 'never'."
+        ),
+    )
+    cpu: CpuConfig | None = field(
+        default=None,
+        metadata=schema(
+            "The account's CPU limit and bucket on this server, for gitops rehearse (default: limit 100, "
+            "bucket 10000); --cpu and --bucket override it."
         ),
     )
 
@@ -414,7 +443,7 @@ class Manifest:
 #: Every class of the manifest, by name (the validator derives a model of the same name from each).
 CLASSES: Mapping[str, type] = {
     cls.__name__: cls
-    for cls in (ServerConfig, Naming, RequiresConfig, VerifyConfig, BranchConfig, BudgetConfig, Manifest)
+    for cls in (CpuConfig, ServerConfig, Naming, RequiresConfig, VerifyConfig, BranchConfig, BudgetConfig, Manifest)
 }
 
 

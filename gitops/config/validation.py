@@ -46,6 +46,7 @@ from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
 __all__ = [
     "BranchConfig",
     "BudgetConfig",
+    "CpuConfig",
     "Manifest",
     "Naming",
     "RequiresConfig",
@@ -354,6 +355,7 @@ def _pydantic_type(hint: Any) -> Any:
 for _cls in model.CLASSES.values():  # in the definition's order: a class comes after the classes it holds
     _MODELS[_cls] = _derive(_cls)
 
+CpuConfig: Any = _MODELS[model.CpuConfig]
 ServerConfig: Any = _MODELS[model.ServerConfig]
 Naming: Any = _MODELS[model.Naming]
 RequiresConfig: Any = _MODELS[model.RequiresConfig]

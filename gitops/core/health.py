@@ -24,8 +24,19 @@ Status = Literal["healthy", "failing", "unknown"]
 #: How many error lines a result keeps as evidence, and how long each may be.
 EVIDENCE_LINES = 5
 EVIDENCE_CHARS = 500
-#: The text of the server's termination of a tick that ran out of CPU.
+#: The text of the server's termination of a tick that ran out of CPU (the official servers' words).
 CPU_LIMIT_TEXT = "CPU limit"
+#: Every text by which a server terminates a tick for its CPU: the official servers' ``CPU limit``, and the npm
+#: server's driver (``@screeps/driver`` 4.x, ``lib/runtime``): ``Script execution timed out.`` (isolated-vm's own
+#: words when a tick ran past its limit; the driver rewrites them to ``... CPU time limit reached`` on one path),
+#: ``Script execution has been terminated: CPU bucket is empty`` (the tick was not run) and ``Script execution
+#: timed out ungracefully, restarting virtual machine``.
+CPU_LIMIT_TEXTS = (CPU_LIMIT_TEXT, "CPU time limit reached", "CPU bucket is empty", "Script execution timed out")
+
+
+def is_cpu_termination(error: str) -> bool:
+    """Whether ``error`` is a server's termination of a tick for its CPU (:data:`CPU_LIMIT_TEXTS`)."""
+    return any(text in error for text in CPU_LIMIT_TEXTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +247,7 @@ class TickTally:
         self.seen += 1
         if reasons:
             self.failed += 1
-            self.cpu += any(CPU_LIMIT_TEXT in e for e in tick.errors)
+            self.cpu += any(is_cpu_termination(e) for e in tick.errors)
             _keep(self.evidence, reasons)
         elif theirs:
             self.server_failed += 1
@@ -412,6 +423,7 @@ def _first_lines(text: str) -> str:
 
 
 __all__ = [
+    "CPU_LIMIT_TEXTS",
     "SEVERITY",
     "ConsoleEvent",
     "Frame",
@@ -424,6 +436,7 @@ __all__ = [
     "blame",
     "frames",
     "group_ticks",
+    "is_cpu_termination",
     "judge_ticks",
     "runs_no_code",
     "unknown",

@@ -38,6 +38,7 @@ import filelock
 import httpx
 
 from gitops.config.folders import user_folder
+from gitops.core.rehearsalworld import Placement, WorldShapeError, free_rooms, placements, seed_world_data
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
@@ -62,6 +63,12 @@ CLI_TIMEOUT = 15.0
 KEEP_ENV = "GITOPS_KEEP_REHEARSAL_WORLD"
 #: The user name of the n-th bot of a world.
 BOT_NAME = "Rehearsal{n}"
+#: A bot's CPU limit and its bucket at the start, unless told: the game's limit of a subscribed account's first
+#: GCL level is higher, but 100 is the npm server's default and the upper end of the official servers' free tiers;
+#: the bucket starts full (10000) as on an account that has been running, so one legitimate spike is not a
+#: terminated tick (the npm server's own default, an empty bucket, made one).
+DEFAULT_CPU = 100
+DEFAULT_BUCKET = 10_000
 
 
 def node_files() -> Path:
@@ -252,8 +259,23 @@ class Bot:
 class World:
     """A running throwaway world; use as a context manager (stopped and removed on exit, whatever happened)."""
 
-    def __init__(self, install: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        install: Path,
+        env: Mapping[str, str],
+        *,
+        rooms: int = 1,
+        cpu: int = DEFAULT_CPU,
+        bucket: int = DEFAULT_BUCKET,
+    ) -> None:
         self.install = install
+        #: How many bots the world is made for (``core.rehearsalworld``: their rooms and spawn places).
+        self.rooms = rooms
+        self.cpu_limit = cpu
+        self.bucket = bucket
+        self.placements: tuple[Placement, ...] = ()
+        #: Free rooms past the bots' (:meth:`take_free_room`), in the same order in every world of a rehearsal.
+        self._spare_rooms: list[str] = []
         self.files = node_files()
         self.node = _node(env)
         self.env = env
@@ -263,7 +285,6 @@ class World:
         self.cli_port = 0
         self.bots: list[Bot] = []
         self._process: subprocess.Popen[bytes] | None = None
-        self._free_rooms: list[str] | None = None
         #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
         self.identity = secrets.token_hex(8)
 
@@ -277,28 +298,23 @@ class World:
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
         """Launch on two free loopback ports (others when one was taken meanwhile); wait until it answers."""
-        for attempt in range(3):
-            self.port = free_port()
+        start_worlds([self], timeout)
+
+    def _begin(self) -> None:
+        """Choose the ports, write the world's folder and launch the server (not yet waited for)."""
+        self.port = free_port()
+        self.cli_port = free_port()
+        while self.cli_port == self.port:
             self.cli_port = free_port()
-            while self.cli_port == self.port:
-                self.cli_port = free_port()
-            self._write_world()
-            self._launch()
-            try:
-                self._wait_until_ready(timeout)
-                return
-            except _PortTaken:
-                self._stop_group()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        self._write_world()
+        self._launch()
 
     def _write_world(self) -> None:
         init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
         # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
         shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
         (self.data_dir / "launcher.log").unlink(missing_ok=True)
-        shutil.copyfile(init / "db.json", self.data_dir / "db.json")
+        self._write_database(init / "db.json")
         (self.data_dir / "logs").mkdir(exist_ok=True)
         (self.data_dir / "steam_appid.txt").write_text("464350")
         (self.data_dir / ".screepsrc").write_text(
@@ -314,6 +330,18 @@ class World:
             "bots": {"simplebot": str(init / "node_modules" / "@screeps" / "simplebot" / "src")},
         }
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
+
+    def _write_database(self, template: Path) -> None:
+        """The default world's database with the world data a bot reads at its start seeded; the bots' rooms and
+        spawn places chosen from it (the same in every world of a rehearsal)."""
+        db = json.loads(template.read_text("utf-8"))
+        try:
+            self.placements = placements(db, self.rooms)
+            self._spare_rooms = free_rooms(db)[self.rooms :]
+        except WorldShapeError as exc:
+            raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
+        seed_world_data(db)
+        (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
         env = _clean_env(self.env)
@@ -448,27 +476,33 @@ class World:
     def pause(self) -> None:
         self.cli("system.pauseSimulation()")
 
-    def seed(self, modules: Mapping[str, Any]) -> Bot:
-        """A bot user with a free room, a spawn and ``modules`` (the wire form: text, or ``{"binary": b64}``)."""
-        if self._free_rooms is None:
-            rooms = self.cli(
-                "Promise.all([storage.db['rooms.objects'].find({type: 'controller'}), "
-                "storage.db.rooms.find({status: 'normal'})]).then(([c, r]) => { "
-                "const ok = new Set(r.filter(x => !x.sourceKeepers).map(x => x._id)); "
-                "return c.filter(x => !x.user && ok.has(x.room)).map(x => x.room).sort(); })"
-            )
-            # Every other free room: the bots' neighbours are empty (and far from the invaders' goals).
-            self._free_rooms = list(rooms)[::2] if isinstance(rooms, list) else []
-        if not self._free_rooms:
+    def seed(
+        self, modules: Mapping[str, Any], slot: int | None = None, *, cpu: int | None = None, bucket: int | None = None
+    ) -> Bot:
+        """A bot user in the ``slot``-th of the world's rooms (``None``: the next), with its spawn on the place
+        chosen for it, the world's CPU limit and bucket (:data:`DEFAULT_CPU`, :data:`DEFAULT_BUCKET`) and ``modules``
+        (the wire form); ``cpu`` and ``bucket`` for this bot instead. The same slot of two worlds of a rehearsal is
+        the same room."""
+        index = len(self.bots) if slot is None else slot
+        if index >= len(self.placements) or any(b.room == self.placements[index].room for b in self.bots):
             raise RehearsalError("the private server's world has no free room left for another bot")
-        room = self._free_rooms.pop(0)
+        room = self.placements[index].room
+        x, y = self.placements[index].spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
-        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {{username: {json.dumps(name)}, cpu: 100}})")
+        options = {"username": name, "cpu": self.cpu_limit if cpu is None else cpu, "x": x, "y": y}
+        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
         user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
         if not isinstance(user_id, str):
             raise RehearsalError(f"the private server did not create the bot user {name}")
         # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
-        self.cli(f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}}})")
+        # The bucket as an account's that has been running (bots.spawn starts it empty). Registered a day ago and
+        # "auth touched": screepsmod-auth's cron job (every 10 s) resets the CPU limit of users registered in the last
+        # 15 s, or not yet touched, to its registerCpu (100).
+        fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
+        self.cli(
+            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}, $set: "
+            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}})"
+        )
         self.cli(
             f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "
             f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}})"
@@ -480,34 +514,22 @@ class World:
     def take_free_room(self) -> str:
         """One more free room of the world, as :meth:`seed` takes one (after a first :meth:`seed`): for a copied
         colony's second and third rooms (:mod:`gitops.edges.worldseed`)."""
-        if not self._free_rooms:
+        if not self._spare_rooms:
             raise RehearsalError("the private server's world has no free room left for the copied colony")
-        return self._free_rooms.pop(0)
+        return self._spare_rooms.pop(0)
 
     def run(
         self, enough: Callable[[dict[str, Recording]], bool], timeout: float
     ) -> tuple[dict[str, Recording], str | None]:
         """Tick as fast as the engine goes until ``enough`` says so or ``timeout`` seconds passed; the bots'
         recordings (by user id), and why ``enough`` was not reached (``None`` when it was)."""
-        self.cli("system.setTickDuration(1)")
-        self.cli("system.resumeSimulation()")
-        deadline = time.monotonic() + timeout
-        offset = 0
-        recordings: dict[str, Recording] = {bot.user_id: Recording() for bot in self.bots}
-        problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
-        while time.monotonic() < deadline:
-            offset = self._read_record(offset, recordings)
-            if enough(recordings):
-                problem = None
-                break
-            if self._process is None or self._process.poll() is not None:
-                problem = "the private server stopped while the world ticked\n" + self.log_tail()
-                break
-            time.sleep(0.1)
-        with contextlib.suppress(OSError, RehearsalError):
-            self.pause()
-        self._read_record(offset, recordings)
-        return recordings, problem
+        return run_worlds([self], enough, timeout)
+
+    def stopped(self) -> str | None:
+        """Why the world no longer ticks (its server stopped), or ``None``."""
+        if self._process is None or self._process.poll() is not None:
+            return "the private server stopped while the world ticked\n" + self.log_tail()
+        return None
 
     def _read_record(self, offset: int, recordings: dict[str, Recording]) -> int:
         try:
@@ -543,10 +565,87 @@ class World:
         return "\n".join(parts)
 
 
+def start_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
+    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once);
+    a world whose port was taken meanwhile is launched again on others, twice at most."""
+    waiting = list(worlds)
+    for attempt in range(3):
+        for world in waiting:
+            world._begin()
+        taken: list[World] = []
+        for world in waiting:
+            try:
+                world._wait_until_ready(timeout)
+            except _PortTaken:
+                world._stop_group()
+                if attempt == 2:
+                    raise
+                taken.append(world)
+        if not taken:
+            return
+        waiting = taken
+
+
+def run_worlds(
+    worlds: list[World], enough: Callable[[dict[str, Recording]], bool], timeout: float
+) -> tuple[dict[str, Recording], str | None]:
+    """Tick every world as fast as its engine goes until ``enough`` says so of all their bots' recordings (by user
+    id), or ``timeout`` seconds passed; the recordings, and why ``enough`` was not reached (``None`` when it was).
+    One loop in this thread reads every world's record."""
+    for world in worlds:
+        world.cli("system.setTickDuration(1)")
+    for world in worlds:
+        world.cli("system.resumeSimulation()")
+    deadline = time.monotonic() + timeout
+    offsets = [0] * len(worlds)
+    recordings: dict[str, Recording] = {bot.user_id: Recording() for world in worlds for bot in world.bots}
+    problem: str | None = f"the world ran too slowly: not every bot had its ticks within {timeout:g} s"
+    while time.monotonic() < deadline:
+        offsets = [world._read_record(offset, recordings) for world, offset in zip(worlds, offsets, strict=True)]
+        if enough(recordings):
+            problem = None
+            break
+        stopped = next((why for why in (world.stopped() for world in worlds) if why is not None), None)
+        if stopped is not None:
+            problem = stopped
+            break
+        time.sleep(0.1)
+    for world in worlds:
+        with contextlib.suppress(OSError, RehearsalError):
+            world.pause()
+    for world, offset in zip(worlds, offsets, strict=True):
+        world._read_record(offset, recordings)
+    return recordings, problem
+
+
 @contextlib.contextmanager
-def running_world(install: Path, env: Mapping[str, str]) -> Iterator[World]:
-    """A started, paused world; stopped with its whole process group on exit."""
-    world = World(install, env)
+def running_worlds(
+    install: Path,
+    env: Mapping[str, str],
+    count: int,
+    *,
+    rooms: int = 1,
+    cpu: int = DEFAULT_CPU,
+    bucket: int = DEFAULT_BUCKET,
+) -> Iterator[list[World]]:
+    """``count`` started, paused worlds from the same database (started side by side); all stopped, with their
+    process groups, on exit."""
+    with contextlib.ExitStack() as stack:
+        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
+        for world in worlds:
+            stack.callback(world.stop)
+        start_worlds(worlds)
+        for world in worlds:
+            world.pause()
+        yield worlds
+
+
+@contextlib.contextmanager
+def running_world(
+    install: Path, env: Mapping[str, str], *, rooms: int = 1, cpu: int = DEFAULT_CPU, bucket: int = DEFAULT_BUCKET
+) -> Iterator[World]:
+    """A started, paused world for ``rooms`` bots; stopped with its whole process group on exit."""
+    world = World(install, env, rooms=rooms, cpu=cpu, bucket=bucket)
     try:
         world.start()
         world.pause()
@@ -581,6 +680,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 __all__ = [
+    "DEFAULT_BUCKET",
+    "DEFAULT_CPU",
     "INSTALL_ENV",
     "Bot",
     "Recording",
@@ -590,5 +691,8 @@ __all__ = [
     "install_problem",
     "install_stamp",
     "node_files",
+    "run_worlds",
     "running_world",
+    "running_worlds",
+    "start_worlds",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gitops.core.health import Status
-from gitops.core.rehearsal import Comparison, CpuStats, ErrorSite, Side
+from gitops.core.rehearsal import Change, Comparison, CpuStats, ErrorSite, Side
 from gitops.render.plan import md_code
 
 #: How many distinct errors a side lists under its table.
@@ -43,12 +43,43 @@ def _rows(c: Comparison) -> list[tuple[str, str, str]]:
         ("result", *both(lambda s: s.status.upper())),
         ("failed ticks", *both(lambda s: f"{s.failed_ticks} of {s.ticks}")),
         ("distinct errors", *both(lambda s: len(s.errors))),
+        ("ticks with caught errors", *both(lambda s: f"{s.caught_ticks} of {s.ticks}")),
         ("CPU per tick, mean", *both(lambda s: _cpu(s.cpu, "mean"))),
         ("CPU per tick, p95", *both(lambda s: _cpu(s.cpu, "p95"))),
         ("CPU per tick, max", *both(lambda s: _cpu(s.cpu, "max"))),
         ("CPU-limit terminations", *both(lambda s: s.cpu_terminations)),
         ("Memory at the end", _memory(b), _memory(h)),
     ]
+
+
+def _number(value: float, unit: str) -> str:
+    text = f"{value:+.2f}".rstrip("0").rstrip(".")
+    return f"{text}{unit}"
+
+
+def change_line(what: str, c: Change | None, unit: str = "") -> str | None:
+    """``CPU per tick: +0.4 (99 % interval -0.3 to +1.1): no significant change``."""
+    if c is None:
+        return None
+    verdict = "significant" if c.significant else "no significant change"
+    return (
+        f"{what}: {_number(c.delta, unit)} (99 % interval {_number(c.low, unit)} to {_number(c.high, unit)}): {verdict}"
+    )
+
+
+def _changes(c: Comparison) -> list[str]:
+    lines = [change_line("CPU per tick", c.cpu), change_line("Memory per tick", c.memory, " B")]
+    return [line for line in lines if line is not None]
+
+
+def _findings(c: Comparison) -> list[str]:
+    """The comparison's lists, one line each: new and gone errors (uncaught and caught), new console lines."""
+    out: list[str] = []
+    out += [f"new caught error: {_error_line(e)}" for e in c.new_caught[:SHOWN_ERRORS]]
+    out += [f"gone error: {_error_line(e)}" for e in c.gone_errors[:SHOWN_ERRORS]]
+    out += [f"gone caught error: {_error_line(e)}" for e in c.gone_caught[:SHOWN_ERRORS]]
+    out += [f"new console line: {p} ({n} tick{'s' if n != 1 else ''})" for p, n in c.new_lines[:SHOWN_ERRORS]]
+    return out
 
 
 def _error_line(e: ErrorSite) -> str:
@@ -74,11 +105,15 @@ def text(
             change = c.cpu_change
             if change is not None:
                 out.append(f"  {'CPU mean change':<{width}}  {change:+.2f}")
+            out += [f"  {line}" for line in _changes(c)]
         else:
             out += [f"  {what:<{width}}  {head}" for what, _, head in rows]
         for e in c.head.errors[:SHOWN_ERRORS]:
             new = c.base is not None and e in c.new_errors
             out.append(f"  {'new error' if new else 'error'}: {_error_line(e)}")
+        if c.base is None:
+            out += [f"  caught error: {_error_line(e)}" for e in c.head.caught[:SHOWN_ERRORS]]
+        out += [f"  {line}" for line in _findings(c)]
     return out
 
 
@@ -104,6 +139,10 @@ def markdown(
         for i, (what, base, head) in enumerate(_rows(c)):
             label = md_code(c.branch, table=True) if i == 0 else ""
             lines.append(f"| {label} | {what} | {_cell(base)} | {_cell(head)} |")
+    changes = [(c, line) for c in comparisons for line in _changes(c)]
+    if changes:
+        lines += ["", "Changes, with their noise band:", ""]
+        lines += [f"- {md_code(c.branch)}: {_cell(line)}" for c, line in changes]
     errors = [(c, e) for c in comparisons for e in c.head.errors[:SHOWN_ERRORS]]
     if errors:
         lines += ["", "Errors of the pull request's code:", ""]
@@ -112,7 +151,12 @@ def markdown(
             # The bot's own text (a pull request's): a code span no backtick, line break or bidirectional control
             # of it can end or turn, as the terminal report shows it.
             lines.append(f"- {md_code(c.branch)}{new}: {md_code(_error_line(e))}")
+    found = [(c, line) for c in comparisons for line in _findings(c)]
+    found += [(c, f"caught error: {_error_line(e)}") for c in comparisons if c.base is None for e in c.head.caught[:5]]
+    if found:
+        lines += ["", "Compared with the base:" if any(c.base for c, _ in found) else "Caught errors:", ""]
+        lines += [f"- {md_code(c.branch)}: {md_code(line)}" for c, line in found]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["markdown", "text"]
+__all__ = ["change_line", "markdown", "text"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 
 from gitops.core.health import Thresholds, Tick
-from gitops.core.rehearsal import Comparison, compare, side
-from gitops.render.rehearsal import markdown, text
+from gitops.core.rehearsal import Change, Comparison, compare, side
+from gitops.render.rehearsal import change_line, markdown, text
 
 BOOM = "Error: boom\n    at module.exports.loop (main:1:149)\n    at __mainLoop:1:52\n"
 
@@ -36,3 +36,37 @@ def test_the_text_names_each_error_with_the_bots_file_and_line() -> None:
     assert lines[0].startswith("rehearse: FAILING")
     assert "  new error: Error: boom at main:1 (4 ticks)" in lines
     assert any(line.split() == ["CPU", "mean", "change", "+1.75"] for line in lines)
+
+
+CAUGHT = "room W1N1 failed: TypeError: x is undefined\n    at run (main:7:3)"
+
+
+def _caught_comparison() -> Comparison:
+    cpu = [1.0, 2.0, 1.0, 2.0, 2.0, 3.0]  # two runs of 3 ticks: medians 1 and 2
+    base = side("base", [Tick(log=("tick 1",))] * 6, cpu, 10, Thresholds(ticks=6), ["main"])
+    head = side("head", [Tick(log=("tick 2", CAUGHT))] * 6, cpu[::-1], 10, Thresholds(ticks=6), ["main"])
+    return compare("local/main", head, base)
+
+
+def test_caught_errors_changes_and_new_console_lines_are_shown_in_both() -> None:
+    comparison = _caught_comparison()
+    lines = text([comparison], comparison.result, 6, "working tree", "ref main")
+    assert "  new caught error: TypeError: x is undefined at main:7 (6 ticks)" in lines
+    assert "  CPU per tick: +0 (99 % interval -5.12 to +5.12): no significant change" in lines
+    assert "  ticks with caught errors  0 of 6   6 of 6" in lines
+    assert "  new console line: room WNNN failed: TypeError: x is undefined (6 ticks)" in lines
+    out = markdown([comparison], comparison.result, 6, "working tree", "ref main")
+    assert "|  | ticks with caught errors | 0 of 6 | 6 of 6 |" in out
+    assert "- `local/main`: CPU per tick: +0 (99 % interval -5.12 to +5.12): no significant change" in out
+    assert "- `local/main`: `new caught error: TypeError: x is undefined at main:7 (6 ticks)`" in out
+
+
+def test_a_significant_change_says_so_and_a_head_alone_lists_its_caught_errors() -> None:
+    assert change_line("CPU per tick", Change(2.0, 1.5, 2.5)) == (
+        "CPU per tick: +2 (99 % interval +1.5 to +2.5): significant"
+    )
+    assert change_line("CPU per tick", None) is None
+    alone = compare("local/main", _caught_comparison().head, None)
+    lines = text([alone], alone.result, 6, "working tree", None)
+    assert "  caught error: TypeError: x is undefined at main:7 (6 ticks)" in lines
+    assert alone.result == "failing"

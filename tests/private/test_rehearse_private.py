@@ -68,6 +68,14 @@ def _bot(repo: Path, main: str) -> None:
     (repo / "main.js").write_text(main, encoding="utf-8")
 
 
+def _change(repo: Path, *, server: dict[str, Any] | None = None, branch: dict[str, Any] | None = None) -> None:
+    """Set keys of the bot's manifest: its server's, its branch's."""
+    manifest = yaml.safe_load((repo / "gitops.yaml").read_text(encoding="utf-8"))
+    manifest["servers"]["live"].update(server or {})
+    manifest["branches"][0].update(branch or {})
+    (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+
+
 def _rehearse(repo: Path, tmp_path: Path, install: Path, *args: str) -> subprocess.CompletedProcess[str]:
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
@@ -235,3 +243,252 @@ def test_a_base_that_is_no_commit_is_named_as_base_with_exit_6(installed: Path, 
     assert done.returncode == ExitCode.LOCAL_CODE
     assert "Traceback" not in done.stderr
     assert "Error: --base no-such-branch: no such commit, branch or tag" in done.stderr
+
+
+CATCHING = """\
+'use strict';
+module.exports.loop = function () {
+    for (const name in Game.rooms) {
+        try {
+            Game.rooms[name].find(FIND_SOURCES).forEach(s => s.missing.energy);
+        } catch (e) {
+            console.log('room ' + name + ' failed: ' + e.stack);  // a real bot's catch per room
+        }
+    }
+    console.log('tick ' + Game.time);
+};
+"""
+
+
+def test_a_bot_that_catches_and_logs_its_errors_is_failing_with_its_line(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "healthy")
+    _bot(repo, CATCHING)
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.UNHEALTHY, done.stderr
+    head, base = doc["head"], doc["base"]
+    assert head["errors"] == []  # nothing reached the server: the bot caught it
+    assert head["caught_error_ticks"] == TICKS
+    assert head["caught_errors"] == [
+        {
+            "message": "TypeError: Cannot read properties of undefined (reading 'energy')",
+            "where": "main:5",
+            "count": TICKS,
+        }
+    ]
+    assert "new caught errors" in head["reason"]
+    assert base["result"] == "healthy"
+    assert base["caught_error_ticks"] == 0
+    [branch] = doc["branches"]
+    assert branch["new_caught_errors"] == head["caught_errors"]
+    # The console is diffed as patterns: the tick counter is one line, not one per tick.
+    patterns = [line["pattern"] for line in branch["new_console_lines"]]
+    assert "room WNNN failed: TypeError: Cannot read properties of undefined (reading 'energy')" in patterns
+    assert not any(p.startswith("tick") for p in patterns)  # both sides log 'tick N'
+
+
+BUSY = """\
+'use strict';
+// Busy enough to use some CPU each tick: path finding across its room, finds, and arithmetic.
+module.exports.loop = function () {
+    const spawn = Game.spawns.Spawn1;
+    const room = spawn.room;
+    let steps = 0;
+    for (const source of room.find(FIND_SOURCES)) {
+        steps += PathFinder.search(spawn.pos, {pos: source.pos, range: 1}).path.length;
+        steps += room.findPath(spawn.pos, room.controller.pos, {ignoreCreeps: true}).length;
+    }
+    for (let i = 0; i < 40; i++) {  // to every corner of the room and back, without the cost matrix cache
+        const target = new RoomPosition(i % 2 ? 3 : 46, i % 4 < 2 ? 3 : 46, room.name);
+        steps += PathFinder.search(spawn.pos, {pos: target, range: 2}, {maxOps: 20000, roomCallback: () => {
+            const costs = new PathFinder.CostMatrix();
+            for (let j = 0; j < 2500; j += 7) costs.set(j % 50, Math.floor(j / 50), 2);
+            return costs;
+        }}).path.length;
+    }
+    Memory.steps = steps;
+    Memory.status = Game.map.getRoomStatus(room.name).status;
+};
+"""
+
+
+def test_an_a_a_run_reports_no_significant_change(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, BUSY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "busy")
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--ticks", "40", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    [branch] = doc["branches"]
+    head, base = doc["head"], doc["base"]
+    assert head["cpu"]["mean"] >= 3, head["cpu"]  # it does use CPU
+    # The same room shape: the same paths, so the same memory, byte for byte.
+    assert head["memory_bytes"] == base["memory_bytes"]
+    cpu = branch["cpu_change"]
+    assert cpu["low"] <= 0 <= cpu["high"], cpu
+    assert cpu["significant"] is False
+    assert branch["memory_change"]["significant"] is False
+    assert branch["new_console_lines"] == []
+
+
+ROOM_STATUS = """\
+'use strict';
+module.exports.loop = function () {
+    const here = Game.spawns.Spawn1.room.name;
+    console.log(here + ' is ' + Game.map.getRoomStatus(here).status);
+    if (Memory.bucket === undefined) Memory.bucket = Game.cpu.bucket;  // the bucket it started with
+    if (Game.cpu.limit !== 37 || Memory.bucket !== 4321) {
+        throw new Error('limit ' + Game.cpu.limit + ', first bucket ' + Memory.bucket);
+    }
+};
+"""
+
+
+def test_a_bot_reading_the_room_status_is_healthy_with_its_servers_cpu(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, ROOM_STATUS)
+    _change(repo, server={"cpu": {"limit": 37, "bucket": 4321}})
+    done = _rehearse(repo, tmp_path, installed, "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert doc["head"]["errors"] == []
+    assert doc["head"]["failed_ticks"] == 0
+    # The server's cpu: in the manifest, else the bot would throw: Game.cpu.limit 37, the bucket 4321 at the start.
+    assert doc["head"]["ticks"] == TICKS
+
+
+SPINNING = """\
+'use strict';
+module.exports.loop = function () {
+    for (;;) {}  // never returns: the server ends every tick at the CPU limit
+};
+"""
+
+
+def test_a_bot_over_its_cpu_limit_has_its_terminations_counted(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, SPINNING)
+    # A small limit (the manifest's) and an empty bucket (the command line's, over the manifest's): each tick ends at
+    # 20 CPU, and the empty bucket then skips ticks.
+    _change(repo, server={"cpu": {"limit": 20, "bucket": 10000}})
+    done = _rehearse(repo, tmp_path, installed, "--bucket", "0", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.UNHEALTHY, done.stderr
+    head = doc["head"]
+    assert head["cpu_terminations"] == TICKS
+    assert head["failed_ticks"] == TICKS
+    messages = {e["message"] for e in head["errors"]}
+    assert any(m.startswith("Script execution timed out") for m in messages), messages
+    assert any("CPU bucket is empty" in m for m in messages), messages
+
+
+MAPPED_TS = """\
+interface Counter {
+  seen: number;
+}
+
+export function loop(): void {
+  const memory = (globalThis as any).Memory as Counter;
+  memory.seen = (memory.seen || 0) + 1;
+  if (memory.seen > 0) {
+    throw new Error("mapped failure");
+  }
+}
+"""
+# What tsc 5 (--sourceMap --module commonjs --target es2019) wrote for MAPPED_TS, kept as a bundle and its map.
+MAPPED_JS = """\
+"use strict";
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.loop = void 0;
+function loop() {
+    const memory = globalThis.Memory;
+    memory.seen = (memory.seen || 0) + 1;
+    if (memory.seen > 0) {
+        throw new Error("mapped failure");
+    }
+}
+exports.loop = loop;
+//# sourceMappingURL=main.js.map
+"""
+MAPPED_MAP = (
+    '{"version":3,"file":"main.js","sourceRoot":"","sources":["../../src/main.ts"],"names":[],"mappings":";;;AAIA,'
+    "SAAgB,IAAI;IAClB,MAAM,MAAM,GAAI,UAAkB,CAAC,MAAiB,CAAC;IACrD,MAAM,CAAC,IAAI,GAAG,CAAC,MAAM,CAAC,IAAI,IAAI,CAAC,CAAC,GAAG,CAAC,CAAC;"
+    'IACrC,IAAI,MAAM,CAAC,IAAI,GAAG,CAAC,EAAE;QACnB,MAAM,IAAI,KAAK,CAAC,gBAAgB,CAAC,CAAC;KACnC;AACH,CAAC;AAND,oBAMC"}'
+)
+
+
+def test_a_source_mapped_bundle_names_the_source_file_and_line(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, MAPPED_JS)
+    (repo / "main.js.map").write_text(MAPPED_MAP, encoding="utf-8")
+    (repo / "src").mkdir()
+    (repo / "src" / "main.ts").write_text(MAPPED_TS, encoding="utf-8")
+    _change(repo, branch={"include": ["main.js", "main.js.map"]})
+    done = _rehearse(repo, tmp_path, installed, "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.UNHEALTHY, done.stderr
+    assert doc["head"]["errors"] == [{"message": "Error: mapped failure", "where": "src/main.ts:9", "count": TICKS}]
+
+
+def test_a_branch_without_main_is_the_bots_fault_before_any_world_starts(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    _change(repo, branch={"include": ["lib.js"]})
+    (repo / "lib.js").write_text("module.exports = 1;\n", encoding="utf-8")
+    done = _rehearse(repo, tmp_path, installed)
+    assert done.returncode == ExitCode.LOCAL_CODE, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "has no module 'main'" in done.stderr
+    assert "the bot's fault, not the server's" in done.stderr
+
+
+def test_code_that_does_not_parse_is_refused_before_any_world_starts(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, "module.exports.loop = function () {\n")
+    started = time.monotonic()
+    done = _rehearse(repo, tmp_path, installed)
+    assert done.returncode == ExitCode.LOCAL_CODE, done.stderr
+    assert "does not parse" in done.stderr
+    assert "main.js" in done.stderr
+    assert time.monotonic() - started < 30  # no world was started for it
+
+
+def test_a_base_without_main_is_failing_for_the_bots_fault_and_the_head_is_judged(
+    installed: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, HEALTHY)
+    (repo / "main.js").rename(repo / "lib.js")  # the base: no main
+    _change(repo, branch={"include": ["*.js"]})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "no main")
+    _bot(repo, HEALTHY)  # the pull request adds it
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    assert doc["head"]["result"] == "healthy"
+    assert doc["base"]["result"] == "failing"
+    assert doc["base"]["reason"] == "no module 'main': the base's code does not run (the bot's fault, not the server's)"
+    assert "1 bot(s) in a throwaway world" in done.stderr  # the base needed no world of its own
+
+
+def test_a_head_that_uses_more_cpu_is_a_significant_change(installed: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "bot"
+    _bot(repo, BUSY)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "busy")
+    # The pull request: 15 CPU more in every tick, as its own Game.cpu.getUsed() counts it.
+    burn = "const until = Game.cpu.getUsed() + 15;\n    while (Game.cpu.getUsed() < until) steps += 1e-9;\n"
+    _bot(repo, BUSY.replace("Memory.steps = steps;", burn + "    Memory.steps = steps;"))
+    done = _rehearse(repo, tmp_path, installed, "--base", "HEAD", "--ticks", "40", "--json")
+    doc = _document(done)
+    assert done.returncode == ExitCode.OK, done.stderr
+    [branch] = doc["branches"]
+    cpu = branch["cpu_change"]
+    assert cpu["significant"] is True, cpu
+    assert cpu["low"] > 0, cpu
+    assert cpu["low"] <= 15 <= cpu["high"] + 5, cpu  # about the 15 it added

@@ -1,0 +1,112 @@
+"""The throwaway world's start, the same for head and base (pure: works on the world's database as a value, no I/O).
+
+A rehearsal compares the head's bot with the base's. In one world they would get rooms of other shapes (terrain,
+one source or two, other neighbours), and a bot's CPU and memory depend on them: main against main on a large bot
+differed by up to 7 CPU per tick and 11 kB of memory (issue 48), and even rooms made alike differ in their
+neighbours, which path finding and a bot's planner read. So the head's bots and the base's run in two worlds
+started from the same database, each bot in the same room with its spawn on the same place: :func:`placements`
+chooses them, the same for the same database. Nothing of the world is changed but what a bot would find on a real
+server at its start:
+
+the room status data (``Game.map.getRoomStatus`` throws ``No runtime status data`` every tick until the engine
+first computes it, after 20 ticks, and the runner caches the missing answer for a minute), seeded with what the
+server computes for this world (:func:`seed_world_data`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+#: The room status data of a world whose rooms are all ``normal`` (what ``driver.updateRoomStatusData`` writes).
+ROOM_STATUS: dict[str, dict[str, int]] = {"novice": {}, "respawn": {}, "closed": {}}
+_SIZE = 50
+#: Terrain characters that are walls (``1``: wall, ``3``: wall and swamp).
+_WALLS = frozenset("13")
+
+
+class WorldShapeError(ValueError):
+    """The world's database cannot give that many rooms."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A bot's room and its spawn's place in it."""
+
+    room: str
+    spawn: tuple[int, int]
+
+
+def _collection(db: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    for collection in db.get("collections", []):
+        if collection.get("name") == name:
+            data: list[dict[str, Any]] = collection["data"]
+            return data
+    raise WorldShapeError(f"the world's database has no {name} collection")
+
+
+def free_rooms(db: dict[str, Any]) -> list[str]:
+    """Rooms a bot may get: normal, no source keepers, a controller nobody owns; every other one (sorted), so that
+    the bots' neighbours are empty."""
+    normal = {r["_id"] for r in _collection(db, "rooms") if r.get("status") == "normal" and not r.get("sourceKeepers")}
+    owned_by_nobody = {
+        o["room"] for o in _collection(db, "rooms.objects") if o.get("type") == "controller" and not o.get("user")
+    }
+    return sorted(normal & owned_by_nobody)[::2]
+
+
+def _objects(db: dict[str, Any], room: str, kind: str) -> list[dict[str, Any]]:
+    found = [o for o in _collection(db, "rooms.objects") if o.get("room") == room and o.get("type") == kind]
+    return sorted(found, key=lambda o: (o["x"], o["y"]))
+
+
+def _around(x: int, y: int, radius: int) -> Iterator[tuple[int, int]]:
+    for dy in range(-radius, radius + 1):
+        for dx in range(-radius, radius + 1):
+            yield x + dx, y + dy
+
+
+def spawn_place(terrain: str, taken: list[tuple[int, int]]) -> tuple[int, int]:
+    """A spawn place a player would choose: a tile with no wall within 1 (room to spawn and walk), at least 3 from
+    the edge, not next to a source, the controller or the mineral (``taken``), nearest to all of them together;
+    ties by position. Deterministic: the same terrain gives the same place."""
+    best: tuple[int, int, int] | None = None
+    for y in range(3, _SIZE - 3):
+        for x in range(3, _SIZE - 3):
+            if any(terrain[j * _SIZE + i] in _WALLS for i, j in _around(x, y, 1)):
+                continue
+            if any(max(abs(x - tx), abs(y - ty)) <= 1 for tx, ty in taken):
+                continue
+            cost = sum(max(abs(x - tx), abs(y - ty)) for tx, ty in taken)
+            if best is None or (cost, y, x) < best:
+                best = (cost, y, x)
+    if best is None:
+        raise WorldShapeError("the room has no place for a spawn")
+    return best[2], best[1]
+
+
+def placements(db: dict[str, Any], count: int) -> tuple[Placement, ...]:
+    """The rooms of the first ``count`` bots (:func:`free_rooms`, in order) and the spawn place in each
+    (:func:`spawn_place`, next to none of the room's objects): the same for the same database."""
+    free = free_rooms(db)
+    if len(free) < count:
+        raise WorldShapeError(f"the world has {len(free)} free rooms for {count} bots")
+    terrains = {t["room"]: t["terrain"] for t in _collection(db, "rooms.terrain")}
+    chosen: list[Placement] = []
+    for room in free[:count]:
+        taken = [(o["x"], o["y"]) for kind in ("controller", "source", "mineral") for o in _objects(db, room, kind)]
+        chosen.append(Placement(room, spawn_place(terrains[room], taken)))
+    return tuple(chosen)
+
+
+def seed_world_data(db: dict[str, Any]) -> None:
+    """The world data a bot may read at its start that the default database lacks, written into ``db``: the room
+    status data (:data:`ROOM_STATUS`: every room of the default world is ``normal``)."""
+    env = _collection(db, "env")
+    if env and isinstance(env[0].get("data"), dict):
+        env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
+
+
+__all__ = ["ROOM_STATUS", "Placement", "WorldShapeError", "free_rooms", "placements", "seed_world_data", "spawn_place"]

@@ -1,0 +1,99 @@
+"""The world's start, the same for head and base (``gitops.core.rehearsalworld``): on a database of the npm server's
+shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from gitops.core.rehearsalworld import (
+    ROOM_STATUS,
+    Placement,
+    WorldShapeError,
+    free_rooms,
+    placements,
+    seed_world_data,
+    spawn_place,
+)
+
+PLAIN = "0" * 2500
+
+
+def _terrain(walls: set[tuple[int, int]]) -> str:
+    return "".join("1" if (i % 50, i // 50) in walls else "0" for i in range(2500))
+
+
+def _db(rooms: dict[str, Any]) -> dict[str, Any]:
+    """A LokiJS database as the npm server's ``db.json``: rooms, their terrain and objects, the env document."""
+    objects: list[dict[str, Any]] = []
+    for name, room in rooms.items():
+        objects.append({"room": name, "type": "controller", "x": room["controller"][0], "y": room["controller"][1],
+                        **({"user": "u1"} if room.get("owned") else {})})  # fmt: skip
+        objects += [{"room": name, "type": "source", "x": x, "y": y, "energy": 3000} for x, y in room["sources"]]
+        objects += [{"room": name, "type": "mineral", "x": x, "y": y, "mineralType": room.get("mineral", "H"),
+                     "density": 3} for x, y in room.get("minerals", [(40, 40)])]  # fmt: skip
+    return {
+        "collections": [
+            {
+                "name": "rooms",
+                "data": [
+                    {"_id": n, "status": "normal", "sourceKeepers": r.get("keepers", False)} for n, r in rooms.items()
+                ],
+            },
+            {
+                "name": "rooms.terrain",
+                "data": [{"room": n, "terrain": r.get("terrain", PLAIN)} for n, r in rooms.items()],
+            },
+            {"name": "rooms.objects", "data": objects},
+            {"name": "env", "data": [{"data": {"gameTime": 1}}]},
+        ]
+    }
+
+
+def _collection(db: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return next(c["data"] for c in db["collections"] if c["name"] == name)
+
+
+def test_the_bots_rooms_are_free_rooms_in_order_with_a_spawn_place_each_the_same_every_time() -> None:
+    walls = {(x, 20) for x in range(10, 40)}
+    rooms = {
+        "W1N1": {"controller": (25, 10), "sources": [(10, 30), (40, 30)], "terrain": _terrain(walls)},
+        "W1N2": {"controller": (5, 5), "sources": [(1, 1)]},  # every other room is skipped (neighbours)
+        "W1N3": {"controller": (7, 7), "sources": [(20, 40)]},
+        "W1N4": {"controller": (9, 9), "sources": [(2, 2), (3, 3)]},
+        "W1N5": {"controller": (30, 30), "sources": [(5, 45), (45, 5)], "mineral": "O"},
+        "W1N7": {"controller": (12, 12), "sources": [(30, 12), (44, 44)], "keepers": True},
+        "W1N9": {"controller": (8, 40), "sources": [(3, 3), (46, 46)], "owned": True},
+    }
+    db = _db(rooms)
+    before = json.dumps(db, sort_keys=True)
+    assert free_rooms(db) == ["W1N1", "W1N3", "W1N5"]
+    chosen = placements(db, 2)
+    assert [p.room for p in chosen] == ["W1N1", "W1N3"]
+    x, y = chosen[0].spawn
+    assert _terrain(walls)[y * 50 + x] == "0"
+    assert all(max(abs(x - ox), abs(y - oy)) > 1 for ox, oy in [(25, 10), (10, 30), (40, 30), (40, 40)])
+    assert placements(_db(rooms), 2) == chosen  # the same database, the same start: head's world and base's
+    assert json.dumps(db, sort_keys=True) == before  # choosing changes nothing
+    assert chosen[1] == Placement("W1N3", chosen[1].spawn)
+    with pytest.raises(WorldShapeError, match="3 free rooms for 4 bots"):
+        placements(db, 4)
+
+
+def test_the_room_status_data_is_seeded_as_the_server_computes_it() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]}})
+    seed_world_data(db)
+    env = _collection(db, "env")[0]["data"]
+    assert json.loads(env["roomStatusData"]) == ROOM_STATUS == {"novice": {}, "respawn": {}, "closed": {}}
+    assert env["gameTime"] == 1
+
+
+def test_the_spawn_place_keeps_clear_of_walls_edges_and_the_rooms_objects() -> None:
+    walls = {(x, y) for x in range(50) for y in range(50) if x < 20}
+    x, y = spawn_place(_terrain(walls), [(30, 30)])
+    assert x >= 21  # no wall within 1
+    assert max(abs(x - 30), abs(y - 30)) == 2  # next to the object is taken; the nearest beyond it
+    with pytest.raises(WorldShapeError, match="no place for a spawn"):
+        spawn_place("1" * 2500, [])
