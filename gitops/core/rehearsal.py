@@ -68,6 +68,8 @@ class Side:
     #: ``JSON.stringify(Memory).length`` after the last tick, from its cpu message.
     memory_bytes: int | None = None
     commit: str | None = None
+    #: The CPU used in each tick that reported a number, in tick order (the comment's chart, base against head).
+    cpu_values: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def status(self) -> Status:
@@ -191,6 +193,7 @@ def side(
         cpu_terminations=sum(1 for v in cpu if v is None),
         memory_bytes=memory_bytes,
         commit=commit,
+        cpu_values=tuple(v for v in cpu if v is not None),
     )
 
 
