@@ -21,7 +21,9 @@ from gitops.config.manifest import LoadedManifest
 from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.core.rehearsalresult import RehearsalResult
 from gitops.edges.build import SKIP_BUILD_VARIABLE
+from gitops.edges.codesetfile import read_codeset
 from gitops.edges.privateserver import Bot, Recording, find_install, running_world
 from gitops.edges.socket import console_event
 from gitops.errors import ExitCode, SourceError
@@ -38,6 +40,10 @@ class RehearsalRequest:
     timeout: float | None = None
     #: An installed server (``--server-dir``); else ``$GITOPS_PRIVATE_SERVER``, else the cache's.
     server_dir: Path | None = None
+    #: The base's code from a code set file (``--base-codeset``), built elsewhere, instead of ``base``; and the
+    #: commit it must have been built from (the Action: the pull request's base.sha; empty: any).
+    base_codeset: Path | None = None
+    base_commit: str = ""
     targets: Targets = field(default_factory=Targets)
 
 
@@ -58,6 +64,10 @@ class Rehearsal:
         return {"healthy": ExitCode.OK, "failing": ExitCode.UNHEALTHY, "unknown": ExitCode.REHEARSAL_UNKNOWN}[
             self.result
         ]
+
+    def found(self) -> RehearsalResult:
+        """What the rehearsal found, for the result file (:mod:`gitops.core.rehearsalresult`)."""
+        return RehearsalResult(self.ticks, self.head_source, self.base_source, self.branches)
 
     def document(self) -> dict[str, object]:
         """``--json``: the verdict, the first branch's ``head`` and ``base`` at the top, and every branch."""
@@ -96,6 +106,8 @@ def rehearse(
     # built in its temporary checkout, without credentials, as every build.
     base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
     base = _read_base(loaded, request.base, base_env) if request.base is not None else None
+    if request.base_codeset is not None:  # built in a job of its own: nothing of the repository runs here
+        base = read_codeset(request.base_codeset, loaded, base_of=request.base_commit)
     install = find_install(env, request.server_dir, say=say)
     base_by_label = {b.label: b for b in base.branches} if base is not None else {}
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)

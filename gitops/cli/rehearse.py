@@ -18,7 +18,11 @@ from gitops.app.rehearsal import DEFAULT_TICKS, RehearsalRequest, rehearse
 from gitops.app.targets import Targets
 from gitops.cli.common import chosen_format, echo_json, format_options, manifest_option, target_options
 from gitops.config.manifest import load_manifest
+from gitops.edges.codesetfile import CODESET_VARIABLE
+from gitops.edges.outfile import check_out_path
 from gitops.edges.privateserver import INSTALL_ENV
+from gitops.edges.rehearsalfile import WHAT, write_result
+from gitops.errors import UsageError
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
@@ -63,6 +67,27 @@ from gitops.secrets import redact
     help="An installed private server (e.g. .private-server of 'bash scripts/private-server.sh install') instead "
     f"of the one the tool installs into its cache folder on first use. [env: {INSTALL_ENV}]",
 )
+@click.option(
+    "--codeset",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Rehearse the code of this code set file (`gitops build --out`, made in a job without secrets) instead of "
+    "reading and building the working tree: nothing of the repository runs here but the bots in the world.",
+)
+@click.option(
+    "--base-codeset",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Compare with the base's code from this code set file (`gitops build --ref BASE --out FILE`) instead of "
+    "building --base here.",
+)
+@click.option(
+    "--result-out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the result (figures and texts, no Markdown) to this file, for a job that comments from it "
+    "(the Action's command: comment).",
+)
 @target_options
 @format_options("the rehearsal")
 def rehearse_command(
@@ -72,6 +97,9 @@ def rehearse_command(
     ticks: int,
     timeout: float | None,
     server_dir: Path | None,
+    codeset: Path | None,
+    base_codeset: Path | None,
+    result_out: Path | None,
     servers: tuple[str, ...],
     branches: tuple[str, ...],
     fmt: str,
@@ -88,6 +116,16 @@ def rehearse_command(
     installed or run (docs/rehearsal.md).
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
+    if base is not None and base_codeset is not None:
+        raise UsageError(
+            f"--base {base} and --base-codeset {base_codeset} both say where the base's code comes from; give one",
+            hint="A code set file holds the base's code already built: drop --base.",
+        )
+    if result_out is not None:
+        check_out_path(result_out, what=WHAT, option="--result-out")  # before the world: a wrong path is known now
+    env = dict(os.environ)
+    if codeset is not None:
+        env[CODESET_VARIABLE] = str(codeset.absolute())
     loaded = load_manifest(manifest)
     request = RehearsalRequest(
         ticks=ticks,
@@ -96,8 +134,11 @@ def rehearse_command(
         timeout=timeout,
         server_dir=server_dir,
         targets=Targets.of(servers, branches),
+        base_codeset=base_codeset,
     )
-    result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
+    result = rehearse(loaded, request, env, say=lambda line: click.echo(line, err=True))
+    if result_out is not None:
+        write_result(result_out, result.found())
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)
     if fmt == "json":
         echo_json(json.dumps(result.document(), indent=2))

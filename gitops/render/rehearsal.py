@@ -130,7 +130,9 @@ def _points(values: Sequence[float]) -> list[float]:
     finite = [v for v in values if math.isfinite(v)]
     if len(finite) <= CHART_POINTS:
         return finite
-    runs = [finite[len(finite) * i // CHART_POINTS : len(finite) * (i + 1) // CHART_POINTS] for i in range(CHART_POINTS)]
+    runs = [
+        finite[len(finite) * i // CHART_POINTS : len(finite) * (i + 1) // CHART_POINTS] for i in range(CHART_POINTS)
+    ]
     return [sum(run) / len(run) for run in runs]
 
 

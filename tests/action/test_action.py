@@ -217,6 +217,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "rolled-back": "",
         "codeset-file": "",
         "rehearsal": "",
+        "rehearsal-file": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
     assert world.standin.branch_modules(ALICE, "main") == {
@@ -396,7 +397,7 @@ def test_bad_input_names_the_input(world: World) -> None:
     assert run.summary.startswith("### screeps-gitops plan\n")
     assert "**Planning failed** (exit code 4):" in run.summary
     assert (
-        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift or rehearse\n"
+        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift, rehearse or comment\n"
         "Fix the `with:` of the screeps-gitops step in the workflow" in run.stderr
     )
 

@@ -67,6 +67,7 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "rolled-back",
         "codeset-file",
         "rehearsal",
+        "rehearsal-file",
     }
     for name, spec in action["outputs"].items():
         if name == "codeset-file":  # command: build, whose build step is the job's product

@@ -52,7 +52,12 @@ def test_the_markdown_charts_cpu_per_tick_base_against_the_pull_request_beside_t
     chart = _chart(out)
     assert chart[1] == "xychart-beta"
     assert '"plotColorPalette": "#8b949e, #cf222e"' in chart[0]
-    assert chart[2:] == ['    x-axis "tick" 1 --> 4', '    y-axis "CPU (ms)" 0 --> 4', "    line [1, 1, 1, 2]", "    line [3, 3, 3, 3]"]
+    assert chart[2:] == [
+        '    x-axis "tick" 1 --> 4',
+        '    y-axis "CPU (ms)" 0 --> 4',
+        "    line [1, 1, 1, 2]",
+        "    line [3, 3, 3, 3]",
+    ]
     # GitHub renders the fenced block as Mermaid: it is one code block whose info string is mermaid.
     html = MarkdownIt("commonmark").enable("table").render(out)
     assert html.count('<code class="language-mermaid">') == 1
@@ -78,7 +83,8 @@ def test_a_long_rehearsal_is_charted_as_means_of_equal_runs_of_ticks() -> None:
     head = side("head", ticks, [float(i % 10) for i in range(1000)], 1, Thresholds(ticks=1000), ["main"])
     out = markdown([compare("a/b", head, None)], "healthy", 1000, "working tree", None)
     chart = _chart(out)
-    assert "red: pull request" in out and "grey" not in out
+    assert "red: pull request" in out
+    assert "grey" not in out
     [line] = [line for line in chart if line.startswith("    line [")]
     values = line[len("    line [") : -1].split(", ")
     assert len(values) == 100
