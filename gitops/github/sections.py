@@ -8,13 +8,17 @@ its own, in a read-modify-write (:func:`upsert_sections`):
 2. put our sections in, keeping every other section as read;
 3. read the comment again just before writing: when it changed since step 1 (another writer was quicker), start over
    from step 1 with what it wrote;
-4. write, then read it back: when our section is not what we wrote (a writer overwrote it), start over.
+4. write, then read it back, and when another writer's section is in the comment read it again :data:`SETTLE`
+   seconds later: when our section is not what we wrote (a writer that had read the comment before our write
+   wrote after it), start over.
 
 GitHub's REST API has no conditional write (``If-Match`` is not honoured on a comment's ``PATCH``; only reads are
 conditional), so no client alone can make a read-modify-write atomic: the check in step 3 narrows the window in which
-two writers can meet to the time between that read and the write landing, and step 4 repairs our own section when
-it was lost. The example workflows close the rest: the two jobs that write the comment share one concurrency group
-(``screeps-comment-<pull request>``), so GitHub never runs them at once (docs/github-action.md, "One comment").
+two writers can meet to the time between that read and the write landing, and step 4 lets the writer whose section
+was lost in that window see it and write again (it is lost for good only when the other's write takes longer than
+:data:`SETTLE` seconds to land). The example workflows close the rest: the two jobs that write the comment share one
+concurrency group (``screeps-comment-<pull request>``), so GitHub does not run them at once (docs/github-action.md,
+"One comment, two jobs").
 
 Two writers that find no comment both create one: the second of ours is then merged into the first and deleted.
 Pure parsing and composing, and the loop over a :class:`~gitops.github.api.GitHubClient`.
@@ -33,6 +37,8 @@ from gitops.github.api import Comment, GitHubClient, GitHubError
 SECTIONS = ("plan", "rehearsal")
 #: Attempts of the read-modify-write before giving up (a warning, as every failure to comment).
 ATTEMPTS = 6
+#: Seconds after a write before the last check of our sections, when another writer's section is in the comment.
+SETTLE = 3.0
 _PREFIX = "<!-- screeps-gitops section "
 
 
@@ -119,8 +125,9 @@ def upsert_sections(
         if gh.get_comment(existing.id).body != existing.body:
             continue  # changed since it was read: merge with what the other writer wrote
         written = gh.update_comment(existing.id, body)
-        now = parse(gh.get_comment(existing.id).body, mark)
-        if all(now.get(name) == text for name, text in ours.items()):
+        if _holds(gh, existing.id, mark, ours) and (
+            set(kept) <= set(ours) or _settled(gh, existing.id, mark, ours, pause)
+        ):
             return written, "updated"
     raise SectionConflict(
         f"the comment on pull request #{number} kept changing under {ATTEMPTS} attempts to write its "
@@ -128,4 +135,19 @@ def upsert_sections(
     )
 
 
-__all__ = ["ATTEMPTS", "SECTIONS", "SectionConflict", "compose", "parse", "upsert_sections"]
+def _holds(gh: GitHubClient, comment_id: int, mark: str, ours: Mapping[str, str]) -> bool:
+    now = parse(gh.get_comment(comment_id).body, mark)
+    return all(now.get(name) == text for name, text in ours.items())
+
+
+def _settled(
+    gh: GitHubClient, comment_id: int, mark: str, ours: Mapping[str, str], pause: Callable[[float], None]
+) -> bool:
+    """Our sections still there after :data:`SETTLE` seconds: another writer's write that was on its way while we
+    wrote (it read the comment before our write, so it would carry the old sections) has landed by then. Only when
+    the comment has another writer's section: a comment of ours alone has nobody to race."""
+    pause(SETTLE)
+    return _holds(gh, comment_id, mark, ours)
+
+
+__all__ = ["ATTEMPTS", "SECTIONS", "SETTLE", "SectionConflict", "compose", "parse", "upsert_sections"]
