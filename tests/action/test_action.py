@@ -397,7 +397,8 @@ def test_bad_input_names_the_input(world: World) -> None:
     assert run.summary.startswith("### screeps-gitops plan\n")
     assert "**Planning failed** (exit code 4):" in run.summary
     assert (
-        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift, rehearse or comment\n"
+        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift, rehearse or "
+        "comment\n"
         "Fix the `with:` of the screeps-gitops step in the workflow" in run.stderr
     )
 
