@@ -25,6 +25,7 @@ FORMAT_VERSION = 1
 MAX_BRANCHES = 500
 MAX_TICKS = 10_001
 MAX_TEXT = 4_000
+MAX_ERROR_TEXT = 20_000
 _STATUSES = frozenset(get_args(Status))
 
 
@@ -38,6 +39,10 @@ class RehearsalResult:
     head_source: str
     base_source: str | None
     branches: tuple[Comparison, ...]
+    #: Why the rehearsal stopped (the world could not run, a code set was refused) and its exit code; ``None`` when
+    #: it ran. The comment job shows it in place of a table, so the pull request never keeps an older result.
+    error: str | None = None
+    exit_code: int = 0
 
     @property
     def result(self) -> Status:
@@ -56,6 +61,8 @@ def result_data(result: RehearsalResult) -> dict[str, Any]:
         "ticks": result.ticks,
         "head_source": result.head_source,
         "base_source": result.base_source,
+        "error": result.error,
+        "exit_code": result.exit_code,
         "branches": [
             {
                 "branch": c.branch,
@@ -79,11 +86,14 @@ def result_from_data(data: Any) -> RehearsalResult:
         )
     branches = _list(data.get("branches"), "branches", MAX_BRANCHES)
     base_source = data.get("base_source")
+    error = data.get("error")
     return RehearsalResult(
         ticks=_count(data.get("ticks"), "ticks", MAX_TICKS),
         head_source=_text(data.get("head_source"), "head_source"),
         base_source=None if base_source is None else _text(base_source, "base_source"),
         branches=tuple(_comparison(raw, f"branches[{i}]") for i, raw in enumerate(branches)),
+        error=None if error is None else _text(error, "error", MAX_ERROR_TEXT),
+        exit_code=_count(data.get("exit_code", 0), "exit_code", 255),
     )
 
 
@@ -157,11 +167,11 @@ def _list(raw: Any, where: str, most: int) -> Sequence[Any]:
     return raw
 
 
-def _text(raw: Any, where: str) -> str:
+def _text(raw: Any, where: str, most: int = MAX_TEXT) -> str:
     if not isinstance(raw, str):
         raise ResultProblem(f"has {where} that is not a text")
-    if len(raw) > MAX_TEXT:
-        raise ResultProblem(f"has {where} of {len(raw):,} characters, more than a rehearsal writes ({MAX_TEXT:,})")
+    if len(raw) > most:
+        raise ResultProblem(f"has {where} of {len(raw):,} characters, more than a rehearsal writes ({most:,})")
     return raw
 
 

@@ -22,6 +22,7 @@ from gitops.app.drift import check_drift, drift_exit_code
 from gitops.app.options import DEFAULT_REFRESH, Options
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest, load_manifest
+from gitops.core.rehearsalresult import RehearsalResult
 from gitops.edges.clock import Clock, SystemClock
 from gitops.edges.codesetfile import codeset_path
 from gitops.edges.planfile import save_plan
@@ -44,11 +45,14 @@ from gitops.render.drift import render_text as render_drift_text
 from gitops.render.outcome import Console, Consoles, Ended, MarkdownConsole, TextConsole
 from gitops.render.progress import Progress
 from gitops.render.rehearsal import text
-from gitops.secrets import Secret
+from gitops.secrets import Secret, redact
 
 if TYPE_CHECKING:
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
+
+#: The rehearse job's result file, under RUNNER_TEMP/screeps-gitops (the comment job downloads it by this name).
+RESULT_FILE = "rehearsal.json"
 
 #: Set by action.yml from the build step (``gitops build``, run without secrets) for the step that plans or applies.
 BUILD_EXIT_ENV = "GITOPS_ACTION_BUILD_EXIT"
@@ -83,6 +87,10 @@ def run_action(
         report.error = exc
         report.exit_code = exc.exit_code
         echo(annotation("error", exc.message))
+        if report.rehearsal is None and _rehearses_codesets(inputs, env):
+            # The comment job shows why, rather than the last push's rehearsal.
+            stopped = RehearsalResult(inputs.rehearse_ticks, "", None, (), redact(str(exc)), int(exc.exit_code))
+            report.rehearsal_file = _write_result_file(runner, stopped)
         raise
     finally:
         # The rehearse job of two holds no token that may write: the comment job writes its section.
@@ -295,8 +303,7 @@ def _rehearse(
         request = RehearsalRequest(ticks=inputs.rehearse_ticks, ref=inputs.ref, base=base)
     result = rehearse(loaded, request, env, say=echo)
     report.rehearsal = result
-    report.rehearsal_file = runner.temp / "screeps-gitops" / f"rehearsal-{_digest(inputs)}.json"
-    write_result(report.rehearsal_file, result.found())
+    report.rehearsal_file = _write_result_file(runner, result.found())
     # The world's error texts are the bot's (a pull request's): inert in the log, as every server text.
     echo(
         log_text("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
@@ -345,6 +352,13 @@ def _plan_path(runner: Runner, inputs: Inputs) -> Path:
     return runner.temp / "screeps-gitops" / f"{inputs.command}-{_digest(inputs)}.plan.json"
 
 
+def _write_result_file(runner: Runner, found: RehearsalResult) -> Path:
+    """The result file for the comment job, at a path the workflow can name (``rehearsal-file`` output)."""
+    path = runner.temp / "screeps-gitops" / RESULT_FILE
+    write_result(path, found)
+    return path
+
+
 def _rehearses_codesets(inputs: Inputs, env: Mapping[str, str]) -> bool:
     """``command: rehearse`` with a ``codeset``: the rehearse job of the two-job workflow."""
     return inputs.command == "rehearse" and codeset_path(env) is not None
@@ -356,6 +370,11 @@ def _comment_from_file(inputs: Inputs, report: Report, *, echo: Echo) -> None:
     read or run (no manifest, no checkout needed)."""
     assert inputs.rehearsal_file is not None  # Inputs refuses command comment without it
     found = read_result(inputs.rehearsal_file)
+    if found.error is not None:  # the rehearse job stopped: its error stands where the table would
+        failed = GitopsError(found.error)
+        failed.exit_code = ExitCode(found.exit_code) if found.exit_code in set(ExitCode) else ExitCode.FAILURE
+        report.error, report.exit_code = failed, failed.exit_code
+        return
     report.rehearsal = found
     report.exit_code = {"healthy": ExitCode.OK, "failing": ExitCode.UNHEALTHY, "unknown": ExitCode.REHEARSAL_UNKNOWN}[
         found.result

@@ -5,6 +5,7 @@ the plan workflow's job writes; neither write loses the other's section."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from gitops.github.api import marker
 from gitops.github.sections import parse
 from gitops.standin.testing import StandIn
 from tests.action.fake_github import GITHUB_TOKEN
-from tests.action.runner import Runner
+from tests.action.runner import ActionRun, Runner
 from tests.action.test_action import DEPLOY, World, make_world, pull_request_event
 from tests.test_rehearsal_codesets import result
 
@@ -26,7 +27,7 @@ def world(tmp_path: Path, standin: StandIn) -> World:
     return make_world(tmp_path, standin)
 
 
-def comment_job(world: World, tmp_path: Path, with_: dict[str, str]) -> object:
+def comment_job(world: World, tmp_path: Path, with_: dict[str, str]) -> ActionRun:
     """The comment job: a runner whose workspace is empty (no actions/checkout), for pull request #7."""
     empty = tmp_path / "empty-workspace"
     empty.mkdir(exist_ok=True)
@@ -89,3 +90,23 @@ def test_a_result_file_that_cannot_be_read_fails_the_comment_job_and_says_so_in_
     missing = comment_job(world, tmp_path, {"command": "comment"})
     assert missing.outcome == "failure"
     assert "input 'rehearsal-file' (GITOPS_ACTION_REHEARSAL_FILE) is ''" in missing.stderr
+
+
+def test_a_rehearsal_that_stopped_shows_why_in_its_section_not_the_last_pushs_result(
+    world: World, tmp_path: Path
+) -> None:
+    path = tmp_path / "rehearsal.json"
+    write_result(path, result())
+    assert comment_job(world, tmp_path, {"command": "comment", "rehearsal-file": str(path)}).outcome == "success"
+    stopped = replace(result(), branches=(), error="the private server did not start: `node` @alice", exit_code=14)
+    write_result(path, stopped)
+
+    run = comment_job(world, tmp_path, {"command": "comment", "rehearsal-file": str(path)})
+
+    assert run.outcome == "success", run.stderr
+    assert run.outputs["exit-code"] == "14"
+    [body] = world.comments()
+    section = parse(body, MARK)["rehearsal"]
+    assert "**The rehearsal failed** (exit code 14):" in section
+    assert "the private server did not start: `node` @alice" in section  # inside a fence: inert
+    assert "Rehearsal: failing" not in section, "the older result is gone"
