@@ -18,9 +18,9 @@ from gitops.app.localcode import read_code
 from gitops.app.targets import Targets, select
 from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
-from gitops.core.health import ConsoleEvent, Status, Thresholds, group_ticks
+from gitops.core.health import ConsoleEvent, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
-from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.core.rehearsal import DEFAULT_TICKS, Side, compare, side
 from gitops.core.rehearsalresult import RehearsalResult
 from gitops.edges.build import SKIP_BUILD_VARIABLE
 from gitops.edges.codesetfile import read_codeset
@@ -48,26 +48,17 @@ class RehearsalRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Rehearsal:
-    ticks: int
-    head_source: str
-    base_source: str | None
-    branches: tuple[Comparison, ...]
-    seconds: float = 0.0
+class Rehearsal(RehearsalResult):
+    """A rehearsal that ran: what it found (what the result file holds: :mod:`gitops.core.rehearsalresult`), and
+    how long it took."""
 
-    @property
-    def result(self) -> Status:
-        return overall(c.result for c in self.branches)
+    seconds: float = 0.0
 
     @property
     def exit_code(self) -> int:
         return {"healthy": ExitCode.OK, "failing": ExitCode.UNHEALTHY, "unknown": ExitCode.REHEARSAL_UNKNOWN}[
             self.result
         ]
-
-    def found(self) -> RehearsalResult:
-        """What the rehearsal found, for the result file (:mod:`gitops.core.rehearsalresult`)."""
-        return RehearsalResult(self.ticks, self.head_source, self.base_source, self.branches)
 
     def document(self) -> dict[str, object]:
         """``--json``: the verdict, the first branch's ``head`` and ``base`` at the top, and every branch."""

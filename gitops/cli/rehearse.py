@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -26,6 +28,13 @@ from gitops.errors import UsageError
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _file_option(name: str, help_text: str) -> Callable[[F], F]:
+    """An option naming a file (a code set to read, the result to write)."""
+    return click.option(name, type=click.Path(path_type=Path, dir_okay=False), default=None, help=help_text)
 
 
 @click.command("rehearse")
@@ -67,25 +76,19 @@ from gitops.secrets import redact
     help="An installed private server (e.g. .private-server of 'bash scripts/private-server.sh install') instead "
     f"of the one the tool installs into its cache folder on first use. [env: {INSTALL_ENV}]",
 )
-@click.option(
+@_file_option(
     "--codeset",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Rehearse the code of this code set file (`gitops build --out`, made in a job without secrets) instead of "
+    "Rehearse the code of this code set file (`gitops build --out`, made in a job without secrets) instead of "
     "reading and building the working tree: nothing of the repository runs here but the bots in the world.",
 )
-@click.option(
+@_file_option(
     "--base-codeset",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Compare with the base's code from this code set file (`gitops build --ref BASE --out FILE`) instead of "
+    "Compare with the base's code from this code set file (`gitops build --ref BASE --out FILE`) instead of "
     "building --base here.",
 )
-@click.option(
+@_file_option(
     "--result-out",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Also write the result (figures and texts, no Markdown) to this file, for a job that comments from it "
+    "Also write the result (figures and texts, no Markdown) to this file, for a job that comments from it "
     "(the Action's command: comment).",
 )
 @target_options
@@ -138,7 +141,7 @@ def rehearse_command(
     )
     result = rehearse(loaded, request, env, say=lambda line: click.echo(line, err=True))
     if result_out is not None:
-        write_result(result_out, result.found())
+        write_result(result_out, result)
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)
     if fmt == "json":
         echo_json(json.dumps(result.document(), indent=2))

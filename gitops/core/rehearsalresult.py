@@ -35,6 +35,9 @@ class ResultProblem(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RehearsalResult:
+    """What a rehearsal found: the ticks each bot ran, where the head's and the base's code came from, each branch's
+    comparison; or why it stopped."""
+
     ticks: int
     head_source: str
     base_source: str | None
@@ -42,7 +45,7 @@ class RehearsalResult:
     #: Why the rehearsal stopped (the world could not run, a code set was refused) and its exit code; ``None`` when
     #: it ran. The comment job shows it in place of a table, so the pull request never keeps an older result.
     error: str | None = None
-    exit_code: int = 0
+    error_code: int = 0
 
     @property
     def result(self) -> Status:
@@ -62,7 +65,7 @@ def result_data(result: RehearsalResult) -> dict[str, Any]:
         "head_source": result.head_source,
         "base_source": result.base_source,
         "error": result.error,
-        "exit_code": result.exit_code,
+        "exit_code": result.error_code,
         "branches": [
             {
                 "branch": c.branch,
@@ -93,7 +96,7 @@ def result_from_data(data: Any) -> RehearsalResult:
         base_source=None if base_source is None else _text(base_source, "base_source"),
         branches=tuple(_comparison(raw, f"branches[{i}]") for i, raw in enumerate(branches)),
         error=None if error is None else _text(error, "error", MAX_ERROR_TEXT),
-        exit_code=_count(data.get("exit_code", 0), "exit_code", 255),
+        error_code=_count(data.get("exit_code", 0), "exit_code", 255),
     )
 
 

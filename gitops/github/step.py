@@ -303,7 +303,7 @@ def _rehearse(
         request = RehearsalRequest(ticks=inputs.rehearse_ticks, ref=inputs.ref, base=base)
     result = rehearse(loaded, request, env, say=echo)
     report.rehearsal = result
-    report.rehearsal_file = _write_result_file(runner, result.found())
+    report.rehearsal_file = _write_result_file(runner, result)
     # The world's error texts are the bot's (a pull request's): inert in the log, as every server text.
     echo(
         log_text("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
@@ -372,7 +372,7 @@ def _comment_from_file(inputs: Inputs, report: Report, *, echo: Echo) -> None:
     found = read_result(inputs.rehearsal_file)
     if found.error is not None:  # the rehearse job stopped: its error stands where the table would
         failed = GitopsError(found.error)
-        failed.exit_code = ExitCode(found.exit_code) if found.exit_code in set(ExitCode) else ExitCode.FAILURE
+        failed.exit_code = ExitCode(found.error_code) if found.error_code in set(ExitCode) else ExitCode.FAILURE
         report.error, report.exit_code = failed, failed.exit_code
         return
     report.rehearsal = found

@@ -98,7 +98,7 @@ def test_a_rehearsal_that_stopped_shows_why_in_its_section_not_the_last_pushs_re
     path = tmp_path / "rehearsal.json"
     write_result(path, result())
     assert comment_job(world, tmp_path, {"command": "comment", "rehearsal-file": str(path)}).outcome == "success"
-    stopped = replace(result(), branches=(), error="the private server did not start: `node` @alice", exit_code=14)
+    stopped = replace(result(), branches=(), error="the private server did not start: `node` @alice", error_code=14)
     write_result(path, stopped)
 
     run = comment_job(world, tmp_path, {"command": "comment", "rehearsal-file": str(path)})
