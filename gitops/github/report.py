@@ -42,6 +42,8 @@ COMMENT_MARGIN = 512
 #: The most characters of the comment's rehearsal section (a table row and chart per branch: a few thousand for a
 #: manifest of a few branches); the plan's section gets the rest of GitHub's limit.
 REHEARSAL_CHARS = 16_000
+#: Characters a section's two hidden markers and their line breaks take, at most.
+SECTION_MARKERS = 96
 
 
 #: An error message longer than this is cut in the summary and comment (the log has all of it).
@@ -145,12 +147,13 @@ def post_comment(runner: Runner, report: Report, pr: PullRequest, *, echo: Echo,
 def comment_sections(report: Report, runner: Runner, *, limit: int) -> dict[str, str]:
     """The sections of the pull request's one comment this run writes (:mod:`gitops.github.sections`): the plan's
     (``plan``, ``apply``, and a rehearsal that planned too), the rehearsal's (``rehearse``, ``comment``). The plan's
-    gets what the rehearsal's leaves of ``limit`` characters."""
+    gets what the rehearsal's may take (:data:`REHEARSAL_CHARS`) leaves of ``limit`` characters."""
     sections: dict[str, str] = {}
     if report.command in ("rehearse", "comment"):
         sections["rehearsal"] = rehearsal_section(report, runner)
     if report.command != "comment" and (report.command != "rehearse" or report.plan is not None):
-        room = limit - sum(len(text) + 80 for text in sections.values())
+        # Room for the rehearsal's section always: another job may have written it, and it is kept.
+        room = limit - REHEARSAL_CHARS - SECTION_MARKERS * 2
         sections["plan"] = document(report, runner, limit=room, unit="chars", rehearsal=False)
     return sections
 

@@ -11,10 +11,13 @@ from collections.abc import Callable
 
 import pytest
 
-from gitops.github.api import GitHubClient, marker
+from gitops.github.api import COMMENT_LIMIT, GitHubClient, marker
+from gitops.github.report import COMMENT_MARGIN, REHEARSAL_CHARS, Report, comment_sections, document
+from gitops.github.runner import Runner
 from gitops.github.sections import ATTEMPTS, SectionConflict, compose, parse, upsert_sections
 from gitops.secrets import Secret
 from tests.action.fake_github import BOT, GITHUB_TOKEN, FakeGitHub
+from tests.core.test_render import many_diffs_plan
 
 MARK = marker("gitops.yaml")
 PR = 7
@@ -169,3 +172,17 @@ def test_a_comment_that_keeps_changing_ends_in_a_warning_not_a_lost_section() ->
     with pytest.raises(SectionConflict, match=f"kept changing under {ATTEMPTS} attempts"):
         write(fake, {"rehearsal": "r"})
     assert "rehearsal" not in parse(comment.body, MARK)  # nothing half-merged was written
+
+
+def test_the_plans_section_leaves_room_for_the_rehearsals_whoever_wrote_it() -> None:
+    """A plan longer than the comment may be, written beside a rehearsal section as long as it may be: the body
+    stays within GitHub's limit, so no end marker is ever cut off (which would lose a section)."""
+    runner = Runner.from_env({"RUNNER_TEMP": "/tmp"})
+    report = Report(command="plan", manifest="gitops.yaml")
+    report.plan = many_diffs_plan(branches=25, modules=120)
+    limit = COMMENT_LIMIT - len(MARK) - COMMENT_MARGIN
+    assert len(document(report, runner, limit=10**9, unit="chars")) > COMMENT_LIMIT
+    plan = comment_sections(report, runner, limit=limit)["plan"]
+    body = compose(MARK, {"plan": plan, "rehearsal": "r" * REHEARSAL_CHARS})
+    assert len(body) <= COMMENT_LIMIT
+    assert parse(body, MARK) == {"plan": plan.rstrip("\n"), "rehearsal": "r" * REHEARSAL_CHARS}
