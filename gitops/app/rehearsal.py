@@ -20,11 +20,13 @@ from gitops.app.targets import Targets, select
 from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
 from gitops.core.colony import Colony
-from gitops.core.health import ConsoleEvent, Health, Status, Thresholds, group_ticks
+from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
-from gitops.core.rehearsal import DEFAULT_TICKS, Comparison, Side, compare, overall, side
+from gitops.core.rehearsal import DEFAULT_TICKS, Side, compare, side
+from gitops.core.rehearsalresult import RehearsalResult
 from gitops.core.sourcemap import SourceMap, SourceMapError
 from gitops.edges.build import SKIP_BUILD_VARIABLE
+from gitops.edges.codesetfile import read_codeset
 from gitops.edges.privateserver import (
     DEFAULT_BUCKET,
     DEFAULT_CPU,
@@ -50,6 +52,10 @@ class RehearsalRequest:
     timeout: float | None = None
     #: An installed server (``--server-dir``); else ``$GITOPS_PRIVATE_SERVER``, else the cache's.
     server_dir: Path | None = None
+    #: The base's code from a code set file (``--base-codeset``), built elsewhere, instead of ``base``; and the
+    #: commit it must have been built from (the Action: the pull request's base.sha; empty: any).
+    base_codeset: Path | None = None
+    base_commit: str = ""
     targets: Targets = field(default_factory=Targets)
     #: ``--from-server``: the account's colony (:func:`gitops.app.colonycopy.copy_colony`), copied for every bot.
     colony: Colony | None = None
@@ -60,16 +66,11 @@ class RehearsalRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class Rehearsal:
-    ticks: int
-    head_source: str
-    base_source: str | None
-    branches: tuple[Comparison, ...]
-    seconds: float = 0.0
+class Rehearsal(RehearsalResult):
+    """A rehearsal that ran: what it found (what the result file holds: :mod:`gitops.core.rehearsalresult`), and
+    how long it took."""
 
-    @property
-    def result(self) -> Status:
-        return overall(c.result for c in self.branches)
+    seconds: float = 0.0
 
     @property
     def exit_code(self) -> int:
@@ -114,6 +115,8 @@ def rehearse(
     # built in its temporary checkout, without credentials, as every build.
     base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
     base = _read_base(loaded, request.base, base_env) if request.base is not None else None
+    if request.base_codeset is not None:  # built in a job of its own: nothing of the repository runs here
+        base = read_codeset(request.base_codeset, loaded, base_of=request.base_commit)
     # validate's checks before any world starts: code that does not parse, or a head with no main, is the bot's.
     check_syntax(head)
     _require_main(head)

@@ -30,10 +30,22 @@ from gitops.cli.common import manifest_option, rebuild_option, run_environment, 
     help="Also read every branch's code, as plan would, and write it to this code set file (the commit, the "
     "manifest's digest, and per module its name, kind, size and SHA-256). [env: GITOPS_BUILD_OUT]",
 )
+@click.option(
+    "--ref",
+    default=None,
+    metavar="REF",
+    help="With --out: build this commit's code in a temporary checkout (as plan --ref does), with this manifest, "
+    "e.g. a pull request's base for `gitops rehearse --base-codeset`.",
+)
 @rebuild_option
 @click.pass_context
 def build(
-    ctx: click.Context, manifest: Path, servers: tuple[str, ...], branches: tuple[str, ...], out: Path | None
+    ctx: click.Context,
+    manifest: Path,
+    servers: tuple[str, ...],
+    branches: tuple[str, ...],
+    out: Path | None,
+    ref: str | None,
 ) -> None:
     """Run the build commands of the manifest's branches in the working tree, as plan and apply would.
 
@@ -52,7 +64,13 @@ def build(
     from gitops.config.manifest import load_manifest
     from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
     from gitops.edges.outfile import check_out_path
+    from gitops.errors import UsageError
 
+    if ref is not None and out is None:
+        raise UsageError(
+            f"--ref {ref} builds another commit only into a code set file: give --out FILE too",
+            hint="`gitops build --ref BASE --out base.codeset.json` (for gitops rehearse --base-codeset).",
+        )
     loaded = select(load_manifest(manifest), Targets.of(servers, branches))
     if out is None:
         ran = run_builds(loaded, run_environment(ctx))
@@ -63,7 +81,7 @@ def build(
     # A code set file for a deploy job is made by the build itself, never from an earlier build's output.
     env = {key: value for key, value in os.environ.items() if key != CODESET_VARIABLE}
     env["GITOPS_REBUILD"] = "1"
-    local = read_code(loaded, None, env)
+    local = read_code(loaded, ref, env)
     check_syntax(local)  # the deploy job sends what this writes: a module that cannot parse stops here
     write_codeset(out, local, loaded)
     modules = sum(len(branch.code) for branch in local.branches)

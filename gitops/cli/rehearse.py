@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -28,10 +30,21 @@ from gitops.cli.common import (
     target_options,
 )
 from gitops.config.manifest import load_manifest
+from gitops.edges.codesetfile import CODESET_VARIABLE
+from gitops.edges.outfile import check_out_path
 from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, INSTALL_ENV
+from gitops.edges.rehearsalfile import WHAT, write_result
+from gitops.errors import UsageError
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text
 from gitops.secrets import redact
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _file_option(name: str, help_text: str) -> Callable[[F], F]:
+    """An option naming a file (a code set to read, the result to write)."""
+    return click.option(name, type=click.Path(path_type=Path, dir_okay=False), default=None, help=help_text)
 
 
 @click.command("rehearse")
@@ -98,6 +111,21 @@ from gitops.secrets import redact
     "checked against the token's budget first (exit 3 when they do not fit). docs/rehearsal.md.",
 )
 @state_dir_option
+@_file_option(
+    "--codeset",
+    "Rehearse the code of this code set file (`gitops build --out`, made in a job without secrets) instead of "
+    "reading and building the working tree: nothing of the repository runs here but the bots in the world.",
+)
+@_file_option(
+    "--base-codeset",
+    "Compare with the base's code from this code set file (`gitops build --ref BASE --out FILE`) instead of "
+    "building --base here.",
+)
+@_file_option(
+    "--result-out",
+    "Also write the result (figures and texts, no Markdown) to this file, for a job that comments from it "
+    "(the Action's command: comment).",
+)
 @target_options
 @format_options("the rehearsal")
 @click.pass_context
@@ -113,6 +141,9 @@ def rehearse_command(
     server_dir: Path | None,
     from_server: str | None,
     state_dir: Path | None,
+    codeset: Path | None,
+    base_codeset: Path | None,
+    result_out: Path | None,
     servers: tuple[str, ...],
     branches: tuple[str, ...],
     fmt: str,
@@ -131,6 +162,16 @@ def rehearse_command(
     a world starts); 14: unknown (too few ticks), or the world could not be installed or run (docs/rehearsal.md).
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
+    if base is not None and base_codeset is not None:
+        raise UsageError(
+            f"--base {base} and --base-codeset {base_codeset} both say where the base's code comes from; give one",
+            hint="A code set file holds the base's code already built: drop --base.",
+        )
+    if result_out is not None:
+        check_out_path(result_out, what=WHAT, option="--result-out")  # before the world: a wrong path is known now
+    env = dict(os.environ)
+    if codeset is not None:
+        env[CODESET_VARIABLE] = str(codeset.absolute())
     loaded = load_manifest(manifest)
     colony = None
     if from_server is not None:
@@ -151,8 +192,11 @@ def rehearse_command(
         colony=colony,
         cpu=cpu_limit,
         bucket=bucket,
+        base_codeset=base_codeset,
     )
-    result = rehearse(loaded, request, os.environ, say=lambda line: click.echo(line, err=True))
+    result = rehearse(loaded, request, env, say=lambda line: click.echo(line, err=True))
+    if result_out is not None:
+        write_result(result_out, result)
     args = (result.branches, result.result, result.ticks, result.head_source, result.base_source)
     if fmt == "json":
         echo_json(json.dumps(result.document(), indent=2))

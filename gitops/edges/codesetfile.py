@@ -60,11 +60,15 @@ def write_codeset(path: Path, local: LocalCode, loaded: LoadedManifest) -> None:
 OUT_WHAT = "code set file"
 
 
-def read_codeset(path: Path, loaded: LoadedManifest) -> LocalCode:
+def read_codeset(path: Path, loaded: LoadedManifest, *, base_of: str | None = None) -> LocalCode:
     """The code of the manifest's branches from the code set file at ``path``.
 
     Raises :class:`SourceError` (exit 6) when the file cannot be read, is not a code set, was cut or changed, was
-    built from another manifest file or another commit than this run's, or lacks one of the branches."""
+    built from another manifest file or another commit than this run's, or lacks one of the branches.
+
+    ``base_of``: the file is the base's code of a rehearsal (``gitops build --ref BASE --out``), built with this
+    run's manifest from another commit than the checkout: its commit must be ``base_of`` (a full commit id; empty:
+    any commit, which the report names)."""
     where = f"the code set file {path}"
     data = _parsed(path, where, max_file_bytes(len(loaded.every_branch)))
     try:
@@ -79,6 +83,15 @@ def read_codeset(path: Path, loaded: LoadedManifest) -> LocalCode:
             hint="The deploy reads the servers, credentials and branches from its own checkout's manifest, and "
             "takes only code built from that very file. " + _HINT,
         )
+    if base_of is not None:
+        if base_of and artifact.commit != base_of:
+            raise SourceError(
+                f"{where} was built from commit {_short(artifact.commit)}, not from the base commit "
+                f"{_short(base_of)}; nothing was rehearsed",
+                hint="Build the base with `gitops build --ref BASE --out FILE` (the Action's `command: build` with "
+                "`ref:` the pull request's base.sha) in the same run. " + _HINT,
+            )
+        return LocalCode(branches, SourceInfo("codeset", str(path), artifact.commit, None), list(artifact.warnings))
     commit = head_commit(loaded.base_dir)
     if commit != artifact.commit:
         raise SourceError(

@@ -282,6 +282,16 @@ class GitHubClient:
         )
         return Comment.from_json(_json(response, f"edit comment {comment_id}"))
 
+    def get_comment(self, comment_id: int) -> Comment:
+        """One comment as it is now (the sections' check before and after a write)."""
+        what = f"read comment {comment_id}"
+        response = self._request("GET", f"/repos/{self.repository}/issues/comments/{comment_id}", what=what)
+        return Comment.from_json(_json(response, what))
+
+    def delete_comment(self, comment_id: int) -> None:
+        """Delete one of our comments (the second of two that writers created at once)."""
+        self._request("DELETE", f"/repos/{self.repository}/issues/comments/{comment_id}", what="delete a comment")
+
     def upsert_comment(
         self, number: int, mark: str, body: str
     ) -> tuple[Comment, Literal["created", "updated", "unchanged"]]:

@@ -20,7 +20,7 @@ from gitops.core.rehearsal import DEFAULT_TICKS
 from gitops.errors import UsageError
 from gitops.secrets import Secret
 
-Command = Literal["plan", "apply", "drift", "rehearse"]
+Command = Literal["plan", "apply", "drift", "rehearse", "comment"]
 
 
 #: The environment variables ``action.yml`` sets, by input name.
@@ -45,6 +45,8 @@ INPUT_ENV: dict[str, str] = {
     "credentials": "GITOPS_ACTION_CREDENTIALS",
     "codeset": "GITOPS_CODESET",
     "rehearse-ticks": "GITOPS_ACTION_REHEARSE_TICKS",
+    "base-codeset": "GITOPS_ACTION_BASE_CODESET",
+    "rehearsal-file": "GITOPS_ACTION_REHEARSAL_FILE",
 }
 
 
@@ -80,6 +82,10 @@ class Inputs:
     warnings: list[str] = field(default_factory=list)
     #: ``command: rehearse``: the ticks each bot runs.
     rehearse_ticks: int = DEFAULT_TICKS
+    #: ``command: rehearse`` with ``codeset``: the base's code set file (``command: build`` with ``ref``).
+    base_codeset: Path | None = None
+    #: ``command: comment``: the rehearsal result file that the rehearse job wrote.
+    rehearsal_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Inputs:
@@ -89,8 +95,11 @@ class Inputs:
             return env.get(INPUT_ENV[name], "").strip() or default
 
         command = get("command", "plan")
-        if command not in ("plan", "apply", "drift", "rehearse"):
-            raise _input_error("command", command, "plan, apply, drift or rehearse")
+        if command not in ("plan", "apply", "drift", "rehearse", "comment"):
+            raise _input_error("command", command, "plan, apply, drift, rehearse or comment")
+        rehearsal_file = get("rehearsal-file")
+        if command == "comment" and not rehearsal_file:
+            raise _input_error("rehearsal-file", "", "the rehearsal result file for command comment")
         ticks = get("rehearse-ticks", str(DEFAULT_TICKS))
         if not ticks.isdigit() or not 1 <= int(ticks) <= 10_000:
             raise _input_error("rehearse-ticks", ticks, "a number of ticks from 1 to 10000")
@@ -151,6 +160,8 @@ class Inputs:
             targets=Targets.of(get("servers").splitlines(), get("branches").splitlines()),
             warnings=warnings,
             rehearse_ticks=int(ticks),
+            base_codeset=Path(get("base-codeset")) if get("base-codeset") else None,
+            rehearsal_file=Path(rehearsal_file) if rehearsal_file else None,
         )
 
 

@@ -17,6 +17,7 @@ from gitops.errors import BudgetError, ExitCode, GitopsError
 from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPermissionError, marker
 from gitops.github.inputs import Command
 from gitops.github.runner import Echo, PullRequest, Runner, annotation, write_outputs
+from gitops.github.sections import upsert_sections
 from gitops.render.drift import render_markdown as render_drift
 from gitops.render.outcome import markdown_sections
 from gitops.render.plan import md_code, md_fence, render_markdown
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from gitops.core.drift import DriftReport
     from gitops.core.health import Verification
     from gitops.core.plan import Plan
+    from gitops.core.rehearsalresult import RehearsalResult
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
 SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
@@ -35,6 +37,13 @@ SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
 
 #: Characters kept free in the comment for the marker and footer estimate errors.
 COMMENT_MARGIN = 512
+
+
+#: The most characters of the comment's rehearsal section (a table row and chart per branch: a few thousand for a
+#: manifest of a few branches); the plan's section gets the rest of GitHub's limit.
+REHEARSAL_CHARS = 16_000
+#: Characters a section's two hidden markers and their line breaks take, at most.
+SECTION_MARKERS = 96
 
 
 #: An error message longer than this is cut in the summary and comment (the log has all of it).
@@ -68,8 +77,10 @@ class Report:
     servers: dict[str, str] = field(default_factory=dict)
     route_changes: list[RouteChange] = field(default_factory=list)
     routes_unknown: str = ""
-    #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`.
-    rehearsal: Rehearsal | None = None
+    #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`; ``command: comment``: the result file's.
+    rehearsal: Rehearsal | RehearsalResult | None = None
+    #: ``command: rehearse``: the result file written for a comment job (output ``rehearsal-file``).
+    rehearsal_file: Path | None = None
 
     def health(self) -> str:
         """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
@@ -90,6 +101,7 @@ class Report:
             "drifted": "" if self.drift is None else str(bool(self.drift.has_drift)).lower(),
             "issue-url": self.issue_url,
             "rehearsal": "" if self.rehearsal is None else str(self.rehearsal.result),
+            "rehearsal-file": "" if self.rehearsal_file is None else str(self.rehearsal_file),
         }
 
 
@@ -113,11 +125,11 @@ def post_comment(runner: Runner, report: Report, pr: PullRequest, *, echo: Echo,
         )
         return
     mark = marker(report.manifest)
-    body = mark + "\n" + document(report, runner, limit=COMMENT_LIMIT - len(mark) - 1 - COMMENT_MARGIN, unit="chars")
+    sections = comment_sections(report, runner, limit=COMMENT_LIMIT - len(mark) - COMMENT_MARGIN)
     gh: GitHubClient | None = None
     try:
         with GitHubClient(Secret(github_token), runner.repository, api_url=runner.api_url) as gh:
-            comment, what = gh.upsert_comment(pr.number, mark, body)
+            comment, what = upsert_sections(gh, pr.number, mark, sections)
     except GitHubPermissionError as exc:
         fork = " (a fork's pull request gets a read-only token)" if pr.from_fork else ""
         echo(annotation("warning", f"the plan comment was not posted{fork}: {exc}"))
@@ -126,20 +138,65 @@ def post_comment(runner: Runner, report: Report, pr: PullRequest, *, echo: Echo,
         echo(annotation("warning", f"the plan comment was not posted: {exc}"))
         return
     finally:
-        for warning in gh.warnings if gh is not None else []:
+        for warning in dict.fromkeys(gh.warnings if gh is not None else []):  # a page read twice warns once
             echo(annotation("warning", warning))
     report.comment_url = comment.url
     echo(f"Plan comment {what} on pull request #{pr.number}: {comment.url}")
 
 
-def document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
-    """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, error, footer,
-    within ``limit`` characters or UTF-8 bytes (the plan's diffs are cut first, with a note). Redacted: a diff may
-    show a server's module that holds a credential, and a comment body is not masked by GitHub as logs are."""
-    return redact(_document(report, runner, limit=limit, unit=unit))
+def comment_sections(report: Report, runner: Runner, *, limit: int) -> dict[str, str]:
+    """The sections of the pull request's one comment this run writes (:mod:`gitops.github.sections`): the plan's
+    (``plan``, ``apply``, and a rehearsal that planned too), the rehearsal's (``rehearse``, ``comment``). The plan's
+    gets what the rehearsal's may take (:data:`REHEARSAL_CHARS`) leaves of ``limit`` characters."""
+    sections: dict[str, str] = {}
+    if report.command in ("rehearse", "comment"):
+        sections["rehearsal"] = rehearsal_section(report, runner)
+    if report.command != "comment" and (report.command != "rehearse" or report.plan is not None):
+        # Room for the rehearsal's section always: another job may have written it, and it is kept.
+        room = limit - REHEARSAL_CHARS - SECTION_MARKERS * 2
+        sections["plan"] = document(report, runner, limit=room, unit="chars", rehearsal=False)
+    return sections
 
 
-def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"]) -> str:
+def rehearsal_section(report: Report, runner: Runner) -> str:
+    """The rehearsal's section of the comment: its table and charts, the error that stopped it, the footer; at
+    most :data:`REHEARSAL_CHARS` characters (the charts are left out first, then the text is cut)."""
+    parts: list[str] = []
+    r = report.rehearsal
+    if r is not None:
+        parts.append(rehearsal_markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n"))
+    elif report.error is None:
+        parts.append("### Rehearsal\n\nNo rehearsal result.")
+    if report.error is not None:
+        parts += [_error_block(report)]
+    parts.append(_footer(report, runner))
+    text = redact("\n\n".join(parts))
+    if len(text) > REHEARSAL_CHARS:
+        note = "\n\n_(cut to fit the comment; the job summary has all of it)_"
+        text = text[: REHEARSAL_CHARS - len(note)].rsplit("\n", 1)[0] + note
+        if text.count("```") % 2:  # a fence cut open would swallow what follows
+            text += "\n```"
+    return text
+
+
+def document(
+    report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"], rehearsal: bool = True
+) -> str:
+    """The Markdown of a run: notices, the plan (table first, diffs folded), apply outcomes, the rehearsal (unless
+    ``rehearsal`` is false: the comment gives it a section of its own), error, footer, within ``limit`` characters
+    or UTF-8 bytes (the plan's diffs are cut first, with a note). Redacted: a diff may show a server's module that
+    holds a credential, and a comment body is not masked by GitHub as logs are."""
+    return redact(_document(report, runner, limit=limit, unit=unit, rehearsal=rehearsal))
+
+
+def _error_block(report: Report) -> str:
+    message = redact(str(report.error))
+    if len(message) > _ERROR_CHARS:
+        message = message[:_ERROR_CHARS] + "\n... (cut; the job log has all of it)"
+    return f"**{_verdict(report)}** (exit code {report.exit_code}):\n\n" + md_fence(message, "text")
+
+
+def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["bytes", "chars"], rehearsal: bool) -> str:
     def measure(text: str) -> int:
         return len(text.encode("utf-8")) if unit == "bytes" else len(text)
 
@@ -149,15 +206,11 @@ def _document(report: Report, runner: Runner, *, limit: int, unit: Literal["byte
     head = "".join(f"> [!NOTE]\n> {line}\n\n" for line in report.notices) + _servers_markdown(report)
     tail: list[str] = []
     tail.extend(markdown_sections(report.outcomes, report.verifications, report.health()))
-    if report.rehearsal is not None:
+    if report.rehearsal is not None and rehearsal:
         r = report.rehearsal
         tail.extend(["", rehearsal_markdown(r.branches, r.result, r.ticks, r.head_source, r.base_source).rstrip("\n")])
-    if report.error is not None:
-        message = redact(str(report.error))
-        if len(message) > _ERROR_CHARS:
-            message = message[:_ERROR_CHARS] + "\n... (cut; the job log has all of it)"
-        verdict = _verdict(report)
-        tail.extend(["", f"**{verdict}** (exit code {report.exit_code}):", "", md_fence(message, "text")])
+    if report.error is not None and (rehearsal or report.command not in ("rehearse", "comment")):
+        tail.extend(["", _error_block(report)])
     footer = _footer(report, runner)
     tail.extend(["", footer, ""])
     rest = "\n".join(tail)
@@ -212,7 +265,7 @@ def _verdict(report: Report) -> str:
         return "Apply failed"
     if report.command == "drift":
         return "The drift check failed"
-    if report.command == "rehearse":
+    if report.command in ("rehearse", "comment"):
         return "The rehearsal failed"
     return "Planning failed"
 

@@ -22,8 +22,11 @@ from gitops.app.drift import check_drift, drift_exit_code
 from gitops.app.options import DEFAULT_REFRESH, Options
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest, load_manifest
+from gitops.core.rehearsalresult import RehearsalResult
 from gitops.edges.clock import Clock, SystemClock
+from gitops.edges.codesetfile import codeset_path
 from gitops.edges.planfile import save_plan
+from gitops.edges.rehearsalfile import read_result, write_result
 from gitops.errors import ExitCode, GitopsError, SourceError
 from gitops.github.deployments import record_deployments
 from gitops.github.inputs import INPUT_ENV, Command, Inputs
@@ -42,11 +45,14 @@ from gitops.render.drift import render_text as render_drift_text
 from gitops.render.outcome import Console, Consoles, Ended, MarkdownConsole, TextConsole
 from gitops.render.progress import Progress
 from gitops.render.rehearsal import text
-from gitops.secrets import Secret
+from gitops.secrets import Secret, redact
 
 if TYPE_CHECKING:
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
+
+#: The rehearse job's result file, under RUNNER_TEMP/screeps-gitops (the comment job downloads it by this name).
+RESULT_FILE = "rehearsal.json"
 
 #: Set by action.yml from the build step (``gitops build``, run without secrets) for the step that plans or applies.
 BUILD_EXIT_ENV = "GITOPS_ACTION_BUILD_EXIT"
@@ -72,15 +78,24 @@ def run_action(
     for warning in inputs.warnings:
         echo(annotation("warning", warning))
     try:
+        if inputs.command == "comment":
+            _comment_from_file(inputs, report, echo=echo)
+            return 0
         options, tool_env = _options(inputs, env, runner, clock=clock, transport=transport, on_wait=on_wait, log=log)
         _run(inputs, runner, env, tool_env, options, report, echo=echo, mask=mask, github_token=github_token)
     except GitopsError as exc:
         report.error = exc
         report.exit_code = exc.exit_code
         echo(annotation("error", exc.message))
+        if report.rehearsal is None and _rehearses_codesets(inputs, env):
+            # The comment job shows why, rather than the last push's rehearsal.
+            stopped = RehearsalResult(inputs.rehearse_ticks, "", None, (), redact(str(exc)), int(exc.exit_code))
+            report.rehearsal_file = _write_result_file(runner, stopped)
         raise
     finally:
-        _tell_github(inputs, runner, report, echo=echo, github_token=github_token)
+        # The rehearse job of two holds no token that may write: the comment job writes its section.
+        comment = inputs.comment and not _rehearses_codesets(inputs, env)
+        _tell_github(inputs, runner, report, echo=echo, github_token=github_token, comment=comment)
     return _step_code(report)
 
 
@@ -114,6 +129,8 @@ def _step_code(report: Report) -> int:
     """The step's exit code: a deploy that fails in the game fails the step (9 left in place, 10 rolled back, 11
     rollback failed; 12 one unverified or failing from an earlier run, issue 39), and so does a rehearsal that fails
     (9) or could not run (14); a plan with changes does not (its 2 is in the ``exit-code`` output)."""
+    if report.command == "comment":  # the rehearse job's verdict is that job's; this one only wrote the comment
+        return 0
     failed_in_game = report.verifications or report.rehearsal is not None
     return int(report.exit_code) if failed_in_game or report.exit_code == ExitCode.UNVERIFIED else 0
 
@@ -164,6 +181,11 @@ def _run(
     """The command, through the pipeline's stages: the credentials checked, the plan made and shown, then applied,
     rehearsed or weighed (or, for ``drift``, the drift check instead)."""
     loaded = load_manifest(inputs.manifest)
+    if _rehearses_codesets(inputs, env):
+        # The rehearse job of two (docs/github-action.md): code sets in, a result file out; no plan, no ledger, no
+        # comment (the comment job writes it from the file), nothing of the repository built or run but the bots.
+        _rehearse(inputs, runner, tool_env, loaded, report, echo=echo)
+        return
     _check_build_step(env)
     pr = runner.pull_request
     if pr is not None:
@@ -271,11 +293,17 @@ def _rehearse(
     from gitops.app.rehearsal import RehearsalRequest, rehearse  # noqa: PLC0415 (boundary: rehearse)
 
     base = runner.event.get("pull_request", {}).get("base", {}).get("sha") if runner.pull_request else None
-    request = RehearsalRequest(
-        ticks=inputs.rehearse_ticks, ref=inputs.ref, base=base if isinstance(base, str) else None
-    )
+    base = base if isinstance(base, str) else None
+    if _rehearses_codesets(inputs, env):
+        # Both sides from code set files: the base's must be the pull request's base commit (any, off a pull request).
+        request = RehearsalRequest(
+            ticks=inputs.rehearse_ticks, base_codeset=inputs.base_codeset, base_commit=base or ""
+        )
+    else:
+        request = RehearsalRequest(ticks=inputs.rehearse_ticks, ref=inputs.ref, base=base)
     result = rehearse(loaded, request, env, say=echo)
     report.rehearsal = result
+    report.rehearsal_file = _write_result_file(runner, result)
     # The world's error texts are the bot's (a pull request's): inert in the log, as every server text.
     echo(
         log_text("\n".join(text(result.branches, result.result, result.ticks, result.head_source, result.base_source)))
@@ -316,9 +344,42 @@ def _drift(session: Session, report: Report, *, echo: Echo) -> None:
     report.exit_code = drift_exit_code(found)
 
 
+def _digest(inputs: Inputs) -> str:
+    return hashlib.sha256(str(inputs.manifest).encode("utf-8")).hexdigest()[:10]
+
+
 def _plan_path(runner: Runner, inputs: Inputs) -> Path:
-    digest = hashlib.sha256(str(inputs.manifest).encode("utf-8")).hexdigest()[:10]
-    return runner.temp / "screeps-gitops" / f"{inputs.command}-{digest}.plan.json"
+    return runner.temp / "screeps-gitops" / f"{inputs.command}-{_digest(inputs)}.plan.json"
+
+
+def _write_result_file(runner: Runner, found: RehearsalResult) -> Path:
+    """The result file for the comment job, at a path the workflow can name (``rehearsal-file`` output)."""
+    path = runner.temp / "screeps-gitops" / RESULT_FILE
+    write_result(path, found)
+    return path
+
+
+def _rehearses_codesets(inputs: Inputs, env: Mapping[str, str]) -> bool:
+    """``command: rehearse`` with a ``codeset``: the rehearse job of the two-job workflow."""
+    return inputs.command == "rehearse" and codeset_path(env) is not None
+
+
+def _comment_from_file(inputs: Inputs, report: Report, *, echo: Echo) -> None:
+    """``command: comment``: the rehearsal section of the pull request's comment, from the result file the rehearse
+    job wrote: read as data (:mod:`gitops.core.rehearsalresult`) and rendered here. Nothing of the repository is
+    read or run (no manifest, no checkout needed)."""
+    assert inputs.rehearsal_file is not None  # Inputs refuses command comment without it
+    found = read_result(inputs.rehearsal_file)
+    if found.error is not None:  # the rehearse job stopped: its error stands where the table would
+        failed = GitopsError(found.error)
+        failed.exit_code = ExitCode(found.error_code) if found.error_code in set(ExitCode) else ExitCode.FAILURE
+        report.error, report.exit_code = failed, failed.exit_code
+        return
+    report.rehearsal = found
+    report.exit_code = {"healthy": ExitCode.OK, "failing": ExitCode.UNHEALTHY, "unknown": ExitCode.REHEARSAL_UNKNOWN}[
+        found.result
+    ]
+    echo(log_text("\n".join(text(found.branches, found.result, found.ticks, found.head_source, found.base_source))))
 
 
 def _apply(session: Session, result: Plan, report: Report, *, echo: Echo) -> None:
@@ -360,10 +421,12 @@ def _record_applied(applied: pipeline.Applied, report: Report, console: Console,
     report.exit_code = applied.exit_code
 
 
-def _tell_github(inputs: Inputs, runner: Runner, report: Report, *, echo: Echo, github_token: str) -> None:
+def _tell_github(
+    inputs: Inputs, runner: Runner, report: Report, *, echo: Echo, github_token: str, comment: bool
+) -> None:
     """Comment, summary and outputs; problems with the comment are warnings, never the reason a step fails."""
     pr = runner.pull_request
-    if inputs.comment and pr is not None and inputs.command != "drift":
+    if comment and pr is not None and inputs.command != "drift":
         post_comment(runner, report, pr, echo=echo, github_token=github_token)
     if inputs.command == "drift" and inputs.drift_issue and report.drift is not None:
         update_drift_issue(runner, report, echo=echo, github_token=github_token)

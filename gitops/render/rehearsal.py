@@ -7,6 +7,7 @@ is the judge's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from gitops.core.health import Status
@@ -15,6 +16,13 @@ from gitops.render.plan import md_code
 
 #: How many distinct errors a side lists under its table.
 SHOWN_ERRORS = 5
+#: Points a chart's line holds at most: longer rehearsals are shown as the means of equal runs of ticks.
+CHART_POINTS = 100
+#: Branches that get a chart (a manifest of many branches gets its first ones; the table has them all).
+CHARTED_BRANCHES = 5
+#: The chart's two lines: the base first, then the pull request (xychart-beta draws no legend, so the caption names
+#: the colours; GitHub renders Mermaid in comments and job summaries).
+_PALETTE = ("#8b949e", "#cf222e")
 
 
 def _cpu(cpu: CpuStats | None, pick: str) -> str:
@@ -143,6 +151,8 @@ def markdown(
     if changes:
         lines += ["", "Changes, with their noise band:", ""]
         lines += [f"- {md_code(c.branch)}: {_cell(line)}" for c, line in changes]
+    for c in [c for c in comparisons if c.head.cpu_values][:CHARTED_BRANCHES]:
+        lines += ["", *cpu_chart(c, md_code(c.branch))]
     errors = [(c, e) for c in comparisons for e in c.head.errors[:SHOWN_ERRORS]]
     if errors:
         lines += ["", "Errors of the pull request's code:", ""]
@@ -159,4 +169,44 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["change_line", "markdown", "text"]
+def _points(values: Sequence[float]) -> list[float]:
+    """At most :data:`CHART_POINTS` finite values: the means of equal runs of ticks when there are more."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) <= CHART_POINTS:
+        return finite
+    runs = [
+        finite[len(finite) * i // CHART_POINTS : len(finite) * (i + 1) // CHART_POINTS] for i in range(CHART_POINTS)
+    ]
+    return [sum(run) / len(run) for run in runs]
+
+
+def _point(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".")
+
+
+def cpu_chart(c: Comparison, label: str) -> list[str]:
+    """A Mermaid ``xychart-beta`` of the CPU used per tick, base against pull request, under a caption naming the
+    branch (``label``: Markdown the caller made inert). Only numbers and fixed words go inside the chart: nothing of
+    the bot's or the manifest's text can reach Mermaid's parser."""
+    head = _points(c.head.cpu_values)
+    base = _points(c.base.cpu_values) if c.base is not None else []
+    ticks = max(len(c.head.cpu_values), len(c.base.cpu_values) if c.base is not None else 0)
+    top = max([*head, *base, 0.0])
+    ceiling = max(1, math.ceil(top * 1.1))
+    colours = _PALETTE if base else _PALETTE[1:]
+    caption = "grey: base, red: pull request" if base else "red: pull request"
+    series = [line for line in (base, head) if line]
+    return [
+        f"CPU per tick of {label} ({caption}):",
+        "",
+        "```mermaid",
+        '%%{init: {"themeVariables": {"xyChart": {"plotColorPalette": "' + ", ".join(colours) + '"}}}}%%',
+        "xychart-beta",
+        '    x-axis "tick" 1 --> ' + str(max(ticks, 2)),
+        f'    y-axis "CPU (ms)" 0 --> {ceiling}',
+        *("    line [" + ", ".join(_point(v) for v in line) + "]" for line in series),
+        "```",
+    ]
+
+
+__all__ = ["change_line", "cpu_chart", "markdown", "text"]

@@ -84,6 +84,8 @@ class FakeGitHub:
     deployment_errors: dict[str, int] = field(default_factory=dict)
     #: Serve lists of deployments and statuses in pages of this many, whatever ``per_page`` asks (pagination).
     page_size: int | None = None
+    #: Called with (method, path) before each request is answered: a test runs another writer there (interleaving).
+    on_request: Callable[[str, str], None] | None = None
     #: ``GET /user`` answers this login (a person's token); ``None``: 403 "Resource not accessible by integration",
     #: as it answers the Actions ``GITHUB_TOKEN``, whose comments are written by ``github-actions[bot]``.
     user_login: str | None = None
@@ -114,6 +116,8 @@ class FakeGitHub:
         prefix = urlsplit(self.base_url).path.rstrip("/")
         body = request.content.decode("utf-8") if request.content else ""
         self.requests.append((request.method, url.path, body))
+        if self.on_request is not None:
+            self.on_request(request.method, url.path)
         origin = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
         self.origins.append(origin)
         if "authorization" in request.headers:
@@ -154,6 +158,16 @@ class FakeGitHub:
             return _json(201, self._view(comment))
         if request.method == "PATCH" and len(rest) == 1 and rest[0].isdigit():
             return self._edit_issue(int(rest[0]), json.loads(body))
+        if request.method in ("GET", "DELETE") and len(rest) == 2 and rest[0] == "comments" and rest[1].isdigit():
+            found = [c for c in self.comments if c.id == int(rest[1])]
+            if not found:
+                return _json(404, {"message": "Not Found"})
+            if request.method == "GET":
+                return _json(200, self._view(found[0]))
+            if self.read_only:
+                return _json(403, {"message": "Resource not accessible by integration"})
+            self.comments.remove(found[0])
+            return httpx.Response(204)
         if request.method == "PATCH" and len(rest) == 2 and rest[0] == "comments":
             if self.read_only:
                 return _json(403, {"message": "Resource not accessible by integration"})
@@ -327,7 +341,7 @@ def serve_on_loopback(fake: FakeGitHub) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(response.content)
 
-        do_GET = do_POST = do_PATCH = _answer
+        do_GET = do_POST = do_PATCH = do_DELETE = _answer
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

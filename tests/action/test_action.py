@@ -20,6 +20,7 @@ import yaml
 from gitops.edges.clock import ManualClock
 from gitops.github.api import COMMENT_LIMIT, marker
 from gitops.github.report import SUMMARY_LIMIT_BYTES
+from gitops.github.sections import parse
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
 from tests.action.fake_github import GITHUB_TOKEN, FakeGitHub, serve_on_loopback
 from tests.action.runner import ActionRun, CacheStore, InProcess, Runner, run_bash
@@ -218,6 +219,7 @@ def test_deploy_on_push_applies_and_reports(world: World) -> None:
         "codeset-file": "",
         "ledger-dir": "",
         "rehearsal": "",
+        "rehearsal-file": "",
     }
     assert Path(run.outputs["plan-file"]).parent == run.runner_temp / "screeps-gitops"
     assert world.standin.branch_modules(ALICE, "main") == {
@@ -397,7 +399,8 @@ def test_bad_input_names_the_input(world: World) -> None:
     assert run.summary.startswith("### screeps-gitops plan\n")
     assert "**Planning failed** (exit code 4):" in run.summary
     assert (
-        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift or rehearse\n"
+        "Error: input 'command' (GITOPS_ACTION_COMMAND) is 'deploy'; it must be plan, apply, drift, rehearse or "
+        "comment\n"
         "Fix the `with:` of the screeps-gitops step in the workflow" in run.stderr
     )
 
@@ -426,11 +429,13 @@ def test_budget_refusal_on_a_pull_request_is_shown_where_the_reviewer_looks(worl
 
 def test_huge_diffs_are_cut_to_fit_the_summary_and_the_comment(world: World) -> None:
     line = "x" * 400
-    old = {f"src/big{n}.js": "\n".join(f"// {n} {i} {line}" for i in range(130)) + "\n" for n in range(28)}
+    # Diffs of about 17,000 characters each: the comment's plan section (its limit less the 16,000 characters kept
+    # for the rehearsal's section) holds one or more, the summary many.
+    old = {f"src/big{n}.js": "\n".join(f"// {n} {i} {line}" for i in range(20)) + "\n" for n in range(80)}
     world.write(old)
     world.push(DEPLOY)
-    # Every line changes and every module still parses (plan and apply refuse JavaScript that does not).
-    world.write({name: text.replace("// ", "//~") for name, text in old.items()})
+    # Every line changed, and still JavaScript that parses (the plan refuses to upload a module that does not).
+    world.write({name: text.replace("// ", "//* ") for name, text in old.items()})
     run = world.pull_request({**PLAN, "refresh": "always"})
     assert run.outcome == "success", run.stderr
     summary = run.summary
@@ -442,7 +447,7 @@ def test_huge_diffs_are_cut_to_fit_the_summary_and_the_comment(world: World) -> 
     [body] = world.comments()
     assert 30_000 < len(body) <= COMMENT_LIMIT
     assert note in body
-    assert body.rstrip().endswith("</sub>"), "the footer survives the cut"
+    assert parse(body, marker("gitops.yaml"))["plan"].rstrip().endswith("</sub>"), "the footer survives the cut"
 
 
 def test_two_manifests_get_two_comments(world: World) -> None:

@@ -15,6 +15,7 @@ import yaml
 
 from gitops import __version__
 from gitops.github.inputs import INPUT_ENV
+from gitops.github.step import RESULT_FILE
 from tests.action.runner import ACTION_YML, ROOT, load_action
 
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
@@ -69,6 +70,7 @@ def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
         "codeset-file",
         "ledger-dir",
         "rehearsal",
+        "rehearsal-file",
     }
     for name, spec in action["outputs"].items():
         if name == "codeset-file":  # command: build, whose build step is the job's product
@@ -123,7 +125,10 @@ def test_python_and_cache_steps() -> None:
         "&& steps.ledger.outputs.key != (steps.restore.outputs.cache-matched-key || steps.seed.outputs.key)"
     ), "the ledger is saved even when the step fails, and only when it changed"
     # A job given a code set never extracts a cache entry (tar -P writes anywhere): the build job hands it on.
-    assert restore["if"] == "inputs.cache == 'true' && (inputs.command == 'build' || inputs.codeset == '')"
+    # The comment job reads a result file and nothing else.
+    assert restore["if"] == (
+        "inputs.cache == 'true' && inputs.command != 'comment' && (inputs.command == 'build' || inputs.codeset == '')"
+    )
     assert s["seed"]["if"] == "inputs.cache == 'true' && inputs.command != 'build' && inputs.codeset != ''"
     assert s["handoff"]["if"] == "inputs.cache == 'true' && inputs.command == 'build'"
     assert s["ledger"]["if"].startswith("always()")
@@ -168,8 +173,8 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert order.index("uv-restore") < order.index("install") < order.index("uv-save")
 
 
-def test_examples_are_the_four_workflows() -> None:
-    assert [p.name for p in EXAMPLES] == ["deploy.yml", "drift.yml", "plan.yml", "unlock.yml"]
+def test_examples_are_the_five_workflows() -> None:
+    assert [p.name for p in EXAMPLES] == ["deploy.yml", "drift.yml", "plan.yml", "rehearse.yml", "unlock.yml"]
     deploy = yaml.safe_load((ROOT / "examples/workflows/deploy.yml").read_text(encoding="utf-8"))
     assert deploy[True]["push"]["branches"] == ["main"]  # YAML 1.1 reads the key "on" as true
     assert deploy["concurrency"]["cancel-in-progress"] is False
@@ -212,8 +217,50 @@ def test_examples_are_the_four_workflows() -> None:
                 assert step["with"]["persist-credentials"] is False
     for path in EXAMPLES:
         text = path.read_text(encoding="utf-8")
-        assert ("SCREEPS_TOKEN }}" in text) is (path.name != "plan.yml")
+        assert ("SCREEPS_TOKEN }}" in text) is (path.name not in ("plan.yml", "rehearse.yml"))
         assert "noratelimit" not in text
+
+
+def test_the_rehearsal_is_three_jobs_and_only_the_last_may_comment() -> None:
+    """Issue 48: the build job runs the repository's code for the pull request and its base with no secret; the
+    rehearse job runs none of it and holds no token at all; the comment job holds the token that may comment, has no
+    checkout, and shares one concurrency group with plan.yml's plan job (the comment's other writer)."""
+    workflow = yaml.safe_load((ROOT / "examples/workflows/rehearse.yml").read_text(encoding="utf-8"))
+    plan = yaml.safe_load((ROOT / "examples/workflows/plan.yml").read_text(encoding="utf-8"))
+    assert "pull_request" in workflow[True]
+    assert workflow["permissions"] == {"contents": "read"}
+    build, rehearse, comment = (workflow["jobs"][name] for name in ("build", "rehearse", "comment"))
+    assert (rehearse["needs"], comment["needs"]) == ("build", "rehearse")
+    assert build["permissions"] == rehearse["permissions"] == {"contents": "read"}
+    assert comment["permissions"] == {"pull-requests": "write"}
+    assert "secrets." not in (ROOT / "examples/workflows/rehearse.yml").read_text(encoding="utf-8")
+    head, base = [s for s in build["steps"] if str(s.get("uses", "")).startswith("OWNER/")]
+    assert head["with"] == {"command": "build"}
+    assert base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    base_file = base["with"]["codeset"].rsplit("/", 1)[1]
+
+    def uses(job: dict[str, Any]) -> list[str]:
+        return [s["uses"].split("@")[0] for s in job["steps"]]
+
+    assert all("run" not in s for s in [*rehearse["steps"], *comment["steps"]]), "no script of their own"
+    assert uses(rehearse) == [
+        "actions/checkout",
+        "actions/setup-node",
+        "actions/download-artifact",
+        "OWNER/screeps-gitops",
+        "actions/upload-artifact",
+    ]
+    [gitops] = [s for s in rehearse["steps"] if s.get("id") == "gitops"]
+    assert gitops["with"]["command"] == "rehearse"
+    assert gitops["with"]["github-token"] == "", "the rehearse job holds no GitHub token"
+    assert gitops["with"]["codeset"].endswith("/screeps-gitops-codeset.json")
+    assert gitops["with"]["base-codeset"].endswith("/" + base_file)
+    assert uses(comment) == ["actions/download-artifact", "OWNER/screeps-gitops"], "no checkout: no repository file"
+    [action] = [s for s in comment["steps"] if s["uses"].startswith("OWNER/")]
+    assert action["with"]["command"] == "comment"
+    assert action["with"]["rehearsal-file"].endswith("/" + RESULT_FILE)
+    assert comment["concurrency"] == plan["jobs"]["plan"]["concurrency"]
+    assert comment["concurrency"]["cancel-in-progress"] is False, "a pending writer waits, it is not cancelled"
 
 
 def test_every_example_pins_each_action_by_commit_and_keeps_no_git_credentials() -> None:

@@ -65,7 +65,7 @@ def test_credentials_go_under_the_names_the_manifest_reads() -> None:
 @pytest.mark.parametrize(
     ("name", "value", "accepted"),
     [
-        ("command", "deploy", "plan, apply, drift or rehearse"),
+        ("command", "deploy", "plan, apply, drift, rehearse or comment"),
         ("refresh", "sometimes", "always, auto or never (or empty for the default)"),
         ("comment", "maybe", "true or false"),
         ("drift-issue", "maybe", "true or false"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from markdown_it import MarkdownIt
 
 from gitops.core.health import Thresholds, Tick
@@ -70,3 +72,55 @@ def test_a_significant_change_says_so_and_a_head_alone_lists_its_caught_errors()
     lines = text([alone], alone.result, 6, "working tree", None)
     assert "  caught error: TypeError: x is undefined at main:7 (6 ticks)" in lines
     assert alone.result == "failing"
+
+
+def _chart(out: str) -> list[str]:
+    start = out.index("```mermaid\n") + len("```mermaid\n")
+    return out[start : out.index("```", start)].splitlines()
+
+
+def test_the_markdown_charts_cpu_per_tick_base_against_the_pull_request_beside_the_table() -> None:
+    out = markdown([_comparison()], "failing", 4, "working tree", "ref main")
+    assert out.index("| `local/main` | result |") < out.index("```mermaid")
+    assert "CPU per tick of `local/main` (grey: base, red: pull request):" in out
+    chart = _chart(out)
+    assert chart[1] == "xychart-beta"
+    assert '"plotColorPalette": "#8b949e, #cf222e"' in chart[0]
+    assert chart[2:] == [
+        '    x-axis "tick" 1 --> 4',
+        '    y-axis "CPU (ms)" 0 --> 4',
+        "    line [1, 1, 1, 2]",
+        "    line [3, 3, 3, 3]",
+    ]
+    # GitHub renders the fenced block as Mermaid: it is one code block whose info string is mermaid.
+    html = MarkdownIt("commonmark").enable("table").render(out)
+    assert html.count('<code class="language-mermaid">') == 1
+
+
+def test_the_chart_holds_only_numbers_and_fixed_words_whatever_the_bot_or_manifest_say() -> None:
+    hostile = 'x"]\n```\n<img src=x onerror=alert(1)> %%{init}%% @alice'
+    base = side("base", [Tick(log=(hostile,))] * 3, [1.0, 2.0], 10, Thresholds(ticks=3), [hostile])
+    head = side("head", [Tick(errors=(hostile,))] * 3, [5.0, 6.0], 10, Thresholds(ticks=3), [hostile])
+    # A result file read back may hold what is not a finite number: it is not drawn.
+    head = replace(head, cpu_values=(float("inf"), 5.0, float("nan"), 6.0))
+    out = markdown([compare(hostile, head, base)], "failing", 3, hostile, hostile)
+    chart = _chart(out)
+    for line in chart[2:]:
+        assert line in ('    x-axis "tick" 1 --> 4', '    y-axis "CPU (ms)" 0 --> 7') or (
+            line.startswith("    line [") and set(line[len("    line [") : -1]) <= set("0123456789., -")
+        ), line
+    assert chart[2:][-2:] == ["    line [1, 2]", "    line [5, 6]"]  # what is not a number is not drawn
+
+
+def test_a_long_rehearsal_is_charted_as_means_of_equal_runs_of_ticks() -> None:
+    ticks = [Tick()] * 1000
+    head = side("head", ticks, [float(i % 10) for i in range(1000)], 1, Thresholds(ticks=1000), ["main"])
+    out = markdown([compare("a/b", head, None)], "healthy", 1000, "working tree", None)
+    chart = _chart(out)
+    assert "red: pull request" in out
+    assert "grey" not in out
+    [line] = [line for line in chart if line.startswith("    line [")]
+    values = line[len("    line [") : -1].split(", ")
+    assert len(values) == 100
+    assert set(values) == {"4.5"}
+    assert '    x-axis "tick" 1 --> 1000' in chart
