@@ -6,9 +6,7 @@ fails unless it finds the copy (its Memory, its level-3 room, its spawn, extensi
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from gitops.errors import ExitCode
 from tests.factories import git
 from tests.private.harness import PrivateServer, ServerUser, install_problem
 from tests.private.test_rehearse_private import INSTALL, _document
+from tests.private.test_rehearse_private import _rehearse as rehearse
 
 pytestmark = pytest.mark.private_server
 
@@ -74,27 +73,8 @@ def grow_colony(server: PrivateServer, user: ServerUser) -> str:
 
 
 def _rehearse(repo: Path, tmp_path: Path, user: ServerUser, *args: str) -> subprocess.CompletedProcess[str]:
-    scratch = tmp_path / "tmp"
-    scratch.mkdir(exist_ok=True)
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "TMPDIR": str(scratch),
-        "GITOPS_PRIVATE_SERVER": str(INSTALL),
-        "GITOPS_STATE_DIR": str(tmp_path / "state"),
-        "NO_COLOR": "1",
-        "SCREEPS_USER": user.username,
-        "SCREEPS_PASSWORD": user.password,
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "gitops", "rehearse", "--ticks", str(TICKS), "--json", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    credentials = {"SCREEPS_USER": user.username, "SCREEPS_PASSWORD": user.password}
+    return rehearse(repo, tmp_path, INSTALL, "--json", *args, ticks=TICKS, env=credentials)
 
 
 def test_a_colony_grown_on_the_live_server_is_copied_for_head_and_base(

@@ -76,21 +76,26 @@ def _change(repo: Path, *, server: dict[str, Any] | None = None, branch: dict[st
     (repo / "gitops.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
 
 
-def _rehearse(repo: Path, tmp_path: Path, install: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _rehearse(
+    repo: Path, tmp_path: Path, install: Path, *args: str, ticks: int = TICKS, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``gitops rehearse`` in ``repo`` as a whole process (``env``: variables beside the run's own, e.g. the
+    credentials of ``--from-server``); checks that the world's processes and folder are gone after it."""
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
-    env = {
+    run_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
         "TMPDIR": str(scratch),
         "GITOPS_PRIVATE_SERVER": str(install),
         "GITOPS_STATE_DIR": str(tmp_path / "state"),
         "NO_COLOR": "1",
+        **(env or {}),
     }
     done = subprocess.run(
-        [sys.executable, "-m", "gitops", "rehearse", "--ticks", str(TICKS), *args],
+        [sys.executable, "-m", "gitops", "rehearse", "--ticks", str(ticks), *args],
         cwd=repo,
-        env=env,
+        env=run_env,
         capture_output=True,
         text=True,
         timeout=240,
