@@ -204,3 +204,15 @@ def test_unlock_takes_the_handed_ledger_regular_files_only(world: World, tmp_pat
     assert taken
     assert "link.json" not in taken
     assert all(not p.is_symlink() for p in (temp / "state").rglob("*"))
+
+
+def test_a_plan_given_no_credential_restores_the_ledger_itself(world: World) -> None:
+    """The rule's other side for plan: no Screeps secret and `github-token: ""` (no comment) is a job with nothing to
+    take, so it restores the ledger as the build job does, and plans from it."""
+    assert world.push(DEPLOY).outcome == "success"
+    world.write({"src/role/harvester.js": "module.exports.run = () => 5;\n"})
+    run = world.pull_request({"command": "plan", "github-token": "", "comment": "false"}, hand_on=False)
+    assert run.outcome == "success", run.stderr
+    assert run.steps["state"].outputs["unpack"] == "true"
+    assert run.steps["restore"].outputs["cache-matched-key"].startswith("screeps-gitops-ledger-")
+    assert run.outputs["uploads-needed"] == "1"
