@@ -188,6 +188,8 @@ class CacheStore:
     root: Path
     keys: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Every restore asked for, (the key asked for, the key found or None), in order: what each job unpacked.
+    restores: list[tuple[str, str | None]] = field(default_factory=list)
 
     def restore(self, path: Path, key: str, restore_keys: list[str]) -> str | None:
         found = key if key in self.keys else None
@@ -197,10 +199,22 @@ class CacheStore:
                 if matches:
                     found = matches[-1]
                     break
+        self.restores.append((key, found))
         if found is not None:
             path.mkdir(parents=True, exist_ok=True)
-            shutil.copytree(self.root / _safe(found), path, dirs_exist_ok=True)
+            entry = self.root / _safe(found)
+            shutil.copytree(entry, path, dirs_exist_ok=True, ignore=shutil.ignore_patterns(ABSOLUTE))
+            if (entry / ABSOLUTE).is_dir():
+                # actions/cache/restore extracts with tar -P: a crafted entry's absolute member names are written
+                # where they point, outside the path the job asked for.
+                shutil.copytree(entry / ABSOLUTE, Path("/"), dirs_exist_ok=True)
         return found
+
+    def put(self, path: Path, key: str) -> None:
+        """An entry saved under ``key`` over any there (the newest now): what a forger with the cache token leaves."""
+        shutil.rmtree(self.root / _safe(key), ignore_errors=True)
+        self.keys = [k for k in self.keys if k != key]
+        assert self.save(path, key)
 
     def save(self, path: Path, key: str) -> bool:
         if not key:
@@ -211,6 +225,11 @@ class CacheStore:
         shutil.copytree(path, self.root / _safe(key))
         self.keys.append(key)
         return True
+
+
+#: In an entry of :class:`CacheStore`: files under this folder stand for a crafted tar's absolute member names
+#: (``ABSOLUTE/tmp/x`` is written at ``/tmp/x``), which ``tar -P`` writes where they point.
+ABSOLUTE = "tar-P-absolute"
 
 
 def _scalar(value: object) -> str:
@@ -378,6 +397,38 @@ class Runner:
             name: substitute(str(spec["value"]), contexts, status=status) for name, spec in action["outputs"].items()
         }
         return ActionRun(steps, outputs, status, temp)
+
+    def workflow_job(self, workflow: Path, job: str, *, job_env: Mapping[str, str] | None = None) -> dict[str, Path]:
+        """Run a job of an example workflow made of cache restores, ``run`` steps and artifact uploads only (the
+        credential-free job of drift.yml and unlock.yml that hands the ledger on): its artifacts by name, each a folder
+        laid out as actions/download-artifact lays out an upload of one folder."""
+        self.jobs += 1
+        base = self.scratch / f"job{self.jobs}"
+        temp, cwd, artifacts = base / "runner-temp", base / "no-checkout", base / "artifacts"
+        for folder in (temp, cwd, artifacts):
+            folder.mkdir(parents=True)
+        env = {**self.base_env(), **(job_env or {}), "RUNNER_TEMP": str(temp)}
+        contexts: dict[str, Any] = {"runner": {"temp": str(temp)}, "steps": {}, "github": {}, "inputs": {}}
+        spec = yaml.safe_load(workflow.read_text(encoding="utf-8"))["jobs"][job]
+        out: dict[str, Path] = {}
+        for index, step in enumerate(spec["steps"]):
+            step_id = step.get("id") or f"step{index}"
+            with_ = {k: substitute(_scalar(v), contexts) for k, v in (step.get("with") or {}).items()}
+            uses, outputs = str(step.get("uses", "")), {}
+            if uses.startswith("actions/cache/restore@"):
+                outputs = self._uses(uses, step_id, with_).outputs
+            elif uses.startswith("actions/upload-artifact@"):
+                out[with_["name"]] = shutil.copytree(with_["path"], artifacts / with_["name"])
+            elif "run" in step:
+                script = base / f"{step_id}.sh"
+                script.write_text(substitute(str(step["run"]), contexts), encoding="utf-8")
+                step_env = {**env, **{k: substitute(_scalar(v), contexts) for k, v in (step.get("env") or {}).items()}}
+                done = run_bash(script, cwd=cwd, env=step_env)
+                assert done.returncode == 0, f"{job}/{step_id}: {done.stdout}{done.stderr}"
+            else:  # pragma: no cover - a new step in the workflow's job needs a stand-in here
+                raise AssertionError(f"{workflow.name} {job}: no stand-in for {uses or step}")
+            contexts["steps"][step_id] = {"outputs": outputs, "outcome": "success"}
+        return out
 
     def _step(
         self,

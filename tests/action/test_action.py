@@ -27,6 +27,7 @@ from tests.action.runner import ActionRun, CacheStore, InProcess, Runner, run_ba
 from tests.factories import git
 from tests.project import add_server_only_binary, spend
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "workflows"
 UPLOAD = "POST /api/user/code"
 DOWNLOAD = "GET /api/user/code"
 REPO = "alice/bot"
@@ -119,20 +120,37 @@ class World:
             "GITHUB_WORKFLOW": "screeps",
         }
 
-    def push(self, with_: dict[str, str], *, in_process: bool = True) -> ActionRun:
+    def push(self, with_: dict[str, str], *, in_process: bool = True, hand_on: bool = True) -> ActionRun:
+        """A job on a push; with ``hand_on`` (and the cache on), the ledger comes from a credential-free job that
+        restored the cache, as in the example workflows (:meth:`handed_ledger`): a job with a credential unpacks no
+        cache entry itself."""
         sha = self.commit("deploy")
         env = self.job_env("push", {"ref": "refs/heads/main", "after": sha, "repository": {"full_name": REPO}}, sha)
-        return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
+        return self.runner.use(self.handed_ledger(with_, env, hand_on), job_env=env, in_process=self._how(in_process))
 
     def pull_request(
-        self, with_: dict[str, str], *, number: int = 7, fork: bool = False, in_process: bool = True
+        self,
+        with_: dict[str, str],
+        *,
+        number: int = 7,
+        fork: bool = False,
+        in_process: bool = True,
+        hand_on: bool = True,
     ) -> ActionRun:
         # The base: what the branch held before this pull request's commit (the first commit: itself).
         base = git(self.root, "rev-parse", "--verify", "--quiet", "HEAD").strip() if self._has_commit() else ""
         sha = self.commit("pull request change")
         event = pull_request_event(number, sha, head_repo="bob/bot" if fork else REPO, base_sha=base or sha)
         env = self.job_env("pull_request", event, "m" * 40)
-        return self.runner.use(with_, job_env=env, in_process=self._how() if in_process else None)
+        return self.runner.use(self.handed_ledger(with_, env, hand_on), job_env=env, in_process=self._how(in_process))
+
+    def handed_ledger(self, with_: dict[str, str], env: dict[str, str], hand_on: bool = True) -> dict[str, str]:
+        """``with_`` plus the ledger input: the artifact of examples/workflows/drift.yml's ``ledger`` job (the cache
+        restored where no credential is), run before the job as ``needs:`` runs it."""
+        if not hand_on or with_.get("cache", "true") != "true" or with_.get("codeset") or with_.get("ledger"):
+            return dict(with_)
+        handed = self.runner.workflow_job(EXAMPLES / "drift.yml", "ledger", job_env=env)["screeps-ledger"]
+        return {**with_, "ledger": str(handed)}
 
     def _has_commit(self) -> bool:
         return (self.root / ".git").is_dir() and bool(
@@ -141,7 +159,9 @@ class World:
             ).stdout.strip()
         )
 
-    def _how(self) -> InProcess:
+    def _how(self, in_process: bool = True) -> InProcess | None:
+        if not in_process:
+            return None
         return InProcess(
             clock=self.standin.clock, github_transport=self.github.transport, github_timeout=self.github_timeout
         )
@@ -493,7 +513,9 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         world.write({"src/role/harvester.js": "module.exports.run = () => 1;\n"})
         plan = world.pull_request(PLAN, in_process=False)
         assert plan.outcome == "success", plan.stderr
-        assert plan.steps["restore"].outputs["cache-matched-key"] == key
+        # The ledger job restored the entry and handed it on; the plan job (the GitHub token) unpacked none.
+        assert plan.steps["restore"].outcome == "skipped"
+        assert plan.steps["seed"].outputs["key"] == key
         assert plan.outputs["exit-code"] == "2"
         assert plan.outputs["uploads-needed"] == "1"
         assert live_standin.count(DOWNLOAD) == 0
@@ -510,7 +532,7 @@ def test_the_whole_action_in_subprocesses_carries_the_ledger_through_the_cache(
         # The merge deploys: the ledger changes, so one new entry, which the next run restores.
         again = world.push(DEPLOY, in_process=False)
         assert again.outcome == "success", again.stderr
-        assert again.steps["restore"].outputs["cache-matched-key"] == key
+        assert again.steps["seed"].outputs["key"] == key
         assert ledger_keys(world) == [key, ledger_key(again)]
     assert_no_secret(world, deploy)
     assert_no_secret(world, plan)

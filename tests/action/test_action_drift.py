@@ -25,10 +25,13 @@ def world(tmp_path: Path, standin: StandIn) -> World:
 
 
 def scheduled(world: World, with_: dict[str, str]) -> ActionRun:
-    """A run of the action from a ``schedule`` event (as drift.yml runs it)."""
+    """A run of the action from a ``schedule`` event (as drift.yml runs it: the ledger handed on by its ``ledger``
+    job, which holds no credential; the drift job restores no cache)."""
     sha = world.commit("nothing new")
     env = world.job_env("schedule", {"schedule": "17 */6 * * *"}, sha)
-    return world.runner.use(with_, job_env=env, in_process=world._how())
+    run = world.runner.use(world.handed_ledger(with_, env), job_env=env, in_process=world._how())
+    assert run.steps["restore"].outcome == "skipped"
+    return run
 
 
 def test_drift_opens_one_issue_updates_it_then_closes_it(world: World) -> None:

@@ -245,7 +245,9 @@ def test_apply_job(job: Job, codeset: bool) -> None:
         assert built.outcome == "success", built.stderr
         with_["codeset"] = built.outputs["codeset-file"]
     run = job.run(with_, env)
-    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, "seed" if codeset else "restore", "run")
+    # Without a code set the job holds the token and restores no cache: it starts without the ledger.
+    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, *(["seed"] if codeset else []), "run")
+    assert run.steps["restore"].outcome == "skipped"
     assert run.outputs["exit-code"] == "0", run.stdout + run.stderr
     held = job.world.standin.branch_modules(ALICE, "main")
     assert held is not None, run.stdout
@@ -266,7 +268,9 @@ def test_plan_job(job: Job, codeset: bool) -> None:
         run = job.run({"command": "plan", "codeset": built.outputs["codeset-file"]}, env)
     else:  # a plan given the Screeps token under pull_request_target, the manifest unchanged (no exit 13)
         run = job.run({"command": "plan", "screeps-token": FULL_TOKEN}, job.env("pull_request_target", event, head))
-    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, "seed" if codeset else "restore", "run")
+    # Without a code set the job holds the token and restores no cache: it starts without the ledger.
+    assert_nothing_of_the_checkout_ran(job, run, *INSTALLED, *(["seed"] if codeset else []), "run")
+    assert run.steps["restore"].outcome == "skipped"
     assert run.outputs["exit-code"] == "2", run.stdout + run.stderr
 
 

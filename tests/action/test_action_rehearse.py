@@ -62,7 +62,8 @@ def test_a_forks_pull_request_gets_base_vs_pull_request_in_the_plan_comment_with
     key = run.steps["private-server"].outputs["key"]
     assert key.startswith("screeps-private-server-")
     assert key.endswith(f"-{lock}")
-    assert run.steps["private-server-restore"].outcome == "success"
+    # This job holds the GitHub token (its comment): it unpacks no cache entry (tar -P), and saves what it installed.
+    assert run.steps["private-server-restore"].outcome == "skipped"
     assert run.steps["private-server-save"].outcome == "success"  # nothing to save: a warning, not a failure
     assert world.runner.cache.warnings == [
         f"Path Validation Error: {run.runner_temp}/screeps-gitops-cache/private-server does not exist"

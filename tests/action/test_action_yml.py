@@ -52,7 +52,7 @@ def steps() -> dict[str, dict[str, Any]]:
 def test_action_is_composite_with_documented_inputs_and_outputs() -> None:
     action = load_action()
     assert action["runs"]["using"] == "composite"
-    assert set(action["inputs"]) == {*INPUT_ENV, "cache", "cache-key-prefix", "python-version"}
+    assert set(action["inputs"]) == {*INPUT_ENV, "cache", "cache-key-prefix", "ledger", "python-version"}
     for name, spec in action["inputs"].items():
         assert spec.get("description"), f"input {name} has no description"
         assert isinstance(spec.get("default"), str), f"input {name}: defaults are strings, as the runner reads them"
@@ -124,12 +124,15 @@ def test_python_and_cache_steps() -> None:
         "always() && inputs.cache == 'true' && steps.ledger.outputs.key != '' "
         "&& steps.ledger.outputs.key != (steps.restore.outputs.cache-matched-key || steps.seed.outputs.key)"
     ), "the ledger is saved even when the step fails, and only when it changed"
-    # A job given a code set never extracts a cache entry (tar -P writes anywhere): the build job hands it on.
-    # The comment job reads a result file and nothing else.
+    # A job given a code set (or a ledger) never extracts a cache entry (tar -P writes anywhere): a credential-free
+    # job hands it on; nor does any job that holds a credential (test_every_cache_restore_obeys_the_one_rule).
     assert restore["if"] == (
-        "inputs.cache == 'true' && inputs.command != 'comment' && (inputs.command == 'build' || inputs.codeset == '')"
+        "steps.state.outputs.unpack == 'true' && inputs.cache == 'true' "
+        "&& (inputs.command == 'build' || (inputs.codeset == '' && inputs.ledger == ''))"
     )
-    assert s["seed"]["if"] == "inputs.cache == 'true' && inputs.command != 'build' && inputs.codeset != ''"
+    assert s["seed"]["if"] == (
+        "inputs.cache == 'true' && inputs.command != 'build' && (inputs.codeset != '' || inputs.ledger != '')"
+    )
     assert s["handoff"]["if"] == "inputs.cache == 'true' && inputs.command == 'build'"
     assert s["ledger"]["if"].startswith("always()")
     assert 'rglob("*.json")' in s["ledger"]["run"]
@@ -139,6 +142,30 @@ def test_python_and_cache_steps() -> None:
     assert s["state"]["env"]["STATE_DIR"] == "${{ runner.temp }}/screeps-gitops-state"
     order = list(s)
     assert order.index("restore") < order.index("run") < order.index("ledger") < order.index("save")
+
+
+def test_every_cache_restore_obeys_the_one_rule() -> None:
+    """Issue 45: actions/cache/restore extracts with tar -P, so an entry can write anywhere in the job that restores
+    it. One rule, decided once in the state step (unpack), is the first condition of every restore step; the state
+    step gets only whether a credential is given (true/false), never a secret's text."""
+    s = steps()
+    restores = [i for i, step in s.items() if step.get("uses", "").startswith("actions/cache/restore@")]
+    assert sorted(restores) == ["private-server-restore", "restore", "uv-restore"]
+    for step_id in restores:
+        assert s[step_id]["if"].startswith("steps.state.outputs.unpack == 'true' && "), step_id
+        assert list(s).index("state") < list(s).index(step_id)
+    env = s["state"]["env"]
+    given = env["GIVEN_CREDENTIAL"]
+    assert given.startswith("${{ "), "one boolean expression"
+    assert given.endswith(" }}")
+    assert given.count("${{") == 1
+    for name in ("screeps-token", "token", "credentials", "password", "github-token"):
+        assert f"inputs.{name} != ''" in given, name
+    secrets = ("inputs.screeps-token", "inputs.token ", "inputs.credentials", "inputs.password ", "inputs.github")
+    for name, value in env.items():
+        if name != "GIVEN_CREDENTIAL":
+            assert not any(secret in value + " " for secret in secrets), name
+    assert "unpack=$unpack" in s["state"]["run"]
 
 
 def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and_python() -> None:
@@ -167,7 +194,7 @@ def test_install_uses_uv_from_the_lock_with_hashes_and_a_cache_keyed_on_lock_and
     assert "${{ steps.python.outputs.python-version }}" in key
     assert "${{ runner.os }}" in key
     # Only the build job, which holds nothing, takes uv's packages from the cache (any job on main can write it).
-    assert restore["if"] == "inputs.command == 'build'"
+    assert restore["if"] == "steps.state.outputs.unpack == 'true' && inputs.command == 'build'"
     assert save["if"] == "inputs.command == 'build' && steps.uv-restore.outputs.cache-hit != 'true'"
     order = list(s)
     assert order.index("uv-restore") < order.index("install") < order.index("uv-save")
