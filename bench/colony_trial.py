@@ -70,7 +70,8 @@ function work(creep, spawn) {
     if (creep.memory.role === 'scout') {  // stands in the next room: a creep of the colony outside its own rooms
         const next = Object.values(Game.map.describeExits(creep.memory.home || creep.room.name))[0];
         creep.memory.home = creep.memory.home || creep.room.name;
-        if (creep.room.name !== next) creep.moveTo(new RoomPosition(25, 25, next));
+        const spot = new RoomPosition(25, 25, next);  // inside: a creep left on an exit tile crosses back and forth
+        if (!creep.pos.inRangeTo(spot, 3)) creep.moveTo(spot);
         return;
     }
     if (creep.memory.role === 'builder') {
@@ -350,6 +351,7 @@ def main() -> int:
                 raise SystemExit(json.dumps(report, indent=2))
             grown, seconds = grow(server, options.grow, limit=options.grow * 3.0 + 60)
             server.cli("system.pauseSimulation()")
+            time.sleep(3)  # the tick in flight still ends: read the colony once it has
             report["grow"] = {"ticks": grown, "seconds": round(seconds, 1), "colony": live_colony(server, user)}
 
             commit(repo, bot(3, GOOD_BUILD), "a third upgrader")
