@@ -110,3 +110,17 @@ def test_a_large_account_stays_bounded(project: Project, standin: StandIn) -> No
     assert "the account owns 5 rooms; the first 3 are copied (W5N1, W4N1, W3N1)" in colony.notes
     assert any("Memory has" in n and "not copied" in n for n in colony.notes)
     assert standin.count(TERRAIN, ALICE) == 3
+
+
+def test_creeps_of_memory_outside_the_copied_rooms_are_named(project: Project, standin: StandIn) -> None:
+    # The grown colony of bench/colony_trial.py had creeps one room over: the copy carried the others, silently.
+    standin.set_memory(ALICE, {"creeps": {"scout7": {"role": "scout"}}, "rooms": {"W1N1": {"source": "src"}}})
+    options = Options(
+        manifest=project.root / "gitops.yaml", env=dict(os.environ), clock=standin.clock, state_dir=project.state_dir
+    )
+    colony = copy_colony(options, load_manifest(options.manifest), "local")
+    assert [r.name for r in colony.rooms] == ["W1N1"]
+    assert any(
+        n.startswith("Memory.creeps names 1 creep(s) that are not in the copied rooms (scout7)") for n in colony.notes
+    )
+    assert json.loads(colony.memory)["creeps"] == {"scout7": {"role": "scout"}}  # the Memory is copied whole

@@ -10,7 +10,10 @@ from gitops.core.colony import (
     MAX_MEMORY_CHARS,
     MAX_OBJECTS,
     MAX_ROOMS,
+    NAMED_CREEPS,
     Colony,
+    RoomCopy,
+    absent_creeps,
     chosen_rooms,
     colony_needs,
     memory_text,
@@ -122,3 +125,18 @@ def test_placing_needs_a_world_room_per_copied_room() -> None:
     assert copy is not None
     with pytest.raises(ValueError, match="1 rooms to place"):
         placed(Colony("live", ME, (copy,), "{}"), "bot", [], "t")
+
+
+def test_creeps_of_memory_outside_the_copied_rooms_are_named_in_a_note() -> None:
+    # Seen on a colony grown on the real private server (bench/colony_trial.py): 4 of its 6 creeps had stepped into
+    # the next room, which the account does not own; the copy left them out and said nothing.
+    room = RoomCopy("W7N3", TERRAIN, (obj("creep", "c1", name="upgrader1"), obj("spawn", "s1", name="Spawn1")))
+    memory = json.dumps({"creeps": {"upgrader1": {}, "harvester2": {}, "scout3": {}}})
+    [note] = absent_creeps(memory, [room])
+    assert note.startswith("Memory.creeps names 2 creep(s) that are not in the copied rooms (harvester2, scout3)")
+    assert absent_creeps(json.dumps({"creeps": {"upgrader1": {}}}), [room]) == []
+    assert absent_creeps("{}", [room]) == []
+    assert absent_creeps(json.dumps({"creeps": ["not", "an", "object"]}), [room]) == []
+    many = json.dumps({"creeps": {f"c{n:02}": {} for n in range(NAMED_CREEPS + 3)}})
+    [long_note] = absent_creeps(many, [])
+    assert f"({', '.join(f'c{n:02}' for n in range(NAMED_CREEPS))} and 3 more)" in long_note
