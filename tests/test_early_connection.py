@@ -33,6 +33,9 @@ from gitops.edges.early import (
     same_request,
 )
 from gitops.edges.headers import CLIENT_HEADERS
+from gitops.edges.ledger import Ledger, SealKey
+from gitops.edges.ledger.format import signed
+from gitops.edges.ledger.seal import seal_body
 from gitops.edges.service import ServiceClient
 from gitops.errors import ExitCode, NetworkError, ServiceError
 from gitops.secrets import Secret
@@ -294,6 +297,16 @@ def _ledger_sent(state_dir: Path) -> dict[str, Any]:
     return data
 
 
+def _write_ledger(path: Path, data: dict[str, Any], url: str) -> None:
+    """``data`` written as a run holding the token writes it: checked and sealed with that token's key (a ledger
+    edited without the seal is set aside, edges/ledger/seal.py)."""
+    body = {key: value for key, value in data.items() if key not in ("check", "seal")}
+    sealed = seal_body(
+        json.dumps(body, separators=(",", ":")).encode("utf-8"), SealKey([FULL_TOKEN], Ledger.normal_url(url))
+    )
+    path.write_bytes(signed(sealed))
+
+
 @pytest.fixture
 def deployed(
     tmp_path: Path, standin: StandIn, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -323,7 +336,7 @@ def test_no_list_is_sent_ahead_when_the_minute_is_full(deployed: Project) -> Non
     now = deployed.service.clock.now()
     data["sent"][LIST] = [[now - 1, 1000 + i] for i in range(120)]
     data["seq"] = 1200
-    path.write_text(json.dumps(data), encoding="utf-8")
+    _write_ledger(path, data, deployed.service.url)
     on_server = deployed.service.count(LIST)
     result = deployed.plan("--debug")
     assert result.code == 0, result.err
