@@ -4,6 +4,7 @@ private server, and what a folder that is not one is told. No server runs here; 
 from __future__ import annotations
 
 import os
+import socket
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from gitops.edges.privateserver import (
     MARKER,
     NEEDED,
+    World,
     default_install_dir,
     find_install,
     folders_on_disk,
@@ -98,3 +100,16 @@ def test_a_complete_cached_install_is_reused_without_a_word(tmp_path: Path) -> N
     assert said == []
     xdg = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     assert default_install_dir(xdg) == (tmp_path / "xdg" / "screeps-gitops" / "private-server").resolve()
+
+
+def test_an_admin_cli_that_does_not_answer_is_a_rehearsal_error_not_a_crash() -> None:
+    """A world whose server stopped (or never listened) refuses the CLI's connection: exit 14 with the port named,
+    not "internal error (ConnectionRefusedError)" (seen once under load, bench/README.md)."""
+    with socket.socket() as probe:  # a loopback port nobody listens on: bound, never listening
+        probe.bind(("127.0.0.1", 0))
+        world = World.__new__(World)  # only the CLI's port is needed; starting a server is the private tests' job
+        world.cli_port = probe.getsockname()[1]
+        with pytest.raises(RehearsalError) as caught:
+            world.cli("1 + 1", timeout=5.0)
+    assert caught.value.exit_code == ExitCode.REHEARSAL_UNKNOWN
+    assert f"admin CLI on 127.0.0.1:{world.cli_port} did not answer (ConnectionRefusedError)" in str(caught.value)

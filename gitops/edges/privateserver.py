@@ -455,6 +455,21 @@ class World:
             "JSON.stringify(v === undefined ? null : v)).replace(/'/g, '%27'), "
             "e => encodeURIComponent(JSON.stringify({cliError: String(e)})).replace(/'/g, '%27'))"
         )
+        try:
+            answer = self._ask_cli(wrapped, timeout)
+        except OSError as exc:  # refused, reset, timed out: the server stopped or never listened (its log says why)
+            raise RehearsalError(
+                f"the private server's admin CLI on {LOOPBACK}:{self.cli_port} did not answer ({type(exc).__name__})"
+            ) from None
+        if not (answer.startswith("'") and answer.endswith("'")):
+            raise RehearsalError(f"the private server's admin CLI answered {answer[:200]!r}")
+        value = json.loads(urllib.parse.unquote(answer[1:-1]))
+        if isinstance(value, dict) and "cliError" in value:
+            raise RehearsalError(f"the private server's admin CLI refused: {value['cliError']}")
+        return value
+
+    def _ask_cli(self, wrapped: str, timeout: float) -> str:
+        """Send one line to the admin CLI and read its answer line (``OSError`` when the connection fails)."""
         with socket.create_connection((LOOPBACK, self.cli_port), timeout=timeout) as conn, conn.makefile("rb") as r:
             while True:  # the greeting ends with a "< " line
                 line = r.readline()
@@ -463,13 +478,7 @@ class World:
                 if line.startswith(b"< "):
                     break
             conn.sendall(wrapped.encode("utf-8") + b"\r\n")
-            answer = r.readline().decode("utf-8").rstrip("\r\n").removeprefix("< ")
-        if not (answer.startswith("'") and answer.endswith("'")):
-            raise RehearsalError(f"the private server's admin CLI answered {answer[:200]!r}")
-        value = json.loads(urllib.parse.unquote(answer[1:-1]))
-        if isinstance(value, dict) and "cliError" in value:
-            raise RehearsalError(f"the private server's admin CLI refused: {value['cliError']}")
-        return value
+            return r.readline().decode("utf-8").rstrip("\r\n").removeprefix("< ")
 
     # --- the bots ---
 
