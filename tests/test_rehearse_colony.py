@@ -9,10 +9,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from gitops.app.colonycopy import copy_colony
 from gitops.app.options import Options
+from gitops.app.rehearsal import RehearsalRequest, cpu_of
 from gitops.config.manifest import load_manifest
+from gitops.core.codeset import CodeSet
+from gitops.core.colony import Colony, account_cpu
+from gitops.core.local import LocalBranch
+from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.project import Project, one_branch_project
 
@@ -53,6 +59,7 @@ def test_the_copy_reads_the_colony_with_counted_read_only_requests(project: Proj
     assert [r.name for r in colony.rooms] == ["W1N1"]
     assert [o["_id"] for o in colony.rooms[0].objects] == ["ctl", "sp", "src"]  # not another player's creep
     assert json.loads(colony.memory) == {"rooms": {"W1N1": {"source": "src"}}}
+    assert colony.cpu == 100  # the account's limit as the server states it (the stand-in's /api/auth/me)
     assert counts(standin) == dict.fromkeys(READS, 1)
     assert standin.count("POST /api/user/code") == 0
     assert standin.count("POST /api/user/memory") == 0
@@ -124,3 +131,31 @@ def test_creeps_of_memory_outside_the_copied_rooms_are_named(project: Project, s
         n.startswith("Memory.creeps names 1 creep(s) that are not in the copied rooms (scout7)") for n in colony.notes
     )
     assert json.loads(colony.memory)["creeps"] == {"scout7": {"role": "scout"}}  # the Memory is copied whole
+
+
+@pytest.mark.parametrize(
+    ("flag", "in_manifest", "account", "expected"),
+    [
+        (None, None, 20, 20),  # the account's own limit, read with --from-server
+        (None, None, None, DEFAULT_CPU),  # a server that states none
+        (None, 50, 20, 50),  # the manifest's cpu: is the player's word
+        (30, 50, 20, 30),  # and --cpu is this run's
+    ],
+)
+def test_the_bots_cpu_limit_is_the_flags_the_manifests_the_accounts_or_the_default(
+    project: Project, flag: int | None, in_manifest: int | None, account: int | None, expected: int
+) -> None:
+    if in_manifest is not None:
+        manifest = yaml.safe_load((project.root / "gitops.yaml").read_text("utf-8"))
+        manifest["servers"]["local"]["cpu"] = {"limit": in_manifest}
+        (project.root / "gitops.yaml").write_text(yaml.safe_dump(manifest), "utf-8")
+    loaded = load_manifest(project.root / "gitops.yaml")
+    colony = Colony(server="local", user_id="me", rooms=(), memory="{}", cpu=account)
+    branch = LocalBranch("local", "main", CodeSet.of(()), {})
+    limit, bucket = cpu_of(loaded, branch, RehearsalRequest(cpu=flag, colony=colony))
+    assert (limit, bucket) == (expected, DEFAULT_BUCKET)
+
+
+def test_the_accounts_cpu_is_read_only_when_the_server_states_a_limit_the_game_allows() -> None:
+    answers: list[object] = [{"cpu": 20}, {"cpu": 500}, {"cpu": 0}, {"cpu": True}, {"cpu": "20"}, {}, []]
+    assert [account_cpu(me) for me in answers] == [20, 500, None, None, None, None, None]

@@ -183,10 +183,13 @@ def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> Loca
 
 def cpu_of(loaded: LoadedManifest, branch: LocalBranch, request: RehearsalRequest) -> tuple[int, int]:
     """The CPU limit and bucket of ``branch``'s bots: the command line's, else its server's ``cpu:`` in the
-    manifest, else :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET` (docs/rehearsal.md)."""
+    manifest, else (the limit, with ``--from-server``) the account's own as its server states it, else
+    :data:`DEFAULT_CPU` and :data:`DEFAULT_BUCKET` (docs/rehearsal.md)."""
     server = loaded.manifest.servers.get(branch.server)
     config = server.cpu if server is not None else None
-    limit = request.cpu if request.cpu is not None else config.limit if config is not None else DEFAULT_CPU
+    account = request.colony.cpu if request.colony is not None else None
+    fallback = account if account is not None else DEFAULT_CPU
+    limit = request.cpu if request.cpu is not None else config.limit if config is not None else fallback
     bucket = request.bucket if request.bucket is not None else config.bucket if config is not None else DEFAULT_BUCKET
     return limit, bucket
 

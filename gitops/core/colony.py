@@ -69,6 +69,10 @@ _ROOM = re.compile(r"^[WE]\d{1,3}[NS]\d{1,3}$")
 _TERRAIN = re.compile(r"^[0-3]{2500}$")
 
 
+#: The largest CPU limit an account has (the game's 300 for GCL, and 500 a tick from the bucket).
+MAX_CPU_LIMIT = 500
+
+
 @dataclass(frozen=True, slots=True)
 class RoomCopy:
     """One room as copied: its name on the server, its 2,500 terrain digits, its chosen objects (server ids)."""
@@ -87,13 +91,22 @@ class Colony:
     rooms: tuple[RoomCopy, ...]
     memory: str
     notes: tuple[str, ...] = ()
+    #: The account's CPU limit as the server states it (``GET /api/auth/me``'s ``cpu``), ``None`` when it states none.
+    cpu: int | None = None
 
     def describe(self) -> str:
         objects = sum(len(r.objects) for r in self.rooms)
+        limit = f", CPU limit {self.cpu}" if self.cpu is not None else ""
         return (
             f"server '{self.server}': {len(self.rooms)} room(s) ({', '.join(r.name for r in self.rooms) or 'none'}), "
-            f"{objects} object(s), Memory of {len(self.memory)} characters"
+            f"{objects} object(s), Memory of {len(self.memory)} characters{limit}"
         )
+
+
+def account_cpu(me: object) -> int | None:
+    """The CPU limit in a ``GET /api/auth/me`` answer: a whole number the game allows (1 to 500), else ``None``."""
+    cpu = me.get("cpu") if isinstance(me, dict) else None
+    return cpu if isinstance(cpu, int) and not isinstance(cpu, bool) and 1 <= cpu <= MAX_CPU_LIMIT else None
 
 
 def colony_needs(rooms: int = MAX_ROOMS) -> dict[str, int]:
@@ -247,6 +260,7 @@ def _renamed(value: Any, names: Mapping[str, str]) -> Any:
 
 
 __all__ = [
+    "MAX_CPU_LIMIT",
     "MAX_MEMORY_CHARS",
     "MAX_OBJECTS",
     "MAX_ROOMS",
@@ -255,6 +269,7 @@ __all__ = [
     "Placed",
     "RoomCopy",
     "absent_creeps",
+    "account_cpu",
     "chosen_rooms",
     "colony_needs",
     "memory_text",

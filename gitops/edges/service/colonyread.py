@@ -16,7 +16,15 @@ import time as clock
 import zlib
 from typing import Any
 
-from gitops.core.colony import MAX_MEMORY_CHARS, Colony, absent_creeps, chosen_rooms, memory_text, room_copy
+from gitops.core.colony import (
+    MAX_MEMORY_CHARS,
+    Colony,
+    absent_creeps,
+    account_cpu,
+    chosen_rooms,
+    memory_text,
+    room_copy,
+)
 from gitops.core.endpoints import MEMORY_READ, OVERVIEW, ROOM_OBJECTS, TERRAIN
 from gitops.edges.service.client import ServiceClient
 from gitops.edges.socket import GameSocket, SocketProblem, socket_url
@@ -64,7 +72,9 @@ def read_colony(client: ServiceClient) -> Colony:
         if copy is not None:
             copies.append(copy)
     notes.extend(absent_creeps(memory, copies))
-    return Colony(server=server, user_id=owner, rooms=tuple(copies), memory=memory, notes=tuple(notes))
+    return Colony(
+        server=server, user_id=owner, rooms=tuple(copies), memory=memory, notes=tuple(notes), cpu=account_cpu(me)
+    )
 
 
 #: Seconds the game socket may take to answer the rooms' subscriptions (each answers at once with its objects).
