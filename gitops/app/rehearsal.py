@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from gitops.app.localcode import check_syntax, read_code
 from gitops.app.targets import Targets, select
@@ -32,6 +33,7 @@ from gitops.edges.privateserver import (
     DEFAULT_CPU,
     Bot,
     Recording,
+    WorldLost,
     find_install,
     run_worlds,
     running_worlds,
@@ -124,12 +126,67 @@ def rehearse(
         check_syntax(base)
     install = find_install(env, request.server_dir, say=say)
     base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
-    wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
     # Two worlds from the same database when there is a base: each base bot in the same room, with the same
     # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
     worlds = 2 if base_by_label else 1
+
+    def in_worlds() -> _WorldRun:
+        return _run_in_worlds(install, env, worlds, loaded, request, head, base_by_label, say)
+
+    seeded, recordings, problem, timeout = once_more_if_lost(in_worlds, say)
+    comparisons = []
+    for branch, head_bot, base_branch, base_bot in seeded:
+        thresholds = _thresholds(loaded, branch, request.ticks)
+        head_side = _side("head", branch, recordings[head_bot.user_id], thresholds, problem, timeout, head)
+        base_side = None
+        if base_branch is not None and base_bot is not None and base is not None:
+            base_side = _side("base", base_branch, recordings[base_bot.user_id], thresholds, problem, timeout, base)
+        elif base is not None and any(b.label == branch.label for b in base.branches):
+            base_side = _no_main("base", thresholds, base)
+        comparisons.append(compare(branch.label, head_side, base_side))
+    return Rehearsal(
+        ticks=request.ticks,
+        head_source=head.source.describe(),
+        base_source=base.source.describe() if base is not None else None,
+        branches=tuple(comparisons),
+        seconds=now() - started,
+    )
+
+
+_T = TypeVar("_T")
+
+#: What a run in the worlds gives back: each branch's bots, their recordings, why ``enough`` was not reached, and the
+#: timeout it had.
+_Seeded = list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]]
+_WorldRun = tuple[_Seeded, dict[str, Recording], str | None, float]
+
+
+def once_more_if_lost(run: Callable[[], _T], say: Callable[[str], None]) -> _T:
+    """``run()``, and once more in fresh worlds when a world's server stopped answering (:class:`WorldLost`: its
+    admin CLI refused or reset the connection, seen once in a few hundred starts on a loaded machine): the worlds are
+    throwaway, and a second loss is the verdict's (exit 14)."""
+    try:
+        return run()
+    except WorldLost as exc:
+        say(f"rehearse: {exc.message}; starting fresh throwaway world(s), once")
+    return run()
+
+
+def _run_in_worlds(
+    install: Path,
+    env: Mapping[str, str],
+    worlds: int,
+    loaded: LoadedManifest,
+    request: RehearsalRequest,
+    head: LocalCode,
+    base_by_label: Mapping[str, LocalBranch],
+    say: Callable[[str], None],
+) -> _WorldRun:
+    """Start ``worlds`` worlds, seed each head branch (and its base) as a bot, copy the colony, tick until every bot
+    has its ticks or the timeout passes; the worlds are stopped on the way out."""
+    wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
     with running_worlds(install, env, worlds, rooms=len(head.branches)) as opened:
-        seeded: list[tuple[LocalBranch, Bot, LocalBranch | None, Bot | None]] = []
+        seeded: _Seeded = []
         for slot, branch in enumerate(head.branches):
             cpu, bucket = cpu_of(loaded, branch, request)
             head_bot = opened[0].seed(branch.code.wire(), slot, cpu=cpu, bucket=bucket)
@@ -155,23 +212,7 @@ def rehearse(
             return all(_console_ticks(r) >= wanted for r in recordings.values())
 
         recordings, problem = run_worlds(opened, enough, timeout)
-    comparisons = []
-    for branch, head_bot, base_branch, base_bot in seeded:
-        thresholds = _thresholds(loaded, branch, request.ticks)
-        head_side = _side("head", branch, recordings[head_bot.user_id], thresholds, problem, timeout, head)
-        base_side = None
-        if base_branch is not None and base_bot is not None and base is not None:
-            base_side = _side("base", base_branch, recordings[base_bot.user_id], thresholds, problem, timeout, base)
-        elif base is not None and any(b.label == branch.label for b in base.branches):
-            base_side = _no_main("base", thresholds, base)
-        comparisons.append(compare(branch.label, head_side, base_side))
-    return Rehearsal(
-        ticks=request.ticks,
-        head_source=head.source.describe(),
-        base_source=base.source.describe() if base is not None else None,
-        branches=tuple(comparisons),
-        seconds=now() - started,
-    )
+    return seeded, recordings, problem, timeout
 
 
 def _read_base(loaded: LoadedManifest, ref: str, env: Mapping[str, str]) -> LocalCode:

@@ -458,7 +458,7 @@ class World:
         try:
             answer = self._ask_cli(wrapped, timeout)
         except OSError as exc:  # refused, reset, timed out: the server stopped or never listened (its log says why)
-            raise RehearsalError(
+            raise WorldLost(
                 f"the private server's admin CLI on {LOOPBACK}:{self.cli_port} did not answer ({type(exc).__name__})"
             ) from None
         if not (answer.startswith("'") and answer.endswith("'")):
@@ -663,6 +663,11 @@ def running_world(
         world.stop()
 
 
+class WorldLost(RehearsalError):
+    """A started world's admin CLI stopped answering (its connection refused or reset): the world is gone or going,
+    and a fresh one may run (:func:`gitops.app.rehearsal.rehearse` starts one again, once)."""
+
+
 class _PortTaken(RehearsalError):
     pass
 
@@ -695,6 +700,7 @@ __all__ = [
     "Bot",
     "Recording",
     "World",
+    "WorldLost",
     "default_install_dir",
     "find_install",
     "install_problem",
