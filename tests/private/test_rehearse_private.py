@@ -330,7 +330,8 @@ def test_an_a_a_run_reports_no_significant_change(installed: Path, tmp_path: Pat
     assert done.returncode == ExitCode.OK, done.stderr
     [branch] = doc["branches"]
     head, base = doc["head"], doc["base"]
-    assert head["cpu"]["mean"] >= 3, head["cpu"]  # it does use CPU
+    # It does use CPU: about 3 per tick on a quiet 2-core machine (2.85 in one CI run), up to 10 under load.
+    assert head["cpu"]["mean"] >= 1, head["cpu"]
     # The same room shape: the same paths, so the same memory, byte for byte.
     assert head["memory_bytes"] == base["memory_bytes"]
     cpu = branch["cpu_change"]
