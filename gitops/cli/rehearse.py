@@ -84,7 +84,7 @@ def _file_option(name: str, help_text: str) -> Callable[[F], F]:
     type=click.IntRange(1, 300),
     default=None,
     help="Each bot's CPU limit per tick (Game.cpu.limit): your account's, for numbers like your own. [default: the "
-    f"server's cpu: limit in the manifest, else {DEFAULT_CPU}]",
+    f"server's cpu: limit in the manifest, else with --from-server the account's own, else {DEFAULT_CPU}]",
 )
 @click.option(
     "--bucket",
