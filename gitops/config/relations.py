@@ -16,7 +16,7 @@ from typing import Any
 
 from gitops.config import model
 from gitops.config.reading import Loc
-from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES, Limit
+from gitops.core.endpoints import ENDPOINT_LIMITS, MAX_BRANCHES
 
 __all__ = ["LITERAL_USER_KEYS", "SECRET_KEYS", "close_matches", "relation_problems"]
 
@@ -83,7 +83,7 @@ def _budget_rules(raw: Mapping[str, Any]) -> list[tuple[Loc, str]]:
     if not isinstance(reserve, dict):
         return problems
     # The global limit is paced by the client, not reserved: a reserve names an endpoint of the table.
-    known: dict[str, Limit] = dict(ENDPOINT_LIMITS)
+    known = dict(ENDPOINT_LIMITS)
     for key, value in reserve.items():
         if not isinstance(key, str):
             continue
