@@ -21,7 +21,8 @@ from pathlib import Path
 from gitops.config.manifest import LoadedManifest, manifest_digest, manifest_from_data
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import LocalBranch, LocalCode, SourceInfo
-from gitops.core.plan import Plan, build_plan
+from gitops.core.plan import Plan
+from gitops.core.planbuild import build_plan
 from gitops.core.remote import ModuleFacts, RemoteBranch, RemoteView
 from gitops.render.plan import render_json
 

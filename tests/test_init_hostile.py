@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gitops.app.scaffold import ServerChoice, check_reads_back, manifest_data, manifest_text
 from gitops.app.serverprobe import PROBE_SECONDS
 from gitops.cli import run
-from gitops.config.scaffold import ServerChoice, check_reads_back, manifest_data, manifest_text
 from gitops.core.layout import Layout
 from gitops.errors import ExitCode, ManifestError
 from tests.factories import make_repo

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from gitops.config import validation
-from gitops.config.manifest import DEFAULT_MANIFEST, load_manifest, manifest_from_data
+from gitops.config.manifest import load_manifest, manifest_from_data
 from gitops.errors import ManifestError
+from tests.config.manifests import BRANCH, SERVER, problems
 from tests.factories import manifest_data, write_manifest
 
 HINT = "The manifest reference: gitops help manifest; 'gitops schema' prints its JSON Schema."
@@ -22,13 +23,6 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run in ``tmp_path`` so that messages name ``gitops.yaml`` as a user would type it."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def problems(folder: Path, text: str) -> list[str]:
-    write_manifest(folder, textwrap.dedent(text))
-    with pytest.raises(ManifestError) as caught:
-        load_manifest(Path(DEFAULT_MANIFEST))
-    return caught.value.problems
 
 
 def test_the_issue_example_loads_as_written(here: Path) -> None:
@@ -156,270 +150,9 @@ def test_the_whole_message_lists_every_problem_with_file_line_and_key(here: Path
     assert "0123456789abcdef" not in str(caught.value)
 
 
-BRANCH = "branches: [{server: local, branch: main}]"
-SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TOKEN}}'
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', password: hunter2}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.password: literal secrets are refused; put the password in an "
-                "environment variable and name it with password_env"
-            ],
-            id="literal-password",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', token_env: T, username: bob}}\n"
-            f"{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.username: user names are not written here; put it in an environment "
-                "variable and name it with username_env"
-            ],
-            id="literal-user-name",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025',"
-            f" token_env: 5f0a8bc2-1d3e-4f5a-9b6c-7d8e9fa0b1c2}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.token_env: is not an environment variable name (letters, digits and "
-                "'_', not starting with a digit; the value is not shown in case it is a secret); name the variable "
-                "that holds the secret, e.g. SCREEPS_TOKEN"
-            ],
-            id="token-pasted-into-token_env",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025',"
-            f" token_env: a5f0a8bc21d34f5a9b6c7d8e9fa0b1c2}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.token_env: looks like a token, not the name of an environment "
-                "variable; literal secrets are refused: put the token in an environment variable and name that "
-                "variable here, e.g. SCREEPS_TOKEN"
-            ],
-            id="hex-token-in-token_env",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://bob:hunter2@127.0.0.1:21025', token_env: T}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.url: must not contain a user name or password; put them in "
-                "environment variables and name them with username_env and password_env (or use token_env)"
-            ],
-            id="url-with-password",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'https://screeps.com/?_token=abc', token_env: T}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.url: must not have a query or a fragment; give the base URL only, "
-                "e.g. https://screeps.com/ptr (a token goes in an environment variable named by token_env)"
-            ],
-            id="url-with-query",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: screeps.com, token_env: T}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local.url: 'screeps.com' has no scheme; write https:// (the official "
-                "server) or http:// (a private server), e.g. https://screeps.com or http://127.0.0.1:21025"
-            ],
-            id="url-without-scheme",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'ftp://screeps.com', token_env: T}}\n{BRANCH}\n",
-            ["gitops.yaml:3: servers.local.url: scheme 'ftp://' is not supported; use https:// or http://"],
-            id="url-bad-scheme",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025'}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local: names no credentials; add token_env (a token, official servers), "
-                "username_env and password_env (private servers), or credentials (an entry of the unified "
-                "credentials file .screeps.yaml)"
-            ],
-            id="no-credentials",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local: {{url: 'http://127.0.0.1:21025', token_env: T, credentials: main}}\n"
-            f"{BRANCH}\n",
-            [
-                "gitops.yaml:3: servers.local: names credentials in more than one way (token_env, credentials); "
-                "keep exactly one"
-            ],
-            id="two-ways-of-credentials",
-        ),
-        pytest.param(
-            f"version: 1\nservers:\n  local:\n    url: 'http://127.0.0.1:21025'\n    username_env: U\n{BRANCH}\n",
-            [
-                "gitops.yaml:5: servers.local.username_env: needs password_env too (private servers sign in with "
-                "both); add password_env"
-            ],
-            id="user-without-password",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: $activeWorld}}]\n",
-            [
-                "gitops.yaml:3: branches[0].branch: '$activeWorld' starts with '$', which the server reads as 'the "
-                "active branch' ($activeWorld, $activeSim), so no branch can have such a name; name the branch "
-                "itself, e.g. main"
-            ],
-            id="branch-starting-with-dollar",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: ''}}]\n",
-            ["gitops.yaml:3: branches[0].branch: is empty; name the branch, e.g. main"],
-            id="empty-branch-name",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: 2024}}]\n",
-            ["gitops.yaml:3: branches[0].branch: must be a string, not a number; put the value in quotes"],
-            id="branch-name-read-as-a-number",
-        ),
-        pytest.param(
-            # An operator object, which the real server would read as a query matching every branch (issue 40).
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: {{$ne: x}}}}]\n",
-            ["gitops.yaml:3: branches[0].branch: must be a string, not a mapping; put the value in quotes"],
-            id="branch-name-an-operator-object",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches:\n  - {{server: local, branch: main}}\n"
-            "  - {server: local, branch: main}\n",
-            [
-                "gitops.yaml:5: branches[1]: branch 'main' of server 'local' is already listed at branches[0]; "
-                "list each branch once"
-            ],
-            id="duplicate-branch",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches:\n  - {{server: local, branch: a, activate: [world]}}\n"
-            "  - {server: local, branch: b, activate: [world, sim]}\n",
-            [
-                "gitops.yaml:5: branches[1].activate: branches[0] already activates 'world' on server 'local', and "
-                "a server has one active world branch; keep activate: [world] on one of them"
-            ],
-            id="two-branches-activate-world",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, activate: [world, world]}}]\n",
-            ["gitops.yaml:3: branches[0].activate: lists 'world' twice; list it once"],
-            id="activate-twice",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, activate: [wrold]}}]\n",
-            ["gitops.yaml:3: branches[0].activate[0]: must be 'world' or 'sim', not 'wrold'"],
-            id="activate-unknown",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, include: []}}]\n",
-            [
-                "gitops.yaml:3: branches[0].include: is empty, so the branch would have no modules; list at least "
-                "one glob, e.g. ['**/*.js'], or leave include out for that default"
-            ],
-            id="empty-include",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, include: '**/*.js'}}]\n",
-            ["gitops.yaml:3: branches[0].include: must be a list, not a string; write [a, b] or one '- item' per line"],
-            id="include-not-a-list",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches:\n  - server: local\n    branch: main\n    exclude: ['/tmp/*.js']\n",
-            [
-                "gitops.yaml:6: branches[0].exclude[0]: '/tmp/*.js' is absolute; globs are relative to the branch "
-                "root, e.g. '**/*.js'"
-            ],
-            id="absolute-glob",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, root: /home/me/bot}}]\n",
-            [
-                "gitops.yaml:3: branches[0].root: '/home/me/bot' is absolute; give a folder relative to the "
-                "manifest, e.g. src"
-            ],
-            id="absolute-root",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{separator: '--'}}}}]\n",
-            [
-                "gitops.yaml:3: branches[0].naming.separator: '--' is not one character; write the one character "
-                "that stands for a folder boundary in module names: '/', '.', or the one your upload script "
-                "flattens folders with, such as '_'"
-            ],
-            id="bad-separator",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, naming: {{strip_suffixes: [js]}}}}]\n",
-            [
-                "gitops.yaml:3: branches[0].naming.strip_suffixes[0]: 'js' is not a file suffix; write it with its "
-                "dot, e.g. '.js'"
-            ],
-            id="suffix-without-dot",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, remote_only: delete}}]\n",
-            ["gitops.yaml:3: branches[0].remote_only: must be 'remove' or 'keep', not 'delete'"],
-            id="bad-remote-only",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/cod: 20\n",
-            [
-                'gitops.yaml:6: budget.reserve["POST /api/user/cod"]: is not a rate-limited endpoint; did you '
-                "mean 'POST /api/user/code'? (see the limits: gitops help manifest)"
-            ],
-            id="reserve-unknown-endpoint",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudget:\n  reserve:\n    POST /api/user/code: 240\n"
-            "    GET /api/user/code: -1\n    global: 10\n",
-            [
-                'gitops.yaml:6: budget.reserve["POST /api/user/code"]: 240 is not below the limit (240 per day); '
-                "keep back fewer requests than that",
-                'gitops.yaml:7: budget.reserve["GET /api/user/code"]: -1 is negative; keep back 0 requests or more',
-                "gitops.yaml:8: budget.reserve.global: is not a rate-limited endpoint; use an endpoint of the limits "
-                "table (see the limits: gitops help manifest)",
-            ],
-            id="reserve-out-of-range",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudget: {{reserve: {{POST /api/user/code: many}}}}\n",
-            ['gitops.yaml:4: budget.reserve["POST /api/user/code"]: must be a whole number, not a string'],
-            id="reserve-not-a-number",
-        ),
-        pytest.param(
-            f"version: 2\n{SERVER}\n{BRANCH}\n",
-            ["gitops.yaml:1: version: 2 is not a manifest version this screeps-gitops reads; write 'version: 1'"],
-            id="version-2",
-        ),
-        pytest.param(
-            f"{SERVER}\n",
-            [
-                "gitops.yaml:1: version: is required but missing; add 'version: 1' at the top",
-                "gitops.yaml:1: branches: is required but missing; add a 'branches:' list, e.g. - {server: local, "
-                "branch: main}",
-            ],
-            id="missing-keys",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: []\n",
-            ["gitops.yaml:3: branches: lists no branches; add one, e.g. - {server: local, branch: main}"],
-            id="no-branches",
-        ),
-        pytest.param(
-            f"version: 1\nservers: {{}}\n{BRANCH}\n",
-            [
-                "gitops.yaml:2: servers: lists no servers; add one, e.g. local: {url: http://127.0.0.1:21025, "
-                "token_env: ...}"
-            ],
-            id="no-servers",
-        ),
-        pytest.param(
-            "version: 1\nservers: {'my server': {url: 'http://h', token_env: T}}\n"
-            "branches: [{server: my server, branch: main}]\n",
-            [
-                "gitops.yaml:2: servers[\"my server\"]: is not a usable server name; use letters, digits, '-', '_' "
-                "and '.', starting with a letter or digit"
-            ],
-            id="server-name-with-space",
-        ),
         pytest.param(
             f"version: 1\n{SERVER}\n{BRANCH}\nservers: {{}}\n",
             [
@@ -428,40 +161,6 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
                 "token_env: ...}",
             ],
             id="duplicate-key",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nbudjet: {{}}\n",
-            ["gitops.yaml:4: budjet: unknown key; did you mean 'budget'?"],
-            id="typo-at-top-level",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\n{BRANCH}\nverify: {{ticks: 5}}\n",
-            [
-                "gitops.yaml:4: verify: 'verify' is not a key here; it is a key of each entry of 'branches:' "
-                "(branches[].verify): move it there"
-            ],
-            id="a-branchs-key-at-the-top-level",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, token_env: X}}]\n",
-            [
-                "gitops.yaml:3: branches[0].token_env: 'token_env' is not a key here; it is a key of a server under "
-                "'servers:' (servers.NAME.token_env): move it there"
-            ],
-            id="a-servers-key-in-a-branch",
-        ),
-        pytest.param(
-            f"version: 1\n{SERVER}\nbranches: [{{server: local, branch: main, deploy: yes}}]\n",
-            [
-                "gitops.yaml:3: branches[0].deploy: unknown key; the keys here are: server, branch, root, include, "
-                "exclude, binary, naming, activate, remote_only, build, source_maps, requires, verify, ignore_lines"
-            ],
-            id="unknown-key",
-        ),
-        pytest.param(
-            "- version: 1\n",
-            ["gitops.yaml:1: (top level): must be a mapping (key: value lines), not a list"],
-            id="not-a-mapping",
         ),
         pytest.param(
             "version: 1\nservers: [\n",
@@ -489,33 +188,6 @@ SERVER = 'servers: {local: {url: "http://127.0.0.1:21025", token_env: SCREEPS_TO
 )
 def test_each_kind_of_bad_input(here: Path, text: str, expected: list[str]) -> None:
     assert problems(here, text) == expected
-
-
-def test_more_branches_than_a_user_can_have(here: Path) -> None:
-    branches = "\n".join(f"  - {{server: local, branch: b{i}}}" for i in range(31))
-    assert problems(here, f"version: 1\n{SERVER}\nbranches:\n{branches}\n") == [
-        "gitops.yaml:3: branches: server 'local' gets 31 branches, but a user has at most 30; deploy fewer branches"
-    ]
-
-
-def test_branch_names_follow_the_servers_rules(here: Path) -> None:
-    """Issue 41: a 40-character branch passed validate and apply then failed with a bare "invalid branch name". The
-    server counts a name's length as JavaScript does (UTF-16 units), and takes at most 30."""
-    thirty = "b" * 30
-    emoji = "\U0001f600" * 16  # 16 characters, 32 UTF-16 units
-    text = (
-        f"version: 1\n{SERVER}\nbranches:\n"
-        f"  - {{server: local, branch: {thirty}}}\n"
-        f"  - {{server: local, branch: {'c' * 40}}}\n"
-        f"  - {{server: local, branch: '{emoji}'}}\n"
-        '  - {server: local, branch: "tab\\there"}\n'
-    )
-    found = problems(here, text)
-    assert len(found) == 3, found
-    assert found[0].startswith("gitops.yaml:5: branches[1].branch: '" + "c" * 40 + "' is 40 characters long;")
-    assert "the server takes at most 30" in found[0]
-    assert "is 32 characters long as the server counts them (UTF-16 units; 16 characters)" in found[1]
-    assert "control character" in found[2]
 
 
 def test_no_secret_value_is_echoed(here: Path) -> None:

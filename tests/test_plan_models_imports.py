@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PLAN_MODULES = (
     "gitops.core.plan",
+    "gitops.core.planbuild",
+    "gitops.core.planseal",
     "gitops.core.diff",
     "gitops.core.drift",
     "gitops.core.budget",
@@ -82,7 +84,9 @@ budgets = {"local": facts(window("POST /api/user/code", 10, 5))}
 """
     work = """
 from gitops.core.drift import compare, record_from_branch, with_drift
-from gitops.core.plan import build_plan, narrow_plan, plan_for_server, seal_problems
+from gitops.core.plan import narrow_plan, plan_for_server
+from gitops.core.planbuild import build_plan
+from gitops.core.planseal import seal_problems
 from gitops.render.plan import render_json, render_markdown, render_text
 plan = build_plan(loaded=loaded, local=code, remote={"local": server}, budgets=budgets, refresh="always", now=NOW)
 applied = record_from_branch(on_server("main", {"main": "elsewhere\\n"}), how="upload")

@@ -1,8 +1,8 @@
 """``gitops init``'s edge: look at the repository, write the manifest the pure core wrote.
 
 :func:`snapshot_of` lists the top of the repository, the files under a few folders (bounded: a ``target/`` folder
-of a Rust build holds thousands) and reads ``package.json``; :func:`gitops.core.layout.detect_layout` decides;
-:func:`gitops.config.scaffold.manifest_text` writes the text; :func:`write_new_manifest` puts it on disk, never
+of a Rust build holds thousands) and reads ``package.json``; :func:`gitops.core.layoutdetect.detect_layout` decides;
+:func:`gitops.app.scaffold.manifest_text` writes the text; :func:`write_new_manifest` puts it on disk, never
 over an existing file.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gitops.config.scaffold import check_reads_back
+from gitops.app.scaffold import check_reads_back
 from gitops.core.layout import READ_FILES, RepoSnapshot
 from gitops.errors import SourceError, UsageError
 
@@ -57,7 +57,7 @@ def _names(folder: Path, *, recursive: bool) -> frozenset[str]:
 
 
 def snapshot_of(folder: Path) -> RepoSnapshot:
-    """What :func:`gitops.core.layout.detect_layout` needs to know of the repository at ``folder`` (bounded: at
+    """What :func:`gitops.core.layoutdetect.detect_layout` needs to know of the repository at ``folder`` (bounded: at
     most :data:`MAX_LISTED` names a folder, :data:`MAX_SOURCES` JavaScript files of :data:`MAX_SOURCE_BYTES`)."""
     files: set[str] = set()
     folders: set[str] = set()
@@ -116,7 +116,7 @@ def write_new_manifest(path: Path, text: str, meant: Mapping[str, Any]) -> None:
     """Write ``text`` to ``path`` whole or not at all, and never over an existing file (:class:`UsageError`).
 
     The file is written under a temporary name, read back and parsed, and linked into place only when it parses as
-    ``meant`` (:func:`gitops.config.scaffold.check_reads_back`; else :class:`ManifestError` and nothing is left).
+    ``meant`` (:func:`gitops.app.scaffold.check_reads_back`; else :class:`ManifestError` and nothing is left).
     It is created as any file the person makes (``0666`` less the umask): a manifest names variables, never holds
     a secret, and is committed.
     """

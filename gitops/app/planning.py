@@ -44,7 +44,7 @@ BEFORE_THE_WORKER = ("gitops.config.credentials", CLIENT, "gitops.edges.ledger")
 
 #: What the rest of a plan and its apply import: the local read's worker
 #: (:class:`gitops.app.headstart.localread.LocalRead`) imports them while this thread waits for the servers.
-AFTER_THE_SERVERS = ("gitops.core.plan", "gitops.render.plan", "gitops.app.applying")
+AFTER_THE_SERVERS = ("gitops.core.plan", "gitops.core.planbuild", "gitops.render.plan", "gitops.app.applying")
 
 #: Extra requests per server and endpoint, beyond what a plan's steps spend (e.g. the downloads of a check).
 Needs = Mapping[str, Mapping[str, int]]
@@ -153,7 +153,7 @@ def _plan_servers(
     """The plan of ``servers`` (the budget facts learnt again when a short server's token turns out unlimited),
     with its drift findings; and the compression probes it needs."""
     # Imported by the local read's worker while the servers answer (AFTER_THE_SERVERS).
-    from gitops.core.plan import build_plan  # noqa: PLC0415 (boundary: after the servers)
+    from gitops.core.planbuild import build_plan  # noqa: PLC0415 (boundary: after the servers)
 
     options = session.options
     now = options.clock.now()

@@ -1,7 +1,7 @@
 """``gitops init``: a commented manifest for the repository it runs in (and, with ``--pull``, the server's code).
 
 A player's first contact with the tool: it must work on the repository they already have. init detects the layout
-(:func:`gitops.core.layout.detect_layout`), picks how the manifest signs in (a credentials-file entry, or what a
+(:func:`gitops.core.layoutdetect.detect_layout`), picks how the manifest signs in (a credentials-file entry, or what a
 private server says of itself), writes a manifest that reads back as what it meant, and never overwrites one. With
 ``--pull`` it first downloads the server's code and widens the layout until every module reads back as itself, then
 pulls. The command is cut into those phases; only the private server's question and ``--pull`` import the HTTP
@@ -19,10 +19,7 @@ import click
 import yaml
 
 from gitops.app.adopting import ignore_credentials_file, refuse_existing, snapshot_of, write_new_manifest
-from gitops.cli.common import max_wait_option, new_manifest_option, options_from, state_dir_option
-from gitops.config.credentials import entry_for
-from gitops.config.manifest import BranchConfig, Manifest, load_manifest, manifest_from_data
-from gitops.config.scaffold import (
+from gitops.app.scaffold import (
     DEFAULT_BRANCH,
     DEFAULT_PASSWORD_ENV,
     DEFAULT_TOKEN_ENV,
@@ -35,8 +32,12 @@ from gitops.config.scaffold import (
     server_name_for,
     signin_for,
 )
+from gitops.cli.common import max_wait_option, new_manifest_option, options_from, state_dir_option
+from gitops.config.credentials import entry_for
+from gitops.config.manifest import BranchConfig, Manifest, load_manifest, manifest_from_data
 from gitops.core.endpoints import is_official
-from gitops.core.layout import Layout, RepoSnapshot, detect_layout, workspaces
+from gitops.core.layout import Layout, RepoSnapshot, workspaces
+from gitops.core.layoutdetect import detect_layout
 from gitops.errors import ManifestError, UsageError
 from gitops.inert import inert
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 from urllib.parse import urlsplit
 
+from gitops.config.logins import LoginKind, account_fingerprint, value_problem
 from gitops.config.manifest import ServerConfig
 from gitops.config.reading import MAX_FILE_BYTES, Loc, Unreadable, counted
 from gitops.config.yamlload import Problems, read_yaml  # loaded already: every manifest load parses YAML first
-from gitops.core.tokens import LoginKind, account_fingerprint, value_problem
 from gitops.errors import AuthError, ProblemsError
 from gitops.secrets import Secret
 

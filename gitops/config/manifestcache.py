@@ -47,7 +47,15 @@ KEEP = 64
 _MAX_ENTRY_BYTES = 4 * 1024 * 1024
 #: The modules whose rules decide what is valid (under ``gitops/``): their size and time are part of what an entry
 #: must match. ``core/endpoints.py`` is the limits table that ``budget.reserve`` keys are checked against.
-_RULES = ("config/validation.py", "config/yamlload.py", "config/model.py", "config/reading.py", "core/endpoints.py")
+_RULES = (
+    "config/validation.py",
+    "config/valuerules.py",
+    "config/relations.py",
+    "config/yamlload.py",
+    "config/model.py",
+    "config/reading.py",
+    "core/endpoints.py",
+)
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:

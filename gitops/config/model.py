@@ -58,7 +58,7 @@ SERVER_NAME = "[A-Za-z0-9][A-Za-z0-9_.-]*"
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A named rule a value must follow; :mod:`gitops.config.validation` holds its check, message and JSON Schema."""
+    """A named rule a value must follow; :mod:`gitops.config.valuerules` holds its check, message and JSON Schema."""
 
     name: str
 
@@ -119,7 +119,7 @@ def named_variables(server: ServerConfig, *, secret: bool = False) -> list[str]:
     ]
 
 
-# The values that follow a rule of their own (the rule's check and message: gitops.config.validation).
+# The values that follow a rule of their own (the rule's check and message: gitops.config.valuerules).
 EnvName = Annotated[str, Rule("env_name")]
 CredentialsEntry = Annotated[str, Rule("credentials_entry")]
 BranchName = Annotated[str, Rule("branch_name")]

@@ -15,7 +15,8 @@ from types import MappingProxyType
 from typing import Literal
 
 from gitops.core.codeset import CodeSet, WireModule
-from gitops.core.plan import BranchPlan, Payload, Plan, Step, server_problems
+from gitops.core.plan import BranchPlan, Payload, Plan, Step
+from gitops.core.planseal import server_problems
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.errors import ApplyError, AuthError, BudgetError, GitopsError, PlanFileError, ServiceError, UsageError
 

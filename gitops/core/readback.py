@@ -1,6 +1,6 @@
 """A detected layout widened to read back what a server holds: the half of ``gitops init --pull`` after detection.
 
-:func:`gitops.core.layout.detect_layout` proposes a manifest from the repository alone. When ``init --pull`` then
+:func:`gitops.core.layoutdetect.detect_layout` proposes a manifest from the repository alone. When ``init --pull`` then
 finds modules on the server that this manifest would not read back as themselves (source maps, binary modules,
 names holding ``/``), the first plan after the pull would delete or rename them; :func:`widen_for` adds what it takes
 to read them back, and says each change. It lives apart from detection because it needs the glob library (to

@@ -1,71 +1,21 @@
-"""What a token says: the two login kinds, what a credential value may hold, an account's fingerprint, and what the
-server's token query says of a token.
+"""What the server's token query (``GET /api/auth/query-token``) says of a token: full or restricted, its endpoints
+and segments, and how long it is unlimited.
 
-A token is read in three places (the credentials, the client sending it, the client reading the server's word on
-it); the rules for what such a string says are pure facts, kept here once so that those three agree and can be
-tested without a server, a file or httpx. Nothing here sends, reads or logs: the callers own the wording of their
-errors and the secrets (:class:`gitops.secrets.Secret`); this module only looks at strings and numbers.
+The answer's field spellings differ between clients and the stand-in, and its times may be seconds or milliseconds,
+a duration or an end time; reading them is a pure fact, kept here once and tested without a server. What a
+credential value itself may hold is :mod:`gitops.config.logins`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from gitops.core.endpoints import DAY
 
-__all__ = [
-    "LoginKind",
-    "TokenInfo",
-    "account_fingerprint",
-    "header_safe",
-    "token_info",
-    "value_problem",
-]
-
-#: How a server is logged in to: a persistent token (official servers), or a user name and password signing in
-#: (private servers, screepsmod-auth).
-LoginKind = Literal["token", "password"]
-
-#: What a session token must look like to be sent back as a header: printable ASCII without spaces.
-_HEADER_SAFE = re.compile(r"^[\x21-\x7e]+$")
-
-
-def header_safe(value: str) -> bool:
-    """Whether ``value`` can travel as an HTTP header value as it is (printable ASCII, no whitespace)."""
-    return bool(_HEADER_SAFE.match(value))
-
-
-def value_problem(value: str, *, header: bool) -> str | None:
-    """What is wrong with a credential value, in words (``"contains whitespace"``), or ``None``.
-
-    ``header``: the value travels in an HTTP header (a token, a user name), so it must be printable ASCII without
-    whitespace; otherwise (a password, in a JSON body) only control characters and broken text are refused.
-    """
-    for char in value:
-        if char in "\r\n":
-            return "contains a line break (carriage return or newline)"
-        category = unicodedata.category(char)
-        if category == "Cs":
-            return "contains bytes that are not valid UTF-8"
-        if category == "Cc":
-            return "contains a control character"
-        if header and char.isspace():
-            return "contains whitespace"
-        if header and not char.isascii():
-            return "contains a non-ASCII character (only letters, digits and ASCII punctuation can be sent)"
-    return None
-
-
-def account_fingerprint(url: str, username: str) -> str:
-    """A hash of server URL and user name: one ledger per account, the same across password changes."""
-    raw = f"screeps-gitops\0{url.rstrip('/').lower()}\0{username}".encode()
-    return hashlib.sha256(raw).hexdigest()[:16]
+__all__ = ["TokenInfo", "token_info"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 A plan file is the whole :class:`gitops.core.plan.Plan` as JSON, with the exact module content to upload and no
 credentials. It is written atomically, so a reader never sees half a file. It is sealed: :func:`load_plan` refuses a
-file whose payloads do not match the reviewed part of the plan (:func:`gitops.core.plan.seal_problems`).
+file whose payloads do not match the reviewed part of the plan (:func:`gitops.core.planseal.seal_problems`).
 
 The plan's models are stdlib dataclasses; pydantic reads and writes them here, through a ``TypeAdapter`` of
 :class:`~gitops.core.plan.Plan` that is made (and pydantic imported) only when a plan file is saved or loaded, so
@@ -17,7 +17,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitops.core.plan import PLAN_FORMAT_VERSION, Plan, seal_problems
+from gitops.core.plan import PLAN_FORMAT_VERSION, Plan
+from gitops.core.planseal import seal_problems
 from gitops.edges import outfile
 from gitops.errors import PlanFileError
 

@@ -15,7 +15,8 @@ from gitops.config.manifest import LoadedManifest, manifest_digest, manifest_fro
 from gitops.core.budget import BudgetFacts, WindowState
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import LocalBranch, LocalCode, SourceInfo
-from gitops.core.plan import Plan, build_plan
+from gitops.core.plan import Plan
+from gitops.core.planbuild import build_plan
 from gitops.core.remote import BranchInfo, ModuleFacts, Provenance, RemoteBranch, RemoteView
 
 #: A fixed "now" (2027-01-15 08:00 UTC): every time in these tests is relative to it.

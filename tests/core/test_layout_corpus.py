@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from gitops.core.layout import RepoSnapshot, detect_layout, workspaces
+from gitops.core.layout import RepoSnapshot, workspaces
+from gitops.core.layoutdetect import detect_layout
 from gitops.core.taskrunners import script_running_task
-from tests.core.test_layout import package, snap
+from tests.core.snapshots import package, snap
 
 # A large grunt bot's shape: sources in src/, the deploy copies them (and a profiler) into dist/ and uploads
 # dist/*.js; 'test' runs mocha and a private server; nothing is named build.

@@ -9,7 +9,8 @@ import dataclasses
 from typing import Any
 
 from gitops.core.codeset import WireModule
-from gitops.core.plan import Payload, Plan, seal_problems, server_problems
+from gitops.core.plan import Payload, Plan
+from gitops.core.planseal import seal_problems, server_problems
 from tests.core.factories import branch, code, local, manifest, on_server, plan, view
 
 SERVER = {"main": "const a = 1;\nmodule.exports.loop = () => a;\n", "lib": "module.exports = 1;\n", "gone": "x"}

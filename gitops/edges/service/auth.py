@@ -20,7 +20,7 @@ from typing import ClassVar
 import httpx
 
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
-from gitops.core.tokens import LoginKind, header_safe
+from gitops.config.logins import LoginKind, header_safe
 from gitops.errors import AuthError
 from gitops.secrets import Secret
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from gitops.config.credentials import Auth
+from gitops.config.logins import header_safe
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import CodeSet, WireModule, request_body
 from gitops.core.endpoints import (
@@ -38,7 +39,7 @@ from gitops.core.endpoints import (
     path_of,
 )
 from gitops.core.remote import BranchInfo, RemoteBranch, branch_list, normal_stamp
-from gitops.core.tokens import TokenInfo, header_safe, token_info
+from gitops.core.tokens import TokenInfo, token_info
 from gitops.edges.bodies import COMPRESS_MIN_BYTES, BackgroundDeflates, deflate_ahead_body, deflated
 from gitops.edges.clock import Clock, SystemClock, Waiting
 from gitops.edges.early import EarlyConnection

@@ -8,7 +8,9 @@ from typing import Any
 from gitops.core.endpoints import ACTIVATE, UPLOAD
 from gitops.core.health import VerifyOverrides
 from gitops.core.plan import Plan as PlanModel
-from gitops.core.plan import build_plan, requests_needed, seal_problems
+from gitops.core.plan import requests_needed
+from gitops.core.planbuild import build_plan
+from gitops.core.planseal import seal_problems
 from tests.core.factories import NOW, branch, facts, listed, local, manifest, on_server, plan, view, window
 
 OLD = {"main": "old\n"}
