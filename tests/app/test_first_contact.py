@@ -18,9 +18,9 @@ import yaml
 
 from gitops.cli import run
 from gitops.standin.testing import StandIn
+from tests.app.test_pulling import seed
 from tests.factories import make_repo
 from tests.project import Project
-from tests.test_pull import seed
 
 WASM = b"\x00asm\x01\x00\x00\x00" + bytes(range(64))
 THE_MAP = '{"version":3,"sources":["../src/main.ts"],"names":[],"mappings":"AAAA;AACA"}'
@@ -463,5 +463,5 @@ def test_every_help_topic_has_its_page() -> None:
         text = topic_text(topic)
         assert text, topic
         if page:
-            docs = (Path(__file__).resolve().parents[1] / "docs" / page).read_text(encoding="utf-8")
+            docs = (Path(__file__).resolve().parents[2] / "docs" / page).read_text(encoding="utf-8")
             assert text == installed_links(docs)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from gitops.cli import run
-from tests.server.test_serve_command import serving
+from tests.standin.test_serve_command import serving
 
 THROWS = "module.exports.loop = () => { throw new Error('fails every tick'); };\n"
 

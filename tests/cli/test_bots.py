@@ -24,7 +24,7 @@ from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.factories import git, interruptible_python, reaped
 from tests.project import Project, Result
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 WASM_ADD = (EXAMPLES / "rust-wasm/pkg/mybot_bg.wasm").read_bytes()
 

@@ -211,7 +211,7 @@ def test_a_command_in_its_own_process_ends_with_all_its_output_and_its_exit_code
 
     schema = gitops("schema")
     assert schema.returncode == 0, schema.stderr
-    assert schema.stdout == (Path(__file__).resolve().parents[1] / "schemas/gitops.schema.json").read_bytes()
+    assert schema.stdout == (Path(__file__).resolve().parents[2] / "schemas/gitops.schema.json").read_bytes()
     manifest = str(project.root / "gitops.yaml")
     plan = gitops("plan", "--refresh=never", "-m", manifest, "--state-dir", str(project.state_dir))
     assert plan.returncode == 2, plan.stderr

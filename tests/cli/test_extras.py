@@ -13,7 +13,7 @@ import pytest
 from gitops.cli.extras import INSTALL_HINT, SERVE_PACKAGES
 from gitops.errors import ExitCode
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 #: A child interpreter where starlette, uvicorn and watchfiles cannot be imported, as after a plain pip install.
 _WITHOUT_EXTRA = """

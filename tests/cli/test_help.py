@@ -15,7 +15,7 @@ import pytest
 from gitops.cli import run
 from gitops.cli.help import TOPICS, installed_links, topic_text
 from gitops.errors import EXIT_CODE_MEANINGS, ExitCode
-from tests.test_exit_codes import readme_exit_codes
+from tests.test_errors import readme_exit_codes
 
 
 def test_every_exit_code_has_one_meaning_and_the_page_and_readme_list_them_all(

@@ -326,7 +326,7 @@ def test_a_task_runner_that_transforms_the_code_is_the_build_and_its_output_the_
 
 
 def test_an_upload_only_gruntfile_keeps_the_classic_layout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    classic = Path(__file__).resolve().parents[1] / "examples" / "classic"
+    classic = Path(__file__).resolve().parents[2] / "examples" / "classic"
     files = {p.name: p.read_text(encoding="utf-8") for p in classic.iterdir() if p.name != "gitops.yaml"}
     repo = make_repo(tmp_path / "bot", files)
     code, out, err = gitops(capsys, "init", "-m", str(repo / "gitops.yaml"))

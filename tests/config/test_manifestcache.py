@@ -23,7 +23,7 @@ from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.config.manifestcache import default_cache_dir
 from gitops.errors import ManifestError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 MANIFEST = textwrap.dedent(
     """\

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from gitops.config import model, validation
 from gitops.config.manifest import load_manifest, manifest_digest, manifest_from_data
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(ROOT.glob("examples/*/gitops.yaml"))
 
 

@@ -14,7 +14,7 @@ from gitops.config.manifest import load_manifest
 from gitops.config.validation import manifest_json_schema
 from tests.factories import manifest_data
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = REPO / "schemas" / "gitops.schema.json"
 EXAMPLES = sorted((REPO / "examples").glob("**/gitops*.yaml"))
 

@@ -22,8 +22,8 @@ from gitops.config.manifest import load_manifest
 from gitops.config.model import Manifest
 from gitops.edges import build, depinstall
 from gitops.errors import ExitCode, SourceError
+from tests.cli.test_bots import _ended
 from tests.factories import git
-from tests.test_bots import _ended
 
 NPM = shutil.which("npm")
 needs_npm = pytest.mark.skipif(NPM is None, reason="npm is not installed")

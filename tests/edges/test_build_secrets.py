@@ -25,7 +25,7 @@ from gitops.standin.testing import BOB_TOKEN, FULL_TOKEN, RESTRICTED_TOKEN, Stan
 from tests.factories import git
 from tests.project import Project
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: Dumps what a build can see into $LEAK_DIR, then builds dist/main.js.
 SNOOP = (

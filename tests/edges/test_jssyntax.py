@@ -55,7 +55,7 @@ def test_broken_javascript_is_found(text: str) -> None:
 
 
 def test_the_examples_parse() -> None:
-    root = Path(__file__).resolve().parent.parent / "examples"
+    root = Path(__file__).resolve().parents[2] / "examples"
     files = [p for p in root.rglob("*.js") if "node_modules" not in p.parts]
     assert len(files) >= 5
     for path in files:
@@ -164,7 +164,7 @@ def test_no_deploy_parses_what_it_does_not_upload_nor_a_code_set_already_checked
 
 def test_the_benchmarks_bots_parse(tmp_path: Path) -> None:
     """bench/ deploys these bots: a module cut mid-statement would stop every deploy at the check."""
-    bench = Path(__file__).resolve().parent.parent / "bench"
+    bench = Path(__file__).resolve().parents[2] / "bench"
     sys.path.insert(0, str(bench))
     try:
         bench_network = importlib.import_module("bench_network")

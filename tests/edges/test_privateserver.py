@@ -26,7 +26,7 @@ from gitops.edges.privateserver import (
 )
 from gitops.errors import ExitCode, RehearsalError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _complete(folder: Path, stamp: str) -> Path:

@@ -30,8 +30,8 @@ from gitops.edges.tls import trust_context, trust_context_early
 from gitops.errors import ExitCode, NetworkError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
+from tests.edges.test_early import _client, _connected, _list_head, _options
 from tests.project import one_branch_project
-from tests.test_early_connection import _client, _connected, _list_head, _options
 
 CODE = "POST /api/user/code"
 LIST = "GET /api/user/branches"

@@ -9,7 +9,7 @@ from gitops.core.drift import BranchDrift, DriftReport
 from gitops.core.driftfinding import Drift
 from gitops.render.drift import render_json, render_markdown, render_text
 from tests.core.factories import NOW
-from tests.core.test_markdown_inert import HOSTILE, parse
+from tests.render.test_markdown_inert import HOSTILE, parse
 
 REPORT = DriftReport(
     (

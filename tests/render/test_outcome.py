@@ -19,7 +19,7 @@ from gitops.render.outcome import Consoles, Ended, MarkdownConsole, TextConsole
 from gitops.render.plan import render_text
 from gitops.secrets import HIDDEN, redact, register
 from tests.core.factories import NOW
-from tests.core.test_render import mixed_plan
+from tests.render.test_plan import mixed_plan
 
 HOSTILE = "boom\x1b]0;pwned\x07 \u202etxt.js\n::add-mask::x"
 SECRET = "s3cret-in-a-game-error-0001"

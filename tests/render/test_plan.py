@@ -1,10 +1,10 @@
 """The three renderers of a plan (terminal text, Markdown, JSON) against golden files, and their details.
 
-The goldens live in ``tests/core/golden/``. After an intended change of the output, regenerate them with::
+The goldens live in ``tests/render/golden/``. After an intended change of the output, regenerate them with::
 
-    GITOPS_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q tests/core/test_render.py
+    GITOPS_REGEN_GOLDEN=1 .venv/bin/python -m pytest -q tests/render/test_plan.py
 
-and read the diff (``git diff tests/core/golden``) before committing it: a golden that changes is an output that
+and read the diff (``git diff tests/render/golden``) before committing it: a golden that changes is an output that
 changes for every user. Without the variable a missing or different golden fails the test.
 """
 

@@ -8,7 +8,7 @@ import pytest
 
 from gitops.secrets import redact
 from gitops.standin.accounts import AccountsError, load_accounts
-from tests.server.test_auth import ISSUE_ACCOUNTS
+from tests.standin.test_auth import ISSUE_ACCOUNTS
 
 
 def _load(tmp_path: Path, text: str) -> None:

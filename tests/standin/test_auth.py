@@ -19,7 +19,7 @@ from gitops.standin.testing import (
     StandIn,
     running_standin,
 )
-from tests.server.helpers import JSON_TYPE, client, send
+from tests.standin.helpers import JSON_TYPE, client, send
 
 #: The example of the issue, as written.
 ISSUE_ACCOUNTS = """\

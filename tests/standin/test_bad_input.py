@@ -12,7 +12,7 @@ import pytest
 from gitops.standin.app import MAX_BODY
 from gitops.standin.endpoints import ENDPOINTS
 from gitops.standin.testing import FULL_TOKEN, StandIn
-from tests.server.helpers import JSON_TYPE, client
+from tests.standin.helpers import JSON_TYPE, client
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 

@@ -14,7 +14,7 @@ import pytest
 from gitops.core.codeset import code_length
 from gitops.core.endpoints import MAX_BRANCHES, MAX_CODE_LENGTH
 from gitops.standin.testing import ALICE, BOB, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
-from tests.server.helpers import JSON_TYPE, client
+from tests.standin.helpers import JSON_TYPE, client
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from gitops.standin.testing import ALICE, BOB_TOKEN, FULL_TOKEN, StandIn
-from tests.server.helpers import client
+from tests.standin.helpers import client
 
 
 @pytest.fixture

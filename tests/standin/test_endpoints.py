@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from gitops.standin.testing import BOB_TOKEN, FULL_TOKEN, StandIn
-from tests.server.helpers import JSON_TYPE, SAMPLE_REQUESTS, client, send
+from tests.standin.helpers import JSON_TYPE, SAMPLE_REQUESTS, client, send
 
 
 @pytest.fixture

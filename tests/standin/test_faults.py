@@ -10,7 +10,7 @@ import pytest
 
 from gitops.standin.faults import Faults
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
-from tests.server.helpers import client, window
+from tests.standin.helpers import client, window
 
 UPLOAD = {"branch": "default", "modules": {"main": "new"}}
 

@@ -18,7 +18,7 @@ from gitops.core.endpoints import ENDPOINT_LIMITS, GLOBAL_LIMIT, MAX_CODE_LENGTH
 from gitops.edges.clock import ManualClock
 from gitops.standin.bounds import MAX_BODY
 from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, StandIn, running_standin
-from tests.server.helpers import client, window
+from tests.standin.helpers import client, window
 
 JSON_HEADERS = {"Content-Type": "application/json; charset=utf-8"}
 BRANCH_KEYS = {"_id", "user", "branch", "modules", "activeWorld", "activeSim", "timestamp"}

@@ -19,7 +19,7 @@ from gitops.standin.testing import (
     StandIn,
     running_standin,
 )
-from tests.server.helpers import SAMPLE_REQUESTS, client, has_window, send, window
+from tests.standin.helpers import SAMPLE_REQUESTS, client, has_window, send, window
 
 
 def test_every_limited_endpoint_has_a_sample_request() -> None:

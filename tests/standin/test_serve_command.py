@@ -18,7 +18,7 @@ import pytest
 
 from gitops.cli import run
 from gitops.standin.testing import ALICE_EMAIL, ALICE_PASSWORD
-from tests.server.test_auth import ISSUE_ACCOUNTS
+from tests.standin.test_auth import ISSUE_ACCOUNTS
 
 
 class Served:

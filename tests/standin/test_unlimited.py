@@ -6,7 +6,7 @@ import httpx
 
 from gitops.core.endpoints import UNLIMITED_PERIOD
 from gitops.standin.testing import FULL_TOKEN, RESTRICTED_TOKEN, StandIn
-from tests.server.helpers import client
+from tests.standin.helpers import client
 
 
 def _query(http: httpx.Client, token: str) -> dict[str, object]:

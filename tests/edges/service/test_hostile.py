@@ -44,7 +44,7 @@ from tests.hostile import (
 )
 
 TOKEN = "tok-hostile-0123456789abcdef"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 MakeClient = Callable[..., ServiceClient]
 
