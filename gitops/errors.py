@@ -50,7 +50,7 @@ class ExitCode(IntEnum):
 
 
 #: What each exit code means, in a line: ``gitops help exit-codes`` prints this, and the README's table has a row for
-#: each code (tests/test_exit_codes.py).
+#: each code (tests/test_errors.py).
 EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.OK: "success; for `plan`: the servers already hold what the repository holds",
     ExitCode.FAILURE: "a request to the server failed, the server answered an error (`status`: a server could not "

@@ -20,9 +20,9 @@ from gitops.render.plan import render_text
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.core.factories import NOW
-from tests.core.test_render import mixed_plan
 from tests.hostile import answer, hostile_server, silence
 from tests.project import Project
+from tests.render.test_plan import mixed_plan
 
 #: A window title, the clipboard (OSC 52), a hidden link (OSC 8), a C1 CSI that clears the screen, a carriage
 #: return that overwrites the line, and line breaks that begin workflow commands.

@@ -20,7 +20,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "watch": ("watchfiles",),
 }
 
-#: The extra's packages, as pyproject.toml's ``serve`` extra pins them (tests/test_extras.py keeps the two equal).
+#: The extra's packages, as pyproject.toml's ``serve`` extra pins them (tests/cli/test_extras.py keeps the two equal).
 #: Named by package, not by ``screeps-gitops[serve]``: the tool is not on PyPI, so that requirement would resolve
 #: to "No matching distribution"; the packages install the same way into any environment the tool runs from.
 SERVE_PACKAGES = ("starlette>=0.37", "uvicorn[standard]>=0.29", "watchfiles>=0.21")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 #: The protocols the HTTP client's pool offers in the TLS handshake (ALPN): httpx's transport with HTTP/2 off, for
-#: which httpcore offers ``["http/1.1"]``. The early handshake offers the same; ``tests/test_tls.py`` checks that a
-#: server offering HTTP/2 as well agrees on the same protocol with both.
+#: which httpcore offers ``["http/1.1"]``. The early handshake offers the same; ``tests/edges/test_tls.py`` checks that
+#: a server offering HTTP/2 as well agrees on the same protocol with both.
 ALPN = ("http/1.1",)
 
 

@@ -30,7 +30,7 @@ def use_early(
 
     httpx has no public way to give its transport a network backend, so the pool's is replaced (httpcore's
     ``ConnectionPool._network_backend``, read by every connection it makes). Should a later httpx not have it, the
-    early connection is closed and the pool connects as usual (``tests/test_early_connection.py`` notices)."""
+    early connection is closed and the pool connects as usual (``tests/edges/test_early.py`` notices)."""
     pool = getattr(transport, "_pool", None)
     if pool is None or not hasattr(pool, "_network_backend"):
         early.close()

@@ -27,8 +27,8 @@ def trust_context_early() -> ssl.SSLContext:
     (:mod:`gitops.edges.early`) makes it first thing, and the client's pool then uses that very object. A plan that
     finds nothing changed never imports the HTTP client (issue 23); importing httpx only for its rule would cost such a
     run over ``https://`` the whole import of httpx. This is httpx's rule (``httpx.create_ssl_context()``, verify and
-    trust_env on) written out; ``tests/test_tls.py`` checks that the two make the same context in each of its three
-    cases, so that an httpx that changes its rule fails there."""
+    trust_env on) written out; ``tests/edges/test_tls.py`` checks that the two make the same context in each of its
+    three cases, so that an httpx that changes its rule fails there."""
     # httpx's own dependency, as its rule imports it; with importlib.resources it would cost every run that imports
     # the client over http:// (the private server, the stand-in), which never makes a TLS context.
     import certifi  # noqa: PLC0415 (boundary: certifi)

@@ -18,7 +18,7 @@ from gitops.core.codeset import CodeSet
 from gitops.standin.testing import ALICE, StandIn
 from tests.action.runner import ROOT
 from tests.action.test_action import DEPLOY, REPO, UPLOAD, World, make_world
-from tests.test_ledger_seal import claims_uploaded, forge
+from tests.edges.ledger.test_seal import claims_uploaded, forge
 
 V2 = "module.exports.loop = () => 'v2';\n"
 PREFIX = "screeps-gitops-ledger-"

@@ -17,7 +17,7 @@ from gitops.standin.testing import StandIn
 from tests.action.fake_github import GITHUB_TOKEN
 from tests.action.runner import ActionRun, Runner
 from tests.action.test_action import DEPLOY, World, make_world, pull_request_event
-from tests.test_rehearsal_codesets import result
+from tests.edges.test_rehearsalfile import result
 
 MARK = marker("gitops.yaml")
 

@@ -8,7 +8,7 @@ import yaml
 
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
 from tests.action.test_action import World, make_world
-from tests.test_targets import closed_port
+from tests.app.test_targets import closed_port
 
 
 def two_server_world(tmp_path: Path, standin: StandIn) -> World:

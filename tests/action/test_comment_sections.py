@@ -17,7 +17,7 @@ from gitops.github.runner import Runner
 from gitops.github.sections import ATTEMPTS, SectionConflict, compose, parse, upsert_sections
 from gitops.secrets import Secret
 from tests.action.fake_github import BOT, GITHUB_TOKEN, FakeGitHub
-from tests.core.test_render import many_diffs_plan
+from tests.render.test_plan import many_diffs_plan
 
 MARK = marker("gitops.yaml")
 PR = 7

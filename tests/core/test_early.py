@@ -37,6 +37,6 @@ def test_the_host_name_is_the_one_the_pool_gives(url: str) -> None:
 
 
 def test_the_alpn_is_http_1_1_only() -> None:
-    """The client's transport has HTTP/2 off, for which httpcore offers ``["http/1.1"]`` (tests/test_tls.py checks
+    """The client's transport has HTTP/2 off, for which httpcore offers ``["http/1.1"]`` (tests/edges/test_tls.py checks
     it against a server that offers HTTP/2 too)."""
     assert ALPN == ("http/1.1",)

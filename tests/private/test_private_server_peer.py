@@ -648,7 +648,7 @@ def test_unknown_routes_are_html_404(private_server: PrivateServer, private_user
 # Each test sends the same requests to the private server (a fresh user) and to the stand-in (alice, a fresh
 # database) and compares what clients read: ours (``gitops.edges.service``) and the ones the stand-in's fidelity
 # facts came from (node-screeps-api and its CLI, python screepsapi). The stand-in's own tests of the same facts are
-# in ``tests/server/test_fidelity.py``; the differences that remain are listed in ``docs/serve.md``.
+# in ``tests/standin/test_fidelity.py``; the differences that remain are listed in ``docs/serve.md``.
 
 
 class Peers:

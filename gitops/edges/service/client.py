@@ -353,7 +353,7 @@ class ServiceClient:
         The token goes in the URL's query (``?token=``): the interface document gives the endpoint no other form
         (section 4.2; ``X-Token`` authenticates a request, it does not name the token to describe). So the URL is
         never shown whole: every debug line goes through :func:`sanitize_url`, httpx's log through the redacting
-        filter, and errors are worded without the request (``tests/test_query_token_canary.py``)."""
+        filter, and errors are worded without the request (``tests/edges/service/test_query_token.py``)."""
         token = self._persistent_token("The token query")
         data = self._call("GET", path_of(QUERY_TOKEN), params={"token": token.reveal()})
         info = token_info(data, self._clock.now())
