@@ -72,6 +72,6 @@ def test_no_attempt_whose_wait_would_end_past_the_deadline() -> None:
 
 def test_the_time_waited_is_bounded() -> None:
     slept: list[float] = []
-    with pytest.raises(Flaky, match="^2$"):
+    with pytest.raises(Flaky, match=r"^2$"):
         _retry([Flaky(str(n)) for n in range(1, 20)], attempts=20, total=1.4, slept=slept)
     assert slept == [0.5, 1.0]  # 1.5 s waited: no third wait
