@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.config.reading import Unreadable, counted, format_loc, line_of, read_capped, size_text
+from gitops.config.reading import Loc, Unreadable, counted, format_loc, line_of, read_capped, size_text
 
 
 @pytest.mark.parametrize(
@@ -27,7 +27,7 @@ def test_a_key_path_in_words(loc: tuple[object, ...], text: str) -> None:
 
 
 def test_the_line_of_a_key_or_of_its_nearest_parent() -> None:
-    locations = {(): 1, ("servers",): 3, ("servers", "local"): 4}
+    locations: dict[Loc, int] = {(): 1, ("servers",): 3, ("servers", "local"): 4}
     assert line_of(locations, ("servers", "local", "url")) == 4
     assert line_of(locations, ("branches", 0)) == 1
     assert line_of({}, ("x",)) == 1

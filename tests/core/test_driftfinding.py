@@ -8,7 +8,7 @@ from gitops.core.driftfinding import Drift
 def test_only_the_drifted_status_is_drift() -> None:
     assert Drift(status="drifted", changed=["main"]).drifted
     for status in ("none", "no-record", "unknown"):
-        assert not Drift(status=status).drifted  # type: ignore[arg-type]
+        assert not Drift(status=status).drifted
 
 
 def test_the_changed_modules_are_listed_changed_added_removed() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gitops.core.codeset import CodeSet, Module
+from gitops.core.codeset import CodeSet, Module, WireModule
 from gitops.edges.codestore import folder_for, is_kept, keep, kept, prune, write_kept
 
 
-def _set(text: str) -> tuple[str, dict[str, object]]:
+def _set(text: str) -> tuple[str, dict[str, WireModule]]:
     code = CodeSet.of([Module("main", text=text), Module("blob", binary=b"\x00\x01")])
     return code.digest, dict(code.wire())
 
@@ -23,7 +23,7 @@ def test_the_folder_is_beside_the_ledger() -> None:
 
 def test_kept_code_reads_back(tmp_path: Path) -> None:
     digest, modules = _set("a")
-    assert keep(tmp_path / "k", digest, modules)  # type: ignore[arg-type]
+    assert keep(tmp_path / "k", digest, modules)
     assert is_kept(tmp_path / "k", digest)
     assert kept(tmp_path / "k", digest) == modules
     assert kept(tmp_path / "k", "other") is None
@@ -31,7 +31,7 @@ def test_kept_code_reads_back(tmp_path: Path) -> None:
 
 def test_a_file_that_no_longer_holds_that_code_is_not_given_back(tmp_path: Path) -> None:
     digest, modules = _set("a")
-    write_kept(tmp_path, digest, modules)  # type: ignore[arg-type]
+    write_kept(tmp_path, digest, modules)
     [path] = tmp_path.glob("*.modules")
     path.write_bytes(path.read_bytes().replace(b'"a"', b'"b"'))
     assert kept(tmp_path, digest) is None
@@ -41,7 +41,7 @@ def test_a_file_that_no_longer_holds_that_code_is_not_given_back(tmp_path: Path)
 
 def test_a_fifo_under_the_name_is_not_read(tmp_path: Path) -> None:
     digest, modules = _set("a")
-    write_kept(tmp_path, digest, modules)  # type: ignore[arg-type]
+    write_kept(tmp_path, digest, modules)
     [path] = tmp_path.glob("*.modules")
     path.unlink()
     os.mkfifo(path)
@@ -52,16 +52,16 @@ def test_a_folder_that_cannot_be_written(tmp_path: Path) -> None:
     digest, modules = _set("a")
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
-    assert keep(blocker / "k", digest, modules) is False  # type: ignore[arg-type]
+    assert keep(blocker / "k", digest, modules) is False
     with pytest.raises(OSError):  # noqa: PT011 - the system's error, passed on for apply to word
-        write_kept(blocker / "k", digest, modules)  # type: ignore[arg-type]
+        write_kept(blocker / "k", digest, modules)
 
 
 def test_prune_keeps_only_the_sets_named(tmp_path: Path) -> None:
     first, one = _set("a")
     second, two = _set("b")
-    write_kept(tmp_path, first, one)  # type: ignore[arg-type]
-    write_kept(tmp_path, second, two)  # type: ignore[arg-type]
+    write_kept(tmp_path, first, one)
+    write_kept(tmp_path, second, two)
     prune(tmp_path, [second])
     assert not is_kept(tmp_path, first)
     assert kept(tmp_path, second) == two

@@ -12,7 +12,7 @@ from gitops.edges.threads import STOPPING, Background, start_quiet
 
 def test_a_quiet_thread_has_the_stopping_signals_blocked_and_the_caller_keeps_its_mask() -> None:
     before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
-    seen: list[set[signal.Signals]] = []
+    seen: list[set[int]] = []
     thread = threading.Thread(target=lambda: seen.append(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
     start_quiet(thread)
     thread.join()

@@ -102,7 +102,7 @@ def test_network_failures_never_quote_the_exception_text() -> None:
 
 def test_a_tls_failure_gets_its_reasons_hint() -> None:
     cause = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
-    cause.reason = "WRONG_VERSION_NUMBER"  # type: ignore[misc]
+    cause.reason = "WRONG_VERSION_NUMBER"
     failed = httpx.ConnectError("handshake")
     failed.__cause__ = cause
     assert tls_reason(failed) == "WRONG_VERSION_NUMBER"
