@@ -66,9 +66,8 @@ def test_a_gzip_bomb_stops_at_the_cap() -> None:
 
 def test_a_deadline_already_passed_sends_nothing() -> None:
     sent: list[httpx.Request] = []
-    with _client(lambda request: sent.append(request) or httpx.Response(200)) as client:
-        with pytest.raises(DeadlinePassed):
-            _send(client, seconds=-1)
+    with _client(lambda request: sent.append(request) or httpx.Response(200)) as client, pytest.raises(DeadlinePassed):
+        _send(client, seconds=-1)
     assert sent == []
 
 
