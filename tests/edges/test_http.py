@@ -66,7 +66,12 @@ def test_a_gzip_bomb_stops_at_the_cap() -> None:
 
 def test_a_deadline_already_passed_sends_nothing() -> None:
     sent: list[httpx.Request] = []
-    with _client(lambda request: sent.append(request) or httpx.Response(200)) as client, pytest.raises(DeadlinePassed):
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200)
+
+    with _client(handler) as client, pytest.raises(DeadlinePassed):
         _send(client, seconds=-1)
     assert sent == []
 
