@@ -11,8 +11,6 @@ core (``Verification``, ``UnsettledDeploy``) and the plan a real plan made again
 from __future__ import annotations
 
 import dataclasses
-import json
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,85 +19,25 @@ import pytest
 
 from gitops.app import pipeline
 from gitops.app.applying import ApplyReport
-from gitops.app.options import Options
 from gitops.app.session import open_session
 from gitops.core.deploys import UnsettledDeploy
 from gitops.core.health import Health, Verification
 from gitops.core.plan import Plan, ServerFailure
 from gitops.errors import AuthError, BudgetError, ExitCode, GitopsError
-from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
+from gitops.standin.testing import ALICE, StandIn
+from tests.app.stages import OTHER_TOKEN, Bot
+from tests.loopback import closed_port
 
 UPLOAD = "POST /api/user/code"
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-class Bot:
-    """A bot's folder with its manifest (``servers``: name -> url and token variable), run through the stages."""
-
-    def __init__(self, root: Path, standin: StandIn) -> None:
-        self.root = root
-        self.standin = standin
-        self.env = {"SCREEPS_TOKEN": FULL_TOKEN, "OTHER_TOKEN": "not-a-token-the-server-knows"}
-        self.write("module.exports.loop = () => {};\n")
-
-    def manifest(self, branches: list[dict[str, Any]], servers: dict[str, Any] | None = None, **top: Any) -> None:
-        servers = servers or {"local": {"url": self.standin.url, "token_env": "SCREEPS_TOKEN"}}
-        data = {"version": 1, "servers": servers, "branches": branches, **top}
-        (self.root / "gitops.yaml").write_text(json.dumps(data), encoding="utf-8")
-
-    def write(self, text: str) -> None:
-        (self.root / "src").mkdir(parents=True, exist_ok=True)
-        (self.root / "src" / "main.js").write_text(text, encoding="utf-8")
-
-    @property
-    def options(self) -> Options:
-        return Options(
-            manifest=self.root / "gitops.yaml",
-            env=self.env,
-            state_dir=self.root.parent / "state",
-            clock=self.standin.clock,
-            max_wait=0,
-        )
-
-    def planned(self) -> pipeline.Planned:
-        with open_session(self.options) as session:
-            return pipeline.weigh(session, pipeline.make_or_load(session, isolate=True))
-
-    def applied(self, confirm: Callable[[], bool] | None = None) -> pipeline.Applied:
-        with open_session(self.options) as session:
-            plan = pipeline.make_or_load(session, isolate=False)
-            return pipeline.apply(session, plan, saved=False, confirm=confirm)
-
-    def applied_each(self, confirm: Callable[[], bool] | None = None) -> pipeline.AppliedEach:
-        with open_session(self.options) as session:
-            plan = pipeline.make_or_load(session, isolate=True)
-            return pipeline.apply_each(session, plan, saved=False, confirm=confirm)
-
-
 @pytest.fixture
 def bot(tmp_path: Path, standin: StandIn) -> Bot:
-    made = Bot(tmp_path / "bot", standin)
-    made.manifest([{"server": "local", "branch": "main", "root": "src"}])
-    return made
+    return Bot(tmp_path / "bot", standin)
 
 
 def _other_server(bot: Bot, url: str, variable: str = "SCREEPS_TOKEN") -> None:
-    bot.manifest(
-        [
-            {"server": "local", "branch": "main", "root": "src"},
-            {"server": "other", "branch": "main", "root": "src"},
-        ],
-        servers={
-            "local": {"url": bot.standin.url, "token_env": "SCREEPS_TOKEN"},
-            "other": {"url": url, "token_env": variable},
-        },
-    )
+    bot.servers({"local": bot.standin.url, "other": url}, {"other": variable})
 
 
 # --- through the real stages, against the stand-in -----------------------------------------------------------------
@@ -122,7 +60,7 @@ def _plan_about_to_be_applied(bot: Bot) -> int:
 
 
 def _plan_over_budget(bot: Bot) -> int:
-    bot.manifest([{"server": "local", "branch": "main", "root": "src"}], budget={"reserve": {UPLOAD: 239}})
+    bot.servers({"local": bot.standin.url}, budget={"reserve": {UPLOAD: 239}})
     assert bot.applied().exit_code == ExitCode.OK  # creates the branch holding its modules: no upload
     bot.write("module.exports.loop = () => 'v1';\n")
     assert bot.applied().exit_code == ExitCode.OK  # the day's first upload: 239 left, all reserved for the person
@@ -134,7 +72,7 @@ def _plan_over_budget(bot: Bot) -> int:
 
 
 def _plan_a_server_unreachable(bot: Bot) -> int:
-    _other_server(bot, f"http://127.0.0.1:{_closed_port()}")
+    _other_server(bot, f"http://127.0.0.1:{closed_port()}")
     planned = bot.planned()
     assert [f.server for f in planned.plan.failed] == ["other"]
     assert [b.server for b in planned.plan.branches] == ["local"]  # the other server was still planned
@@ -142,7 +80,7 @@ def _plan_a_server_unreachable(bot: Bot) -> int:
 
 
 def _plan_a_token_refused(bot: Bot) -> int:
-    _other_server(bot, bot.standin.url, variable="OTHER_TOKEN")
+    _other_server(bot, bot.standin.url, variable=OTHER_TOKEN)
     return bot.planned().exit_code
 
 
@@ -172,7 +110,7 @@ def _apply_each_answered_no(bot: Bot) -> int:
 
 
 def _apply_each_a_token_refused(bot: Bot) -> int:
-    _other_server(bot, bot.standin.url, variable="OTHER_TOKEN")
+    _other_server(bot, bot.standin.url, variable=OTHER_TOKEN)
     applied = bot.applied_each()
     assert len(applied.reports) == 1  # the server that answered was applied
     assert bot.standin.branch_modules(ALICE, "main") is not None

@@ -13,27 +13,12 @@ from gitops.config.scaffold import (
     check_reads_back,
     manifest_data,
     manifest_text,
-    server_name_for,
     signin_for,
 )
 from gitops.core.layout import Layout
 from gitops.errors import ManifestError
 
-
-@pytest.mark.parametrize(
-    ("url", "name"),
-    [
-        ("https://screeps.com", "mmo"),
-        ("https://screeps.com/ptr", "ptr"),
-        ("https://screeps.com/season/", "season"),
-        ("http://127.0.0.1:21025", "local"),
-        ("http://localhost:21025", "local"),
-        ("https://play.example.org", "play"),
-        ("http://10.0.0.5:21025", "private"),
-    ],
-)
-def test_a_servers_short_name(url: str, name: str) -> None:
-    assert server_name_for(url) == name
+# server_name_for is tested in tests/core/test_layout.py (test_server_names), beside init's detection.
 
 
 def test_how_a_server_signs_in() -> None:

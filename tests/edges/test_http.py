@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import gzip
 import socket
-import threading
 import time
 import zlib
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from gitops.edges.http import PIECE, AnswerTooLarge, Borrowed, Connections, DeadlinePassed, send_bounded
+from tests.loopback import trickling_server
 
 
 def _client(handler: object) -> httpx.Client:
@@ -76,38 +75,11 @@ def test_a_deadline_already_passed_sends_nothing() -> None:
     assert sent == []
 
 
-@pytest.fixture
-def trickler() -> Iterator[str]:
-    """A server on a loopback port that sends its headers, then one byte of the body every 0.1 s, forever."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n")
-            while not stop.is_set():
-                try:
-                    conn.sendall(b"x")
-                except OSError:
-                    return
-                stop.wait(0.1)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
-
-
-def test_a_body_that_trickles_is_cut_off_at_the_deadline(trickler: str) -> None:
+def test_a_body_that_trickles_is_cut_off_at_the_deadline() -> None:
     started = time.monotonic()
-    with httpx.Client() as client, pytest.raises(DeadlinePassed):
-        _send(client, trickler, seconds=0.8)
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"
+    with trickling_server(head) as url, httpx.Client() as client, pytest.raises(DeadlinePassed):
+        _send(client, url + "/", seconds=0.8)
     assert time.monotonic() - started < 5  # not the million bytes' 28 hours
 
 

@@ -4,7 +4,6 @@ a secret or request data. Answers are real ``httpx.Response`` values; transport 
 from __future__ import annotations
 
 import logging
-import socket
 import ssl
 
 import httpx
@@ -23,6 +22,7 @@ from gitops.edges.service.failures import (
 from gitops.errors import NetworkError, ServiceError
 from gitops.secrets import register
 from gitops.standin.testing import FULL_TOKEN
+from tests.loopback import closed_port
 
 #: A credential this test module registers, as a session registers each one it reads.
 SECRET = "failures-test-secret-6f1d2c"
@@ -143,9 +143,6 @@ def test_a_lost_write_says_it_was_not_sent_again() -> None:
 
 
 def test_a_real_refused_connection_is_worded_from_its_cause() -> None:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     with httpx.Client() as client, pytest.raises(httpx.ConnectError) as caught:
-        client.get(f"http://127.0.0.1:{port}/")
+        client.get(f"http://127.0.0.1:{closed_port()}/")
     assert transport_detail(caught.value) == "ConnectError (Connection refused)"
