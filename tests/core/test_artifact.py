@@ -9,15 +9,8 @@ from typing import Any
 
 import pytest
 
-from gitops.core.artifact import (
-    MAX_BRANCH_BYTES,
-    ArtifactProblem,
-    artifact_data,
-    artifact_from_data,
-    manifest_sha256,
-    max_file_bytes,
-    pick_branches,
-)
+from gitops.core import artifact
+from gitops.core.artifact import ArtifactProblem
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.local import LocalBranch
 
@@ -31,7 +24,7 @@ def _branch(server: str = "local", name: str = "main") -> LocalBranch:
 
 
 def _data(*branches: LocalBranch) -> dict[str, Any]:
-    return artifact_data(
+    return artifact.artifact_data(
         list(branches or [_branch()]),
         commit=COMMIT,
         manifest_raw=MANIFEST,
@@ -41,11 +34,11 @@ def _data(*branches: LocalBranch) -> dict[str, Any]:
 
 
 def test_a_code_set_reads_back_as_it_was_written() -> None:
-    artifact = artifact_from_data(_data())
-    assert artifact.commit == COMMIT
-    assert artifact.manifest_sha256 == hashlib.sha256(MANIFEST).hexdigest() == manifest_sha256(MANIFEST)
-    assert artifact.warnings == ["a warning"]
-    [branch] = artifact.branches
+    read = artifact.artifact_from_data(_data())
+    assert read.commit == COMMIT
+    assert read.manifest_sha256 == hashlib.sha256(MANIFEST).hexdigest() == artifact.manifest_sha256(MANIFEST)
+    assert read.warnings == ["a warning"]
+    [branch] = read.branches
     assert (branch.server, branch.branch, branch.code, branch.files) == (
         "local",
         "main",
@@ -92,23 +85,23 @@ def _tampered(change: str) -> dict[str, Any]:
 )
 def test_a_changed_file_is_refused_saying_what_is_wrong(change: str, words: str) -> None:
     with pytest.raises(ArtifactProblem) as refused:
-        artifact_from_data(_tampered(change))
+        artifact.artifact_from_data(_tampered(change))
     assert words in str(refused.value)
 
 
 @pytest.mark.parametrize("data", [None, [], {"format": "other"}, {"format": "screeps-gitops-codeset"}])
 def test_what_is_not_a_code_set_is_refused(data: Any) -> None:
     with pytest.raises(ArtifactProblem):
-        artifact_from_data(data)
+        artifact.artifact_from_data(data)
 
 
 def test_branches_are_picked_in_the_order_asked_and_a_missing_one_is_named() -> None:
-    artifact = artifact_from_data(_data(_branch("a"), _branch("b")))
-    assert [b.server for b in pick_branches(artifact, [("b", "main"), ("a", "main")])] == ["b", "a"]
+    read = artifact.artifact_from_data(_data(_branch("a"), _branch("b")))
+    assert [b.server for b in artifact.pick_branches(read, [("b", "main"), ("a", "main")])] == ["b", "a"]
     with pytest.raises(ArtifactProblem, match=r"holds no code for c/main, a/other \(it was built for other"):
-        pick_branches(artifact, [("c", "main"), ("a", "other")])
+        artifact.pick_branches(read, [("c", "main"), ("a", "other")])
 
 
 def test_the_largest_file_grows_with_the_branches() -> None:
-    assert max_file_bytes(0) == max_file_bytes(1) == MAX_BRANCH_BYTES + 1024 * 1024
-    assert max_file_bytes(3) == 3 * MAX_BRANCH_BYTES + 1024 * 1024
+    assert artifact.max_file_bytes(0) == artifact.max_file_bytes(1) == artifact.MAX_BRANCH_BYTES + 1024 * 1024
+    assert artifact.max_file_bytes(3) == 3 * artifact.MAX_BRANCH_BYTES + 1024 * 1024
