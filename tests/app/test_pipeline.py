@@ -3,9 +3,9 @@ table gives it. ``plan_exit_code``, ``Planned.exit_code``, ``Applied.exit_code``
 decide them once for every front end.
 
 The rows a stand-in can produce run the real stages against it on a loopback port (a real plan, a real apply, a real
-budget, a server that refuses or does not answer); the verification outcomes (9, 10, 11, an interrupted watch) and
-the unsettled deploys (12) need a game that ticks, so their rows give the stages' result classes real values of the
-core (``Verification``, ``UnsettledDeploy``) and the plan a real plan made against the stand-in.
+budget, a server that refuses or does not answer, a deploy the ledger records as unverified); the verification
+outcomes (9, 10, 11, an interrupted watch) need a game that ticks, so their rows give the stages' result classes real
+values of the core (``Verification``, ``UnsettledDeploy``) and a real plan made against the stand-in.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from gitops.app import pipeline
 from gitops.app.applying import ApplyReport
 from gitops.app.session import open_session
-from gitops.core.deploys import UnsettledDeploy
+from gitops.core.deploys import UnsettledDeploy, VerifyRecord
 from gitops.core.health import Health, Verification
 from gitops.core.plan import Plan, ServerFailure
 from gitops.errors import AuthError, BudgetError, ExitCode, GitopsError
@@ -117,6 +117,36 @@ def _apply_each_a_token_refused(bot: Bot) -> int:
     return applied.exit_code
 
 
+def _left_unverified(bot: Bot) -> None:
+    """The branch deployed, and its watch never ended (a run killed mid-watch), as the ledger records it."""
+    assert bot.applied().exit_code == ExitCode.OK
+    with open_session(bot.options) as session:
+        now = bot.standin.clock.now()
+        record = VerifyRecord("main", "pending", None, None, now, now, reason="the run was killed during its watch")
+        session.ledger("local").record_verification(record)
+        session.save("local")
+
+
+def _plan_a_branch_left_unverified(bot: Bot) -> int:
+    _left_unverified(bot)
+    planned = bot.planned()
+    assert not planned.plan.has_changes
+    assert [u.label for u in planned.plan.unsettled] == ["local/main"]
+    return planned.exit_code
+
+
+def _apply_with_a_branch_left_unverified(bot: Bot) -> int:
+    _left_unverified(bot)
+    applied = bot.applied()
+    assert [u.label for u in applied.left] == ["local/main"]
+    return applied.exit_code
+
+
+def _apply_each_with_a_branch_left_unverified(bot: Bot) -> int:
+    _left_unverified(bot)
+    return bot.applied_each().exit_code
+
+
 STAGES: list[tuple[str, Callable[[Bot], int], int]] = [
     ("plan: changes to apply", _plan_has_changes, ExitCode.CHANGES),
     ("plan: nothing to apply", _plan_no_changes, ExitCode.OK),
@@ -129,6 +159,9 @@ STAGES: list[tuple[str, Callable[[Bot], int], int]] = [
     ("apply --keep-going: done", _apply_each_done, ExitCode.OK),
     ("apply --keep-going: the person answered no", _apply_each_answered_no, ExitCode.FAILURE),
     ("apply --keep-going: one server refuses the token", _apply_each_a_token_refused, ExitCode.CREDENTIALS),
+    ("plan: a branch's last deploy left unverified", _plan_a_branch_left_unverified, ExitCode.UNVERIFIED),
+    ("apply: a branch left unverified, not judged now", _apply_with_a_branch_left_unverified, ExitCode.UNVERIFIED),
+    ("apply --keep-going: a branch left unverified", _apply_each_with_a_branch_left_unverified, ExitCode.UNVERIFIED),
 ]
 
 
