@@ -234,12 +234,17 @@ def test_an_entry_that_cannot_be_used_is_a_silent_miss(
 
 
 def test_a_changed_gitops_version_is_a_miss(
-    manifest: Path, env: dict[str, str], validations: list[int], monkeypatch: pytest.MonkeyPatch
+    manifest: Path, env: dict[str, str], cache: Path, validations: list[int]
 ) -> None:
     load_manifest(manifest, env)
-    monkeypatch.setattr(gitops, "__version__", "99.0.0")
+    # The entry as another version of gitops wrote it (the file is the seam: no patched version string).
+    (entry,) = entries(cache)
+    data = json.loads(entry.read_text(encoding="utf-8"))
+    data["gitops"] = "99.0.0"
+    entry.write_text(json.dumps(data), encoding="utf-8")
     load_manifest(manifest, env)
     assert len(validations) == 2
+    assert json.loads(entry.read_text(encoding="utf-8"))["gitops"] == gitops.__version__  # written afresh
 
 
 INVALID = MANIFEST.replace("token_env: SCREEPS_TOKEN", "token: 0123456789abcdef0123456789abcdef")
@@ -301,12 +306,9 @@ def test_folders_and_entries_are_private(manifest: Path, env: dict[str, str], ca
     assert [p.name for p in (cache / "manifests").iterdir()] == [entry.name]  # no temporary file left
 
 
-def test_the_cache_keeps_the_most_recently_used_entries(
-    manifest: Path, env: dict[str, str], cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(manifestcache, "KEEP", 3)
+def test_the_cache_keeps_the_most_recently_used_entries(manifest: Path, env: dict[str, str], cache: Path) -> None:
     keys = []
-    for n in range(5):
+    for n in range(manifestcache.KEEP + 2):  # two more than it keeps (real entries, no patched limit)
         manifest.write_text(MANIFEST + f"# variant {n}\n", encoding="utf-8")
         load_manifest(manifest, env)
         keys.append(hashlib.sha256(manifest.read_bytes()).hexdigest())
