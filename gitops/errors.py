@@ -13,6 +13,7 @@ exit-codes`` prints it, and a test keeps the README's table to the same codes).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 from typing import Any
 
@@ -80,6 +81,22 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.REHEARSAL_UNKNOWN: "`rehearse`: unknown, or the throwaway world could not be run",
     ExitCode.BUG: "a bug in screeps-gitops (`--debug` shows a redacted traceback)",
 }
+
+
+#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
+SEVERITY: tuple[int, ...] = (
+    ExitCode.OK,
+    ExitCode.ROLLED_BACK,
+    ExitCode.UNHEALTHY,
+    ExitCode.UNVERIFIED,
+    ExitCode.UNDO_FAILED,
+)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
+
 
 #: Ctrl-C (128 + SIGINT), the shell's convention rather than the tool's own table.
 EXIT_INTERRUPTED = 130

@@ -23,7 +23,7 @@ from gitops.app.deploys import unsettled
 from gitops.app.headstart.start import HeadStart
 from gitops.app.planning import budget_error, make_plan
 from gitops.app.session import Session
-from gitops.errors import BudgetError, ExitCode, GitopsError
+from gitops.errors import BudgetError, ExitCode, GitopsError, worst
 
 if TYPE_CHECKING:
     from gitops.app.applying import ApplyReport
@@ -156,11 +156,11 @@ class AppliedEach:
         the person said no; 0 when none failed."""
         if self.cancelled:
             return ExitCode.FAILURE
-        codes: list[int] = [ExitCode.UNVERIFIED for _ in self.left]
-        codes += [report.verify_exit_code for report in self.reports]
-        codes += [failure.exit_code for failure in self.plan.failed]
-        codes += [exc.exit_code for exc in self.failures.values()]
-        return max(codes, default=ExitCode.OK)
+        # The verifications rank by seriousness (11 above 12, as :class:`Applied` ranks them); failures by code.
+        verified = worst([*(ExitCode.UNVERIFIED for _ in self.left), *(r.verify_exit_code for r in self.reports)])
+        failed = [failure.exit_code for failure in self.plan.failed]
+        failed += [exc.exit_code for exc in self.failures.values()]
+        return max([verified, *failed])
 
 
 def apply_each(

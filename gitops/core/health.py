@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gitops.errors import ExitCode
+from gitops.errors import SEVERITY, ExitCode, worst
 
 Status = Literal["healthy", "failing", "unknown"]
 
@@ -391,21 +391,6 @@ class Verification:
             "undo_error": self.undo_error,
             "interrupted": self.interrupted,
         }
-
-
-#: Exit codes of verifications from the least to the most serious: a run with several reports its most serious.
-SEVERITY: tuple[int, ...] = (
-    ExitCode.OK,
-    ExitCode.ROLLED_BACK,
-    ExitCode.UNHEALTHY,
-    ExitCode.UNVERIFIED,
-    ExitCode.UNDO_FAILED,
-)
-
-
-def worst(codes: Iterable[int]) -> int:
-    """The most serious of ``codes`` (:data:`SEVERITY`); 0 for none."""
-    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
 
 
 def _keep(evidence: list[str], lines: list[str]) -> None:

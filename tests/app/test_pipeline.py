@@ -284,11 +284,6 @@ def test_apply_keep_going_answered_no_is_1_whatever_else(plan: Plan) -> None:
     assert applied.exit_code == ExitCode.FAILURE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AppliedEach.exit_code takes max() of the codes, so 12 (unsettled) outranks 11 (rollback failed); "
-    "docs/safe-deploys.md and Applied (core.health.worst) rank 11 first: reported to the lead (issue 47)",
-)
 def test_apply_keep_going_ranks_a_failed_rollback_above_an_unsettled_branch(plan: Plan) -> None:
     applied = pipeline.AppliedEach(plan, [_report(plan, ["rollback failed"])], left=[_unsettled("other")])
     assert applied.exit_code == ExitCode.UNDO_FAILED
