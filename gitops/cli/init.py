@@ -230,7 +230,7 @@ def _download_and_fit(
     the manifest's text."""
     # --pull only: the session, planning and HTTP client these bring are not every init's.
     from gitops.app.initpull import download_branches, fit_to_server
-    from gitops.edges.sources import worktree_files
+    from gitops.edges.worktree import worktree_files
 
     prefetched = download_branches(options, text, manifest)
     if not layout.branch_roots:
