@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gitops.app.budgetgates import recheck_budget
+from gitops.app.budgetgates import recheck_budget, scope_error
 from gitops.app.deploys import begin_watch, end_watch, keep_before_sending, record_deploy, unsettled
 from gitops.app.gathering import SERVER_ERRORS, run_concurrently
-from gitops.app.planning import check_saved_plan, probe_needs, scope_error
+from gitops.app.planbuilder import probe_needs
+from gitops.app.planning import check_saved_plan
 from gitops.app.session import Session
 from gitops.app.verifying import verify_branch, watch_after_deploy
 from gitops.config.manifest import ActiveName

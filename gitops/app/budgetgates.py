@@ -1,4 +1,5 @@
-"""The budget gates: the one place that decides whether requests fit what remains of the token's limits.
+"""The budget gates: the one place that decides whether requests fit what remains of the token's limits, and
+whether the token may use the endpoints a plan needs (:func:`scope_error`).
 
 Before any download (:func:`check_download_budget`, for planning, pull, drift and status alike), for a plan as it
 was planned (:func:`budget_error`) and again just before its apply with the ledger as it is now
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from gitops.app.session import Session
 from gitops.core.budget import EndpointBudget, assess, shortfall_message
 from gitops.core.endpoints import DOWNLOAD
-from gitops.errors import BudgetError
+from gitops.errors import BudgetError, ScopeError
 
 if TYPE_CHECKING:  # the plan model is imported once the servers have answered (planning's AFTER_THE_SERVERS)
     from gitops.core.plan import Plan
@@ -110,3 +111,31 @@ def short_rows(session: Session, server: str, needs: Mapping[str, int]) -> list[
         now=session.options.clock.now(),
     )
     return [r for r in rows if not r.fits]
+
+
+def scope_error(plan: Plan, session: Session, extra_needs: Needs | None = None) -> ScopeError | None:
+    """A :class:`ScopeError` (exit 7) when a restricted token may not use an endpoint that applying ``plan`` needs
+    (its steps, and ``extra_needs``), naming the step and the endpoint; ``None`` when every step is in scope or the
+    scope is unknown (a password login, a server without the token query). Asked before anything is written, so
+    that apply never stops part-way (a branch uploaded but not activated) for a scope it could have known."""
+    for server in plan.servers():
+        steps = [(b.label, step) for b in plan.branches if b.server == server for step in b.steps]
+        extra = sorted((extra_needs or {}).get(server, {}))
+        if not steps and not extra:
+            continue
+        scope = session.scope(server)
+        if scope is None or scope[0]:
+            continue
+        allowed = scope[1]
+        missing = [(label, step.request) for label, step in steps if step.request not in allowed]
+        missing += [(f"server '{server}'", endpoint) for endpoint in extra if endpoint not in allowed]
+        if missing:
+            endpoints = sorted({endpoint for _, endpoint in missing})
+            where = "; ".join(f"{label}: {endpoint}" for label, endpoint in missing)
+            return ScopeError(
+                f"server '{server}': the token may not use {', '.join(endpoints)}, which applying this plan needs "
+                f"({where}); nothing was sent",
+                hint="Allow those endpoints for the token in the account settings (Auth tokens), or use a token with "
+                "full access; then plan again.",
+            )
+    return None

@@ -91,10 +91,15 @@ def serve(host: str, port: int, accounts: Path | None, data: Path | None, demo: 
     """
     require_serve_extra("serve")
     # After the check: the stand-in (starlette, uvicorn) is the optional extra's.
-    from gitops.standin.accounts import load_accounts
-    from gitops.standin.app import create_app
-    from gitops.standin.runner import ForegroundServer, bind, make_config, url_of
-    from gitops.standin.store import StoreError
+    from gitops.standin.accounts import load_accounts  # noqa: PLC0415 (boundary: the serve extra)
+    from gitops.standin.app import create_app  # noqa: PLC0415 (boundary: the serve extra)
+    from gitops.standin.runner import (  # noqa: PLC0415 (boundary: the serve extra)
+        ForegroundServer,
+        bind,
+        make_config,
+        url_of,
+    )
+    from gitops.standin.store import StoreError  # noqa: PLC0415 (boundary: the serve extra)
 
     if accounts is None and not demo:
         raise UsageError(
