@@ -18,6 +18,7 @@ from gitops.cli.common import (
     target_options,
     use_color,
 )
+from gitops.edges.outfile import check_out_path
 from gitops.inert import inert
 from gitops.secrets import redact
 
@@ -64,9 +65,7 @@ def plan(
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     if out is not None:
-        from gitops.edges.planfile import check_out_path  # noqa: PLC0415 (boundary: the first request)
-
-        check_out_path(out)  # before any request is spent
+        check_out_path(out, what="plan")  # before any request is spent (the plan file's own check, without its models)
     options = options_from(
         ctx,
         manifest=manifest,
