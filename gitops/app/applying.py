@@ -13,15 +13,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from gitops.app.budgetgates import recheck_budget, scope_error
 from gitops.app.deploys import begin_watch, end_watch, keep_before_sending, record_deploy, unsettled
-from gitops.app.planning import (
-    SERVER_ERRORS,
-    check_saved_plan,
-    probe_needs,
-    recheck_budget,
-    run_concurrently,
-    scope_error,
-)
+from gitops.app.gathering import SERVER_ERRORS, run_concurrently
+from gitops.app.planbuilder import probe_needs
+from gitops.app.planning import check_saved_plan
 from gitops.app.session import Session
 from gitops.app.verifying import verify_branch, watch_after_deploy
 from gitops.config.manifest import ActiveName
@@ -32,10 +28,10 @@ from gitops.core.drift import record_from_wire, source_commit, source_text
 from gitops.core.endpoints import DOWNLOAD
 from gitops.core.health import Verification, worst
 from gitops.core.plan import BranchPlan, Plan, VerifyStep, narrow_plan, plan_for_server
+from gitops.core.planlines import applied_line, no_changes_line
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.planfile import load_plan
 from gitops.errors import ApplyError, ExitCode, GitopsError
-from gitops.render.plan import applied_line, no_changes_line
 
 NOTHING_TO_APPLY = "Nothing to apply."
 
@@ -345,7 +341,7 @@ class OrderedOutcomes:
 
 
 def run_each(servers: list[str], job: Callable[[str], None]) -> dict[str, GitopsError]:
-    """``job(server)`` for every server at the same time (:func:`gitops.app.planning.run_concurrently`); the
+    """``job(server)`` for every server at the same time (:func:`gitops.app.gathering.run_concurrently`); the
     :class:`GitopsError` each failed server raised (any other exception is raised once all have ended)."""
     failures: dict[str, GitopsError] = {}
 
@@ -390,7 +386,7 @@ def apply_each(
     progress: Callable[[Outcome], None] | None = None,
 ) -> tuple[list[ApplyReport], dict[str, GitopsError]]:
     """Apply ``plan`` one server at a time (``apply --keep-going``): a server whose apply fails with one of
-    :data:`gitops.app.planning.SERVER_ERRORS` or an :class:`ApplyError` is recorded and the others still go on.
+    :data:`gitops.app.gathering.SERVER_ERRORS` or an :class:`ApplyError` is recorded and the others still go on.
 
     Returns the report of each server that was applied and the error of each that failed. No confirmation is asked
     here: the caller asks once for the whole plan.

@@ -8,8 +8,8 @@ is closed (its ledger saved) before the throwaway world starts: the world and th
 
 from __future__ import annotations
 
+from gitops.app.budgetgates import short_rows
 from gitops.app.options import Options
-from gitops.app.planning import short_rows
 from gitops.app.session import Session, open_session
 from gitops.config.manifest import LoadedManifest
 from gitops.core.budget import shortfall_message

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from gitops.app.budgetgates import check_download_budget
 from gitops.app.deploys import unsettled
+from gitops.app.gathering import branch_from_list
 from gitops.app.localcode import read_code
-from gitops.app.planning import branch_from_list, check_download_budget
 from gitops.app.session import Session
 from gitops.core.drift import BranchDrift, DriftReport, RepositoryCode, compare, record_from_branch
 from gitops.core.driftfinding import Drift

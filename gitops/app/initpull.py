@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
+from gitops.app.budgetgates import check_download_budget
 from gitops.app.options import Options
-from gitops.app.planning import check_download_budget
 from gitops.app.session import open_session
 from gitops.config.manifest import BranchConfig, LoadedManifest, manifest_from_data
 from gitops.core.codeset import CodeSet

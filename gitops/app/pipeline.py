@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gitops.app.budgetgates import budget_error
 from gitops.app.deploys import unsettled
 from gitops.app.headstart.start import HeadStart
-from gitops.app.planning import budget_error, make_plan
+from gitops.app.planning import make_plan
 from gitops.app.session import Session
 from gitops.errors import BudgetError, ExitCode, GitopsError, worst
 
@@ -56,7 +57,7 @@ class Planned:
 
     def __init__(self, plan: Plan, refusal: BudgetError | None) -> None:
         self.plan = plan
-        #: The budget's refusal (:func:`gitops.app.planning.budget_error`), or ``None`` when the plan fits.
+        #: The budget's refusal (:func:`gitops.app.budgetgates.budget_error`), or ``None`` when the plan fits.
         self.refusal = refusal
 
     @property

@@ -18,14 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gitops.app.planning import check_download_budget
+from gitops.app.budgetgates import check_download_budget
 from gitops.app.session import Session
 from gitops.config.manifest import BranchConfig, LoadedManifest
 from gitops.core.codeset import CodeSet
 from gitops.core.pull import BranchPull, plan_branch_pull
 from gitops.edges.gitout import git_text
 from gitops.edges.safewrite import write_under
-from gitops.edges.sources import outside_reason, worktree_files
+from gitops.edges.worktree import outside_reason, worktree_files
 from gitops.errors import ServiceError, SourceError
 
 #: Paths per ``git status`` call (far below any command-line limit).

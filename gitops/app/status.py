@@ -14,45 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitops.app.budgetgates import check_download_budget
 from gitops.app.deploys import session_names
-from gitops.app.planning import SERVER_ERRORS, check_download_budget, learn_server
+from gitops.app.gathering import SERVER_ERRORS, learn_server
 from gitops.app.session import Session
-from gitops.core.deploys import VerifyRecord
+from gitops.core.deploys import BranchStatus
 from gitops.core.drift import compare
-from gitops.core.driftfinding import Drift
 from gitops.core.remote import BranchInfo, Judgement, RemoteBranch, RemoteView, how_to_learn
 from gitops.errors import BudgetError, GitopsError, RateLimitedError, ScopeError
 from gitops.secrets import redact
-
-
-@dataclass(frozen=True, slots=True)
-class BranchStatus:
-    """What ``gitops status`` shows of one branch."""
-
-    server: str
-    branch: str
-    #: From the branch list asked now: whether the branch exists, and for what it is active.
-    exists: bool | None
-    active: tuple[str, ...]
-    #: From the ledger: the last deploy (commit, time) and its verification.
-    commit: str | None
-    applied_at: float | None
-    digest: str | None
-    verification: VerifyRecord | None
-    #: Why the server could not be asked (the rest is the ledger's).
-    problem: str | None = None
-    #: What the server holds, compared with the last applied record: ``none`` (that code, checked now),
-    #: ``drifted`` (changed outside Git), ``unknown`` (not checked now: the ledger's word), ``no-record``.
-    drift: Drift | None = None
-    #: What the check rests on: ``download`` or ``branch-list`` (this run asked the server), else ``None``.
-    checked: str | None = None
-    checked_at: float | None = None
-    #: Why the server's code was not checked though the server answered (the download budget, say).
-    unchecked: str | None = None
-
-    @property
-    def verified(self) -> bool:
-        return self.checked is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,4 +160,4 @@ def status_failure(report: StatusReport) -> GitopsError | None:
     return error
 
 
-__all__ = ["BranchStatus", "StatusReport", "status", "status_failure"]
+__all__ = ["StatusReport", "status", "status_failure"]

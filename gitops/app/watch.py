@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gitops.app.applying import run_apply
+from gitops.app.budgetgates import budget_error
 from gitops.app.headstart.start import HeadStart
 from gitops.app.options import Options
-from gitops.app.planning import budget_error, make_plan
+from gitops.app.planning import make_plan
 from gitops.app.session import open_session
 from gitops.app.targets import select
 from gitops.config.manifest import LoadedManifest, load_manifest

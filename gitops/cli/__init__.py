@@ -53,7 +53,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "token": ("gitops.cli.token", "token", "Show a token's scope and its unlimited time left."),
     "unlock": ("gitops.cli.token", "unlock", "Print the no-rate-limit link; --wait until the token is unlimited."),
     "serve": ("gitops.cli.serve", "serve", "Run the local stand-in of the game service."),
-    "schema": ("gitops.cli.validate", "schema", "Print the manifest's JSON Schema."),
+    "schema": ("gitops.cli.schema", "schema", "Print the manifest's JSON Schema."),
     "demo": ("gitops.cli.demo", "demo", "Deploy a bundled example to a local stand-in service, then stop it."),
     "action": ("gitops.cli.action", "action", "Steps of the GitHub Action (used by action.yml)."),
     "help": ("gitops.cli.help", "help_", "Show a documentation page: manifest, layouts, adopting, ... (or list them)."),
@@ -87,7 +87,8 @@ def command_hint(name: str) -> str:
     if other is not None:
         ours, whose = other
         return f" Did you mean '{ours}'? ('{name}' is {whose}; here it is 'gitops {ours}'.)"
-    import difflib  # only for a mistyped command: gitops --help would pay for it
+    # Only for a mistyped command: gitops --help would pay for it.
+    import difflib  # noqa: PLC0415 (boundary: the lazy group)
 
     close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
     return f" Did you mean '{close[0]}'?" if close else ""
@@ -303,11 +304,11 @@ def habit_hint(args: list[str]) -> str | None:
 
 def _interrupted() -> str:
     """What a Ctrl-C cut: when a write was in flight, that it may have landed and that the next plan checks it."""
-    if "gitops.edges.service.inflight" not in sys.modules:
+    # Looked up, never imported: a run that sent a write has loaded it, and one that did not has nothing in flight.
+    inflight = sys.modules.get("gitops.edges.service.inflight")
+    if inflight is None:
         return "interrupted."
-    from gitops.edges.service.inflight import writes_in_flight  # loaded already (checked above): never imported here
-
-    cut = writes_in_flight()
+    cut: list[str] = inflight.writes_in_flight()
     if not cut:
         return "interrupted."
     return (

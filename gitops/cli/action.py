@@ -7,6 +7,7 @@ import os
 import click
 
 from gitops.cli.common import countdown, debug_log
+from gitops.github.step import run_action
 
 
 @click.command()
@@ -19,8 +20,6 @@ def action(ctx: click.Context) -> int:
     credentials variables (gitops help github-action), and the runner's GITHUB_* variables. Exit code 0 when the step
     succeeded (a plan with changes included: the exit-code output says 2); other codes as for plan and apply.
     """
-    from gitops.github.step import run_action
-
     injected = ctx.find_root().obj or {}
     return run_action(
         dict(os.environ),

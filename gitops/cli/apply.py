@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gitops.app.headstart.localread import read_ahead
 from gitops.cli.common import (
     echo_json,
     is_terminal,
@@ -122,7 +123,7 @@ def apply(
         branches=branches,
     )
     if no_verify or verify_ticks is not None or verify_timeout is not None:
-        from gitops.core.health import VerifyOverrides
+        from gitops.core.health import VerifyOverrides  # noqa: PLC0415 (boundary: the first request)
 
         options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
     saved = plan_file is not None
@@ -130,17 +131,15 @@ def apply(
     _check_it_can_be_confirmed(saved=saved, yes=yes)
     reading: LocalRead | None = None
     if plan_file is None:
-        from gitops.app.headstart.localread import read_ahead
-
         reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline
-        from gitops.app.session import open_session
+        from gitops.app import pipeline  # noqa: PLC0415 (boundary: the first request)
+        from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
 
         with open_session(options, reading.loaded if reading is not None else None) as session:
             result = pipeline.make_or_load(session, isolate=keep_going, reading=reading, plan_file=plan_file)
             # Imported once the plan is made: make_plan imports the plan's renderer while it waits for the servers.
-            from gitops.render.outcome import Ended, TextConsole
+            from gitops.render.outcome import Ended, TextConsole  # noqa: PLC0415 (boundary: after the servers)
 
             # With --json the person's text goes to stderr: stdout holds only the document, printed at the end.
             console = TextConsole(
@@ -219,7 +218,7 @@ class _Lines:
 def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, now: float) -> None:
     """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}, "verify": [...],
     "unsettled": [...]}`` (``unsettled``: the deploys still unverified or failing after this run)."""
-    from gitops.render.plan import plan_document, unsettled_document
+    from gitops.render.plan import plan_document, unsettled_document  # noqa: PLC0415 (boundary: after the servers)
 
     document = {
         "format_version": 1,
@@ -236,7 +235,7 @@ def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, no
 
 def _show_each(each: AppliedEach, console: Console) -> int:
     """``--keep-going``: each server's result, the failed ones, and the deploys still unsettled."""
-    from gitops.render.outcome import Ended, line_shown
+    from gitops.render.outcome import Ended, line_shown  # noqa: PLC0415 (boundary: after the servers)
 
     if each.cancelled:
         console.ended(Ended(cancelled=True, applied_line=None))

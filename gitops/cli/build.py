@@ -14,8 +14,13 @@ from pathlib import Path
 
 import click
 
+from gitops.app.localcode import check_syntax, read_code, run_builds
 from gitops.app.targets import Targets, select
 from gitops.cli.common import manifest_option, rebuild_option, run_environment, target_options
+from gitops.config.manifest import load_manifest
+from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
+from gitops.edges.outfile import check_out_path
+from gitops.errors import UsageError
 
 
 @click.command("build")
@@ -60,12 +65,6 @@ def build(
     lockfiles, the command, the tools) and its output are unchanged since; --rebuild forces the build. Exit 6 when
     a build fails; 0 (and nothing printed) when the manifest names no build and no --out is given.
     """
-    from gitops.app.localcode import check_syntax, read_code, run_builds
-    from gitops.config.manifest import load_manifest
-    from gitops.edges.codesetfile import CODESET_VARIABLE, OUT_WHAT, write_codeset
-    from gitops.edges.outfile import check_out_path
-    from gitops.errors import UsageError
-
     if ref is not None and out is None:
         raise UsageError(
             f"--ref {ref} builds another commit only into a code set file: give --out FILE too",

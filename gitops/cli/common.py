@@ -241,9 +241,9 @@ class _Name(click.ParamType):  # type: ignore[type-arg]
         (shell completion: ``eval "$(_GITOPS_COMPLETE=bash_source gitops)"``); nothing when the manifest does not
         load."""
         # Imported when a shell asks: gitops --help would pay for them (the manifest's reader is kept off it).
-        from click.shell_completion import CompletionItem
+        from click.shell_completion import CompletionItem  # noqa: PLC0415 (boundary: the lazy group)
 
-        from gitops.config.manifest import load_manifest
+        from gitops.config.manifest import load_manifest  # noqa: PLC0415 (boundary: the lazy group)
 
         path = ctx.params.get("manifest") or os.environ.get("GITOPS_MANIFEST") or "gitops.yaml"
         try:
@@ -352,7 +352,8 @@ def options_from(
     servers: tuple[str, ...] = (),
     branches: tuple[str, ...] = (),
 ) -> Any:
-    from gitops.render.progress import Progress  # gitops --help would pay for it
+    # Not at the top: gitops --help imports this module and would pay for it.
+    from gitops.render.progress import Progress  # noqa: PLC0415 (boundary: the lazy group)
 
     injected = ctx.find_root().obj or {}
     env = run_environment(ctx)

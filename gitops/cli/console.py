@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from gitops.app.console import pick_server, stream_console
+from gitops.app.session import open_session
 from gitops.cli.common import manifest_option, options_from, state_dir_option, target_options
 from gitops.errors import ExitCode
 from gitops.inert import inert
@@ -46,9 +48,6 @@ def console(
     The console is the account's, not a branch's: --server or --branch picks the server when the manifest has
     several. Tokens never appear in the output.
     """
-    from gitops.app.console import pick_server, stream_console
-    from gitops.app.session import open_session
-
     options = options_from(
         ctx,
         manifest=manifest,

@@ -71,7 +71,12 @@ def demo(example: Path | None) -> int:
     """Deploy a bundled example to a local stand-in service, then stop it."""
     require_serve_extra("demo")
     # After the check: the stand-in (starlette, uvicorn) is the optional extra's.
-    from gitops.standin.testing import ALICE, DEMO_ACCOUNTS, FULL_TOKEN, running_standin
+    from gitops.standin.testing import (  # noqa: PLC0415 (boundary: the serve extra)
+        ALICE,
+        DEMO_ACCOUNTS,
+        FULL_TOKEN,
+        running_standin,
+    )
 
     source = example or find_example("basic")
     with tempfile.TemporaryDirectory(prefix="gitops-demo-") as tmp:

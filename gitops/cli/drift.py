@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from gitops.app.drift import check_drift, drift_exit_code
+from gitops.app.session import open_session
 from gitops.cli.common import (
     chosen_format,
     echo_json,
@@ -25,6 +27,7 @@ from gitops.cli.common import (
 )
 from gitops.errors import BudgetError
 from gitops.inert import inert
+from gitops.render.drift import render_json, render_markdown, render_text
 from gitops.secrets import redact
 
 
@@ -53,10 +56,6 @@ def drift(
     12: a branch's last deploy is unverified or failing (before 2); 3: the downloads do not fit the rate-limit
     budget; other codes: errors (gitops help exit-codes).
     """
-    from gitops.app.drift import check_drift, drift_exit_code
-    from gitops.app.session import open_session
-    from gitops.render.drift import render_json, render_markdown, render_text
-
     fmt = chosen_format(fmt, as_json, as_markdown)
     options = options_from(
         ctx,

@@ -7,6 +7,7 @@ Messages and the manifests ``gitops init`` writes name ``gitops help TOPIC``, ne
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import sys
@@ -116,8 +117,6 @@ def help_(topic: str | None) -> int:
                 _show(sub.get_help(sub_ctx) + f"\n\n('{topic}' is a command: this is 'gitops {topic} --help'.)")
             return 0
     if topic not in TOPICS:
-        import difflib  # only for a misspelt topic
-
         close = difflib.get_close_matches(topic, list(TOPICS), n=1, cutoff=0.5)
         raise UsageError(
             f"no help topic {topic!r}" + (f"; did you mean {close[0]!r}?" if close else ""),

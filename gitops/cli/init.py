@@ -19,6 +19,7 @@ import click
 import yaml
 
 from gitops.app.adopting import ignore_credentials_file, refuse_existing, snapshot_of, write_new_manifest
+from gitops.app.initpull import download_branches, fit_to_server
 from gitops.app.scaffold import (
     DEFAULT_BRANCH,
     DEFAULT_PASSWORD_ENV,
@@ -32,12 +33,15 @@ from gitops.app.scaffold import (
     server_name_for,
     signin_for,
 )
+from gitops.app.serverprobe import probe_version
 from gitops.cli.common import max_wait_option, new_manifest_option, options_from, state_dir_option
+from gitops.cli.pull import run_pull
 from gitops.config.credentials import entry_for
 from gitops.config.manifest import BranchConfig, Manifest, load_manifest, manifest_from_data
 from gitops.core.endpoints import is_official
 from gitops.core.layout import Layout, RepoSnapshot, workspaces
 from gitops.core.layoutdetect import detect_layout
+from gitops.edges.worktree import worktree_files
 from gitops.errors import ManifestError, UsageError
 from gitops.inert import inert
 
@@ -133,8 +137,6 @@ def init(
         if ignored is not None:
             _say(f"Added .screeps.yaml to {ignored}: the credentials file holds a token, Git must not commit it")
     if then_pull:
-        from gitops.cli.pull import run_pull
-
         return run_pull(
             ctx,
             manifest=manifest,
@@ -187,9 +189,6 @@ def _choose_signin(
     signin_seen: tuple[str, ...] = ()
     own_entry = found is not None and found[1].name == ".screeps.yaml"
     if not ways and not own_entry and not is_official(url):
-        # Only a private server is asked, and only then is the HTTP library imported.
-        from gitops.app.serverprobe import probe_version
-
         how, signin_seen, assumed = signin_for(url, probe_version(url))
         if how == "password":
             server = ServerChoice(
@@ -229,10 +228,6 @@ def _download_and_fit(
     """``--pull``'s first half: each branch downloaded before the manifest is written, and a single-branch layout
     widened until the manifest reads every module the server holds back as itself. The downloads, the layout and
     the manifest's text."""
-    # --pull only: the session, planning and HTTP client these bring are not every init's.
-    from gitops.app.initpull import download_branches, fit_to_server
-    from gitops.edges.sources import worktree_files
-
     prefetched = download_branches(options, text, manifest)
     if not layout.branch_roots:
         code = prefetched.get((server.name, branch))

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from gitops.app.headstart.localread import read_ahead
 from gitops.cli.common import (
     chosen_format,
     echo_json,
@@ -17,6 +18,7 @@ from gitops.cli.common import (
     target_options,
     use_color,
 )
+from gitops.edges.outfile import check_out_path
 from gitops.inert import inert
 from gitops.secrets import redact
 
@@ -63,9 +65,7 @@ def plan(
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     if out is not None:
-        from gitops.edges.planfile import check_out_path
-
-        check_out_path(out)  # before any request is spent
+        check_out_path(out, what="plan")  # before any request is spent (the plan file's own check, without its models)
     options = options_from(
         ctx,
         manifest=manifest,
@@ -76,12 +76,10 @@ def plan(
         servers=servers,
         branches=branches,
     )
-    from gitops.app.headstart.localread import read_ahead
-
     reading = read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline
-        from gitops.app.session import open_session
+        from gitops.app import pipeline  # noqa: PLC0415 (boundary: the first request)
+        from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
 
         with open_session(options, reading.loaded) as session:
             result = pipeline.make_or_load(session, isolate=True, reading=reading)
@@ -98,7 +96,11 @@ def plan(
 def _show(result: Plan, fmt: str, *, now: float, color: bool, full: bool) -> None:
     """The plan in the chosen format, and each failed server's error."""
     # Imported once the plan is made (make_plan has them imported while it waits for the servers).
-    from gitops.render.plan import render_json, render_markdown, render_text
+    from gitops.render.plan import (  # noqa: PLC0415 (boundary: after the servers)
+        render_json,
+        render_markdown,
+        render_text,
+    )
 
     if fmt == "json":
         echo_json(render_json(result, now=now))
@@ -112,7 +114,7 @@ def _show(result: Plan, fmt: str, *, now: float, color: bool, full: bool) -> Non
 
 def _report(planned: Planned, out: Path | None) -> None:
     """The budget's refusal (raised when no server failed: its exit code is the run's), and the saved plan."""
-    from gitops.edges.planfile import save_plan
+    from gitops.edges.planfile import save_plan  # noqa: PLC0415 (boundary: after the servers)
 
     result, refusal = planned.plan, planned.refusal
     if refusal is not None:

@@ -13,7 +13,11 @@ from typing import Any
 
 import click
 
+from gitops.app.localcode import check_syntax, read_code
 from gitops.cli.common import echo_json, manifest_option, rebuild_option, run_environment
+from gitops.config.manifest import load_manifest
+from gitops.core.endpoints import MAX_CODE_LENGTH
+from gitops.render.plan import size
 
 _KIND_LABELS = {"javascript": "text", "source map": "source map", "binary": "binary"}
 
@@ -50,11 +54,6 @@ def validate(ctx: click.Context, manifest: Path, ref: str | None, list_modules: 
     Every JavaScript module is parsed: a syntax error is named by module, file, line and column.
     Exits 5 for an invalid manifest, 6 for local code that cannot be deployed (or a build that fails).
     """
-    from gitops.app.localcode import check_syntax, read_code
-    from gitops.config.manifest import load_manifest
-    from gitops.core.endpoints import MAX_CODE_LENGTH
-    from gitops.render.plan import size
-
     loaded = load_manifest(manifest)
     local = read_code(loaded, ref, run_environment(ctx))
     check_syntax(local)
@@ -122,14 +121,3 @@ def _print_json(loaded: Any, local: Any, list_modules: bool) -> None:
         "warnings": list(local.warnings),
     }
     echo_json(json.dumps(document, indent=2) + "\n")
-
-
-@click.command("schema")
-def schema() -> None:
-    """Print the manifest's JSON Schema (the content of schemas/gitops.schema.json).
-
-    Regenerate the committed file with: gitops schema > schemas/gitops.schema.json
-    """
-    from gitops.config.validation import manifest_json_schema
-
-    click.echo(json.dumps(manifest_json_schema(), indent=2, ensure_ascii=False))

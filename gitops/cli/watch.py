@@ -66,7 +66,8 @@ def watch_command(
     or the credentials need fixing. Server and network errors are reported and retried.
     """
     require_serve_extra("watch")
-    from gitops.edges.watching import file_changes  # after the check: watchfiles is the optional extra's
+    # After the check: watchfiles is the optional extra's.
+    from gitops.edges.watching import file_changes  # noqa: PLC0415 (boundary: the serve extra)
 
     options = options_from(
         ctx,

@@ -212,7 +212,7 @@ def _name_modules(
 
 
 @dataclass
-class _Read:
+class _ModulesRead:
     """The modules read, the file each came from (as shown in messages) and its kind, and what could not be used."""
 
     modules: list[Module] = field(default_factory=list)
@@ -223,9 +223,9 @@ class _Read:
 
 def _read_modules(
     named: _Named, read: Callable[[str], bytes], config: BranchConfig, label: str, shown: Callable[[str], str]
-) -> _Read:
+) -> _ModulesRead:
     """Phase 4: read each module's one file (two files to one name is a problem, and neither is read)."""
-    done = _Read()
+    done = _ModulesRead()
     for name, sources in named.by_name.items():
         if len(sources) > 1:
             listed = [shown(p) for p in sources]
@@ -275,7 +275,7 @@ def _read_module(
     return Module(name, text=text)
 
 
-def _missing_requires(done: _Read, config: BranchConfig, left_out: dict[str, str]) -> list[MissingRequire]:
+def _missing_requires(done: _ModulesRead, config: BranchConfig, left_out: dict[str, str]) -> list[MissingRequire]:
     """Phase 5: the requires of the JavaScript modules that name no module of the branch."""
     return check_requires(
         (

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Literal
 
+from gitops.core.driftfinding import Drift
+
 # States of a branch's verification:
 #
 # * ``pending``: recorded before the watch begins, saved at once: a run killed during the watch (``kill -9``) leaves
@@ -206,3 +208,34 @@ __all__ = [
     "short_reason",
     "with_state",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class BranchStatus:
+    """What ``gitops status`` shows of one branch: its deployment state beside what the server holds now (made by
+    :mod:`gitops.app.status`, shown by :mod:`gitops.render.deploys`)."""
+
+    server: str
+    branch: str
+    #: From the branch list asked now: whether the branch exists, and for what it is active.
+    exists: bool | None
+    active: tuple[str, ...]
+    #: From the ledger: the last deploy (commit, time) and its verification.
+    commit: str | None
+    applied_at: float | None
+    digest: str | None
+    verification: VerifyRecord | None
+    #: Why the server could not be asked (the rest is the ledger's).
+    problem: str | None = None
+    #: What the server holds, compared with the last applied record: ``none`` (that code, checked now),
+    #: ``drifted`` (changed outside Git), ``unknown`` (not checked now: the ledger's word), ``no-record``.
+    drift: Drift | None = None
+    #: What the check rests on: ``download`` or ``branch-list`` (this run asked the server), else ``None``.
+    checked: str | None = None
+    checked_at: float | None = None
+    #: Why the server's code was not checked though the server answered (the download budget, say).
+    unchecked: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.checked is not None

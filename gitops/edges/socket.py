@@ -34,6 +34,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import ClientConnection, connect
 
 from gitops.core.health import ConsoleEvent
+from gitops.edges.redactlog import scrub_logger
 from gitops.edges.tls import trust_context
 from gitops.inert import inert
 from gitops.secrets import Secret, redact, register
@@ -53,18 +54,9 @@ OPEN_TIMEOUT = 15.0
 _AUTH_FRAME = re.compile(r"(auth(?: ok)? )[^\s'\"\]]+")
 
 
-class _RedactingFilter(logging.Filter):
-    """The websockets library logs every frame at DEBUG (``> TEXT 'auth ...'``): scrub every record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = _AUTH_FRAME.sub(r"\1<hidden>", redact(record.getMessage()))
-        record.args = None
-        return True
-
-
+# The websockets library logs every frame at DEBUG (``> TEXT 'auth ...'``): every record is scrubbed.
+scrub_logger("gitops.socket.wire", lambda text: _AUTH_FRAME.sub(r"\1<hidden>", text))
 _wire_log = logging.getLogger("gitops.socket.wire")
-if not any(isinstance(f, _RedactingFilter) for f in _wire_log.filters):
-    _wire_log.addFilter(_RedactingFilter())
 
 
 class SocketProblem(Exception):

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitops.app.status import BranchStatus
 from gitops.core.budget import utc
-from gitops.core.deploys import Deploy, VerifyRecord
+from gitops.core.deploys import BranchStatus, Deploy, VerifyRecord
 
 STATE_FORMAT_VERSION = 1
 

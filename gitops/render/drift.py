@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from gitops.core.drift import DRIFT_FORMAT_VERSION, BranchDrift, DriftReport
+from gitops.core.planlines import age
 from gitops.render.plan import (
     MARKDOWN_DRIFT_NAMES,
-    age,
     drift_document,
     drift_text,
     md_code,

@@ -22,6 +22,7 @@ from gitops.core.diff import ModuleChange
 from gitops.core.driftfinding import Drift
 from gitops.core.endpoints import ACTIVATE, GLOBAL_KEY, UPLOAD, Limit, path_of
 from gitops.core.plan import BranchPlan, Plan, VerifyStep
+from gitops.core.planlines import NOT_CHECKED, age, no_changes_line
 from gitops.inert import BIDI_CONTROLS, inert, shown
 
 JSON_FORMAT_VERSION = 1
@@ -56,20 +57,6 @@ def size(n: int | None) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f} kB"
     return f"{n / 1_000_000:.2f} MB"
-
-
-def age(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s ago"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h ago"
-    return f"{seconds / 86400:.1f} days ago"
-
-
-NOT_CHECKED = "not checked on the server"
 
 
 def seen_text(branch: BranchPlan, now: float) -> str:
@@ -133,13 +120,6 @@ def drift_document(drift: Drift | None, now: float) -> dict[str, Any]:
         "compared_with_repository": drift.repository,
         "equals_repository": drift.equals_repository,
     }
-
-
-def _unverified_basis(branch: BranchPlan, now: float) -> str:
-    when = age(now - (branch.remote.learnt_at or now))
-    if branch.remote.how == "own-upload":
-        return f"this tool's upload {when}"
-    return f"the ledger's record of {when}"
 
 
 def _module_line(entry: ModuleChange) -> str:
@@ -319,26 +299,6 @@ def summary_line(plan: Plan, *, now: float) -> str:
         # "0 upload(s)" beside modules to send read as a contradiction (issue 41).
         failed = f" {len(created)} new branch(es) get their modules by clone-branch, not an upload." + failed
     return line + label + "." + failed
-
-
-def no_changes_line(plan: Plan, *, now: float, head: str) -> str:
-    """``head`` ("No changes", "Nothing to apply") with what it rests on: the servers, when every branch was
-    verified in this run; otherwise the records it was not checked against."""
-    unchecked = [b for b in plan.branches if not b.remote.verified]
-    if not unchecked:
-        return f"{head}: the servers hold what the repository holds." if head == "No changes" else f"{head}."
-    if len(unchecked) == 1 and len(plan.branches) == 1:
-        return f"{head} since {_unverified_basis(unchecked[0], now)} ({NOT_CHECKED})."
-    listed = "; ".join(f"{b.label}: {_unverified_basis(b, now)}" for b in unchecked)
-    return f"{head} since what this tool last knew ({NOT_CHECKED}: {listed})."
-
-
-def applied_line(plan: Plan) -> str:
-    changed = [b for b in plan.branches if b.has_changes]
-    return (
-        f"Applied: {len(changed)} branch(es) changed with {plan.uploads_needed} upload(s); "
-        "the servers now hold what the plan holds."
-    )
 
 
 def plan_document(plan: Plan, *, now: float) -> dict[str, Any]:

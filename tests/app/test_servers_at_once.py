@@ -85,12 +85,12 @@ def test_one_bot_on_three_servers_is_read_once_and_recorded_once(
     every module) is made once and kept in each server's ledger."""
     from gitops.app import applying
     from gitops.core import drift
-    from gitops.edges import sources
+    from gitops.edges import worktree
 
     p = _project(tmp_path, three, capsys, monkeypatch)
     reads: list[str] = []
     records: list[str] = []
-    real_read, real_record = sources.read_whole, drift.record_from_wire
+    real_read, real_record = worktree.read_whole, drift.record_from_wire
 
     def read(path: str, seen: Callable[[int], None] | None = None) -> bytes:
         reads.append(path)
@@ -100,13 +100,13 @@ def test_one_bot_on_three_servers_is_read_once_and_recorded_once(
         records.append(branch)
         return real_record(branch, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sources, "read_whole", read)
+    monkeypatch.setattr(worktree, "read_whole", read)
     monkeypatch.setattr(applying, "record_from_wire", record)
     result = p.apply("--yes")
     assert result.code == 0, result.err
     assert [Path(path).name for path in reads] == ["main.js"]
     assert records == ["default"]
-    monkeypatch.setattr(sources, "read_whole", real_read)
+    monkeypatch.setattr(worktree, "read_whole", real_read)
     monkeypatch.setattr(applying, "record_from_wire", real_record)
     # Each server's ledger holds the record: nothing drifted.
     found = p.gitops("drift")

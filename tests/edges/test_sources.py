@@ -12,7 +12,7 @@ import pytest
 from gitops.config.manifest import LoadedManifest, Naming, load_manifest
 from gitops.core.codeset import Module
 from gitops.core.endpoints import MAX_CODE_LENGTH
-from gitops.edges import sources
+from gitops.edges import worktree
 from gitops.edges.sources import LocalCode, UnreadableFile, build_branch, module_name, read_local_code
 from gitops.errors import SourceError
 from gitops.standin.testing import StandIn
@@ -164,13 +164,13 @@ def test_git_status_runs_beside_the_read_of_the_files(here: Path, monkeypatch: p
     head = commit_all(here, "manifest")
     before = set(_children())
     seen: list[set[int]] = []
-    read_whole = sources.read_whole
+    read_whole = worktree.read_whole
 
     def noting(path: str, told: Callable[[int], None] | None = None) -> bytes:
         seen.append(set(_children()) - before)
         return read_whole(path, told)
 
-    monkeypatch.setattr(sources, "read_whole", noting)
+    monkeypatch.setattr(worktree, "read_whole", noting)
     local = read_local_code(loaded)
     assert (local.source.commit, local.source.dirty) == (head, False)
     assert seen
@@ -189,7 +189,7 @@ def test_a_read_that_fails_midway_stops_and_collects_its_git_status(
     def interrupted(path: str, told: Callable[[int], None] | None = None) -> bytes:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sources, "read_whole", interrupted)
+    monkeypatch.setattr(worktree, "read_whole", interrupted)
     with pytest.raises(KeyboardInterrupt):
         read_local_code(loaded)
     assert not set(_children()) - before
@@ -369,7 +369,7 @@ SERVERS = {
 def test_one_bot_on_several_servers_is_read_once(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same files under the same rules on three servers: each file read once, one code set shared; a branch
     whose rules differ is read again."""
-    from gitops.edges import sources
+    from gitops.edges import worktree
 
     make_repo(here, BOT)
 
@@ -383,7 +383,7 @@ def test_one_bot_on_several_servers_is_read_once(here: Path, monkeypatch: pytest
         {**BINARY_BRANCH, "server": "home", "branch": "wasm"},
     ]
     loaded = load(here, servers=SERVERS, branches=branches)
-    reads = record_calls(monkeypatch, sources, "read_whole")
+    reads = record_calls(monkeypatch, worktree, "read_whole")
     local = read_local_code(loaded)
     assert [b.label for b in local.branches] == ["mmo/main", "season/main", "home/main", "home/wasm"]
     mmo, season, home, wasm = local.branches

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from gitops.app.status import BranchStatus
-from gitops.core.deploys import Deploy, VerifyRecord
+from gitops.core.deploys import BranchStatus, Deploy, VerifyRecord
 from gitops.core.driftfinding import Drift
 from gitops.render.deploys import STATE_FORMAT_VERSION, history_json, history_text, status_json, status_text
 

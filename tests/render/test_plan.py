@@ -23,10 +23,9 @@ from gitops.app.applying import ApplyReport
 from gitops.core.endpoints import GLOBAL_KEY, UPLOAD
 from gitops.core.local import SourceInfo
 from gitops.core.plan import Plan
+from gitops.core.planlines import age, applied_line
 from gitops.core.remote import RemoteBranch
 from gitops.render.plan import (
-    age,
-    applied_line,
     budget_row_text,
     plan_document,
     render_json,

@@ -27,7 +27,7 @@ from gitops.errors import BudgetError, GitopsError
 if TYPE_CHECKING:
     from gitops.edges.service import DeferredObserver, ServiceClient
 
-#: A budget gate (:func:`gitops.app.planning.check_download_budget`): raises BudgetError when ``count`` downloads
+#: A budget gate (:func:`gitops.app.budgetgates.check_download_budget`): raises BudgetError when ``count`` downloads
 #: from ``server`` would not fit.
 DownloadCheck = Callable[[str, int], None]
 

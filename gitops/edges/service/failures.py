@@ -10,7 +10,6 @@ worth another attempt (:mod:`gitops.edges.service.retries`).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import ssl
@@ -22,6 +21,7 @@ import httpx
 
 from gitops.core.endpoints import APPLY_ENDPOINTS, LIST_ENDPOINT, PLAN_ENDPOINTS, SIGNIN, path_of
 from gitops.edges.http import UnreadableJSON, parse_json
+from gitops.edges.redactlog import scrub_logger
 from gitops.edges.service.auth import Login
 from gitops.errors import AuthError, GitopsError, NetworkError, ScopeError, ServiceError
 from gitops.secrets import redact
@@ -72,18 +72,8 @@ def lost(error: GitopsError) -> GitopsError:
     return error
 
 
-class _RedactingFilter(logging.Filter):
-    """httpx logs every request URL at INFO; the token query's URL carries the token, so scrub every record."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
-        record.args = None
-        return True
-
-
-_httpx_logger = logging.getLogger("httpx")
-if not any(isinstance(f, _RedactingFilter) for f in _httpx_logger.filters):
-    _httpx_logger.addFilter(_RedactingFilter())
+# httpx logs every request URL at INFO; the token query's URL carries the token, so every record is scrubbed.
+scrub_logger("httpx")
 
 
 def sanitize_url(url: str) -> str:
