@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitops.app import pipeline
 from gitops.app.drift import check_drift, drift_exit_code
 from gitops.app.options import DEFAULT_REFRESH, Options
-from gitops.app.session import Session, open_session
+from gitops.app.session import Session, open_session, servers_of
+from gitops.app.targets import select
+from gitops.config.credentials import CredentialsFileError, auth_available
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.rehearsalresult import RehearsalResult
 from gitops.edges.clock import Clock, SystemClock
@@ -190,6 +193,9 @@ def _run(
     pr = runner.pull_request
     if pr is not None:
         compare_with_base(loaded, pr, runner, report, github_token=github_token)
+    if inputs.command in ("plan", "rehearse") and _without_any(select(loaded, options.targets), options.env):
+        # Made from the ledger alone: decided before the session opens, so its options never change under it.
+        options = replace(options, refresh="never")
     with open_session(options, loaded) as session:
         missing = _check_credentials(session, inputs, pr, env, report, echo=echo, mask=mask)
         if inputs.command == "drift":
@@ -240,7 +246,6 @@ def _without_credentials(
     if missing:
         if inputs.command == "apply":
             session.auth(missing[0])  # raises AuthError: what is missing and how to provide it
-        options.refresh = "never"
         report.notices.append(no_credentials_notice(missing, pr))
         if pr is not None and pr.from_fork:
             echo(annotation("notice", report.notices[-1]))
@@ -264,6 +269,18 @@ def _plan(session: Session, inputs: Inputs, runner: Runner, report: Report, *, e
     # A deploy unverified or failing (issue 39): plan and apply both say so; only a plan's changes count.
     report.exit_code = pipeline.plan_exit_code(result, None, changes_count=inputs.command == "plan")
     return result
+
+
+def _without_any(loaded: LoadedManifest, env: Mapping[str, str]) -> bool:
+    """Whether some server of the run has no credentials (:meth:`Session.has_credentials`, asked before the session
+    opens; a broken credentials file is left for the session's own check to report, where it always was)."""
+    for name in servers_of(loaded):
+        try:
+            if not auth_available(loaded.manifest.servers[name], env, cwd=loaded.base_dir):
+                return True
+        except CredentialsFileError:
+            continue
+    return False
 
 
 def _refuse_plan(planned: pipeline.Planned, *, echo: Echo) -> None:
