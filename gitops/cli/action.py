@@ -6,7 +6,7 @@ import os
 
 import click
 
-from gitops.cli.common import countdown, debug_log
+from gitops.cli.common import ci_context
 
 
 @click.command()
@@ -21,12 +21,4 @@ def action(ctx: click.Context) -> int:
     """
     from gitops.github.step import run_action
 
-    injected = ctx.find_root().obj or {}
-    return run_action(
-        dict(os.environ),
-        echo=click.echo,
-        clock=injected.get("clock"),
-        transport=injected.get("transport"),
-        on_wait=countdown,
-        log=debug_log(ctx),
-    )
+    return run_action(dict(os.environ), echo=click.echo, **ci_context(ctx))

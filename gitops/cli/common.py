@@ -385,6 +385,14 @@ def options_from(
     )
 
 
+def ci_context(ctx: click.Context) -> dict[str, Any]:
+    """What a CI step's run takes from the CLI: the clock and transport a test injects, the retry countdown, the
+    debug log (``gitops action``, ``gitops gitlab``)."""
+    injected = ctx.find_root().obj or {}
+    clock, transport = injected.get("clock"), injected.get("transport")
+    return {"clock": clock, "transport": transport, "on_wait": countdown, "log": debug_log(ctx)}
+
+
 def use_color(no_color: bool) -> bool:
     """Colour only on a terminal, and not with ``--no-color``, a non-empty ``NO_COLOR`` (no-color.org) or TERM=dumb."""
     root = click.get_current_context(silent=True)

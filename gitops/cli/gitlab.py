@@ -6,7 +6,7 @@ import os
 
 import click
 
-from gitops.cli.common import countdown, debug_log
+from gitops.cli.common import ci_context
 
 
 @click.command()
@@ -18,12 +18,4 @@ def gitlab(ctx: click.Context) -> int:
     changes too: GITOPS_EXIT_CODE=2 in the output file); else as plan and apply."""
     from gitops.gitlab.host import run_gitlab
 
-    injected = ctx.find_root().obj or {}
-    return run_gitlab(
-        dict(os.environ),
-        echo=click.echo,
-        clock=injected.get("clock"),
-        transport=injected.get("transport"),
-        on_wait=countdown,
-        log=debug_log(ctx),
-    )
+    return run_gitlab(dict(os.environ), echo=click.echo, **ci_context(ctx))

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-import httpx
-
 from gitops.github.rest import (
     ANSWER_CAP,
     PAGE_CAP,
@@ -28,7 +26,6 @@ from gitops.github.rest import (
     origin_text,
     use_transport,
 )
-from gitops.secrets import Secret
 
 __all__ = [
     "ACTIONS_BOT",
@@ -128,23 +125,8 @@ def marker(manifest: str) -> str:
 class GitHubClient(RestClient):
     """Requests to the GitHub REST API for one repository."""
 
-    def __init__(
-        self,
-        token: Secret,
-        repository: str,
-        *,
-        api_url: str | None = None,
-        transport: httpx.BaseTransport | None = None,
-        timeout: float | None = None,
-        total: float = TOTAL,
-    ) -> None:
-        """``timeout``: seconds each request may take, whole (:data:`TIMEOUT` unless given); ``total``: seconds all
-        requests may take together, from now."""
-        if repository.count("/") != 1:
-            raise GitHubError(f"GITHUB_REPOSITORY is {repository!r}, not OWNER/NAME")
-        self.repository = repository
-        self._identity: str | None = None
-        super().__init__(token, api_url=api_url, transport=transport, timeout=timeout, total=total)
+    #: The login the token writes as, once asked (:meth:`identity`).
+    _identity: str | None = None
 
     # --- files ---------------------------------------------------------------------------------------------
 

@@ -79,12 +79,13 @@ class GitHubPermissionError(GitHubError):
 
 
 class RestClient:
-    """Bounded requests to one GitHub API with one token; :attr:`warnings` collects what went wrong without
-    stopping a request, for the caller to show."""
+    """Bounded requests to one repository's GitHub API with one token; :attr:`warnings` collects what went wrong
+    without stopping a request, for the caller to show."""
 
     def __init__(
         self,
         token: Secret,
+        repository: str,
         *,
         api_url: str | None = None,
         transport: httpx.BaseTransport | None = None,
@@ -93,6 +94,9 @@ class RestClient:
     ) -> None:
         """``timeout``: seconds each request may take, whole (:data:`TIMEOUT` unless given); ``total``: seconds all
         requests may take together, from now."""
+        if repository.count("/") != 1:
+            raise GitHubError(f"GITHUB_REPOSITORY is {repository!r}, not OWNER/NAME")
+        self.repository = repository
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         self._home = _origin(httpx.URL(self.api_url))
         self._token = token

@@ -9,7 +9,7 @@ printed, the inputs, and :class:`GitHubHost`, through which the policy logs, mas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ from gitops.app.ci.report import Report
 from gitops.app.ci.run import RESULT_FILE, run
 from gitops.config.manifest import LoadedManifest
 from gitops.config.model import Manifest
-from gitops.edges.clock import Clock
 from gitops.errors import GitopsError
 from gitops.github.basemanifest import read_base_manifest
 from gitops.github.deployments import record_deployments
@@ -32,22 +31,14 @@ from gitops.github.trust import WORDS, missing_secret_message, refuse_credential
 __all__ = ["RESULT_FILE", "GitHubHost", "run_action"]
 
 
-def run_action(
-    env: Mapping[str, str],
-    *,
-    echo: Echo,
-    clock: Clock | None = None,
-    transport: Any = None,
-    on_wait: Callable[[float, str], None] | None = None,
-    log: Callable[[str], None] | None = None,
-) -> int:
-    """One run of the Action's step. Returns 0 on success (a plan with changes included); raises the
-    :class:`GitopsError` that stopped it, after the outputs, summary and comment say so."""
+def run_action(env: Mapping[str, str], *, echo: Echo, **given: Any) -> int:
+    """One run of the Action's step (``given``: the policy's clock, transport, on_wait and log). Returns 0 on success
+    (a plan with changes included); raises the :class:`GitopsError` that stopped it, after the outputs, summary and
+    comment say so."""
     mask = _mask_inputs(env, echo)
     runner = Runner.from_env(env)
     inputs = _read_inputs(env, runner, echo=echo)
-    host = GitHubHost(runner, inputs, env, echo, mask)
-    return run(host, env, clock=clock, transport=transport, on_wait=on_wait, log=log)
+    return run(GitHubHost(runner, inputs, env, echo, mask), env, **given)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ TOKEN = "ghs_rest-test-token-0123456789"
 
 
 def _client(handler: httpx.MockTransport) -> RestClient:
-    return RestClient(Secret(TOKEN), api_url=API, transport=handler)
+    return RestClient(Secret(TOKEN), "alice/bot", api_url=API, transport=handler)
 
 
 def test_the_token_goes_to_the_apis_origin_and_nowhere_else() -> None:

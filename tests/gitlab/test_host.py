@@ -61,6 +61,13 @@ def _outputs(tmp_path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines)
 
 
+def _checkout(tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The repository, committed and made the job's folder; its commit."""
+    root, sha = _repo(tmp_path, standin.url)
+    monkeypatch.chdir(root)
+    return sha
+
+
 def _run(env: dict[str, str], standin: StandIn, gitlab: FakeGitLab, lines: list[str]) -> int:
     return run_gitlab(env, echo=lines.append, gitlab=gitlab.transport(), clock=standin.clock)
 
@@ -68,8 +75,7 @@ def _run(env: dict[str, str], standin: StandIn, gitlab: FakeGitLab, lines: list[
 def test_a_merge_requests_plan_is_one_note_edited_in_place_and_never_a_strangers(
     tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, sha = _repo(tmp_path, standin.url)
-    monkeypatch.chdir(root)
+    sha = _checkout(tmp_path, standin, monkeypatch)
     gitlab = FakeGitLab()
     gitlab.add(marker("gitops.yaml") + "\nforged plan", author="mallory")
     lines: list[str] = []
@@ -115,8 +121,7 @@ def test_a_merge_request_given_the_token_that_moves_the_server_is_refused_before
 def test_a_merge_request_whose_base_is_not_fetched_is_refused_with_gitlabs_fix(
     tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, sha = _repo(tmp_path, standin.url)
-    monkeypatch.chdir(root)
+    sha = _checkout(tmp_path, standin, monkeypatch)
     env = _env(tmp_path, sha, merge_request=True, CI_MERGE_REQUEST_DIFF_BASE_SHA="f" * 40, SCREEPS_TOKEN=FULL_TOKEN)
     with pytest.raises(TrustError) as refused:
         _run(env, standin, FakeGitLab(), [])
@@ -128,8 +133,7 @@ def test_a_merge_request_whose_base_is_not_fetched_is_refused_with_gitlabs_fix(
 def test_a_push_applies_with_the_token_and_writes_no_note(
     tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, sha = _repo(tmp_path, standin.url)
-    monkeypatch.chdir(root)
+    sha = _checkout(tmp_path, standin, monkeypatch)
     gitlab = FakeGitLab()
     lines: list[str] = []
     env = _env(tmp_path, sha, merge_request=False, GITOPS_COMMAND="apply", SCREEPS_TOKEN=FULL_TOKEN)
@@ -145,8 +149,7 @@ def test_a_push_applies_with_the_token_and_writes_no_note(
 def test_a_push_without_the_token_says_where_gitlab_keeps_variables(
     tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, sha = _repo(tmp_path, standin.url)
-    monkeypatch.chdir(root)
+    sha = _checkout(tmp_path, standin, monkeypatch)
     lines: list[str] = []
     with pytest.raises(GitopsError) as stopped:
         _run(_env(tmp_path, sha, merge_request=False, GITOPS_COMMAND="apply"), standin, FakeGitLab(), lines)
