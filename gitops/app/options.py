@@ -37,9 +37,13 @@ DEFAULT_FORMAT: Format = "text"
 DEFAULT_MANIFEST = "gitops.yaml"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Options:
-    """Everything a run needs from outside: flags, environment, clock, and (for tests) the HTTP transport."""
+    """Everything a run needs from outside: flags, environment, clock, and (for tests) the HTTP transport.
+
+    Built once by the front end and frozen: a run that needs another value (the CI policy's ``refresh: never`` when
+    no credentials are given) makes another with :func:`dataclasses.replace` before its session opens, so no part
+    of a run sees the options change under it."""
 
     manifest: Path
     env: Mapping[str, str]

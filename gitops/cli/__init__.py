@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": ("gitops.cli.schema", "schema", "Print the manifest's JSON Schema."),
     "demo": ("gitops.cli.demo", "demo", "Deploy a bundled example to a local stand-in service, then stop it."),
     "action": ("gitops.cli.action", "action", "Steps of the GitHub Action (used by action.yml)."),
+    "gitlab": ("gitops.cli.gitlab", "gitlab", "A GitLab CI job: plan or apply, then the merge request's note."),
     "help": ("gitops.cli.help", "help_", "Show a documentation page: manifest, layouts, adopting, ... (or list them)."),
 }
 

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from gitops.cli.common import countdown, debug_log
+from gitops.cli.common import ci_context
 from gitops.github.step import run_action
 
 
@@ -20,12 +20,4 @@ def action(ctx: click.Context) -> int:
     credentials variables (gitops help github-action), and the runner's GITHUB_* variables. Exit code 0 when the step
     succeeded (a plan with changes included: the exit-code output says 2); other codes as for plan and apply.
     """
-    injected = ctx.find_root().obj or {}
-    return run_action(
-        dict(os.environ),
-        echo=click.echo,
-        clock=injected.get("clock"),
-        transport=injected.get("transport"),
-        on_wait=countdown,
-        log=debug_log(ctx),
-    )
+    return run_action(dict(os.environ), echo=click.echo, **ci_context(ctx))

@@ -112,6 +112,12 @@ def apply(
     A branch whose last deploy is unverified or failing (exit 12) is shown; a plan that changes it deploys anew
     (the new deploy replaces its state), --verify-again judges it again, 'gitops rollback' undoes it.
     """
+    overrides = None
+    if no_verify or verify_ticks is not None or verify_timeout is not None:
+        from gitops.core.health import VerifyOverrides  # noqa: PLC0415 (boundary: the first request)
+
+        overrides = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
+    saved = plan_file is not None
     options = options_from(
         ctx,
         manifest=manifest,
@@ -121,13 +127,9 @@ def apply(
         state_dir=state_dir,
         servers=servers,
         branches=branches,
+        verify=overrides,
+        unattended_apply=yes and not saved,
     )
-    if no_verify or verify_ticks is not None or verify_timeout is not None:
-        from gitops.core.health import VerifyOverrides  # noqa: PLC0415 (boundary: the first request)
-
-        options.verify = VerifyOverrides(not no_verify, verify_ticks, verify_timeout)
-    saved = plan_file is not None
-    options.unattended_apply = yes and not saved
     _check_it_can_be_confirmed(saved=saved, yes=yes)
     reading: LocalRead | None = None
     if plan_file is None:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -35,6 +35,9 @@ from gitops.edges.clock import SystemClock
 from gitops.errors import GitopsError, UsageError
 from gitops.inert import inert
 from gitops.secrets import HIDDEN, redact
+
+if TYPE_CHECKING:
+    from gitops.core.health import VerifyOverrides
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -351,7 +354,11 @@ def options_from(
     state_dir: Path | None,
     servers: tuple[str, ...] = (),
     branches: tuple[str, ...] = (),
+    verify: VerifyOverrides | None = None,
+    unattended_apply: bool = False,
+    deploy_how: Literal["apply", "rollback"] = "apply",
 ) -> Any:
+    """The run's :class:`Options`, built once (they are frozen): every value a command decides is given here."""
     # Not at the top: gitops --help imports this module and would pay for it.
     from gitops.render.progress import Progress  # noqa: PLC0415 (boundary: the lazy group)
 
@@ -373,7 +380,18 @@ def options_from(
         log=debug_log(ctx),
         waiting=Progress().waiting,
         targets=Targets.of(servers, branches),
+        verify=verify,
+        unattended_apply=unattended_apply,
+        deploy_how=deploy_how,
     )
+
+
+def ci_context(ctx: click.Context) -> dict[str, Any]:
+    """What a CI step's run takes from the CLI: the clock and transport a test injects, the retry countdown, the
+    debug log (``gitops action``, ``gitops gitlab``)."""
+    injected = ctx.find_root().obj or {}
+    clock, transport = injected.get("clock"), injected.get("transport")
+    return {"clock": clock, "transport": transport, "on_wait": countdown, "log": debug_log(ctx)}
 
 
 def use_color(no_color: bool) -> bool:

@@ -29,6 +29,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     "credentials": ("credentials.md", "tokens, passwords and the screepers credentials file"),
     "private-server": ("private-server.md", "deploying to a private server (screepsmod-auth)"),
     "github-action": ("github-action.md", "the GitHub Action: plans on pull requests, deploys on push"),
+    "gitlab-ci": ("gitlab-ci.md", "GitLab CI: plans on merge requests (one note), deploys on push"),
     "safe-deploys": ("safe-deploys.md", "verify: watch the game's console after apply, roll back a failing deploy"),
     "rehearsal": ("rehearsal.md", "rehearse: run the code in a throwaway world of the real private server first"),
     "budget": ("budget-and-ledger.md", "the rate limits, the ledger and what each command spends"),

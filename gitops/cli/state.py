@@ -143,9 +143,8 @@ def rollback(
         )
     options = options_from(
         ctx, manifest=manifest, ref=None, refresh="auto", max_wait=max_wait, state_dir=state_dir, servers=servers,
-        branches=branches,
+        branches=branches, deploy_how="rollback",
     )  # fmt: skip
-    options.deploy_how = "rollback"
     with open_session(options) as session:
         choice = choose_rollback(session, to)
         deploy = choice.deploy

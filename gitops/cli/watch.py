@@ -78,9 +78,9 @@ def watch_command(
         state_dir=state_dir,
         servers=servers,
         branches=branches,
+        # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
+        verify=VerifyOverrides(enabled=False),
     )
-    # Deploy on save is for iterating: no health watch after each save, and no upload reserved for a rollback.
-    options.verify = VerifyOverrides(enabled=False)
     settings = WatchSettings(debounce=debounce, max_uploads_per_hour=max_uploads_per_hour)
     # The manifest's own folder, as loading finds it (a bad -m is a manifest error here, before anything starts).
     folder = load_manifest(manifest).base_dir

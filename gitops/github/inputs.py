@@ -12,16 +12,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
+from gitops.app.ci.host import CiInputs, Command
 from gitops.app.options import DEFAULT_MANIFEST, DEFAULT_MAX_WAIT, REFRESH_CHOICES, Refresh
 from gitops.app.targets import Targets
 from gitops.core.rehearsal import DEFAULT_TICKS
 from gitops.errors import UsageError
 from gitops.secrets import Secret
-
-Command = Literal["plan", "apply", "drift", "rehearse", "comment"]
-
 
 #: The environment variables ``action.yml`` sets, by input name.
 INPUT_ENV: dict[str, str] = {
@@ -86,6 +83,24 @@ class Inputs:
     base_codeset: Path | None = None
     #: ``command: comment``: the rehearsal result file that the rehearse job wrote.
     rehearsal_file: Path | None = None
+
+    def for_the_policy(self) -> CiInputs:
+        """What the CI policy (:mod:`gitops.app.ci`) takes of the inputs; the rest (the GitHub token, the drift
+        issue) is the Action's own."""
+        return CiInputs(
+            command=self.command,
+            manifest=self.manifest,
+            ref=self.ref,
+            refresh=self.refresh,
+            comment=self.comment,
+            max_wait=self.max_wait,
+            credentials=self.credentials,
+            targets=self.targets,
+            warnings=tuple(self.warnings),
+            rehearse_ticks=self.rehearse_ticks,
+            base_codeset=self.base_codeset,
+            rehearsal_file=self.rehearsal_file,
+        )
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Inputs:
@@ -199,3 +214,6 @@ def _input_error(name: str, value: str, accepted: str) -> UsageError:
         f"input '{name}' ({INPUT_ENV[name]}) is {value!r}; it must be {accepted}",
         hint="Fix the `with:` of the screeps-gitops step in the workflow (gitops help github-action lists the inputs).",
     )
+
+
+__all__ = ["INPUT_ENV", "Command", "Inputs"]

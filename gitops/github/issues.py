@@ -6,8 +6,9 @@ Problems with the issue are warnings: the drift report stays in the job summary 
 
 from __future__ import annotations
 
+from gitops.app.ci.report import Report
 from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, drift_marker
-from gitops.github.report import COMMENT_MARGIN, Report, document
+from gitops.github.report import COMMENT_MARGIN, document
 from gitops.github.runner import Echo, Runner, annotation
 from gitops.secrets import Secret
 

@@ -1,5 +1,5 @@
-"""What one run of the Action found out (:class:`Report`), and its Markdown: the job summary and the pull request's
-plan comment.
+"""The Markdown of a run's :class:`~gitops.app.ci.report.Report` (what the Action found out): the job summary and the
+pull request's plan comment.
 
 The Markdown is cut to GitHub's limits (a summary's bytes, a comment's characters), the plan's diffs first; it is
 redacted, because a comment is not masked by GitHub as a log is, and a diff may show a module holding a credential.
@@ -8,14 +8,11 @@ A comment that cannot be posted is a warning, never the reason a step fails.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from gitops.config.routes import RouteChange
-from gitops.errors import BudgetError, ExitCode, GitopsError
+from gitops.app.ci.report import Report
+from gitops.errors import BudgetError
 from gitops.github.api import COMMENT_LIMIT, GitHubClient, GitHubError, GitHubPermissionError, marker
-from gitops.github.inputs import Command
 from gitops.github.runner import Echo, PullRequest, Runner, annotation, write_outputs
 from gitops.github.sections import upsert_sections
 from gitops.render.drift import render_markdown as render_drift
@@ -23,13 +20,6 @@ from gitops.render.outcome import markdown_sections
 from gitops.render.plan import md_code, md_fence, render_markdown
 from gitops.render.rehearsal import markdown as rehearsal_markdown
 from gitops.secrets import Secret, redact
-
-if TYPE_CHECKING:
-    from gitops.app.rehearsal import Rehearsal
-    from gitops.core.drift import DriftReport
-    from gitops.core.health import Verification
-    from gitops.core.plan import Plan
-    from gitops.core.rehearsalresult import RehearsalResult
 
 #: GitHub's limit of one step's job summary (bytes), with room for what other steps of the same step append.
 SUMMARY_LIMIT_BYTES = 1024 * 1024 - 4096
@@ -50,69 +40,20 @@ SECTION_MARKERS = 96
 _ERROR_CHARS = 8000
 
 
-@dataclass
-class Report:
-    """What a run found out, for the outputs, the summary and the comment."""
-
-    command: Command
-    manifest: str
-    plan: Plan | None = None
-    plan_file: Path | None = None
-    notices: list[str] = field(default_factory=list)
-    outcomes: list[str] = field(default_factory=list)
-    applied: bool = False
-    error: GitopsError | None = None
-    exit_code: int = ExitCode.OK
-    comment_url: str = ""
-    #: ``command: drift``: the :class:`gitops.core.drift.DriftReport`, and the drift issue's address.
-    drift: DriftReport | None = None
-    issue_url: str = ""
-    #: ``command: apply``: per (server, branch) the apply set out to change, whether every step of it was done.
-    deployed: dict[tuple[str, str], bool] = field(default_factory=dict)
-    #: ``command: apply``: each verified branch's :class:`gitops.core.health.Verification`.
-    verifications: list[Verification] = field(default_factory=list)
-    #: On a pull request: each server's url, and what the pull request changes of its credential routes and of
-    #: the builds (:func:`gitops.config.routes.route_changes`); ``routes_unknown`` says why they could not be
-    #: compared with the base branch's manifest.
-    servers: dict[str, str] = field(default_factory=dict)
-    route_changes: list[RouteChange] = field(default_factory=list)
-    routes_unknown: str = ""
-    #: ``command: rehearse``: the :class:`gitops.app.rehearsal.Rehearsal`; ``command: comment``: the result file's.
-    rehearsal: Rehearsal | RehearsalResult | None = None
-    #: ``command: rehearse``: the result file written for a comment job (output ``rehearsal-file``).
-    rehearsal_file: Path | None = None
-
-    def health(self) -> str:
-        """The worst first verdict of the verified branches (failing, unknown, healthy); empty when none."""
-        statuses = {v.health.status for v in self.verifications}
-        return next((status for status in ("failing", "unknown", "healthy") if status in statuses), "")
-
-    def outputs(self) -> dict[str, str]:
-        plan = self.plan
-        rolled = any(v.action == "restored" for v in self.verifications)
-        return {
-            "health": self.health(),
-            "rolled-back": "" if not self.verifications else str(rolled).lower(),
-            "exit-code": str(int(self.exit_code)),
-            "has-changes": "" if plan is None else str(bool(plan.has_changes)).lower(),
-            "uploads-needed": "" if plan is None else str(plan.uploads_needed),
-            "plan-file": "" if self.plan_file is None else str(self.plan_file),
-            "comment-url": self.comment_url,
-            "drifted": "" if self.drift is None else str(bool(self.drift.has_drift)).lower(),
-            "issue-url": self.issue_url,
-            "rehearsal": "" if self.rehearsal is None else str(self.rehearsal.result),
-            "rehearsal-file": "" if self.rehearsal_file is None else str(self.rehearsal_file),
-        }
-
-
 def write_files(runner: Runner, report: Report) -> None:
+    """The job summary, then the outputs."""
+    write_summary(runner, report)
+    if runner.output is not None:
+        write_outputs(runner.output, report.outputs())
+
+
+def write_summary(runner: Runner, report: Report) -> None:
+    """Append the run's Markdown to the job summary, within what the summary has left of GitHub's limit."""
     if runner.summary is not None:
         used = runner.summary.stat().st_size if runner.summary.exists() else 0
         text = document(report, runner, limit=SUMMARY_LIMIT_BYTES - used, unit="bytes")
         with runner.summary.open("a", encoding="utf-8") as fh:
             fh.write(text)
-    if runner.output is not None:
-        write_outputs(runner.output, report.outputs())
 
 
 def post_comment(runner: Runner, report: Report, pr: PullRequest, *, echo: Echo, github_token: str) -> None:
@@ -282,3 +223,18 @@ def _footer(report: Report, runner: Runner) -> str:
     if runner.run_url:
         parts.append(f"[workflow run]({runner.run_url})")
     return "<sub>" + " · ".join(parts) + "</sub>"
+
+
+__all__ = [
+    "COMMENT_MARGIN",
+    "REHEARSAL_CHARS",
+    "SECTION_MARKERS",
+    "SUMMARY_LIMIT_BYTES",
+    "Report",
+    "comment_sections",
+    "document",
+    "post_comment",
+    "rehearsal_section",
+    "write_files",
+    "write_summary",
+]

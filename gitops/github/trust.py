@@ -1,33 +1,42 @@
-"""What a run of the Action may be given: which credentials, from where, and whether a pull request may use them.
-
-A pull request's code and manifest are not yet reviewed: planned with a deploy credential, a changed server url or
-build could take the credential elsewhere, so such a plan is refused. Secrets come from inputs only; one in the
-step's ``env:`` (which every step of the composite action sees, the build too) is refused. When credentials are
-missing, the messages here say which secret to add and where.
+"""The Action's own words and rules of trust: secrets come from inputs only (one in the step's ``env:``, which every
+step of the composite action sees, the build too, is refused), and when credentials are missing the messages here
+say which secret to add and where, in GitHub's words. What every CI system refuses alike (a pull request that
+changes where credentials go, planned with one) is :mod:`gitops.app.ci.trust`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gitops.app.ci import trust
+from gitops.app.ci.host import HostWords
+from gitops.app.ci.report import Report
 from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest
 from gitops.config.model import Manifest, named_variables
-from gitops.config.routes import route_changes
 from gitops.errors import TrustError
-from gitops.github.basemanifest import read_base_manifest
 from gitops.github.inputs import Inputs
-from gitops.github.report import Report
-from gitops.github.runner import Masks, PullRequest, Runner
+from gitops.github.runner import Masks
+
+#: The policy's messages in GitHub's words (:class:`gitops.app.ci.host.HostWords`).
+WORDS = HostWords(
+    change="pull request",
+    fork="GitHub gives no secrets to workflows of fork pull requests",
+    routes_hint="Plan pull requests without the deploy token (the examples' plan.yml passes none); the change is "
+    "deployed with the token after it is merged and reviewed.",
+    routes_unknown_hint="Plan pull requests without the deploy token (the examples' plan.yml passes none), or check "
+    "out with `fetch-depth: 0` so that the base commit is there.",
+)
 
 
 def mask_credentials(mask: Masks, session: Session, server: str) -> None:
     """Mask the server's credentials (also those the step's own ``env:`` supplies) and the no-rate-limit link."""
-    for text, token in session.auth(server).secret_texts():
-        mask.add(text, prefix=token)
-    link = session.unlock_link(server)
-    if link is not None:
-        mask.add(link.reveal(), register=False)
+    trust.mask_credentials(mask.add, session, server)
+
+
+def refuse_changed_routes(report: Report) -> None:
+    """:func:`gitops.app.ci.trust.refuse_changed_routes`, in GitHub's words."""
+    trust.refuse_changed_routes(report, WORDS)
 
 
 #: The token-env input's default (action.yml): a manifest naming another variable needs the input set too.
@@ -82,27 +91,6 @@ def missing_secret_message(manifest: Manifest, missing: list[str]) -> str:
     )
 
 
-def no_credentials_notice(missing: list[str], pr: PullRequest | None) -> str:
-    names = ", ".join(f"'{m}'" for m in missing)
-    if pr is not None and pr.from_fork:
-        why = (
-            "This pull request comes from a fork, and GitHub gives no secrets to workflows of fork pull requests, "
-            f"so there are no credentials for server {names}."
-        )
-    elif pr is not None:
-        why = (
-            f"A pull request's plan runs without the deploy token for server {names}, as it should: the pull "
-            "request's code and manifest could otherwise take it or send it elsewhere."
-        )
-    else:
-        why = f"There are no credentials for server {names} in this run (the inputs and the environment are empty)."
-    return (
-        f"{why} The plan was made from the ledger alone (refresh: never): no request was sent to the game server, "
-        "and what it shows of the server is what this tool last learnt there, not a fresh download. "
-        "The deploy after merging plans again with the credentials."
-    )
-
-
 def refuse_credentials_from_the_step_env(
     loaded: LoadedManifest, servers: list[str], inputs: Inputs, env: Mapping[str, str]
 ) -> list[str]:
@@ -132,37 +120,3 @@ def refuse_credentials_from_the_step_env(
                 "remove it from env:.",
             )
     return warnings
-
-
-def compare_with_base(
-    loaded: LoadedManifest, pr: PullRequest, runner: Runner, report: Report, *, github_token: str
-) -> None:
-    """Fill the report's servers and route changes: this pull request's manifest against the base commit's."""
-    report.servers = {name: config.url for name, config in loaded.manifest.servers.items()}
-    base = read_base_manifest(
-        loaded, pr.base_sha, repository=runner.repository, api_url=runner.api_url, github_token=github_token
-    )
-    if base.manifest is None:
-        report.routes_unknown = base.why
-        return
-    report.route_changes = route_changes(base.manifest, loaded.manifest)
-
-
-def refuse_changed_routes(report: Report) -> None:
-    """:class:`TrustError` when a pull request planned with a credential changes where credentials go, or a build,
-    or when that cannot be known: the credential would follow the pull request's manifest."""
-    if report.routes_unknown:
-        raise TrustError(
-            "this pull request's plan holds a deploy credential, and its manifest could not be compared with the "
-            f"base branch's ({report.routes_unknown}); nothing was sent",
-            hint="Plan pull requests without the deploy token (the examples' plan.yml passes none), or check out "
-            "with `fetch-depth: 0` so that the base commit is there.",
-        )
-    if report.route_changes:
-        changes = "; ".join(change.text() for change in report.route_changes)
-        raise TrustError(
-            "this pull request changes where credentials go or what a build runs, and its plan holds a deploy "
-            f"credential, so nothing was sent: {changes}",
-            hint="Plan pull requests without the deploy token (the examples' plan.yml passes none); the change is "
-            "deployed with the token after it is merged and reviewed.",
-        )

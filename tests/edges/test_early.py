@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -440,8 +441,8 @@ def test_a_session_closes_the_begun_connects_it_does_not_use(tmp_path: Path) -> 
         listener.listen(1)
         listener.settimeout(10)
         address: tuple[str, int] = listener.getsockname()
-        options = _options(tmp_path, {"ip": f"http://{address[0]}:{address[1]}"})
-        options.refresh = "never"  # a plan that asks nothing: no early connection
+        # A plan that asks nothing: no early connection (the options are frozen: a copy with another refresh).
+        options = replace(_options(tmp_path, {"ip": f"http://{address[0]}:{address[1]}"}), refresh="never")
         begun = begin_connect(address)
         assert begun is not None
         with open_session(options) as s:

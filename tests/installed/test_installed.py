@@ -285,6 +285,7 @@ def test_the_deploy_commands_run_against_the_installed_stand_in(
     ok(gitops(installed, "console", "--seconds", "1", cwd=repo, env=env))
     assert '"$schema"' in ok(gitops(installed, "schema", cwd=repo, env=env))
     _action_plan(installed, repo, tmp_path)
+    _gitlab_plan(installed, repo, tmp_path)
     _watch_deploys_a_change(installed, repo, env, tmp_path / "state")
 
 
@@ -301,6 +302,19 @@ def _action_plan(installed: Installed, repo: Path, tmp_path: Path) -> None:
     )
     ok(gitops(installed, "action", cwd=repo, env=env))
     assert re.search(r"exit-code<<(\S+)\n2\n\1\n", outputs.read_text(encoding="utf-8"))  # the rollback's change
+
+
+def _gitlab_plan(installed: Installed, repo: Path, tmp_path: Path) -> None:
+    outputs = tmp_path / "gitlab.env"
+    env = installed.env(
+        GITOPS_STATE_DIR=str(tmp_path / "state"),
+        SCREEPS_TOKEN=TOKEN,
+        CI_PIPELINE_SOURCE="push",
+        GITOPS_COMMAND="plan",
+        GITOPS_OUTPUT_FILE=str(outputs),
+    )
+    ok(gitops(installed, "gitlab", cwd=repo, env=env))
+    assert "GITOPS_EXIT_CODE=2\n" in outputs.read_text(encoding="utf-8")  # the rollback's change, as the Action's
 
 
 def _interruptible() -> None:
