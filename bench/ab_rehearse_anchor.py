@@ -16,8 +16,11 @@ processes, in alternating order (A B, then B A, ...):
 
 * **rehearse**: ``gitops rehearse --ticks 100 --json`` (build reused from the build cache, start a world, seed the
   bot, 100 ticks plus the settling ones, judge, stop);
-* **anchor**: ``node bench/anchor_mockup.js MODULES 100`` (start the harness's server, add the bot, 100 ticks, stop;
-  checked: the game time advanced by 100).
+* **anchor**: ``node --require no_snapshot.js bench/anchor_mockup.js MODULES 100`` (start the harness's server, add
+  the bot, 100 ticks, stop; checked: the game time advanced by 100 and the bot's code ran in each of them, no error).
+  The preload is the rehearsal's own (``scripts/private-server/no_snapshot.js``), and the harness's forked runner
+  inherits it: without it every tick of the bot failed at the runtime's start (``ReferenceError: _ is not defined``:
+  the engine's V8 snapshot is broken on Node.js 20), so no bot code ran on the anchor's side (before 2026-12-02).
 
 It prints each round's wall times (spawn to exit) and the ratio anchor / rehearse, then the medians; the goal of
 issue 48 is a median ratio of at least 5.
@@ -43,6 +46,8 @@ from bench_rehearse import gitops, make_repo  # noqa: E402
 
 ANCHOR_DIR = ROOT / ".bench" / "anchor"
 ANCHOR_SCRIPT = ROOT / "bench" / "anchor_mockup.js"
+#: The rehearsal's own preload (the engine's V8 snapshot is broken on Node.js 20): without it no bot code runs.
+PRELOAD = ROOT / "scripts" / "private-server" / "no_snapshot.js"
 ANCHOR_PACKAGE = {
     "name": "gitops-bench-anchor",
     "private": True,
@@ -68,6 +73,12 @@ def install(folder: Path) -> None:
         sys.exit(f"Error: npm install of screeps-server-mockup in {folder} exited {done.returncode}")
     for name in NESTED_ENGINE:
         shutil.rmtree(folder / "node_modules" / name, ignore_errors=True)
+
+
+def check_anchor(figures: dict[str, object], out: str) -> None:
+    """Like for like: the anchor's world ran 100 ticks, and the bot's code ran in each of them without an error."""
+    if figures["game_ticks"] != TICKS or figures["ran_ticks"] != TICKS or figures["failed_ticks"] != 0:
+        sys.exit(f"Error: the anchor did not run the bot's code in each of its {TICKS} ticks:\n{out[-2000:]}")
 
 
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
@@ -109,7 +120,7 @@ def main() -> int:
         where["anchor"].mkdir()
         commands = {
             "rehearse": ([gitops(), "rehearse", "--ticks", str(TICKS), "--json"], rehearse_env),
-            "anchor": (["node", str(ANCHOR_SCRIPT), str(modules), str(TICKS)], anchor_env),
+            "anchor": (["node", "--require", str(PRELOAD), str(ANCHOR_SCRIPT), str(modules), str(TICKS)], anchor_env),
         }
         for index in range(args.rounds):
             walls: dict[str, float] = {}
@@ -119,8 +130,8 @@ def main() -> int:
                 walls[name], out = timed(command, where[name], command_env)
                 if name == "rehearse" and json.loads(out)["result"] != "healthy":
                     sys.exit(f"Error: the rehearsal was not HEALTHY:\n{out[-2000:]}")
-                if name == "anchor" and json.loads(out.splitlines()[-1])["game_ticks"] != TICKS:
-                    sys.exit(f"Error: the anchor's world did not run {TICKS} ticks:\n{out[-2000:]}")
+                if name == "anchor":
+                    check_anchor(json.loads(out.splitlines()[-1]), out)
             walls["ratio"] = walls["anchor"] / walls["rehearse"]
             rounds.append(walls)
             if not args.json:
