@@ -10,7 +10,8 @@ server at its start:
 
 the room status data (``Game.map.getRoomStatus`` throws ``No runtime status data`` every tick until the engine
 first computes it, after 20 ticks, and the runner caches the missing answer for a minute), seeded with what the
-server computes for this world (:func:`seed_world_data`).
+server computes for this world (:func:`seed_world_data`); and nobody else plays: the default world's AI players
+stay in their rooms, idle (:func:`idle_players`).
 """
 
 from __future__ import annotations
@@ -109,4 +110,37 @@ def seed_world_data(db: dict[str, Any]) -> None:
         env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
 
 
-__all__ = ["ROOM_STATUS", "Placement", "WorldShapeError", "free_rooms", "placements", "seed_world_data", "spawn_place"]
+def idle_players(db: dict[str, Any]) -> list[str]:
+    """The default world's AI players (users with a ``bot`` AI: the npm server's four ``simplebot`` players in its
+    corner rooms) made idle in ``db``: their code does not run (``active: 0``: the engine's main loop runs the users
+    that are active and have CPU) and their rooms are not processed (out of the active rooms), so a tick is the
+    rehearsed bots' alone. Their rooms, controllers and spawns stay as they were, so the map a bot sees is the
+    same. Before, they ran every tick, four fifths of a tick's work, and spawned creeps a rehearsed bot never
+    met in its room (docs/rehearsal.md: nobody else). Their user ids, sorted."""
+    idle = sorted(u["_id"] for u in _collection(db, "users") if u.get("bot"))
+    for user in _collection(db, "users"):
+        if user["_id"] in idle:
+            user["active"] = 0
+    their_rooms = {
+        o["room"] for o in _collection(db, "rooms.objects") if o.get("type") == "controller" and o.get("user") in idle
+    }
+    for room in _collection(db, "rooms"):
+        if room["_id"] in their_rooms:
+            room["active"] = False  # a database before version 9: the storage makes the active rooms of this flag
+    env = _collection(db, "env")
+    active = env[0].get("data", {}).get("activeRooms") if env else None
+    if isinstance(active, list):  # a database of version 9: the list itself
+        active[:] = [room for room in active if room not in their_rooms]
+    return idle
+
+
+__all__ = [
+    "ROOM_STATUS",
+    "Placement",
+    "WorldShapeError",
+    "free_rooms",
+    "idle_players",
+    "placements",
+    "seed_world_data",
+    "spawn_place",
+]

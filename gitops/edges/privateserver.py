@@ -38,7 +38,14 @@ import filelock
 import httpx
 
 from gitops.config.folders import user_folder
-from gitops.core.rehearsalworld import Placement, WorldShapeError, free_rooms, placements, seed_world_data
+from gitops.core.rehearsalworld import (
+    Placement,
+    WorldShapeError,
+    free_rooms,
+    idle_players,
+    placements,
+    seed_world_data,
+)
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
@@ -332,8 +339,8 @@ class World:
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
 
     def _write_database(self, template: Path) -> None:
-        """The default world's database with the world data a bot reads at its start seeded; the bots' rooms and
-        spawn places chosen from it (the same in every world of a rehearsal)."""
+        """The default world's database with the world data a bot reads at its start seeded and its AI players idle;
+        the bots' rooms and spawn places chosen from it (the same in every world of a rehearsal)."""
         db = json.loads(template.read_text("utf-8"))
         try:
             self.placements = placements(db, self.rooms)
@@ -341,6 +348,7 @@ class World:
         except WorldShapeError as exc:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
         seed_world_data(db)
+        idle_players(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
