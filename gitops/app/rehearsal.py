@@ -34,10 +34,10 @@ from gitops.edges.privateserver import (
     Bot,
     Recording,
     WorldLost,
-    find_install,
     run_worlds,
     running_worlds,
 )
+from gitops.edges.serverinstall import find_install
 from gitops.edges.socket import console_event
 from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError

@@ -1,21 +1,19 @@
 """A throwaway world of the real Screeps private server (npm ``screeps``, pinned), for ``gitops rehearse``.
 
-Its whole life cycle, bounded in time and on loopback only: **install** (:func:`find_install`: ``--server-dir`` or
-``GITOPS_PRIVATE_SERVER``, else the tool's cache folder, installed there once with ``npm ci`` from the pinned lock);
-**start** (:meth:`World.start`: a temporary data folder, two ephemeral loopback ports, its own process group, the
+Its whole life cycle on an install (:func:`gitops.edges.serverinstall.find_install`), bounded in time and on loopback
+only: **start** (:meth:`World.start`: a temporary data folder, two ephemeral loopback ports, its own process group, the
 preloads that keep it on loopback and let player code run, and a mod that writes every console and cpu message to
 a file); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room, a spawn and the branch's
 modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes, until every bot has had its
 ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the data folder removed).
 
 A rehearsal must never touch a real world or leave a process behind, hence loopback, the process group and the
-deadlines. The node-side files ship inside the package (``gitops._privateserver``, from ``scripts/private-server/``).
+deadlines. The node-side files are :func:`gitops.edges.serverinstall.node_files`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -28,16 +26,12 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import filelock
 import httpx
 
-from gitops.config.folders import user_folder
 from gitops.core.rehearsalworld import (
     Placement,
     WorldShapeError,
@@ -46,23 +40,10 @@ from gitops.core.rehearsalworld import (
     placements,
     seed_world_data,
 )
+from gitops.edges.serverinstall import clean_env, node_binary, node_files
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
-#: An existing install of the pinned server (a folder with ``node_modules/screeps``): used instead of the cache.
-INSTALL_ENV = "GITOPS_PRIVATE_SERVER"
-CACHE_ENV = "GITOPS_CACHE_DIR"
-MARKER = ".install-complete"
-#: Files an install needs (the install scripts build the native ones).
-NEEDED = (
-    "node_modules/screeps/bin/screeps.js",
-    "node_modules/screepsmod-auth/package.json",
-    "node_modules/@screeps/driver/native/build/Release/native.node",
-    "node_modules/@screeps/driver/build/runtime.bundle.js",
-    "node_modules/@screeps/launcher/init_dist/db.json",
-)
-#: ``npm ci`` of the pinned server (about 90 s on a 2-core machine; native modules are built).
-INSTALL_TIMEOUT = 900.0
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 CLI_TIMEOUT = 15.0
@@ -76,169 +57,6 @@ BOT_NAME = "Rehearsal{n}"
 #: terminated tick (the npm server's own default, an empty bucket, made one).
 DEFAULT_CPU = 100
 DEFAULT_BUCKET = 10_000
-
-
-def node_files() -> Path:
-    """The shipped node-side files: package.json, package-lock.json and the preloads.
-
-    An installed tool has them as ``gitops._privateserver``; an editable install from a checkout finds them in the
-    checkout's ``scripts/private-server/`` (setuptools' editable finder does not resolve a mapped data folder).
-    """
-    candidates: list[Path] = []
-    with contextlib.suppress(ModuleNotFoundError):
-        candidates.extend(folders_on_disk(resources.files("gitops._privateserver"), "package-lock.json"))
-    candidates.append(Path(__file__).resolve().parents[2] / "scripts" / "private-server")
-    for candidate in candidates:
-        if (candidate / "package-lock.json").is_file() and (candidate / "no_snapshot.js").is_file():
-            return candidate
-    raise RehearsalError(
-        "the private server's package files are not part of this installation of screeps-gitops",
-        hint="Reinstall screeps-gitops (pip install, pipx install).",
-    )
-
-
-def folders_on_disk(root: Traversable, name: str) -> list[Path]:
-    """The folders on disk of the package ``root`` that hold a file ``name``, in import order.
-
-    The shipped folder has no ``__init__.py``, so ``files()`` of a pip or pipx install is a namespace package's
-    ``MultiplexedPath`` (one folder per ``sys.path`` entry that has one), whose ``str()`` is not a path; its files
-    are. Looking at the files works for that, a regular package's ``Path`` and every Python from 3.11 on; a package
-    that is not on disk (a zip import) has no folder the server's ``node`` could read, hence none here.
-    """
-    with contextlib.suppress(OSError):
-        return [child.parent for child in root.iterdir() if child.name == name and isinstance(child, Path)]
-    return []
-
-
-def _node(env: Mapping[str, str]) -> str:
-    node = shutil.which("node", path=env.get("PATH"))
-    if node is None:
-        raise RehearsalError(
-            "node is not on PATH: the rehearsal runs the real Screeps private server, a Node.js program",
-            hint="Install Node.js 20 or newer (in the GitHub Action: actions/setup-node with node-version: 20).",
-        )
-    return node
-
-
-def install_stamp(files: Path, env: Mapping[str, str]) -> str:
-    """What an install depends on: the pinned package files and the Node ABI (as ``scripts/private-server.sh``)."""
-    node = _node(env)
-    abi = subprocess.run(
-        [node, "-p", 'process.platform + "-" + process.arch + "-abi" + process.versions.modules'],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=_clean_env(env),
-    )
-    if abi.returncode != 0:
-        raise RehearsalError(f"node did not run ({abi.stderr.strip()[:200]})", hint="Check the Node.js installation.")
-    digest = hashlib.sha256()
-    for name in ("package.json", "package-lock.json"):
-        digest.update((files / name).read_bytes())
-    digest.update(abi.stdout.strip().encode())
-    return digest.hexdigest()
-
-
-def default_install_dir(env: Mapping[str, str]) -> Path:
-    return (user_folder(env, CACHE_ENV, "XDG_CACHE_HOME", (".cache",)) / "private-server").resolve()
-
-
-def install_problem(folder: Path, stamp: str) -> str | None:
-    """Why ``folder`` is not a complete, current install (``None`` when it is)."""
-    marker = folder / MARKER
-    if not marker.is_file():
-        return f"{folder} holds no complete install (no {MARKER})"
-    if marker.read_text().strip() != stamp:
-        return f"the install in {folder} is stale (the pinned versions or the Node.js version changed)"
-    missing = [name for name in NEEDED if not (folder / name).is_file()]
-    if missing:
-        return f"the install in {folder} is broken ({missing[0]} is missing)"
-    return None
-
-
-def find_install(
-    env: Mapping[str, str], given: Path | None = None, *, say: Callable[[str], None] = lambda _: None
-) -> Path:
-    """The folder of a usable install: ``given`` (or ``$GITOPS_PRIVATE_SERVER``, e.g. the one of ``bash
-    scripts/private-server.sh install``), else the cache's (``$GITOPS_CACHE_DIR``, ``$XDG_CACHE_HOME/screeps-gitops``
-    or ``~/.cache/screeps-gitops``, then ``private-server``), installed there with ``npm ci`` from the pinned
-    package.json and lock on first use and reused afterwards (``say`` gets the progress lines)."""
-    files = node_files()
-    stamp = install_stamp(files, env)
-    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
-    if chosen is not None:
-        chosen = chosen.expanduser().resolve()
-        problem = install_problem(chosen, stamp)
-        if problem:
-            raise RehearsalError(
-                f"{problem} (--server-dir or ${INSTALL_ENV})",
-                hint="Point it at a folder installed by 'bash scripts/private-server.sh install', or leave it unset: "
-                "the tool then installs the server into its cache folder on first use.",
-            )
-        return chosen
-    folder = default_install_dir(env)
-    if install_problem(folder, stamp) is None:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(folder / ".install.lock"), timeout=INSTALL_TIMEOUT):
-        if install_problem(folder, stamp) is None:  # another run installed it meanwhile
-            return folder
-        _install(folder, files, stamp, env, say)
-    return folder
-
-
-def _install(folder: Path, files: Path, stamp: str, env: Mapping[str, str], say: Callable[[str], None]) -> None:
-    node = _node(env)
-    npm = shutil.which("npm", path=env.get("PATH"))
-    if npm is None:
-        raise RehearsalError("npm is not on PATH", hint="Install Node.js 20 or newer (it ships npm).")
-    say(f"rehearse: installing the Screeps private server (npm screeps, pinned) into {folder}; first use only, ~2 min")
-    started = time.monotonic()
-    (folder / MARKER).unlink(missing_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(files / name, folder / name)
-    install_env = _clean_env(env)
-    install_env["npm_config_build_from_source"] = "true"  # isolated-vm has no prebuilt binary for every Node.js
-    headers = Path(node).resolve().parent.parent
-    if (headers / "include" / "node" / "common.gypi").is_file():
-        install_env["npm_config_nodedir"] = str(headers)  # node-gyp uses these instead of downloading them
-    log = folder / "install.log"
-    try:
-        with log.open("wb") as out:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--engine-strict=false", "--loglevel=warn"],
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=install_env,
-                timeout=INSTALL_TIMEOUT,
-                check=False,
-            )
-    except subprocess.TimeoutExpired:
-        raise RehearsalError(
-            f"installing the private server took longer than {INSTALL_TIMEOUT:.0f} s (log: {log})",
-            hint="Run it again (a partial install is finished), or install it once with "
-            "'bash scripts/private-server.sh install' and point GITOPS_PRIVATE_SERVER at it.",
-        ) from None
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text("utf-8", errors="replace").splitlines()[-15:])
-        raise RehearsalError(
-            f"installing the private server failed (npm ci exited {done.returncode}; log: {log}):\n{tail}",
-            hint="It needs the npm registry, a C++ compiler and make (native modules are built from source).",
-        )
-    missing = [name for name in NEEDED if not (folder / name).is_file()]
-    if missing:
-        raise RehearsalError(f"the private server's install in {folder} is incomplete ({missing[0]} was not built)")
-    (folder / MARKER).write_text(stamp + "\n")
-    say(f"rehearse: installed the private server in {time.monotonic() - started:.0f} s")
-
-
-def _clean_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: what node and npm need, and nothing else (no credential reaches the world)."""
-    kept = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "npm_config_cache", "npm_config_registry")
-    return {name: env[name] for name in kept if env.get(name)}
 
 
 def free_port() -> int:
@@ -284,7 +102,7 @@ class World:
         #: Free rooms past the bots' (:meth:`take_free_room`), in the same order in every world of a rehearsal.
         self._spare_rooms: list[str] = []
         self.files = node_files()
-        self.node = _node(env)
+        self.node = node_binary(env)
         self.env = env
         self.data_dir = Path(tempfile.mkdtemp(prefix="gitops-rehearsal-"))
         self.record = self.data_dir / "record.jsonl"
@@ -352,7 +170,7 @@ class World:
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
-        env = _clean_env(self.env)
+        env = clean_env(self.env)
         env["HOME"] = str(self.data_dir)
         env["NODE_OPTIONS"] = (
             f'--require "{self.files / "loopback-guard.js"}" --require "{self.files / "no_snapshot.js"}"'
@@ -704,16 +522,10 @@ def _group_alive(pgid: int) -> bool:
 __all__ = [
     "DEFAULT_BUCKET",
     "DEFAULT_CPU",
-    "INSTALL_ENV",
     "Bot",
     "Recording",
     "World",
     "WorldLost",
-    "default_install_dir",
-    "find_install",
-    "install_problem",
-    "install_stamp",
-    "node_files",
     "run_worlds",
     "running_world",
     "running_worlds",
