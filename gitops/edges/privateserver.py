@@ -1,11 +1,13 @@
 """A throwaway world of the real Screeps private server (npm ``screeps``, pinned), for ``gitops rehearse``.
 
 Its whole life cycle on an install (:func:`gitops.edges.serverinstall.find_install`), bounded in time and on loopback
-only: **start** (:meth:`World.start`: a temporary data folder, two ephemeral loopback ports, its own process group, the
-preloads that keep it on loopback and let player code run, and a mod that writes every console and cpu message to
-a file); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room, a spawn and the branch's
-modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes, until every bot has had its
-ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the data folder removed).
+only: **start** (:meth:`World.start`: a temporary data folder, an ephemeral loopback port for its admin CLI, its own
+process group, the preloads that keep it on loopback and let player code run, and a mod that writes every console
+and cpu message to a file; ``rehearsal-world.js`` runs the server's storage, admin CLI and engine without its
+launcher, game server and cron jobs); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room,
+a spawn and the branch's modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes,
+until every bot has had its ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the
+data folder removed).
 
 A rehearsal must never touch a real world or leave a process behind, hence loopback, the process group and the
 deadlines. The node-side files are :func:`gitops.edges.serverinstall.node_files`.
@@ -30,8 +32,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import httpx
-
 from gitops.core.rehearsalworld import (
     Placement,
     WorldShapeError,
@@ -45,6 +45,11 @@ from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 60.0
+#: Seconds between two looks at a starting world (its CLI answers about a second after the launch).
+READY_POLL = 0.05
+#: The world's own log (``scripts/private-server/rehearsal-world.js``: its storage and admin CLI); the engine's
+#: processes log to ``logs/``.
+WORLD_LOG = "world.log"
 STOP_GRACE = 10.0
 CLI_TIMEOUT = 15.0
 #: Kept for a post-mortem when set: the world's folder (database, logs, the recorded messages).
@@ -106,11 +111,11 @@ class World:
         self.env = env
         self.data_dir = Path(tempfile.mkdtemp(prefix="gitops-rehearsal-"))
         self.record = self.data_dir / "record.jsonl"
-        self.port = 0
+        #: The world's one port: its admin CLI on loopback (it serves no HTTP API: nobody signs in).
         self.cli_port = 0
         self.bots: list[Bot] = []
         self._process: subprocess.Popen[bytes] | None = None
-        #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
+        #: Answered by this world's recorder mod in the admin CLI: the port is this world's, not another server's.
         self.identity = secrets.token_hex(8)
 
     def __enter__(self) -> World:
@@ -122,36 +127,24 @@ class World:
     # --- start and stop ---
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        """Launch on two free loopback ports (others when one was taken meanwhile); wait until it answers."""
+        """Launch on a free loopback port (another when it was taken meanwhile); wait until it answers."""
         start_worlds([self], timeout)
 
     def _begin(self) -> None:
-        """Choose the ports, write the world's folder and launch the server (not yet waited for)."""
-        self.port = free_port()
+        """Choose the port, write the world's folder and launch the server (not yet waited for)."""
         self.cli_port = free_port()
-        while self.cli_port == self.port:
-            self.cli_port = free_port()
         self._write_world()
         self._launch()
 
     def _write_world(self) -> None:
         init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
-        # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
+        # A new attempt (another port) starts clean: the last one's log said EADDRINUSE.
         shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
-        (self.data_dir / "launcher.log").unlink(missing_ok=True)
+        (self.data_dir / WORLD_LOG).unlink(missing_ok=True)
         self._write_database(init / "db.json")
         (self.data_dir / "logs").mkdir(exist_ok=True)
-        (self.data_dir / "steam_appid.txt").write_text("464350")
-        (self.data_dir / ".screepsrc").write_text(
-            "; A throwaway world of gitops rehearse. The Steam key is a dummy: loopback-guard.js stubs its call.\n"
-            "steam_api_key = screeps-gitops-dummy-key\n"
-            f"host = {LOOPBACK}\nport = {self.port}\ncli_host = {LOOPBACK}\ncli_port = {self.cli_port}\n"
-            "password =\nrunners_cnt = 1\nrunner_threads = 1\nprocessors_cnt = 1\nlogdir = logs\n"
-            f"modfile = mods.json\nassetdir = {init / 'assets'}\ndb = db.json\nlog_console = false\n"
-            "log_rotate_keep = 2\nstorage_disabled = false\nrestart_interval = 3600\n"
-        )
         mods = {
-            "mods": [str(self.install / "node_modules" / "screepsmod-auth"), str(self.files / "rehearsal-recorder.js")],
+            "mods": [str(self.files / "rehearsal-recorder.js")],
             "bots": {"simplebot": str(init / "node_modules" / "@screeps" / "simplebot" / "src")},
         }
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
@@ -175,27 +168,14 @@ class World:
         env["NODE_OPTIONS"] = (
             f'--require "{self.files / "loopback-guard.js"}" --require "{self.files / "no_snapshot.js"}"'
         )
+        env["NODE_PATH"] = str(self.install / "node_modules")  # the world's script is not inside the install
+        env.update(CLI_HOST=LOOPBACK, CLI_PORT=str(self.cli_port), MODFILE="mods.json", DB_PATH="db.json")
         env["GITOPS_REHEARSAL_RECORD"] = str(self.record)
         env["GITOPS_REHEARSAL_ID"] = self.identity
         # When this process dies without stopping the world (kill -9), the world stops itself within a second.
         script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
-        command = [
-            "bash",
-            "-c",
-            script,
-            self.node,
-            str(self.install / "node_modules" / "screeps" / "bin" / "screeps.js"),
-            "start",
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(self.port),
-            "--cli_host",
-            LOOPBACK,
-            "--cli_port",
-            str(self.cli_port),
-        ]
-        with (self.data_dir / "launcher.log").open("ab") as log:
+        command = ["bash", "-c", script, self.node, "--no-node-snapshot", str(self.files / "rehearsal-world.js")]
+        with (self.data_dir / WORLD_LOG).open("ab") as log:
             self._process = subprocess.Popen(
                 command,
                 cwd=self.data_dir,
@@ -207,46 +187,32 @@ class World:
             )
 
     def _wait_until_ready(self, timeout: float) -> None:
+        """Until the admin CLI answers with this world's identity (its storage is loaded by then and its engine
+        started); :class:`_PortTaken` when the port was taken before the world bound it."""
         assert self._process is not None
         deadline = time.monotonic() + timeout
         last = "no answer yet"
-        with httpx.Client(base_url=f"http://{LOOPBACK}:{self.port}", timeout=2.0, trust_env=False) as http:
-            while time.monotonic() < deadline:
-                if self._process.poll() is not None:
-                    raise RehearsalError(
-                        f"the private server exited with code {self._process.returncode} before it answered\n"
-                        + self.log_tail()
-                    )
-                if "EADDRINUSE" in self.logs():
-                    raise _PortTaken(f"port {self.port} or {self.cli_port} was taken before the server bound it")
-                try:
-                    answer = http.get("/api/gitops-rehearsal")
-                    if answer.status_code == 200 and answer.json().get("ok") == 1:
-                        if answer.json().get("id") != self.identity:
-                            raise _PortTaken(f"port {self.port} answers, but not from this world's server")
-                        self._wait_for_cli(deadline)
-                        return
-                    last = f"HTTP {answer.status_code}"
-                except (httpx.TransportError, ValueError) as exc:
-                    last = type(exc).__name__
-                time.sleep(0.2)
-        raise RehearsalError(
-            f"the private server did not answer on http://{LOOPBACK}:{self.port} within {timeout:.0f} s (last: "
-            f"{last})\n" + self.log_tail()
-        )
-
-    def _wait_for_cli(self, deadline: float) -> None:
-        while True:
+        while time.monotonic() < deadline:
+            if "EADDRINUSE" in self.logs():  # first: the world then ends itself
+                raise _PortTaken(f"port {self.cli_port} was taken before the server bound it")
+            if self._process.poll() is not None:
+                raise RehearsalError(
+                    f"the private server exited with code {self._process.returncode} before it answered\n"
+                    + self.log_tail()
+                )
             try:
-                if self.cli("gitopsRehearsal") != self.identity:
-                    raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
-                return
-            except _PortTaken:
-                raise
-            except (OSError, RehearsalError):
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
+                answer = self.cli("gitopsRehearsal", timeout=2.0)
+            except (OSError, RehearsalError) as exc:
+                last = exc.message if isinstance(exc, RehearsalError) else type(exc).__name__
+                time.sleep(READY_POLL)
+                continue
+            if answer != self.identity:
+                raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
+            return
+        raise RehearsalError(
+            f"the private server did not answer on {LOOPBACK}:{self.cli_port} within {timeout:.0f} s (last: {last})\n"
+            + self.log_tail()
+        )
 
     def stop(self) -> None:
         """Stop the whole process group (SIGTERM, then SIGKILL) and remove the world's folder."""
@@ -329,10 +295,11 @@ class World:
         user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
         if not isinstance(user_id, str):
             raise RehearsalError(f"the private server did not create the bot user {name}")
-        # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
-        # The bucket as an account's that has been running (bots.spawn starts it empty). Registered a day ago and
-        # "auth touched": screepsmod-auth's cron job (every 10 s) resets the CPU limit of users registered in the last
-        # 15 s, or not yet touched, to its registerCpu (100).
+        # The bucket as an account's that has been running (bots.spawn starts it empty). The rest is for a backend
+        # on this database (`screeps start` runs one; this world does not): no longer a server bot (a starting
+        # backend reloads bot AIs' code into their users, and would replace ours); registered a day ago and "auth
+        # touched" (screepsmod-auth's cron job resets the CPU limit of users registered in the last 15 s, or not yet
+        # touched, to its registerCpu, 100).
         fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
         self.cli(
             f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}, $set: "
@@ -388,12 +355,12 @@ class World:
     # --- diagnosis ---
 
     def logs(self) -> str:
-        files = [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]
+        files = [self.data_dir / WORLD_LOG, *sorted((self.data_dir / "logs").glob("*.log"))]
         return "\n".join(p.read_text("utf-8", errors="replace") for p in files if p.exists())
 
     def log_tail(self, lines: int = 15) -> str:
         parts: list[str] = []
-        for path in [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]:
+        for path in [self.data_dir / WORLD_LOG, *sorted((self.data_dir / "logs").glob("*.log"))]:
             with contextlib.suppress(OSError):
                 parts.append(f"--- {path.name} ---")
                 parts.extend(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
