@@ -110,6 +110,16 @@ def seed_world_data(db: dict[str, Any]) -> None:
         env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
 
 
+def paused_at_full_speed(db: dict[str, Any]) -> None:
+    """The world starts paused, with the shortest tick duration (1 ms), in ``db``'s env: it ticks only when the
+    rehearsal has seeded its bots and resumes it, then as fast as its engine goes (what the admin CLI's
+    ``system.pauseSimulation()`` and ``system.setTickDuration(1)`` write, without a call each after the start)."""
+    env = _collection(db, "env")
+    if env and isinstance(env[0].get("data"), dict):
+        env[0]["data"]["mainLoopPaused"] = "1"
+        env[0]["data"]["tickRate"] = 1
+
+
 def idle_players(db: dict[str, Any]) -> list[str]:
     """The default world's AI players (users with a ``bot`` AI: the npm server's four ``simplebot`` players in its
     corner rooms) made idle in ``db``: their code does not run (``active: 0``: the engine's main loop runs the users
@@ -140,6 +150,7 @@ __all__ = [
     "WorldShapeError",
     "free_rooms",
     "idle_players",
+    "paused_at_full_speed",
     "placements",
     "seed_world_data",
     "spawn_place",

@@ -37,6 +37,7 @@ from gitops.core.rehearsalworld import (
     WorldShapeError,
     free_rooms,
     idle_players,
+    paused_at_full_speed,
     placements,
     seed_world_data,
 )
@@ -45,8 +46,10 @@ from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 60.0
-#: Seconds between two looks at a starting world (its CLI answers about a second after the launch).
+#: Seconds between two looks at a starting world (its CLI answers about a second after the launch), and at a ticking
+#: world's record (a tick takes 20 to 40 ms on a 2-core machine: the run ends at most this late).
 READY_POLL = 0.05
+RECORD_POLL = 0.025
 #: The world's own log (``scripts/private-server/rehearsal-world.js``: its storage and admin CLI); the engine's
 #: processes log to ``logs/``.
 WORLD_LOG = "world.log"
@@ -150,8 +153,9 @@ class World:
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
 
     def _write_database(self, template: Path) -> None:
-        """The default world's database with the world data a bot reads at its start seeded and its AI players idle;
-        the bots' rooms and spawn places chosen from it (the same in every world of a rehearsal)."""
+        """The default world's database with the world data a bot reads at its start seeded and its AI players idle,
+        paused until the bots are seeded; the bots' rooms and spawn places chosen from it (the same in every world of
+        a rehearsal)."""
         db = json.loads(template.read_text("utf-8"))
         try:
             self.placements = placements(db, self.rooms)
@@ -160,6 +164,7 @@ class World:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
         seed_world_data(db)
         idle_players(db)
+        paused_at_full_speed(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
@@ -291,24 +296,26 @@ class World:
         x, y = self.placements[index].spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
         options = {"username": name, "cpu": self.cpu_limit if cpu is None else cpu, "x": x, "y": y}
-        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
-        user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
-        if not isinstance(user_id, str):
-            raise RehearsalError(f"the private server did not create the bot user {name}")
         # The bucket as an account's that has been running (bots.spawn starts it empty). The rest is for a backend
         # on this database (`screeps start` runs one; this world does not): no longer a server bot (a starting
         # backend reloads bot AIs' code into their users, and would replace ours); registered a day ago and "auth
         # touched" (screepsmod-auth's cron job resets the CPU limit of users registered in the last 15 s, or not yet
         # touched, to its registerCpu, 100).
         fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
-        self.cli(
-            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}, $set: "
-            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}})"
+        # One CLI call (each is a connection and a round trip): the user and its spawn, then its fields and code.
+        user_id = self.cli(
+            "(async () => { "
+            f"await bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)}); "
+            f"const user = await storage.db.users.findOne({{username: {json.dumps(name)}}}); "
+            "if (!user) return null; "
+            "await storage.db.users.update({_id: user._id}, {$unset: {bot: true}, $set: "
+            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}}); "
+            "await storage.db['users.code'].update({user: user._id}, "
+            f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}}); "
+            "return user._id; })()"
         )
-        self.cli(
-            f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "
-            f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}})"
-        )
+        if not isinstance(user_id, str):
+            raise RehearsalError(f"the private server did not create the bot user {name}")
         bot = Bot(name, user_id, room)
         self.bots.append(bot)
         return bot
@@ -394,9 +401,7 @@ def run_worlds(
     """Tick every world as fast as its engine goes until ``enough`` says so of all their bots' recordings (by user
     id), or ``timeout`` seconds passed; the recordings, and why ``enough`` was not reached (``None`` when it was).
     One loop in this thread reads every world's record."""
-    for world in worlds:
-        world.cli("system.setTickDuration(1)")
-    for world in worlds:
+    for world in worlds:  # started paused, at a 1 ms tick duration (core.rehearsalworld.paused_at_full_speed)
         world.cli("system.resumeSimulation()")
     deadline = time.monotonic() + timeout
     offsets = [0] * len(worlds)
@@ -411,7 +416,7 @@ def run_worlds(
         if stopped is not None:
             problem = stopped
             break
-        time.sleep(0.1)
+        time.sleep(RECORD_POLL)
     for world in worlds:
         with contextlib.suppress(OSError, RehearsalError):
             world.pause()
@@ -437,8 +442,6 @@ def running_worlds(
         for world in worlds:
             stack.callback(world.stop)
         start_worlds(worlds)
-        for world in worlds:
-            world.pause()
         yield worlds
 
 
@@ -450,7 +453,6 @@ def running_world(
     world = World(install, env, rooms=rooms, cpu=cpu, bucket=bucket)
     try:
         world.start()
-        world.pause()
         yield world
     finally:
         world.stop()

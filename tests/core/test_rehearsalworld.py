@@ -14,6 +14,7 @@ from gitops.core.rehearsalworld import (
     WorldShapeError,
     free_rooms,
     idle_players,
+    paused_at_full_speed,
     placements,
     seed_world_data,
     spawn_place,
@@ -128,3 +129,12 @@ def test_the_default_worlds_ai_players_are_idle_and_their_rooms_stay_as_they_wer
     _collection(db, "env")[0]["data"]["activeRooms"] = ["W1N1", "W1N3"]  # a database of version 9
     idle_players(db)
     assert _collection(db, "env")[0]["data"]["activeRooms"] == ["W1N3"]
+
+
+def test_the_world_starts_paused_at_a_1_ms_tick_duration() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]}})
+    paused_at_full_speed(db)
+    env = _collection(db, "env")[0]["data"]
+    assert env["mainLoopPaused"] == "1"  # as system.pauseSimulation() writes it: no tick before the bots are seeded
+    assert env["tickRate"] == 1  # as system.setTickDuration(1): the main loop waits max(1 ms - its tick's time, 0)
+    assert env["gameTime"] == 1
