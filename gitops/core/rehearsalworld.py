@@ -110,14 +110,20 @@ def seed_world_data(db: dict[str, Any]) -> None:
         env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
 
 
-def paused_at_full_speed(db: dict[str, Any]) -> None:
-    """The world starts paused, with the shortest tick duration (1 ms), in ``db``'s env: it ticks only when the
-    rehearsal has seeded its bots and resumes it, then as fast as its engine goes (what the admin CLI's
-    ``system.pauseSimulation()`` and ``system.setTickDuration(1)`` write, without a call each after the start)."""
+#: The world's tick duration while it waits for its bots (ms): the engine's main loop looks whether it is paused once
+#: a tick duration (one storage request each); at 1 ms it would spin through the seeding, at the npm server's
+#: default (1000 ms) the first tick would wait up to a second after the resume.
+WAITING_TICK_MS = 25
+
+
+def paused_at_start(db: dict[str, Any]) -> None:
+    """The world starts paused, in ``db``'s env (as the admin CLI's ``system.pauseSimulation()`` writes it, without
+    a call after the start), looking every :data:`WAITING_TICK_MS` whether it was resumed: it ticks only when the
+    rehearsal has seeded its bots and resumes it (then at a 1 ms tick duration)."""
     env = _collection(db, "env")
     if env and isinstance(env[0].get("data"), dict):
         env[0]["data"]["mainLoopPaused"] = "1"
-        env[0]["data"]["tickRate"] = 1
+        env[0]["data"]["tickRate"] = WAITING_TICK_MS
 
 
 def idle_players(db: dict[str, Any]) -> list[str]:
@@ -146,11 +152,12 @@ def idle_players(db: dict[str, Any]) -> list[str]:
 
 __all__ = [
     "ROOM_STATUS",
+    "WAITING_TICK_MS",
     "Placement",
     "WorldShapeError",
     "free_rooms",
     "idle_players",
-    "paused_at_full_speed",
+    "paused_at_start",
     "placements",
     "seed_world_data",
     "spawn_place",

@@ -37,7 +37,7 @@ from gitops.core.rehearsalworld import (
     WorldShapeError,
     free_rooms,
     idle_players,
-    paused_at_full_speed,
+    paused_at_start,
     placements,
     seed_world_data,
 )
@@ -164,7 +164,7 @@ class World:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
         seed_world_data(db)
         idle_players(db)
-        paused_at_full_speed(db)
+        paused_at_start(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
@@ -401,8 +401,8 @@ def run_worlds(
     """Tick every world as fast as its engine goes until ``enough`` says so of all their bots' recordings (by user
     id), or ``timeout`` seconds passed; the recordings, and why ``enough`` was not reached (``None`` when it was).
     One loop in this thread reads every world's record."""
-    for world in worlds:  # started paused, at a 1 ms tick duration (core.rehearsalworld.paused_at_full_speed)
-        world.cli("system.resumeSimulation()")
+    for world in worlds:  # started paused (core.rehearsalworld.paused_at_start): one call sets the pace and resumes
+        world.cli("system.setTickDuration(1).then(() => system.resumeSimulation())")
     deadline = time.monotonic() + timeout
     offsets = [0] * len(worlds)
     recordings: dict[str, Recording] = {bot.user_id: Recording() for world in worlds for bot in world.bots}

@@ -10,11 +10,12 @@ import pytest
 
 from gitops.core.rehearsalworld import (
     ROOM_STATUS,
+    WAITING_TICK_MS,
     Placement,
     WorldShapeError,
     free_rooms,
     idle_players,
-    paused_at_full_speed,
+    paused_at_start,
     placements,
     seed_world_data,
     spawn_place,
@@ -131,10 +132,10 @@ def test_the_default_worlds_ai_players_are_idle_and_their_rooms_stay_as_they_wer
     assert _collection(db, "env")[0]["data"]["activeRooms"] == ["W1N3"]
 
 
-def test_the_world_starts_paused_at_a_1_ms_tick_duration() -> None:
+def test_the_world_starts_paused_and_looks_often_whether_it_was_resumed() -> None:
     db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]}})
-    paused_at_full_speed(db)
+    paused_at_start(db)
     env = _collection(db, "env")[0]["data"]
     assert env["mainLoopPaused"] == "1"  # as system.pauseSimulation() writes it: no tick before the bots are seeded
-    assert env["tickRate"] == 1  # as system.setTickDuration(1): the main loop waits max(1 ms - its tick's time, 0)
+    assert env["tickRate"] == WAITING_TICK_MS == 25  # not the default 1000 ms: the first tick comes soon after
     assert env["gameTime"] == 1
