@@ -150,6 +150,15 @@ def idle_players(db: dict[str, Any]) -> list[str]:
     return idle
 
 
+def world_start(db: dict[str, Any]) -> None:
+    """The rehearsal's start, written into the default world's database ``db``: the world data a bot may read at
+    its start (:func:`seed_world_data`), nobody else playing (:func:`idle_players`), and paused until the bots are
+    seeded (:func:`paused_at_start`)."""
+    seed_world_data(db)
+    idle_players(db)
+    paused_at_start(db)
+
+
 __all__ = [
     "ROOM_STATUS",
     "WAITING_TICK_MS",
@@ -161,4 +170,5 @@ __all__ = [
     "placements",
     "seed_world_data",
     "spawn_place",
+    "world_start",
 ]

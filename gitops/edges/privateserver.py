@@ -32,15 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from gitops.core.rehearsalworld import (
-    Placement,
-    WorldShapeError,
-    free_rooms,
-    idle_players,
-    paused_at_start,
-    placements,
-    seed_world_data,
-)
+from gitops.core.rehearsalworld import Placement, WorldShapeError, free_rooms, placements, world_start
 from gitops.edges.serverinstall import clean_env, node_binary, node_files
 from gitops.errors import RehearsalError
 
@@ -162,9 +154,7 @@ class World:
             self._spare_rooms = free_rooms(db)[self.rooms :]
         except WorldShapeError as exc:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
-        seed_world_data(db)
-        idle_players(db)
-        paused_at_start(db)
+        world_start(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:

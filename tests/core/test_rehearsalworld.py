@@ -19,6 +19,7 @@ from gitops.core.rehearsalworld import (
     placements,
     seed_world_data,
     spawn_place,
+    world_start,
 )
 
 PLAIN = "0" * 2500
@@ -139,3 +140,13 @@ def test_the_world_starts_paused_and_looks_often_whether_it_was_resumed() -> Non
     assert env["mainLoopPaused"] == "1"  # as system.pauseSimulation() writes it: no tick before the bots are seeded
     assert env["tickRate"] == WAITING_TICK_MS == 25  # not the default 1000 ms: the first tick comes soon after
     assert env["gameTime"] == 1
+
+
+def test_the_worlds_start_is_its_data_nobody_else_playing_and_paused() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)], "owned": True}})
+    db["collections"].append({"name": "users", "data": [{"_id": "u1", "bot": "simplebot", "active": True, "cpu": 9}]})
+    world_start(db)
+    env = _collection(db, "env")[0]["data"]
+    assert json.loads(env["roomStatusData"]) == ROOM_STATUS
+    assert _collection(db, "users")[0]["active"] == 0
+    assert env["mainLoopPaused"] == "1"
