@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_rehearse import gitops, make_repo  # noqa: E402
+from bench_rehearse import bench_env, gitops, interleaved, make_repo  # noqa: E402
 
 ANCHOR_DIR = ROOT / ".bench" / "anchor"
 ANCHOR_SCRIPT = ROOT / "bench" / "anchor_mockup.js"
@@ -102,15 +102,13 @@ def main() -> int:
         install(anchor)
     if not (anchor / "node_modules" / "screeps-server-mockup").is_dir():
         sys.exit(f"Error: screeps-server-mockup is not installed in {anchor}: run this with --install first")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "PYTHON", "NODE_"))}
-    env["NO_COLOR"] = "1"
+    env = bench_env()
     server = os.environ.get("GITOPS_PRIVATE_SERVER") or str(ROOT / ".private-server")
     rehearse_env = {**env, "GITOPS_PRIVATE_SERVER": server}
     anchor_env = {
         **env,
         "NODE_PATH": os.pathsep.join([str(anchor / "node_modules"), str(Path(server) / "node_modules")]),
     }
-    rounds: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-anchor-") as scratch:
         repo = make_repo(Path(scratch))
         subprocess.run(["node", "build.mjs"], cwd=repo, check=True, capture_output=True)
@@ -122,24 +120,17 @@ def main() -> int:
             "rehearse": ([gitops(), "rehearse", "--ticks", str(TICKS), "--json"], rehearse_env),
             "anchor": (["node", "--require", str(PRELOAD), str(ANCHOR_SCRIPT), str(modules), str(TICKS)], anchor_env),
         }
-        for index in range(args.rounds):
-            walls: dict[str, float] = {}
-            order = ("rehearse", "anchor") if index % 2 == 0 else ("anchor", "rehearse")
-            for name in order:
-                command, command_env = commands[name]
-                walls[name], out = timed(command, where[name], command_env)
-                if name == "rehearse" and json.loads(out)["result"] != "healthy":
-                    sys.exit(f"Error: the rehearsal was not HEALTHY:\n{out[-2000:]}")
-                if name == "anchor":
-                    check_anchor(json.loads(out.splitlines()[-1]), out)
-            walls["ratio"] = walls["anchor"] / walls["rehearse"]
-            rounds.append(walls)
-            if not args.json:
-                print(
-                    f"  round {index + 1}: rehearse {walls['rehearse']:6.2f} s  anchor {walls['anchor']:6.2f} s"
-                    f"  ratio {walls['ratio']:5.2f}",
-                    flush=True,
-                )
+
+        def run(name: str) -> float:
+            command, command_env = commands[name]
+            wall, out = timed(command, where[name], command_env)
+            if name == "rehearse" and json.loads(out)["result"] != "healthy":
+                sys.exit(f"Error: the rehearsal was not HEALTHY:\n{out[-2000:]}")
+            if name == "anchor":
+                check_anchor(json.loads(out.splitlines()[-1]), out)
+            return wall
+
+        rounds = interleaved(args.rounds, "anchor", "rehearse", run, quiet=args.json)
     median = {name: statistics.median(r[name] for r in rounds) for name in ("rehearse", "anchor", "ratio")}
     figures = {"ticks": TICKS, "rounds": rounds, "median": median, "cpus": os.cpu_count(), "goal": GOAL}
     if args.json:

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_rehearse import make_repo  # noqa: E402
+from bench_rehearse import bench_env, interleaved, make_repo  # noqa: E402
 
 TICKS = 100
 #: Runs ``gitops`` from the source tree named first, not from the editable install (whose finder comes first).
@@ -67,8 +67,7 @@ def main() -> int:
     parser.add_argument("--base", action="store_true", help="base and head (two worlds), not head alone")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "PYTHON", "NODE_"))}
-    env["NO_COLOR"] = "1"
+    env = bench_env()
     env["GITOPS_PRIVATE_SERVER"] = os.environ.get("GITOPS_PRIVATE_SERVER") or str(ROOT / ".private-server")
     extra = ["--base", "HEAD~1"] if args.base else []
     rounds: list[dict[str, float]] = []
@@ -77,17 +76,9 @@ def main() -> int:
         try:
             repo = make_repo(Path(scratch))
             subprocess.run(["node", "build.mjs"], cwd=repo, check=True, capture_output=True)
-            for index in range(args.rounds):
-                order = ("old", "new") if index % 2 == 0 else ("new", "old")
-                walls = {name: timed(trees[name], repo, env, extra) for name in order}
-                walls["ratio"] = walls["old"] / walls["new"]
-                rounds.append(walls)
-                if not args.json:
-                    print(
-                        f"  round {index + 1}: old {walls['old']:6.2f} s  new {walls['new']:6.2f} s"
-                        f"  old/new {walls['ratio']:5.2f}",
-                        flush=True,
-                    )
+            rounds = interleaved(
+                args.rounds, "old", "new", lambda name: timed(trees[name], repo, env, extra), quiet=args.json
+            )
         finally:
             for tree in trees.values():
                 subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
