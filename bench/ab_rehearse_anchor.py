@@ -16,8 +16,11 @@ processes, in alternating order (A B, then B A, ...):
 
 * **rehearse**: ``gitops rehearse --ticks 100 --json`` (build reused from the build cache, start a world, seed the
   bot, 100 ticks plus the settling ones, judge, stop);
-* **anchor**: ``node bench/anchor_mockup.js MODULES 100`` (start the harness's server, add the bot, 100 ticks, stop;
-  checked: the game time advanced by 100).
+* **anchor**: ``node --require no_snapshot.js bench/anchor_mockup.js MODULES 100`` (start the harness's server, add
+  the bot, 100 ticks, stop; checked: the game time advanced by 100 and the bot's code ran in each of them, no error).
+  The preload is the rehearsal's own (``scripts/private-server/no_snapshot.js``), and the harness's forked runner
+  inherits it: without it every tick of the bot failed at the runtime's start (``ReferenceError: _ is not defined``:
+  the engine's V8 snapshot is broken on Node.js 20), so no bot code ran on the anchor's side (before 2026-12-02).
 
 It prints each round's wall times (spawn to exit) and the ratio anchor / rehearse, then the medians; the goal of
 issue 48 is a median ratio of at least 5.
@@ -39,10 +42,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_rehearse import gitops, make_repo  # noqa: E402
+from bench_rehearse import bench_env, gitops, interleaved, make_repo  # noqa: E402
 
 ANCHOR_DIR = ROOT / ".bench" / "anchor"
 ANCHOR_SCRIPT = ROOT / "bench" / "anchor_mockup.js"
+#: The rehearsal's own preload (the engine's V8 snapshot is broken on Node.js 20): without it no bot code runs.
+PRELOAD = ROOT / "scripts" / "private-server" / "no_snapshot.js"
 ANCHOR_PACKAGE = {
     "name": "gitops-bench-anchor",
     "private": True,
@@ -70,6 +75,12 @@ def install(folder: Path) -> None:
         shutil.rmtree(folder / "node_modules" / name, ignore_errors=True)
 
 
+def check_anchor(figures: dict[str, object], out: str) -> None:
+    """Like for like: the anchor's world ran 100 ticks, and the bot's code ran in each of them without an error."""
+    if figures["game_ticks"] != TICKS or figures["ran_ticks"] != TICKS or figures["failed_ticks"] != 0:
+        sys.exit(f"Error: the anchor did not run the bot's code in each of its {TICKS} ticks:\n{out[-2000:]}")
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
@@ -91,15 +102,13 @@ def main() -> int:
         install(anchor)
     if not (anchor / "node_modules" / "screeps-server-mockup").is_dir():
         sys.exit(f"Error: screeps-server-mockup is not installed in {anchor}: run this with --install first")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "PYTHON", "NODE_"))}
-    env["NO_COLOR"] = "1"
+    env = bench_env()
     server = os.environ.get("GITOPS_PRIVATE_SERVER") or str(ROOT / ".private-server")
     rehearse_env = {**env, "GITOPS_PRIVATE_SERVER": server}
     anchor_env = {
         **env,
         "NODE_PATH": os.pathsep.join([str(anchor / "node_modules"), str(Path(server) / "node_modules")]),
     }
-    rounds: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-anchor-") as scratch:
         repo = make_repo(Path(scratch))
         subprocess.run(["node", "build.mjs"], cwd=repo, check=True, capture_output=True)
@@ -109,26 +118,19 @@ def main() -> int:
         where["anchor"].mkdir()
         commands = {
             "rehearse": ([gitops(), "rehearse", "--ticks", str(TICKS), "--json"], rehearse_env),
-            "anchor": (["node", str(ANCHOR_SCRIPT), str(modules), str(TICKS)], anchor_env),
+            "anchor": (["node", "--require", str(PRELOAD), str(ANCHOR_SCRIPT), str(modules), str(TICKS)], anchor_env),
         }
-        for index in range(args.rounds):
-            walls: dict[str, float] = {}
-            order = ("rehearse", "anchor") if index % 2 == 0 else ("anchor", "rehearse")
-            for name in order:
-                command, command_env = commands[name]
-                walls[name], out = timed(command, where[name], command_env)
-                if name == "rehearse" and json.loads(out)["result"] != "healthy":
-                    sys.exit(f"Error: the rehearsal was not HEALTHY:\n{out[-2000:]}")
-                if name == "anchor" and json.loads(out.splitlines()[-1])["game_ticks"] != TICKS:
-                    sys.exit(f"Error: the anchor's world did not run {TICKS} ticks:\n{out[-2000:]}")
-            walls["ratio"] = walls["anchor"] / walls["rehearse"]
-            rounds.append(walls)
-            if not args.json:
-                print(
-                    f"  round {index + 1}: rehearse {walls['rehearse']:6.2f} s  anchor {walls['anchor']:6.2f} s"
-                    f"  ratio {walls['ratio']:5.2f}",
-                    flush=True,
-                )
+
+        def run(name: str) -> float:
+            command, command_env = commands[name]
+            wall, out = timed(command, where[name], command_env)
+            if name == "rehearse" and json.loads(out)["result"] != "healthy":
+                sys.exit(f"Error: the rehearsal was not HEALTHY:\n{out[-2000:]}")
+            if name == "anchor":
+                check_anchor(json.loads(out.splitlines()[-1]), out)
+            return wall
+
+        rounds = interleaved(args.rounds, "anchor", "rehearse", run, quiet=args.json)
     median = {name: statistics.median(r[name] for r in rounds) for name in ("rehearse", "anchor", "ratio")}
     figures = {"ticks": TICKS, "rounds": rounds, "median": median, "cpus": os.cpu_count(), "goal": GOAL}
     if args.json:

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,34 @@ def make_repo(where: Path) -> Path:
     return repo
 
 
+def bench_env() -> dict[str, str]:
+    """This environment without the tool's, Python's and node's own variables, and without colours."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "PYTHON", "NODE_"))}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def interleaved(
+    rounds: int, first: str, second: str, run: Callable[[str], float], *, quiet: bool = False
+) -> list[dict[str, float]]:
+    """``rounds`` rounds of ``run(first)`` and ``run(second)`` (wall seconds), in alternating order (first second,
+    then second first, ...); each round's walls and ``ratio``, first / second, printed as they come unless
+    ``quiet``."""
+    done: list[dict[str, float]] = []
+    for index in range(rounds):
+        order = (first, second) if index % 2 == 0 else (second, first)
+        walls = {name: run(name) for name in order}
+        walls["ratio"] = walls[first] / walls[second]
+        done.append(walls)
+        if not quiet:
+            print(
+                f"  round {index + 1}: {first} {walls[first]:6.2f} s  {second} {walls[second]:6.2f} s"
+                f"  {first}/{second} {walls['ratio']:5.2f}",
+                flush=True,
+            )
+    return done
+
+
 def gitops() -> str:
     beside = Path(sys.executable).parent / "gitops"
     return str(beside) if beside.exists() else "gitops"
@@ -94,8 +123,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--first-install", action="store_true", help="also time a fresh install (uses the network)")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITOPS_", "PYTHON", "NODE_"))}
-    env["NO_COLOR"] = "1"
+    env = bench_env()
     install = os.environ.get("GITOPS_PRIVATE_SERVER") or str(ROOT / ".private-server")
     figures: dict[str, object] = {"ticks": TICKS, "rounds": args.rounds, "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="bench-rehearse-") as scratch:

@@ -34,10 +34,10 @@ from gitops.edges.privateserver import (
     Bot,
     Recording,
     WorldLost,
-    find_install,
     run_worlds,
     running_worlds,
 )
+from gitops.edges.serverinstall import find_install
 from gitops.edges.socket import console_event
 from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError
@@ -202,7 +202,7 @@ def _run_in_worlds(
             say(f"rehearse: the colony of {request.colony.describe()} copied for each bot")
         bots = sum(len(world.bots) for world in opened)
         timeout = request.timeout if request.timeout is not None else default_timeout(request.ticks, len(head.branches))
-        where = " and ".join(f"127.0.0.1:{world.port}" for world in opened)
+        where = " and ".join(f"127.0.0.1:{world.cli_port}" for world in opened)
         say(
             f"rehearse: {bots} bot(s) in {'two throwaway worlds' if worlds == 2 else 'a throwaway world'} on {where}"
             f"{', head and base in the same room of each' if worlds == 2 else ''}; {request.ticks} ticks each"

@@ -32,8 +32,9 @@ from gitops.cli.common import (
 from gitops.config.manifest import load_manifest
 from gitops.edges.codesetfile import CODESET_VARIABLE
 from gitops.edges.outfile import check_out_path
-from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU, INSTALL_ENV
+from gitops.edges.privateserver import DEFAULT_BUCKET, DEFAULT_CPU
 from gitops.edges.rehearsalfile import WHAT, write_result
+from gitops.edges.serverinstall import INSTALL_ENV
 from gitops.errors import UsageError
 from gitops.inert import inert
 from gitops.render.rehearsal import markdown, text

@@ -10,7 +10,8 @@ server at its start:
 
 the room status data (``Game.map.getRoomStatus`` throws ``No runtime status data`` every tick until the engine
 first computes it, after 20 ticks, and the runner caches the missing answer for a minute), seeded with what the
-server computes for this world (:func:`seed_world_data`).
+server computes for this world (:func:`seed_world_data`); and nobody else plays: the default world's AI players
+stay in their rooms, idle (:func:`idle_players`).
 """
 
 from __future__ import annotations
@@ -109,4 +110,65 @@ def seed_world_data(db: dict[str, Any]) -> None:
         env[0]["data"]["roomStatusData"] = json.dumps(ROOM_STATUS)
 
 
-__all__ = ["ROOM_STATUS", "Placement", "WorldShapeError", "free_rooms", "placements", "seed_world_data", "spawn_place"]
+#: The world's tick duration while it waits for its bots (ms): the engine's main loop looks whether it is paused once
+#: a tick duration (one storage request each); at 1 ms it would spin through the seeding, at the npm server's
+#: default (1000 ms) the first tick would wait up to a second after the resume.
+WAITING_TICK_MS = 25
+
+
+def paused_at_start(db: dict[str, Any]) -> None:
+    """The world starts paused, in ``db``'s env (as the admin CLI's ``system.pauseSimulation()`` writes it, without
+    a call after the start), looking every :data:`WAITING_TICK_MS` whether it was resumed: it ticks only when the
+    rehearsal has seeded its bots and resumes it (then at a 1 ms tick duration)."""
+    env = _collection(db, "env")
+    if env and isinstance(env[0].get("data"), dict):
+        env[0]["data"]["mainLoopPaused"] = "1"
+        env[0]["data"]["tickRate"] = WAITING_TICK_MS
+
+
+def idle_players(db: dict[str, Any]) -> list[str]:
+    """The default world's AI players (users with a ``bot`` AI: the npm server's four ``simplebot`` players in its
+    corner rooms) made idle in ``db``: their code does not run (``active: 0``: the engine's main loop runs the users
+    that are active and have CPU) and their rooms are not processed (out of the active rooms), so a tick is the
+    rehearsed bots' alone. Their rooms, controllers and spawns stay as they were, so the map a bot sees is the
+    same. Before, they ran every tick, four fifths of a tick's work, and spawned creeps a rehearsed bot never
+    met in its room (docs/rehearsal.md: nobody else). Their user ids, sorted."""
+    idle = sorted(u["_id"] for u in _collection(db, "users") if u.get("bot"))
+    for user in _collection(db, "users"):
+        if user["_id"] in idle:
+            user["active"] = 0
+    their_rooms = {
+        o["room"] for o in _collection(db, "rooms.objects") if o.get("type") == "controller" and o.get("user") in idle
+    }
+    for room in _collection(db, "rooms"):
+        if room["_id"] in their_rooms:
+            room["active"] = False  # a database before version 9: the storage makes the active rooms of this flag
+    env = _collection(db, "env")
+    active = env[0].get("data", {}).get("activeRooms") if env else None
+    if isinstance(active, list):  # a database of version 9: the list itself
+        active[:] = [room for room in active if room not in their_rooms]
+    return idle
+
+
+def world_start(db: dict[str, Any]) -> None:
+    """The rehearsal's start, written into the default world's database ``db``: the world data a bot may read at
+    its start (:func:`seed_world_data`), nobody else playing (:func:`idle_players`), and paused until the bots are
+    seeded (:func:`paused_at_start`)."""
+    seed_world_data(db)
+    idle_players(db)
+    paused_at_start(db)
+
+
+__all__ = [
+    "ROOM_STATUS",
+    "WAITING_TICK_MS",
+    "Placement",
+    "WorldShapeError",
+    "free_rooms",
+    "idle_players",
+    "paused_at_start",
+    "placements",
+    "seed_world_data",
+    "spawn_place",
+    "world_start",
+]

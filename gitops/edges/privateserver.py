@@ -1,21 +1,21 @@
 """A throwaway world of the real Screeps private server (npm ``screeps``, pinned), for ``gitops rehearse``.
 
-Its whole life cycle, bounded in time and on loopback only: **install** (:func:`find_install`: ``--server-dir`` or
-``GITOPS_PRIVATE_SERVER``, else the tool's cache folder, installed there once with ``npm ci`` from the pinned lock);
-**start** (:meth:`World.start`: a temporary data folder, two ephemeral loopback ports, its own process group, the
-preloads that keep it on loopback and let player code run, and a mod that writes every console and cpu message to
-a file); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room, a spawn and the branch's
-modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes, until every bot has had its
-ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the data folder removed).
+Its whole life cycle on an install (:func:`gitops.edges.serverinstall.find_install`), bounded in time and on loopback
+only: **start** (:meth:`World.start`: a temporary data folder, an ephemeral loopback port for its admin CLI, its own
+process group, the preloads that keep it on loopback and let player code run, and a mod that writes every console
+and cpu message to a file; ``rehearsal-world.js`` runs the server's storage, admin CLI and engine without its
+launcher, game server and cron jobs); **seed** (:meth:`World.seed`: through the admin CLI, a bot user with a room,
+a spawn and the branch's modules; nobody signs in); **run** (:meth:`World.run`: ticks as fast as the engine goes,
+until every bot has had its ticks or time is up); **stop** (:meth:`World.stop`: the whole process group, then the
+data folder removed).
 
 A rehearsal must never touch a real world or leave a process behind, hence loopback, the process group and the
-deadlines. The node-side files ship inside the package (``gitops._privateserver``, from ``scripts/private-server/``).
+deadlines. The node-side files are :func:`gitops.edges.serverinstall.node_files`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -28,35 +28,23 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import filelock
-import httpx
-
-from gitops.config.folders import user_folder
-from gitops.core.rehearsalworld import Placement, WorldShapeError, free_rooms, placements, seed_world_data
+from gitops.core.rehearsalworld import Placement, WorldShapeError, free_rooms, placements, world_start
+from gitops.edges.serverinstall import clean_env, node_binary, node_files
 from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
-#: An existing install of the pinned server (a folder with ``node_modules/screeps``): used instead of the cache.
-INSTALL_ENV = "GITOPS_PRIVATE_SERVER"
-CACHE_ENV = "GITOPS_CACHE_DIR"
-MARKER = ".install-complete"
-#: Files an install needs (the install scripts build the native ones).
-NEEDED = (
-    "node_modules/screeps/bin/screeps.js",
-    "node_modules/screepsmod-auth/package.json",
-    "node_modules/@screeps/driver/native/build/Release/native.node",
-    "node_modules/@screeps/driver/build/runtime.bundle.js",
-    "node_modules/@screeps/launcher/init_dist/db.json",
-)
-#: ``npm ci`` of the pinned server (about 90 s on a 2-core machine; native modules are built).
-INSTALL_TIMEOUT = 900.0
 START_TIMEOUT = 60.0
+#: Seconds between two looks at a starting world (its CLI answers about a second after the launch), and at a ticking
+#: world's record (a tick takes 20 to 40 ms on a 2-core machine: the run ends at most this late).
+READY_POLL = 0.05
+RECORD_POLL = 0.025
+#: The world's own log (``scripts/private-server/rehearsal-world.js``: its storage and admin CLI); the engine's
+#: processes log to ``logs/``.
+WORLD_LOG = "world.log"
 STOP_GRACE = 10.0
 CLI_TIMEOUT = 15.0
 #: Kept for a post-mortem when set: the world's folder (database, logs, the recorded messages).
@@ -69,169 +57,6 @@ BOT_NAME = "Rehearsal{n}"
 #: terminated tick (the npm server's own default, an empty bucket, made one).
 DEFAULT_CPU = 100
 DEFAULT_BUCKET = 10_000
-
-
-def node_files() -> Path:
-    """The shipped node-side files: package.json, package-lock.json and the preloads.
-
-    An installed tool has them as ``gitops._privateserver``; an editable install from a checkout finds them in the
-    checkout's ``scripts/private-server/`` (setuptools' editable finder does not resolve a mapped data folder).
-    """
-    candidates: list[Path] = []
-    with contextlib.suppress(ModuleNotFoundError):
-        candidates.extend(folders_on_disk(resources.files("gitops._privateserver"), "package-lock.json"))
-    candidates.append(Path(__file__).resolve().parents[2] / "scripts" / "private-server")
-    for candidate in candidates:
-        if (candidate / "package-lock.json").is_file() and (candidate / "no_snapshot.js").is_file():
-            return candidate
-    raise RehearsalError(
-        "the private server's package files are not part of this installation of screeps-gitops",
-        hint="Reinstall screeps-gitops (pip install, pipx install).",
-    )
-
-
-def folders_on_disk(root: Traversable, name: str) -> list[Path]:
-    """The folders on disk of the package ``root`` that hold a file ``name``, in import order.
-
-    The shipped folder has no ``__init__.py``, so ``files()`` of a pip or pipx install is a namespace package's
-    ``MultiplexedPath`` (one folder per ``sys.path`` entry that has one), whose ``str()`` is not a path; its files
-    are. Looking at the files works for that, a regular package's ``Path`` and every Python from 3.11 on; a package
-    that is not on disk (a zip import) has no folder the server's ``node`` could read, hence none here.
-    """
-    with contextlib.suppress(OSError):
-        return [child.parent for child in root.iterdir() if child.name == name and isinstance(child, Path)]
-    return []
-
-
-def _node(env: Mapping[str, str]) -> str:
-    node = shutil.which("node", path=env.get("PATH"))
-    if node is None:
-        raise RehearsalError(
-            "node is not on PATH: the rehearsal runs the real Screeps private server, a Node.js program",
-            hint="Install Node.js 20 or newer (in the GitHub Action: actions/setup-node with node-version: 20).",
-        )
-    return node
-
-
-def install_stamp(files: Path, env: Mapping[str, str]) -> str:
-    """What an install depends on: the pinned package files and the Node ABI (as ``scripts/private-server.sh``)."""
-    node = _node(env)
-    abi = subprocess.run(
-        [node, "-p", 'process.platform + "-" + process.arch + "-abi" + process.versions.modules'],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=_clean_env(env),
-    )
-    if abi.returncode != 0:
-        raise RehearsalError(f"node did not run ({abi.stderr.strip()[:200]})", hint="Check the Node.js installation.")
-    digest = hashlib.sha256()
-    for name in ("package.json", "package-lock.json"):
-        digest.update((files / name).read_bytes())
-    digest.update(abi.stdout.strip().encode())
-    return digest.hexdigest()
-
-
-def default_install_dir(env: Mapping[str, str]) -> Path:
-    return (user_folder(env, CACHE_ENV, "XDG_CACHE_HOME", (".cache",)) / "private-server").resolve()
-
-
-def install_problem(folder: Path, stamp: str) -> str | None:
-    """Why ``folder`` is not a complete, current install (``None`` when it is)."""
-    marker = folder / MARKER
-    if not marker.is_file():
-        return f"{folder} holds no complete install (no {MARKER})"
-    if marker.read_text().strip() != stamp:
-        return f"the install in {folder} is stale (the pinned versions or the Node.js version changed)"
-    missing = [name for name in NEEDED if not (folder / name).is_file()]
-    if missing:
-        return f"the install in {folder} is broken ({missing[0]} is missing)"
-    return None
-
-
-def find_install(
-    env: Mapping[str, str], given: Path | None = None, *, say: Callable[[str], None] = lambda _: None
-) -> Path:
-    """The folder of a usable install: ``given`` (or ``$GITOPS_PRIVATE_SERVER``, e.g. the one of ``bash
-    scripts/private-server.sh install``), else the cache's (``$GITOPS_CACHE_DIR``, ``$XDG_CACHE_HOME/screeps-gitops``
-    or ``~/.cache/screeps-gitops``, then ``private-server``), installed there with ``npm ci`` from the pinned
-    package.json and lock on first use and reused afterwards (``say`` gets the progress lines)."""
-    files = node_files()
-    stamp = install_stamp(files, env)
-    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
-    if chosen is not None:
-        chosen = chosen.expanduser().resolve()
-        problem = install_problem(chosen, stamp)
-        if problem:
-            raise RehearsalError(
-                f"{problem} (--server-dir or ${INSTALL_ENV})",
-                hint="Point it at a folder installed by 'bash scripts/private-server.sh install', or leave it unset: "
-                "the tool then installs the server into its cache folder on first use.",
-            )
-        return chosen
-    folder = default_install_dir(env)
-    if install_problem(folder, stamp) is None:
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with filelock.FileLock(str(folder / ".install.lock"), timeout=INSTALL_TIMEOUT):
-        if install_problem(folder, stamp) is None:  # another run installed it meanwhile
-            return folder
-        _install(folder, files, stamp, env, say)
-    return folder
-
-
-def _install(folder: Path, files: Path, stamp: str, env: Mapping[str, str], say: Callable[[str], None]) -> None:
-    node = _node(env)
-    npm = shutil.which("npm", path=env.get("PATH"))
-    if npm is None:
-        raise RehearsalError("npm is not on PATH", hint="Install Node.js 20 or newer (it ships npm).")
-    say(f"rehearse: installing the Screeps private server (npm screeps, pinned) into {folder}; first use only, ~2 min")
-    started = time.monotonic()
-    (folder / MARKER).unlink(missing_ok=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(files / name, folder / name)
-    install_env = _clean_env(env)
-    install_env["npm_config_build_from_source"] = "true"  # isolated-vm has no prebuilt binary for every Node.js
-    headers = Path(node).resolve().parent.parent
-    if (headers / "include" / "node" / "common.gypi").is_file():
-        install_env["npm_config_nodedir"] = str(headers)  # node-gyp uses these instead of downloading them
-    log = folder / "install.log"
-    try:
-        with log.open("wb") as out:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--engine-strict=false", "--loglevel=warn"],
-                cwd=folder,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=install_env,
-                timeout=INSTALL_TIMEOUT,
-                check=False,
-            )
-    except subprocess.TimeoutExpired:
-        raise RehearsalError(
-            f"installing the private server took longer than {INSTALL_TIMEOUT:.0f} s (log: {log})",
-            hint="Run it again (a partial install is finished), or install it once with "
-            "'bash scripts/private-server.sh install' and point GITOPS_PRIVATE_SERVER at it.",
-        ) from None
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text("utf-8", errors="replace").splitlines()[-15:])
-        raise RehearsalError(
-            f"installing the private server failed (npm ci exited {done.returncode}; log: {log}):\n{tail}",
-            hint="It needs the npm registry, a C++ compiler and make (native modules are built from source).",
-        )
-    missing = [name for name in NEEDED if not (folder / name).is_file()]
-    if missing:
-        raise RehearsalError(f"the private server's install in {folder} is incomplete ({missing[0]} was not built)")
-    (folder / MARKER).write_text(stamp + "\n")
-    say(f"rehearse: installed the private server in {time.monotonic() - started:.0f} s")
-
-
-def _clean_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: what node and npm need, and nothing else (no credential reaches the world)."""
-    kept = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT", "npm_config_cache", "npm_config_registry")
-    return {name: env[name] for name in kept if env.get(name)}
 
 
 def free_port() -> int:
@@ -277,15 +102,15 @@ class World:
         #: Free rooms past the bots' (:meth:`take_free_room`), in the same order in every world of a rehearsal.
         self._spare_rooms: list[str] = []
         self.files = node_files()
-        self.node = _node(env)
+        self.node = node_binary(env)
         self.env = env
         self.data_dir = Path(tempfile.mkdtemp(prefix="gitops-rehearsal-"))
         self.record = self.data_dir / "record.jsonl"
-        self.port = 0
+        #: The world's one port: its admin CLI on loopback (it serves no HTTP API: nobody signs in).
         self.cli_port = 0
         self.bots: list[Bot] = []
         self._process: subprocess.Popen[bytes] | None = None
-        #: Answered by this world's recorder mod (HTTP and CLI): the ports are this world's, not another server's.
+        #: Answered by this world's recorder mod in the admin CLI: the port is this world's, not another server's.
         self.identity = secrets.token_hex(8)
 
     def __enter__(self) -> World:
@@ -297,79 +122,55 @@ class World:
     # --- start and stop ---
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
-        """Launch on two free loopback ports (others when one was taken meanwhile); wait until it answers."""
+        """Launch on a free loopback port (another when it was taken meanwhile); wait until it answers."""
         start_worlds([self], timeout)
 
     def _begin(self) -> None:
-        """Choose the ports, write the world's folder and launch the server (not yet waited for)."""
-        self.port = free_port()
+        """Choose the port, write the world's folder and launch the server (not yet waited for)."""
         self.cli_port = free_port()
-        while self.cli_port == self.port:
-            self.cli_port = free_port()
         self._write_world()
         self._launch()
 
     def _write_world(self) -> None:
         init = self.install / "node_modules" / "@screeps" / "launcher" / "init_dist"
-        # A new attempt (other ports) starts clean: the last one's logs said EADDRINUSE.
+        # A new attempt (another port) starts clean: the last one's log said EADDRINUSE.
         shutil.rmtree(self.data_dir / "logs", ignore_errors=True)
-        (self.data_dir / "launcher.log").unlink(missing_ok=True)
+        (self.data_dir / WORLD_LOG).unlink(missing_ok=True)
         self._write_database(init / "db.json")
         (self.data_dir / "logs").mkdir(exist_ok=True)
-        (self.data_dir / "steam_appid.txt").write_text("464350")
-        (self.data_dir / ".screepsrc").write_text(
-            "; A throwaway world of gitops rehearse. The Steam key is a dummy: loopback-guard.js stubs its call.\n"
-            "steam_api_key = screeps-gitops-dummy-key\n"
-            f"host = {LOOPBACK}\nport = {self.port}\ncli_host = {LOOPBACK}\ncli_port = {self.cli_port}\n"
-            "password =\nrunners_cnt = 1\nrunner_threads = 1\nprocessors_cnt = 1\nlogdir = logs\n"
-            f"modfile = mods.json\nassetdir = {init / 'assets'}\ndb = db.json\nlog_console = false\n"
-            "log_rotate_keep = 2\nstorage_disabled = false\nrestart_interval = 3600\n"
-        )
         mods = {
-            "mods": [str(self.install / "node_modules" / "screepsmod-auth"), str(self.files / "rehearsal-recorder.js")],
+            "mods": [str(self.files / "rehearsal-recorder.js")],
             "bots": {"simplebot": str(init / "node_modules" / "@screeps" / "simplebot" / "src")},
         }
         (self.data_dir / "mods.json").write_text(json.dumps(mods, indent=2))
 
     def _write_database(self, template: Path) -> None:
-        """The default world's database with the world data a bot reads at its start seeded; the bots' rooms and
-        spawn places chosen from it (the same in every world of a rehearsal)."""
+        """The default world's database with the world data a bot reads at its start seeded and its AI players idle,
+        paused until the bots are seeded; the bots' rooms and spawn places chosen from it (the same in every world of
+        a rehearsal)."""
         db = json.loads(template.read_text("utf-8"))
         try:
             self.placements = placements(db, self.rooms)
             self._spare_rooms = free_rooms(db)[self.rooms :]
         except WorldShapeError as exc:
             raise RehearsalError(f"the private server's world cannot hold {self.rooms} bots: {exc}") from None
-        seed_world_data(db)
+        world_start(db)
         (self.data_dir / "db.json").write_text(json.dumps(db), "utf-8")
 
     def _launch(self) -> None:
-        env = _clean_env(self.env)
+        env = clean_env(self.env)
         env["HOME"] = str(self.data_dir)
         env["NODE_OPTIONS"] = (
             f'--require "{self.files / "loopback-guard.js"}" --require "{self.files / "no_snapshot.js"}"'
         )
+        env["NODE_PATH"] = str(self.install / "node_modules")  # the world's script is not inside the install
+        env.update(CLI_HOST=LOOPBACK, CLI_PORT=str(self.cli_port), MODFILE="mods.json", DB_PATH="db.json")
         env["GITOPS_REHEARSAL_RECORD"] = str(self.record)
         env["GITOPS_REHEARSAL_ID"] = self.identity
         # When this process dies without stopping the world (kill -9), the world stops itself within a second.
         script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
-        command = [
-            "bash",
-            "-c",
-            script,
-            self.node,
-            str(self.install / "node_modules" / "screeps" / "bin" / "screeps.js"),
-            "start",
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(self.port),
-            "--cli_host",
-            LOOPBACK,
-            "--cli_port",
-            str(self.cli_port),
-        ]
-        with (self.data_dir / "launcher.log").open("ab") as log:
+        command = ["bash", "-c", script, self.node, "--no-node-snapshot", str(self.files / "rehearsal-world.js")]
+        with (self.data_dir / WORLD_LOG).open("ab") as log:
             self._process = subprocess.Popen(
                 command,
                 cwd=self.data_dir,
@@ -381,46 +182,32 @@ class World:
             )
 
     def _wait_until_ready(self, timeout: float) -> None:
+        """Until the admin CLI answers with this world's identity (its storage is loaded by then and its engine
+        started); :class:`_PortTaken` when the port was taken before the world bound it."""
         assert self._process is not None
         deadline = time.monotonic() + timeout
         last = "no answer yet"
-        with httpx.Client(base_url=f"http://{LOOPBACK}:{self.port}", timeout=2.0, trust_env=False) as http:
-            while time.monotonic() < deadline:
-                if self._process.poll() is not None:
-                    raise RehearsalError(
-                        f"the private server exited with code {self._process.returncode} before it answered\n"
-                        + self.log_tail()
-                    )
-                if "EADDRINUSE" in self.logs():
-                    raise _PortTaken(f"port {self.port} or {self.cli_port} was taken before the server bound it")
-                try:
-                    answer = http.get("/api/gitops-rehearsal")
-                    if answer.status_code == 200 and answer.json().get("ok") == 1:
-                        if answer.json().get("id") != self.identity:
-                            raise _PortTaken(f"port {self.port} answers, but not from this world's server")
-                        self._wait_for_cli(deadline)
-                        return
-                    last = f"HTTP {answer.status_code}"
-                except (httpx.TransportError, ValueError) as exc:
-                    last = type(exc).__name__
-                time.sleep(0.2)
-        raise RehearsalError(
-            f"the private server did not answer on http://{LOOPBACK}:{self.port} within {timeout:.0f} s (last: "
-            f"{last})\n" + self.log_tail()
-        )
-
-    def _wait_for_cli(self, deadline: float) -> None:
-        while True:
+        while time.monotonic() < deadline:
+            if "EADDRINUSE" in self.logs():  # first: the world then ends itself
+                raise _PortTaken(f"port {self.cli_port} was taken before the server bound it")
+            if self._process.poll() is not None:
+                raise RehearsalError(
+                    f"the private server exited with code {self._process.returncode} before it answered\n"
+                    + self.log_tail()
+                )
             try:
-                if self.cli("gitopsRehearsal") != self.identity:
-                    raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
-                return
-            except _PortTaken:
-                raise
-            except (OSError, RehearsalError):
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
+                answer = self.cli("gitopsRehearsal", timeout=2.0)
+            except (OSError, RehearsalError) as exc:
+                last = exc.message if isinstance(exc, RehearsalError) else type(exc).__name__
+                time.sleep(READY_POLL)
+                continue
+            if answer != self.identity:
+                raise _PortTaken(f"port {self.cli_port} answers, but not from this world's server")
+            return
+        raise RehearsalError(
+            f"the private server did not answer on {LOOPBACK}:{self.cli_port} within {timeout:.0f} s (last: {last})\n"
+            + self.log_tail()
+        )
 
     def stop(self) -> None:
         """Stop the whole process group (SIGTERM, then SIGKILL) and remove the world's folder."""
@@ -499,23 +286,26 @@ class World:
         x, y = self.placements[index].spawn
         name = BOT_NAME.format(n=len(self.bots) + 1)
         options = {"username": name, "cpu": self.cpu_limit if cpu is None else cpu, "x": x, "y": y}
-        self.cli(f"bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)})")
-        user_id = self.cli(f"storage.db.users.findOne({{username: {json.dumps(name)}}}).then(u => u._id)")
+        # The bucket as an account's that has been running (bots.spawn starts it empty). The rest is for a backend
+        # on this database (`screeps start` runs one; this world does not): no longer a server bot (a starting
+        # backend reloads bot AIs' code into their users, and would replace ours); registered a day ago and "auth
+        # touched" (screepsmod-auth's cron job resets the CPU limit of users registered in the last 15 s, or not yet
+        # touched, to its registerCpu, 100).
+        fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
+        # One CLI call (each is a connection and a round trip): the user and its spawn, then its fields and code.
+        user_id = self.cli(
+            "(async () => { "
+            f"await bots.spawn('simplebot', {json.dumps(room)}, {json.dumps(options)}); "
+            f"const user = await storage.db.users.findOne({{username: {json.dumps(name)}}}); "
+            "if (!user) return null; "
+            "await storage.db.users.update({_id: user._id}, {$unset: {bot: true}, $set: "
+            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}}); "
+            "await storage.db['users.code'].update({user: user._id}, "
+            f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}}); "
+            "return user._id; })()"
+        )
         if not isinstance(user_id, str):
             raise RehearsalError(f"the private server did not create the bot user {name}")
-        # No longer a server bot: a restarted backend reloads bot AIs' code into their users, and would replace ours.
-        # The bucket as an account's that has been running (bots.spawn starts it empty). Registered a day ago and
-        # "auth touched": screepsmod-auth's cron job (every 10 s) resets the CPU limit of users registered in the last
-        # 15 s, or not yet touched, to its registerCpu (100).
-        fields = {"cpuAvailable": int(self.bucket if bucket is None else bucket), "authTouched": True}
-        self.cli(
-            f"storage.db.users.update({{_id: {json.dumps(user_id)}}}, {{$unset: {{bot: true}}, $set: "
-            f"Object.assign({json.dumps(fields)}, {{registeredDate: new Date(Date.now() - 86400000)}})}})"
-        )
-        self.cli(
-            f"storage.db['users.code'].update({{user: {json.dumps(user_id)}}}, "
-            f"{{$set: {{modules: {json.dumps(dict(modules))}, timestamp: Date.now()}}}})"
-        )
         bot = Bot(name, user_id, room)
         self.bots.append(bot)
         return bot
@@ -562,12 +352,12 @@ class World:
     # --- diagnosis ---
 
     def logs(self) -> str:
-        files = [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]
+        files = [self.data_dir / WORLD_LOG, *sorted((self.data_dir / "logs").glob("*.log"))]
         return "\n".join(p.read_text("utf-8", errors="replace") for p in files if p.exists())
 
     def log_tail(self, lines: int = 15) -> str:
         parts: list[str] = []
-        for path in [self.data_dir / "launcher.log", *sorted((self.data_dir / "logs").glob("*.log"))]:
+        for path in [self.data_dir / WORLD_LOG, *sorted((self.data_dir / "logs").glob("*.log"))]:
             with contextlib.suppress(OSError):
                 parts.append(f"--- {path.name} ---")
                 parts.extend(path.read_text("utf-8", errors="replace").splitlines()[-lines:])
@@ -601,10 +391,8 @@ def run_worlds(
     """Tick every world as fast as its engine goes until ``enough`` says so of all their bots' recordings (by user
     id), or ``timeout`` seconds passed; the recordings, and why ``enough`` was not reached (``None`` when it was).
     One loop in this thread reads every world's record."""
-    for world in worlds:
-        world.cli("system.setTickDuration(1)")
-    for world in worlds:
-        world.cli("system.resumeSimulation()")
+    for world in worlds:  # started paused (core.rehearsalworld.paused_at_start): one call sets the pace and resumes
+        world.cli("system.setTickDuration(1).then(() => system.resumeSimulation())")
     deadline = time.monotonic() + timeout
     offsets = [0] * len(worlds)
     recordings: dict[str, Recording] = {bot.user_id: Recording() for world in worlds for bot in world.bots}
@@ -618,7 +406,7 @@ def run_worlds(
         if stopped is not None:
             problem = stopped
             break
-        time.sleep(0.1)
+        time.sleep(RECORD_POLL)
     for world in worlds:
         with contextlib.suppress(OSError, RehearsalError):
             world.pause()
@@ -644,8 +432,6 @@ def running_worlds(
         for world in worlds:
             stack.callback(world.stop)
         start_worlds(worlds)
-        for world in worlds:
-            world.pause()
         yield worlds
 
 
@@ -657,7 +443,6 @@ def running_world(
     world = World(install, env, rooms=rooms, cpu=cpu, bucket=bucket)
     try:
         world.start()
-        world.pause()
         yield world
     finally:
         world.stop()
@@ -696,16 +481,10 @@ def _group_alive(pgid: int) -> bool:
 __all__ = [
     "DEFAULT_BUCKET",
     "DEFAULT_CPU",
-    "INSTALL_ENV",
     "Bot",
     "Recording",
     "World",
     "WorldLost",
-    "default_install_dir",
-    "find_install",
-    "install_problem",
-    "install_stamp",
-    "node_files",
     "run_worlds",
     "running_world",
     "running_worlds",

@@ -1,20 +1,17 @@
 'use strict';
-// A server mod used by `gitops rehearse` (listed in the throwaway world's mods.json): in the backend process, it
-// appends every console and cpu message that the game publishes for a player to the file named by
-// GITOPS_REHEARSAL_RECORD, one JSON line each: {"user": ID, "channel": "console"|"cpu", "data": "<the message>"}.
-// These are the messages the game's socket would deliver (user:ID/console, user:ID/cpu), read where they are
-// published, so none is throttled or lost to a connection, and no sign-in is needed.
-// It also answers GET /api/gitops-rehearsal, and gives the admin CLI `gitopsRehearsal`, with GITOPS_REHEARSAL_ID:
-// the tool asks both before it uses the ports, so that another server that took a port meanwhile is never seeded.
+// A server mod used by `gitops rehearse` (listed in the throwaway world's mods.json): in the process that holds the
+// admin CLI (rehearsal-world.js), it appends every console and cpu message that the game publishes for a player to
+// the file named by GITOPS_REHEARSAL_RECORD, one JSON line each: {"user": ID, "channel": "console"|"cpu", "data":
+// "<the message>"}. These are the messages the game's socket would deliver (user:ID/console, user:ID/cpu), read where
+// they are published, so none is throttled or lost to a connection, and no sign-in is needed.
+// It also gives the admin CLI `gitopsRehearsal`, with GITOPS_REHEARSAL_ID: the tool asks it before it uses the port,
+// so that another server that took the port meanwhile is never seeded.
 const fs = require('fs');
 
 module.exports = function rehearsalRecorder(config) {
   const out = process.env.GITOPS_REHEARSAL_RECORD;
-  if (!out || !config.backend) return; // only the backend records, once
+  if (!out || !config.cli) return; // only the process with the admin CLI records, once
   const id = process.env.GITOPS_REHEARSAL_ID || '';
-  config.backend.on('expressPreConfig', (app) => {
-    app.get('/api/gitops-rehearsal', (request, response) => response.json({ ok: 1, id }));
-  });
   config.cli.on('cliSandbox', (sandbox) => {
     sandbox.gitopsRehearsal = id;
   });

@@ -10,12 +10,16 @@ import pytest
 
 from gitops.core.rehearsalworld import (
     ROOM_STATUS,
+    WAITING_TICK_MS,
     Placement,
     WorldShapeError,
     free_rooms,
+    idle_players,
+    paused_at_start,
     placements,
     seed_world_data,
     spawn_place,
+    world_start,
 )
 
 PLAIN = "0" * 2500
@@ -97,3 +101,52 @@ def test_the_spawn_place_keeps_clear_of_walls_edges_and_the_rooms_objects() -> N
     assert max(abs(x - 30), abs(y - 30)) == 2  # next to the object is taken; the nearest beyond it
     with pytest.raises(WorldShapeError, match="no place for a spawn"):
         spawn_place("1" * 2500, [])
+
+
+def test_the_default_worlds_ai_players_are_idle_and_their_rooms_stay_as_they_were() -> None:
+    rooms = {
+        "W1N1": {"controller": (25, 10), "sources": [(10, 30)], "owned": True},  # owned by the AI player u1
+        "W1N3": {"controller": (7, 7), "sources": [(20, 40)]},
+    }
+    db = _db(rooms)
+    _collection(db, "rooms")[0]["active"] = True
+    _collection(db, "rooms")[1]["active"] = True
+    db["collections"].append(
+        {
+            "name": "users",
+            "data": [
+                {"_id": "2", "username": "Invader", "active": 1, "cpu": 0},
+                {"_id": "u1", "username": "MichaelBot", "bot": "simplebot", "active": True, "cpu": 100},
+            ],
+        }
+    )
+    objects = json.dumps(_collection(db, "rooms.objects"), sort_keys=True)
+    assert idle_players(db) == ["u1"]
+    users = {u["_id"]: u for u in _collection(db, "users")}
+    assert users["u1"]["active"] == 0  # the engine runs users that are active and have CPU: not this one
+    assert users["2"]["active"] == 1  # the server's own NPC users are not players
+    assert [r.get("active") for r in _collection(db, "rooms")] == [False, True]  # its room is not processed
+    assert json.dumps(_collection(db, "rooms.objects"), sort_keys=True) == objects  # its controller stays its own
+    assert free_rooms(db) == ["W1N3"]  # and its room is not a bot's
+    _collection(db, "env")[0]["data"]["activeRooms"] = ["W1N1", "W1N3"]  # a database of version 9
+    idle_players(db)
+    assert _collection(db, "env")[0]["data"]["activeRooms"] == ["W1N3"]
+
+
+def test_the_world_starts_paused_and_looks_often_whether_it_was_resumed() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)]}})
+    paused_at_start(db)
+    env = _collection(db, "env")[0]["data"]
+    assert env["mainLoopPaused"] == "1"  # as system.pauseSimulation() writes it: no tick before the bots are seeded
+    assert env["tickRate"] == WAITING_TICK_MS == 25  # not the default 1000 ms: the first tick comes soon after
+    assert env["gameTime"] == 1
+
+
+def test_the_worlds_start_is_its_data_nobody_else_playing_and_paused() -> None:
+    db = _db({"W1N1": {"controller": (25, 10), "sources": [(10, 30)], "owned": True}})
+    db["collections"].append({"name": "users", "data": [{"_id": "u1", "bot": "simplebot", "active": True, "cpu": 9}]})
+    world_start(db)
+    env = _collection(db, "env")[0]["data"]
+    assert json.loads(env["roomStatusData"]) == ROOM_STATUS
+    assert _collection(db, "users")[0]["active"] == 0
+    assert env["mainLoopPaused"] == "1"
