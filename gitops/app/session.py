@@ -16,13 +16,14 @@ import functools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gitops.app.options import Options
 from gitops.app.targets import select
 from gitops.config.credentials import Auth, auth_available, resolve_auth
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
+from gitops.core.compression import Compression, upload_compression
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.ledger import Ledger, SealKey, default_state_dir, lock_wait
@@ -214,25 +215,22 @@ class Session:
         """Read and write access to the server, for applying."""
         return self.client(server)
 
-    def compression(self, server: str) -> Literal["on", "off", "probe"]:
-        """Whether uploads to ``server`` go compressed: the manifest's ``compress``, and for ``auto`` what is known
-        of the server: the ledger's record (of the probe, or of an answer that said ``Accept-Encoding: deflate``),
-        or a password sign-in (the npm private server with screepsmod-auth, whose body parser inflates ``deflate``
-        and ``gzip`` bodies); ``probe`` when nothing is known and the ledger's branch list shows that the probe's
-        branch name is free (else ``off``)."""
+    def compression(self, server: str) -> Compression:
+        """Whether uploads to ``server`` go compressed (:func:`gitops.core.compression.upload_compression`): the
+        manifest's ``compress``, and for ``auto`` the ledger's record, the login, and whether the ledger's branch
+        list shows that the probe's branch name is free."""
         mode = self.loaded.manifest.servers[server].compress
-        if mode != "auto":
-            return "on" if mode == "always" else "off"
-        known = self.ledger(server).compression()
-        if known is not None:
-            return "on" if known else "off"
+        if mode != "auto":  # decided by the manifest alone: nothing is asked of the ledger
+            return upload_compression(mode, None, signs_in=False, probe_free=None)
+        ledger = self.ledger(server)
         login = self.login(server)
-        if login is not None and login.signs_in:
-            return "on"
-        listed = self.ledger(server).remembered_branch_list()
-        if listed is None or any(b.name == PROBE_BRANCH for b in listed[0]):
-            return "off"
-        return "probe"
+        listed = ledger.remembered_branch_list()
+        return upload_compression(
+            mode,
+            ledger.compression(),
+            signs_in=login is not None and login.signs_in,
+            probe_free=None if listed is None else all(b.name != PROBE_BRANCH for b in listed[0]),
+        )
 
     def prepare_compression(self, server: str) -> bool:
         """Set the server's client to compress or not (:meth:`compression`), sending the probe first when it is

@@ -19,12 +19,13 @@ import time
 from collections.abc import Callable
 
 from gitops.app.headstart.localread import LocalRead, UploadBody
-from gitops.app.headstart.sidereads import MOST, DownloadCheck, SideReads, send_side_reads, server_branches
+from gitops.app.headstart.sidereads import DownloadCheck, SideReads, send_side_reads, server_branches
 from gitops.app.session import Session, http_client
-from gitops.config.credentials import TokenAuth
-from gitops.core.early import ALPN, route_of
-from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, pacing_wait, path_of
+from gitops.core.compression import may_compress
+from gitops.core.early import ALPN, early_route, side_connections
+from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, path_of
 from gitops.core.remote import BranchInfo, branch_list
+from gitops.core.sending import sends_list_ahead
 from gitops.edges import headers
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
 from gitops.edges.early import EarlyConnection, EarlyTLS, request_head
@@ -97,7 +98,7 @@ class HeadStart:
     def _connect_server(self, server: str, begun: dict[str, socket.socket]) -> None:
         session = self.session
         config = session.loaded.manifest.servers[server]
-        route = route_of(config.url)
+        route = early_route(config.url, session.options.refresh)
         if route is None or session.has_client(server) or server in self._early:
             return
         address = route.address
@@ -106,11 +107,24 @@ class HeadStart:
         tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN) if route.tls else None
         sock = begun.pop(server, None)
         self._early[server] = EarlyConnection(address, sock, tls)
-        # Asked of the manifest (reading the credentials can wait): a token names itself there.
-        if TokenAuth.named_by(config) and self._first_contact(server):
-            # The token query and a download per branch: what a first contact asks.
-            wanted = min(MOST, 1 + len(server_branches(session.loaded, server)))
+        wanted = side_connections(
+            refresh=session.options.refresh,
+            rate_limited=self._rate_limited(server),
+            first_contact=self._first_contact(server),
+            branches=len(server_branches(session.loaded, server)),
+        )
+        if wanted:
             self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]
+
+    def _rate_limited(self, server: str) -> bool:
+        """Whether the server's login is rate limited (a token, from the environment or a credentials file): what
+        the side reads are sent for (:func:`gitops.core.early.reads_ahead`). ``False`` when it has none, or they
+        cannot be read (their error comes when the client is made)."""
+        try:
+            login = self.session.login(server)
+        except GitopsError:
+            return False
+        return login is not None and login.rate_limited
 
     def _first_contact(self, server: str) -> bool:
         """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
@@ -150,13 +164,16 @@ class HeadStart:
         except GitopsError:  # its error comes when the client is made
             return None
         token = auth.persistent_token
-        if token is None:
+        sent = pending.setdefault(id(ledger), [])
+        if not sends_list_ahead(
+            token=token is not None,
+            unlimited_until=ledger.unlimited_until,
+            sent=[*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent],
+            now=now,
+        ):
             return None
-        if not session.unlimited_now(server):
-            sent = pending.setdefault(id(ledger), [])
-            if pacing_wait([*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent], now) > 0:
-                return None
-            sent.append(now)
+        assert token is not None
+        sent.append(now)
         try:
             head = request_head(url, path_of(LIST), {**headers.CLIENT_HEADERS, "X-Token": token.reveal()})
         except UnicodeEncodeError:  # a token the client refuses to send with its own message
@@ -243,9 +260,8 @@ class HeadStart:
         for server in session.servers():
             mode = session.loaded.manifest.servers[server].compress
             with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
-                ledger = session.ledger(server)
-                if mode == "always" or (mode == "auto" and ledger.compression() is not False):
-                    # compressed, or a probe or a password sign-in may say so
+                ledger, login = session.ledger(server), session.login(server)
+                if may_compress(mode, ledger.compression(), signs_in=login is not None and login.signs_in):
                     for config in session.loaded.manifest.branches:
                         if config.server == server:
                             wanted[(server, config.branch)] = ledger.remembered_digest(config.branch)

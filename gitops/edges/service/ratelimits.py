@@ -24,10 +24,10 @@ from gitops.core.endpoints import (
     Limit,
     header_number,
     limit_for,
-    pacing_wait,
     reset_time,
     window_key,
 )
+from gitops.core.sending import global_wait
 from gitops.edges.clock import Clock
 from gitops.edges.service.observer import Observer
 from gitops.errors import RateLimitedError
@@ -67,17 +67,15 @@ class RateLimits:
 
     def pace(self) -> None:
         """Wait, if needed, so that the next request stays under the global limit (120 per minute)."""
-        if not self._paced or self._unlimited():
+        if not self._paced:
             return
         times = self._observer.sent_times(GLOBAL_KEY, MINUTE)
-        wait = pacing_wait(times, self._clock.now())
+        wait = global_wait(
+            paced=True, unlimited_until=self._observer.unlimited_until, sent=times, now=self._clock.now()
+        )
         if wait > 0:
             self._debug(f"pacing: {len(times)} requests in the last minute; waiting {wait:.1f} s")
             self.wait(wait, GLOBAL_KEY)
-
-    def _unlimited(self) -> bool:
-        until = self._observer.unlimited_until
-        return until is not None and until > self._clock.now()
 
     def wait(self, seconds: float, endpoint: str) -> None:
         """Wait ``seconds`` for ``endpoint``'s window (``"global"``: the global limit's), telling ``on_wait``."""
