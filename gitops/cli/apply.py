@@ -21,8 +21,7 @@ from gitops.cli.common import (
 from gitops.errors import BudgetError, PlanFileError, UsageError
 
 if TYPE_CHECKING:
-    from gitops.app.headstart.localread import LocalRead
-    from gitops.app.pipeline import Applied, AppliedEach
+    from gitops.app.pipeline import Applied, AppliedEach, Reading
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
     from gitops.render.outcome import Console
@@ -128,13 +127,12 @@ def apply(
     saved = plan_file is not None
     options.unattended_apply = yes and not saved
     _check_it_can_be_confirmed(saved=saved, yes=yes)
-    reading: LocalRead | None = None
-    if plan_file is None:
-        from gitops.app.headstart.localread import read_ahead
+    from gitops.app import pipeline
 
-        reading = read_ahead(options)  # its child reads the code while the planning is imported
+    reading: Reading | None = None
+    if plan_file is None:
+        reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline
         from gitops.app.session import open_session
 
         with open_session(options, reading.loaded if reading is not None else None) as session:

@@ -76,11 +76,10 @@ def plan(
         servers=servers,
         branches=branches,
     )
-    from gitops.app.headstart.localread import read_ahead
+    from gitops.app import pipeline
 
-    reading = read_ahead(options)  # its child reads the code while the planning is imported
+    reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline
         from gitops.app.session import open_session
 
         with open_session(options, reading.loaded) as session:
