@@ -27,13 +27,15 @@ from gitops.core.compression import Compression, upload_compression
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.ledger import Ledger, SealKey, default_state_dir, lock_wait
+from gitops.edges.service.observer import Observer
+from gitops.edges.service.outgoing import Outgoing
 from gitops.errors import GitopsError, StateFolderError
 from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
     from gitops.edges.early import EarlyConnection
     from gitops.edges.http import Borrowed
-    from gitops.edges.service import DeferredObserver, Observer, ReadOnlyClient, ServiceClient
+    from gitops.edges.service.client import ReadOnlyClient, ServiceClient
 
 
 class HttpClient(NamedTuple):
@@ -41,7 +43,6 @@ class HttpClient(NamedTuple):
 
     service: type[ServiceClient]
     read_only: type[ReadOnlyClient]
-    deferred: type[DeferredObserver]
     borrowed: type[Borrowed]
 
 
@@ -49,10 +50,10 @@ class HttpClient(NamedTuple):
 def http_client() -> HttpClient:
     """The HTTP client (httpx, httpcore and the tool's client module), imported the first time a request must go
     through it: a plan whose branch lists were read on the early connections never needs it."""
-    import gitops.edges.service as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
+    import gitops.edges.service.client as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
     from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: the HTTP client)
 
-    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, client_edge.DeferredObserver, Borrowed)
+    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, Borrowed)
 
 
 class Attached(Protocol):
@@ -195,6 +196,22 @@ class Session:
             log=self.options.log,
             waiting=self.options.waiting,
             early=early,
+        )
+
+    def outgoing(self, server: str) -> Outgoing:
+        """What the server's requests are before the wire (their headers, login, pacing, count in the ledger, an
+        answer's effects), without a client: the head start writes the branch list with it before the HTTP client
+        is imported. Every client makes its own the same way (:meth:`Outgoing.of`), from the same settings."""
+        options = self.options
+        return Outgoing.of(
+            server_name=server,
+            url=self.loaded.manifest.servers[server].url,
+            auth=self.auth(server),
+            observer=self.ledger(server),
+            clock=options.clock,
+            max_wait=options.max_wait,
+            on_wait=options.on_wait,
+            log=options.log,
         )
 
     def side_client(self, server: str, observer: Observer, early: EarlyConnection | None = None) -> ServiceClient:

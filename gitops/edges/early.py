@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from gitops.core.early import route_of
-from gitops.edges.headers import ACCEPT_ENCODINGS, INFLATED_CODINGS, KEEPALIVE_SECONDS, inflater
+from gitops.edges.headers import INFLATED_CODINGS, KEEPALIVE_SECONDS, inflater
 from gitops.edges.threads import start_quiet
 
 if TYPE_CHECKING:
@@ -404,22 +404,17 @@ def connect(address: tuple[str, int], timeout: float | None) -> socket.socket:
     return made
 
 
-def request_head(url: str, path: str, headers: dict[str, str]) -> bytes:
+def request_head(url: str, path: str, headers: Mapping[str, str]) -> bytes:
     """The head of a ``GET`` of ``path`` on the server at ``url`` (``http://host[:port][/prefix]``) with ``headers``
-    (the client's own, :data:`gitops.edges.headers.CLIENT_HEADERS`, and the credentials), as the HTTP client writes
-    it: with ``Host``, ``Accept-Encoding`` and ``Connection: keep-alive``. Names and values must be ASCII."""
+    (every request's: :func:`gitops.edges.headers.request_headers`), as the HTTP client writes it: ``Host`` first.
+    Names and values must be ASCII."""
     parts = urlsplit(url.strip().rstrip("/"))
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     if parts.port is not None and parts.port != (443 if parts.scheme.lower() == "https" else 80):
         host = f"{host}:{parts.port}"
-    fields = {
-        "Host": host,
-        "Accept-Encoding": ", ".join(ACCEPT_ENCODINGS),
-        "Connection": "keep-alive",
-        **headers,
-    }
+    fields = {"Host": host, **headers}
     lines = [f"GET {parts.path}{path} HTTP/1.1", *(f"{name}: {value}" for name, value in fields.items())]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
@@ -463,6 +458,19 @@ class PlainAnswer:
     fields: Mapping[str, str]
     body: bytes
     close: bool
+
+    # What the client's rules read of an answer (gitops.edges.service.ratelimits.Answer), as of httpx's.
+    @property
+    def status_code(self) -> int:
+        return 200
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self.fields
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
 
 
 #: A status line this module reads: HTTP/1.1 and 200, with any reason phrase.

@@ -17,17 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gitops.app.session import Session, http_client
+from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.codeset import CodeSet
 from gitops.core.early import reads_ahead
 from gitops.core.endpoints import is_official
 from gitops.edges.early import EarlyConnection
+from gitops.edges.service.observer import DeferredObserver
 from gitops.edges.threads import Background
 from gitops.errors import BudgetError, GitopsError
 
 if TYPE_CHECKING:
-    from gitops.edges.service import DeferredObserver, ServiceClient
+    from gitops.edges.service.client import ServiceClient
 
 #: A budget gate (:func:`gitops.app.planning.check_download_budget`): raises BudgetError when ``count`` downloads
 #: from ``server`` would not fit.
@@ -72,7 +73,7 @@ class SideReads:
         self._probe: _Read | None = None
 
     def _side(self, work: Callable[[ServiceClient], Any]) -> _Read:
-        observer = http_client().deferred(self._session.ledger(self._server))
+        observer = DeferredObserver(self._session.ledger(self._server))
         early = self._spare.pop() if self._spare else None
         return _Read(self._session.side_client(self._server, observer, early), observer, work)
 

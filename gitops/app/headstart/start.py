@@ -24,13 +24,14 @@ from gitops.app.session import Session, http_client
 from gitops.core.compression import may_compress
 from gitops.core.early import ALPN, early_route, side_connections
 from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, path_of
-from gitops.core.remote import BranchInfo, branch_list
+from gitops.core.remote import BranchInfo
 from gitops.core.sending import sends_list_ahead
 from gitops.edges import headers
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
-from gitops.edges.early import EarlyConnection, EarlyTLS, request_head
+from gitops.edges.early import EarlyConnection, EarlyTLS
 from gitops.edges.jsontext import UnreadableJSON, parse_json
 from gitops.edges.ledger import Ledger
+from gitops.edges.service.outgoing import Outgoing
 from gitops.edges.threads import Background
 from gitops.edges.tls import trust_context_early
 from gitops.errors import GitopsError
@@ -57,6 +58,8 @@ class HeadStart:
         self._early: dict[str, EarlyConnection] = {}
         #: Connections opened early for the reads a fresh ledger's server will be asked ahead (sidereads).
         self._side_early: dict[str, list[EarlyConnection]] = {}
+        #: What made each branch list sent ahead (the requests of its server, as its client makes them).
+        self._outgoing: dict[str, Outgoing] = {}
         #: The compression probes sent while the servers were read, and what each answered.
         self.probed: dict[str, bool | None] = {}
         self._deflating: BackgroundDeflates | None = None
@@ -137,48 +140,48 @@ class HeadStart:
 
     def send_lists(self) -> None:
         """Send each server's branch list on its early connection as soon as it is made, before the HTTP client is
-        imported. Call it once the ledgers are open, and not before a build (no request leaves before it). Only
-        where the client's own first request will be exactly that one: a token (a password signs in first), and a
-        ledger under which it would not wait for the global limit (the one sent ahead is not paced). The client
-        counts the request when it claims it; one it never claims is counted when the session closes."""
+        imported, made by the code that makes every request (:class:`~gitops.edges.service.outgoing.Outgoing`). Call
+        it once the ledgers are open, and not before a build (no request leaves before it). Only where the client's
+        own first request will be exactly that one (:func:`gitops.core.sending.sends_list_ahead`). The client counts
+        the request when it claims it; one it never claims is counted when the session closes."""
         session = self.session
         now = session.options.clock.now()
         pending: dict[int, list[float]] = {}  # the requests sent ahead under each ledger (two names, one ledger)
         for server, early in self._early.items():
-            head_and_ledger = self._list_request(server, now, pending)
-            if head_and_ledger is None:
+            made = self._list_request(server, now, pending)
+            if made is None:
                 continue
-            head, ledger = head_and_ledger
-            early.send_ahead(head, functools.partial(ledger.record_sent, LIST))
+            head, out = made
+            self._outgoing[server] = out
+            early.send_ahead(head, functools.partial(out.count, LIST))
             if session.options.log is not None:
                 session.options.log(f"server '{server}': the branch list is sent ahead on the early connection")
 
-    def _list_request(self, server: str, now: float, pending: dict[int, list[float]]) -> tuple[bytes, Ledger] | None:
-        """The head of the server's branch list request to send ahead, and its ledger; ``None`` when none is."""
+    def _list_request(self, server: str, now: float, pending: dict[int, list[float]]) -> tuple[bytes, Outgoing] | None:
+        """The bytes of the server's branch list request to send ahead, and what made them; ``None`` when none is
+        sent."""
         session = self.session
-        url = session.loaded.manifest.servers[server].url
         if not session.has_credentials(server):
             return None
         try:
-            auth, ledger = session.auth(server), session.ledger(server)
+            out = session.outgoing(server)
         except GitopsError:  # its error comes when the client is made
             return None
-        token = auth.persistent_token
+        ledger = out.observer
         sent = pending.setdefault(id(ledger), [])
         if not sends_list_ahead(
-            token=token is not None,
+            token=out.login is not None and out.login.persistent_token is not None,
             unlimited_until=ledger.unlimited_until,
             sent=[*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent],
             now=now,
         ):
             return None
-        assert token is not None
-        sent.append(now)
         try:
-            head = request_head(url, path_of(LIST), {**headers.CLIENT_HEADERS, "X-Token": token.reveal()})
+            head = out.head(path_of(LIST))
         except UnicodeEncodeError:  # a token the client refuses to send with its own message
             return None
-        return head, ledger
+        sent.append(now)
+        return head, out
 
     def lists_ahead(self, server: str) -> bool:
         """Whether the server's branch list was sent ahead and is still pending: planning then asks
@@ -212,13 +215,12 @@ class HeadStart:
             data = parse_json(answer.body)
         except UnreadableJSON:
             return None
-        branches = branch_list(data) if isinstance(data, dict) and data.get("ok") == 1 else None
+        out = self._outgoing[server]
+        branches = out.listed(data)  # remembered as the client's list_branches does; None: the client's to read
         if branches is None:
             return None
-        ledger = session.ledger(server)
-        early.accept_answer(answer)  # counts the request in the ledger, as the client counts the requests it sends
-        ledger.record_response(LIST, 200, answer.fields)
-        ledger.remember_branch_list(branches)
+        early.accept_answer(answer)  # counted, as the client counts the requests it sends
+        out.answered(LIST, answer)
         if session.options.log is not None:
             elapsed = (time.monotonic() - started) * 1000
             session.options.log(f"server '{server}': {LIST} -> 200 ({elapsed:.0f} ms), read on the early connection")
