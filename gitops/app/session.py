@@ -33,9 +33,10 @@ from gitops.errors import GitopsError, StateFolderError
 from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
-    from gitops.edges.early import EarlyConnection
+    from gitops.edges.early import Ahead
     from gitops.edges.http import Borrowed
     from gitops.edges.service.client import ReadOnlyClient, ServiceClient
+    from gitops.edges.service.transport import TransportAhead
 
 
 class HttpClient(NamedTuple):
@@ -44,6 +45,7 @@ class HttpClient(NamedTuple):
     service: type[ServiceClient]
     read_only: type[ReadOnlyClient]
     borrowed: type[Borrowed]
+    transport_ahead: type[TransportAhead]
 
 
 @functools.cache
@@ -52,14 +54,15 @@ def http_client() -> HttpClient:
     through it: a plan whose branch lists were read on the early connections never needs it."""
     import gitops.edges.service.client as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
     from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: the HTTP client)
+    from gitops.edges.service.transport import TransportAhead  # noqa: PLC0415 (boundary: the HTTP client)
 
-    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, Borrowed)
+    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, Borrowed, TransportAhead)
 
 
 class Attached(Protocol):
     """What the session asks of the head start attached to it (:class:`gitops.app.headstart.start.HeadStart`)."""
 
-    def connection(self, server: str) -> EarlyConnection | None:
+    def connection(self, server: str) -> Ahead | None:
         """The early connection the server's client takes (``None``: it connects as usual)."""
 
     def before_client(self) -> None:
@@ -175,9 +178,7 @@ class Session:
             self._clients[server] = self._new_client(server, self.ledger(server), early)
         return self._clients[server]
 
-    def _new_client(
-        self, server: str, observer: Observer, early: EarlyConnection | None, *, side: bool = False
-    ) -> ServiceClient:
+    def _new_client(self, server: str, observer: Observer, early: Ahead | None, *, side: bool = False) -> ServiceClient:
         if self._head_start is not None:
             self._head_start.before_client()
         config = self.loaded.manifest.servers[server]
@@ -214,7 +215,7 @@ class Session:
             log=options.log,
         )
 
-    def side_client(self, server: str, observer: Observer, early: EarlyConnection | None = None) -> ServiceClient:
+    def side_client(self, server: str, observer: Observer, early: Ahead | None = None) -> ServiceClient:
         """A second client of the server, for one read sent beside the main client's
         (:mod:`gitops.app.headstart.sidereads`): same credentials and settings, its own connection (``early``, one
         opened early, when given), and ``observer`` instead of the ledger. The caller closes it."""

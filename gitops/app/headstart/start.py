@@ -28,7 +28,7 @@ from gitops.core.remote import BranchInfo
 from gitops.core.sending import sends_list_ahead
 from gitops.edges import headers
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
-from gitops.edges.early import EarlyConnection, EarlyTLS
+from gitops.edges.early import Ahead, EarlyConnection, EarlyTLS
 from gitops.edges.jsontext import UnreadableJSON, parse_json
 from gitops.edges.ledger import Ledger
 from gitops.edges.service.outgoing import Outgoing
@@ -55,7 +55,7 @@ class HeadStart:
     def __init__(self, session: Session, reading: LocalRead | None = None) -> None:
         self.session = session
         self._reading = reading
-        self._early: dict[str, EarlyConnection] = {}
+        self._early: dict[str, Ahead] = {}
         #: Connections opened early for the reads a fresh ledger's server will be asked ahead (sidereads).
         self._side_early: dict[str, list[EarlyConnection]] = {}
         #: What made each branch list sent ahead (the requests of its server, as its client makes them).
@@ -83,15 +83,13 @@ class HeadStart:
         """Start the TCP (and TLS) connection of every server that has no client yet, so that its handshakes run
         while the run imports the HTTP client and opens the ledgers; its client takes it. Connects begun before the
         fork (``begun``, else the local read's: :func:`gitops.app.headstart.localread.begin_connections`) are finished
-        instead of made again; any not used is closed here. Not with a test's transport (no sockets) nor with
-        ``--refresh=never`` (a plan that may ask nothing)."""
+        instead of made again; any not used is closed here. Not with ``--refresh=never`` (a plan that may ask
+        nothing: :func:`gitops.core.early.early_route`). With a test's transport there are no sockets: the branch list
+        is sent ahead through it (:class:`gitops.edges.service.transport.TransportAhead`), in front of the client."""
         if begun is None:
             begun = self._reading.take_connections() if self._reading is not None else {}
         begun = dict(begun)
         try:
-            options = self.session.options
-            if options.transport is not None or options.refresh == "never":
-                return
             for server in self.session.servers():
                 self._connect_server(server, begun)
         finally:
@@ -103,6 +101,10 @@ class HeadStart:
         config = session.loaded.manifest.servers[server]
         route = early_route(config.url, session.options.refresh)
         if route is None or session.has_client(server) or server in self._early:
+            return
+        transport = session.options.transport
+        if transport is not None:  # a test's: the one seam, through which the list goes ahead as any request
+            self._early[server] = http_client().transport_ahead(transport, config.url)
             return
         address = route.address
         # TLS too, with the client's context, host name and ALPN; each side connection below makes its own
@@ -283,7 +285,7 @@ class HeadStart:
 
     # --- what the session asks of it (gitops.app.session.Attached) ---------------------------------------------
 
-    def connection(self, server: str) -> EarlyConnection | None:
+    def connection(self, server: str) -> Ahead | None:
         """The early connection the server's client takes."""
         return self._early.get(server)
 

@@ -34,7 +34,7 @@ from gitops.core.remote import BranchInfo, RemoteBranch, normal_stamp
 from gitops.core.tokens import TokenInfo, token_info
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
 from gitops.edges.clock import Clock, SystemClock, Waiting
-from gitops.edges.early import EarlyConnection
+from gitops.edges.early import Ahead
 from gitops.edges.headers import REQUEST_SECONDS
 from gitops.edges.service.exchange import Exchange
 from gitops.edges.service.failures import (
@@ -86,7 +86,7 @@ class ServiceClient:
         log: Callable[[str], None] | None = None,
         timeout: float = REQUEST_SECONDS,
         waiting: Waiting | None = None,
-        early: EarlyConnection | None = None,
+        early: Ahead | None = None,
     ) -> None:
         self.server_name = server_name
         self.base_url = url.strip().rstrip("/")

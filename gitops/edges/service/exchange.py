@@ -23,7 +23,7 @@ from gitops.config.credentials import Auth
 from gitops.core.endpoints import SIGNIN, answer_cap, endpoint_key, path_of
 from gitops.core.tokens import header_safe
 from gitops.edges.clock import Clock, Waiting
-from gitops.edges.early import EarlyConnection
+from gitops.edges.early import Ahead
 from gitops.edges.http import AnswerTooLarge, Connections, send_bounded
 from gitops.edges.service.auth import PasswordLogin
 from gitops.edges.service.failures import (
@@ -38,7 +38,7 @@ from gitops.edges.service.failures import (
 from gitops.edges.service.observer import Observer
 from gitops.edges.service.outgoing import Outgoing
 from gitops.edges.service.requestbodies import PROGRESS_BYTES, encoded_body, pieces, size_text
-from gitops.edges.service.transport import pool
+from gitops.edges.service.transport import in_front, pool
 from gitops.errors import NetworkError
 from gitops.secrets import redact
 
@@ -77,7 +77,7 @@ class Exchange:
         log: Callable[[str], None] | None,
         timeout: float,
         waiting: Waiting | None,
-        early: EarlyConnection | None,
+        early: Ahead | None,
     ) -> None:
         self.server_name = server_name
         self.base_url = base_url
@@ -107,6 +107,8 @@ class Exchange:
         if transport is None:
             self.connections = Connections()
             transport = pool(base_url, early, self.connections)
+        else:  # a test's: the head start's request ahead goes through it, in front of it
+            transport = in_front(transport, early)
         # Redirects are not followed: httpx would carry X-Token to wherever the redirect points. No headers of its
         # own: each request's are Outgoing.headers's.
         self.http = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False)
