@@ -160,6 +160,7 @@ def test_the_head_start_runs_through_a_test_transport(official: Project, standin
         code, _out, err = _gitops(official, transport, "plan", "--json", "--debug")
     assert code == 2, err
     assert "server 'local': the branch list is sent ahead on the early connection" in err
-    assert f"server 'local': {LIST} -> 200" in err and "read on the early connection" in err
+    assert f"server 'local': {LIST} -> 200" in err
+    assert "read on the early connection" in err
     assert [sent for sent, _ in transport.sent] == [LIST]
     assert standin.count(LIST) == 2  # one a plan
