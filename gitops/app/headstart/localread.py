@@ -452,8 +452,9 @@ def read_ahead(options: Options) -> LocalRead:
 def begin_connections(loaded: LoadedManifest, options: Options) -> dict[str, socket.socket]:
     """The TCP connects of the servers whose address is an IP, begun here, before the fork, without a thread
     (:func:`gitops.edges.early.begin_connect`): the handshake then runs during the fork and the imports that
-    follow, sooner than the head start's early connections could begin it. Under the same conditions
-    as those (:meth:`gitops.app.headstart.start.HeadStart.connect`): no test transport, and a refresh that may ask."""
+    follow, sooner than the head start's early connections could begin it. For the servers those go to
+    (:func:`gitops.core.early.early_route`); none with a test's transport, which has no sockets (the head start sends
+    through it: :meth:`gitops.app.headstart.start.HeadStart.connect`)."""
     if options.transport is not None:
         return {}
     begun: dict[str, socket.socket] = {}
