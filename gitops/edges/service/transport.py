@@ -79,9 +79,8 @@ class TransportAhead:
         self._head: bytes | None = None
         self._on_unclaimed: Callable[[], None] | None = None
         self._sent = False
-        #: Its answer (status, raw headers, raw body) once sent, or the transport's error.
+        #: Its answer (status, raw headers, raw body) once sent.
         self._answer: tuple[int, list[tuple[bytes, bytes]], bytes] | None = None
-        self._error: Exception | None = None
         self._closed = False
 
     def send_ahead(self, head: bytes, on_unclaimed: Callable[[], None]) -> None:
@@ -96,7 +95,7 @@ class TransportAhead:
     @property
     def has_request_ahead(self) -> bool:
         with self._lock:
-            return self._head is not None and self._on_unclaimed is not None and self._error is None
+            return self._head is not None and self._on_unclaimed is not None
 
     def answer_ahead(self, deadline: float, cap: int) -> PlainAnswer | None:
         with self._lock:
@@ -119,8 +118,7 @@ class TransportAhead:
     def claim(self, request: httpx.Request) -> httpx.Response | None:
         """The client's first request: the answer to the request sent ahead when it is the same request (``None``
         when that was not sent yet: ``request`` goes through the transport, and is it); else ``None``, the request
-        sent ahead sent (when it was not) and counted, its answer dropped: the caller sends ``request``. The
-        transport's error for the request sent ahead is raised for the same request, as the transport raised it."""
+        sent ahead sent (when it was not) and counted, its answer dropped: the caller sends ``request``."""
         with self._lock:
             if self._head is None or self._on_unclaimed is None:
                 return None
@@ -129,13 +127,11 @@ class TransportAhead:
                 self._sent = True  # the client's own request is the one sent ahead: it goes now, counted by it
             self._send(request.extensions.get("timeout"))
             unclaimed, self._on_unclaimed = self._on_unclaimed, None
-            answer, error, self._answer = self._answer, self._error, None
+            answer, self._answer = self._answer, None
         if not same:
-            if error is None:
+            if unclaimed is not None:
                 unclaimed()
             return None
-        if error is not None:
-            raise error
         if answer is None:
             return None
         status, raw, body = answer
@@ -147,8 +143,8 @@ class TransportAhead:
                 return
             self._send(None)
             unclaimed, self._on_unclaimed = self._on_unclaimed, None
-            error, self._answer = self._error, None
-        if error is None:
+            self._answer = None
+        if unclaimed is not None:
             unclaimed()
 
     def close(self) -> None:
@@ -157,7 +153,9 @@ class TransportAhead:
             self._answer = None
 
     def _send(self, timeout: dict[str, float | None] | None) -> None:
-        """Send the request ahead through the transport, once (under the lock); keep its answer or its error."""
+        """Send the request ahead through the transport, once (under the lock), and keep its answer. When the
+        transport fails it, the request is dropped, not counted: the client's own request then goes through the
+        transport and meets the failure itself, worded as ever (as when an early connection fails)."""
         if self._sent or self._head is None:
             return
         self._sent = True
@@ -178,8 +176,8 @@ class TransportAhead:
                     self._answer = (response.status_code, list(response.headers.raw), b"".join(response.iter_raw()))
             finally:
                 response.close()
-        except Exception as exc:  # the transport's, raised again for the client's request
-            self._error = exc
+        except Exception:  # the client's request meets it again, through the transport
+            self._head = self._on_unclaimed = None
 
 
 class _Claiming(httpx.BaseTransport):
