@@ -178,10 +178,6 @@ def test_the_session_imports_no_use_case() -> None:
 
 # --- the layer table --------------------------------------------------------------------------------------------
 
-#: Arrows the layer table refuses that other branches of issue 47 remove: config/ importing more of core/ than its
-#: constants (rooms-a moves them). The lead empties this at the merge.
-_ARROWS_BEING_FIXED: set[tuple[str, str]] = set()
-
 _TABLE_HEAD = "| folder | layer | may import | never does |"
 _TOKEN = re.compile(r"`([^`]+)`(?:\s+(models|constants)\b)?")
 #: What "`config/` models" means: the manifest's classes, defined in config/model.py and re-exported (with the
@@ -289,7 +285,7 @@ def test_the_layer_table_has_a_row_for_every_module() -> None:
 
 
 def test_every_layer_imports_only_what_its_row_allows() -> None:
-    assert _layer_violations(IMPORTS) == _ARROWS_BEING_FIXED
+    assert _layer_violations(IMPORTS) == set()
 
 
 def test_the_layer_check_sees_an_arrow_up() -> None:
@@ -312,12 +308,6 @@ def test_the_layer_check_sees_an_arrow_up() -> None:
 
 # --- the rooms ----------------------------------------------------------------------------------------------------
 
-#: Modules over 600 lines that other branches of issue 47 split (rooms-a: core/plan.py, core/layout.py,
-#: config/validation.py; client: edges/service/client.py; cihost: github/api.py; speed: edges/privateserver.py). The
-#: lead empties this at the merge.
-_SPLIT_IN_FLIGHT = {
-    "gitops/edges/service/client.py",
-}
 MOST_MODULE_LINES = 600
 MOST_FUNCTION_LINES = 80
 
@@ -328,7 +318,7 @@ def test_no_module_over_600_lines() -> None:
         for path in MODULES.values()
         if len(path.read_text(encoding="utf-8").splitlines()) > MOST_MODULE_LINES
     }
-    assert long == _SPLIT_IN_FLIGHT
+    assert long == set()
 
 
 def _body_lines(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:

@@ -7,34 +7,48 @@ for a terminal: what a front end shows between them (the plan, a question, each 
 plan's exit-code rule (:func:`plan_exit_code`) and the apply's (:attr:`Applied.exit_code`,
 :attr:`AppliedEach.exit_code`).
 
-The apply use case (with the plan models, the renderers' lines and the verification) is imported where it is used:
-during a fresh plan the local read's worker imports it while the servers answer
+The plan stage owns the fast start (:mod:`gitops.app.headstart`): a front end that plans begins it with
+:func:`read_ahead` as soon as it has its options, and hands what it returns to :func:`make_or_load`; no front end
+names the head start. So that the local read's child reads while the rest of the run is imported, importing this
+module imports only that read: the planning and the head start are imported by the plan stage (the boundary "the
+local read's fork"), and the apply use case (with the plan models, the renderers' lines and the verification)
+where it is used: during a fresh plan the local read's worker imports it while the servers answer
 (:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it. For the same
 reason the stages' results are plain classes: a dataclass's generated methods are made when the module is imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitops.app.budgetgates import budget_error
-from gitops.app.deploys import unsettled
-from gitops.app.headstart.start import HeadStart
-from gitops.app.planning import make_plan
-from gitops.app.session import Session
+from gitops.app.headstart.localread import LocalRead
+from gitops.app.headstart.localread import read_ahead as _read_ahead
+from gitops.app.options import Options
 from gitops.errors import BudgetError, ExitCode, GitopsError, worst
 
 if TYPE_CHECKING:
     from gitops.app.applying import ApplyReport
-    from gitops.app.headstart.localread import LocalRead
+    from gitops.app.session import Session
     from gitops.core.apply import Outcome
+    from gitops.core.codeset import CodeSet
     from gitops.core.deploys import UnsettledDeploy
     from gitops.core.health import Verification
+    from gitops.core.local import SourceInfo
     from gitops.core.plan import Plan
 
 Progress = Callable[["Outcome"], None]
+#: The local read a planning front end began (:func:`read_ahead`): its ``loaded`` manifest opens the session, its
+#: ``remember_read()`` records a plan that found the servers holding the code, its ``cancel()`` ends it.
+Reading = LocalRead
+
+
+def read_ahead(options: Options) -> Reading:
+    """Begin the plan stage's local read as soon as the manifest is loaded, before the front end imports the rest
+    (:func:`gitops.app.headstart.localread.read_ahead`): its child reads the code meanwhile. The front end hands it
+    to :func:`make_or_load` and calls its ``cancel()`` when it ends. Raises what loading the manifest raises."""
+    return _read_ahead(options)
 
 
 def plan_exit_code(plan: Plan, refusal: BudgetError | None, *, changes_count: bool = True) -> int:
@@ -66,13 +80,24 @@ class Planned:
 
 
 def make_or_load(
-    session: Session, *, isolate: bool, reading: LocalRead | None = None, plan_file: Path | None = None
+    session: Session,
+    *,
+    isolate: bool,
+    reading: Reading | None = None,
+    plan_file: Path | None = None,
+    code: Mapping[tuple[str, str], CodeSet] | None = None,
+    source: SourceInfo | None = None,
 ) -> Plan:
-    """The plan stage: a fresh plan (``isolate``: a failed server is marked and the others planned), or the one
-    ``plan_file`` holds, checked against the session's manifest."""
+    """The plan stage: a fresh plan (``isolate``: a failed server is marked and the others planned; ``code`` and
+    ``source``: code given instead of the repository's, as rollback gives it), or the one ``plan_file`` holds,
+    checked against the session's manifest. A fresh plan always has the head start: with the front end's local
+    read when it began one (:func:`read_ahead`), else one begun here."""
     if plan_file is None:
-        # The fast start always: the command's local read when it began one, else one begun here.
-        return make_plan(session, isolate=isolate, headstart=HeadStart(session, reading))
+        from gitops.app.headstart.start import HeadStart  # noqa: PLC0415 (boundary: the local read's fork)
+        from gitops.app.planning import make_plan  # noqa: PLC0415 (boundary: the local read's fork)
+
+        start = HeadStart(session, reading)
+        return make_plan(session, isolate=isolate, code=code, source=source, headstart=start)
     from gitops.app.applying import load_saved_plan  # noqa: PLC0415 (boundary: after the servers)
 
     return load_saved_plan(plan_file, session)
@@ -80,6 +105,8 @@ def make_or_load(
 
 def weigh(session: Session, plan: Plan) -> Planned:
     """The outcome of a plan that is shown, not applied: whether it fits the budget, and so its exit code."""
+    from gitops.app.budgetgates import budget_error  # noqa: PLC0415 (boundary: the local read's fork)
+
     return Planned(plan, budget_error(plan, session))
 
 
@@ -117,6 +144,7 @@ def apply(
     ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
     again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
     from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
+    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
 
     with session.options.interrupt.installed():
         report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
@@ -177,6 +205,7 @@ def apply_each(
     if confirm is not None and plan.has_changes and not confirm():
         return AppliedEach(plan, cancelled=True)
     from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
+    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
 
     reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
     judged = {v.label for report in reports for v in report.verifications}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # imported where used: the plan model is needed once the serv
     from gitops.core.plan import Plan
 
 #: The HTTP client's module (with httpx).
-CLIENT = "gitops.edges.service"
+CLIENT = "gitops.edges.service.client"
 #: The modules that talk to a server, imported by this thread while the local read's child reads (the session
 #: imports the first and the last; the head start the client, unless every server's branch list was sent ahead:
 #: :meth:`HeadStart.import_client_when_needed`). Two threads may import at once: no module of the package imports,

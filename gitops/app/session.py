@@ -16,23 +16,27 @@ import functools
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from gitops.app.options import Options
 from gitops.app.targets import select
 from gitops.config.credentials import Auth, auth_available, resolve_auth
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.budget import BudgetFacts
+from gitops.core.compression import Compression, upload_compression
 from gitops.core.endpoints import PROBE_BRANCH
 from gitops.core.remote import RemoteReader, RemoteWriter
 from gitops.edges.ledger import Ledger, SealKey, default_state_dir, lock_wait
+from gitops.edges.service.observer import Observer
+from gitops.edges.service.outgoing import Outgoing
 from gitops.errors import GitopsError, StateFolderError
 from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
-    from gitops.edges.early import EarlyConnection
+    from gitops.edges.early import Ahead
     from gitops.edges.http import Borrowed
-    from gitops.edges.service import DeferredObserver, Observer, ReadOnlyClient, ServiceClient
+    from gitops.edges.service.client import ReadOnlyClient, ServiceClient
+    from gitops.edges.service.transport import TransportAhead
 
 
 class HttpClient(NamedTuple):
@@ -40,24 +44,25 @@ class HttpClient(NamedTuple):
 
     service: type[ServiceClient]
     read_only: type[ReadOnlyClient]
-    deferred: type[DeferredObserver]
     borrowed: type[Borrowed]
+    transport_ahead: type[TransportAhead]
 
 
 @functools.cache
 def http_client() -> HttpClient:
     """The HTTP client (httpx, httpcore and the tool's client module), imported the first time a request must go
     through it: a plan whose branch lists were read on the early connections never needs it."""
-    import gitops.edges.service as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
+    import gitops.edges.service.client as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
     from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: the HTTP client)
+    from gitops.edges.service.transport import TransportAhead  # noqa: PLC0415 (boundary: the HTTP client)
 
-    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, client_edge.DeferredObserver, Borrowed)
+    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, Borrowed, TransportAhead)
 
 
 class Attached(Protocol):
     """What the session asks of the head start attached to it (:class:`gitops.app.headstart.start.HeadStart`)."""
 
-    def connection(self, server: str) -> EarlyConnection | None:
+    def connection(self, server: str) -> Ahead | None:
         """The early connection the server's client takes (``None``: it connects as usual)."""
 
     def before_client(self) -> None:
@@ -173,9 +178,7 @@ class Session:
             self._clients[server] = self._new_client(server, self.ledger(server), early)
         return self._clients[server]
 
-    def _new_client(
-        self, server: str, observer: Observer, early: EarlyConnection | None, *, side: bool = False
-    ) -> ServiceClient:
+    def _new_client(self, server: str, observer: Observer, early: Ahead | None, *, side: bool = False) -> ServiceClient:
         if self._head_start is not None:
             self._head_start.before_client()
         config = self.loaded.manifest.servers[server]
@@ -196,7 +199,23 @@ class Session:
             early=early,
         )
 
-    def side_client(self, server: str, observer: Observer, early: EarlyConnection | None = None) -> ServiceClient:
+    def outgoing(self, server: str) -> Outgoing:
+        """What the server's requests are before the wire (their headers, login, pacing, count in the ledger, an
+        answer's effects), without a client: the head start writes the branch list with it before the HTTP client
+        is imported. Every client makes its own the same way (:meth:`Outgoing.of`), from the same settings."""
+        options = self.options
+        return Outgoing.of(
+            server_name=server,
+            url=self.loaded.manifest.servers[server].url,
+            auth=self.auth(server),
+            observer=self.ledger(server),
+            clock=options.clock,
+            max_wait=options.max_wait,
+            on_wait=options.on_wait,
+            log=options.log,
+        )
+
+    def side_client(self, server: str, observer: Observer, early: Ahead | None = None) -> ServiceClient:
         """A second client of the server, for one read sent beside the main client's
         (:mod:`gitops.app.headstart.sidereads`): same credentials and settings, its own connection (``early``, one
         opened early, when given), and ``observer`` instead of the ledger. The caller closes it."""
@@ -214,25 +233,22 @@ class Session:
         """Read and write access to the server, for applying."""
         return self.client(server)
 
-    def compression(self, server: str) -> Literal["on", "off", "probe"]:
-        """Whether uploads to ``server`` go compressed: the manifest's ``compress``, and for ``auto`` what is known
-        of the server: the ledger's record (of the probe, or of an answer that said ``Accept-Encoding: deflate``),
-        or a password sign-in (the npm private server with screepsmod-auth, whose body parser inflates ``deflate``
-        and ``gzip`` bodies); ``probe`` when nothing is known and the ledger's branch list shows that the probe's
-        branch name is free (else ``off``)."""
+    def compression(self, server: str) -> Compression:
+        """Whether uploads to ``server`` go compressed (:func:`gitops.core.compression.upload_compression`): the
+        manifest's ``compress``, and for ``auto`` the ledger's record, the login, and whether the ledger's branch
+        list shows that the probe's branch name is free."""
         mode = self.loaded.manifest.servers[server].compress
-        if mode != "auto":
-            return "on" if mode == "always" else "off"
-        known = self.ledger(server).compression()
-        if known is not None:
-            return "on" if known else "off"
+        if mode != "auto":  # decided by the manifest alone: nothing is asked of the ledger
+            return upload_compression(mode, None, signs_in=False, probe_free=None)
+        ledger = self.ledger(server)
         login = self.login(server)
-        if login is not None and login.signs_in:
-            return "on"
-        listed = self.ledger(server).remembered_branch_list()
-        if listed is None or any(b.name == PROBE_BRANCH for b in listed[0]):
-            return "off"
-        return "probe"
+        listed = ledger.remembered_branch_list()
+        return upload_compression(
+            mode,
+            ledger.compression(),
+            signs_in=login is not None and login.signs_in,
+            probe_free=None if listed is None else all(b.name != PROBE_BRANCH for b in listed[0]),
+        )
 
     def prepare_compression(self, server: str) -> bool:
         """Set the server's client to compress or not (:meth:`compression`), sending the probe first when it is

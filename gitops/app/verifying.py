@@ -20,7 +20,7 @@ from gitops.errors import GitopsError
 from gitops.secrets import redact
 
 if TYPE_CHECKING:  # the client is the session's; only its type here
-    from gitops.edges.service import ServiceClient
+    from gitops.edges.service.client import ServiceClient
 
 #: Ticks ignored at the start of a watch: the tick in progress when the watch began may still run the old code.
 SETTLE_TICKS = 1

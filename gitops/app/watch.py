@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from gitops.app import pipeline
 from gitops.app.applying import run_apply
 from gitops.app.budgetgates import budget_error
-from gitops.app.headstart.start import HeadStart
 from gitops.app.options import Options
-from gitops.app.planning import make_plan
 from gitops.app.session import open_session
 from gitops.app.targets import select
 from gitops.config.manifest import LoadedManifest, load_manifest
@@ -223,7 +222,7 @@ def _deploy_round(
     state.deploying = True
     try:
         with open_session(options, loaded) as session:
-            plan = make_plan(session, headstart=HeadStart(session))
+            plan = pipeline.make_or_load(session, isolate=False)
             if not plan.has_changes:
                 state.pending.clear()
                 say(watch_nothing(changed))

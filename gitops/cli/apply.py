@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gitops.app.headstart.localread import read_ahead
+from gitops.app import pipeline
 from gitops.cli.common import (
     echo_json,
     is_terminal,
@@ -22,8 +22,7 @@ from gitops.cli.common import (
 from gitops.errors import BudgetError, PlanFileError, UsageError
 
 if TYPE_CHECKING:
-    from gitops.app.headstart.localread import LocalRead
-    from gitops.app.pipeline import Applied, AppliedEach
+    from gitops.app.pipeline import Applied, AppliedEach, Reading
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
     from gitops.render.outcome import Console
@@ -131,11 +130,10 @@ def apply(
         unattended_apply=yes and not saved,
     )
     _check_it_can_be_confirmed(saved=saved, yes=yes)
-    reading: LocalRead | None = None
+    reading: Reading | None = None
     if plan_file is None:
-        reading = read_ahead(options)  # its child reads the code while the planning is imported
+        reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline  # noqa: PLC0415 (boundary: the first request)
         from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
 
         with open_session(options, reading.loaded if reading is not None else None) as session:

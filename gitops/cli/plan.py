@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from gitops.app.headstart.localread import read_ahead
+from gitops.app import pipeline
 from gitops.cli.common import (
     chosen_format,
     echo_json,
@@ -76,9 +76,8 @@ def plan(
         servers=servers,
         branches=branches,
     )
-    reading = read_ahead(options)  # its child reads the code while the planning is imported
+    reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app import pipeline  # noqa: PLC0415 (boundary: the first request)
         from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
 
         with open_session(options, reading.loaded) as session:

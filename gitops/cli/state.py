@@ -1,8 +1,9 @@
 """``gitops status``, ``gitops history`` and ``gitops rollback``: the deployment state the ledgers keep (issue 39).
 
-Their work is in ``gitops.app.deploys``; ``rollback`` plans through ``app.planning.make_plan`` and applies through
-the pipeline's apply stage (``app.pipeline.apply``) like ``apply`` (the code of the chosen deploy in place of the
-repository's), so that a rollback is budget checked, shown and verified exactly as a deploy is.
+Their work is in ``gitops.app.deploys``; ``rollback`` plans through the pipeline's plan stage
+(``app.pipeline.make_or_load``) and applies through its apply stage (``app.pipeline.apply``) like ``apply`` (the
+code of the chosen deploy in place of the repository's), so that a rollback is budget checked, shown and verified
+exactly as a deploy is.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import click
 
 from gitops.app import pipeline
 from gitops.app.deploys import choose_rollback, history
-from gitops.app.headstart.start import HeadStart
-from gitops.app.planning import make_plan
 from gitops.app.session import open_session
 from gitops.app.status import status, status_failure
 from gitops.cli.common import (
@@ -156,7 +155,7 @@ def rollback(
         restored = f"deploy #{deploy.n}" if deploy.n else "the code before the first deploy"
         source = SourceInfo("rollback", restored, deploy.commit, None)
         code = {(choice.server, choice.branch): choice.code}
-        plan = make_plan(session, code=code, source=source, headstart=HeadStart(session))
+        plan = pipeline.make_or_load(session, isolate=False, code=code, source=source)
         console.plan(plan, now=options.clock.now())
 
         def confirm() -> bool:

@@ -1,14 +1,21 @@
-"""Which servers get the early connection, and what it must be to be the HTTP client's own (issues 23 and 40).
+"""Which servers get the early connection, what it must be to be the HTTP client's own (issues 23 and 40), and what
+a first contact asks ahead on side connections.
 
 Pure: the route a client of a server's URL takes (host, port, whether TLS runs on it and with which host name and
 ALPN), decided from the URL alone, so that :mod:`gitops.edges.early` opens exactly the connection the client's pool
-would open and :class:`gitops.app.session.Session` knows where the branch list may be sent ahead.
+would open; whether a server gets one (:func:`early_route`, asked both by the connects begun before the local read's
+fork and by the head start); and a first contact's reads ahead (:func:`reads_ahead`) and the side connections opened
+early for them (:func:`side_connections`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+#: The most reads sent ahead per server (and so side connections opened early for it).
+MOST = 3
 
 #: The protocols the HTTP client's pool offers in the TLS handshake (ALPN): httpx's transport with HTTP/2 off, for
 #: which httpcore offers ``["http/1.1"]``. The early handshake offers the same; ``tests/edges/test_tls.py`` checks that
@@ -52,3 +59,34 @@ def route_of(url: str) -> Route | None:
     if tls and not host.isascii():
         return None
     return Route(host, port or (443 if tls else 80), tls)
+
+
+def early_route(url: str, refresh: str) -> Route | None:
+    """The route of the connection to open early for a server at ``url``: its :func:`route_of`, and ``None`` with
+    ``--refresh=never`` (a plan that may ask nothing)."""
+    return None if refresh == "never" else route_of(url)
+
+
+def reads_ahead(
+    *, refresh: str, rate_limited: bool, scope_known: bool, unknown: Sequence[str], official: bool
+) -> tuple[bool, list[str]]:
+    """What planning a server will ask that can be asked ahead, beside its branch list: the token query (when the
+    token's scope is not known) and the downloads of the branches the ledger knows nothing of (``unknown``, only on
+    an official server, whose list carries no code: elsewhere the list is the download); at most :data:`MOST` in
+    all. Only for a rate-limited login (a token: a sign-in has no scope, and its server no limits to spare), and
+    nothing with ``--refresh=never``."""
+    if refresh == "never" or not rate_limited:
+        return False, []
+    query = not scope_known
+    downloads = list(unknown) if official else []
+    return query, downloads[: MOST - int(query)]
+
+
+def side_connections(*, refresh: str, rate_limited: bool, first_contact: bool, branches: int) -> int:
+    """How many side connections to open early for a server, before its ledger is read: for a first contact (no
+    ledger of any account for its URL, so that planning asks it everything) of a login that gets reads ahead
+    (:func:`reads_ahead`), one for the token query and one a branch the manifest deploys there, at most
+    :data:`MOST`; else none."""
+    if refresh == "never" or not rate_limited or not first_contact:
+        return 0
+    return min(MOST, 1 + branches)

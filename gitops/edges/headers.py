@@ -1,13 +1,15 @@
 """The headers every request of the tool carries, how long its connections are kept and how an answer's content coding
 is undone, in a module of the standard library only.
 
-:class:`gitops.edges.service.ServiceClient` gives them to its HTTP client, and the branch list sent ahead on the early
-connection (:func:`gitops.edges.early.request_head`) writes the same before the HTTP client is even imported.
+Every request's headers are :func:`request_headers`' (asked through
+:meth:`gitops.edges.service.outgoing.Outgoing.headers`): the game client hands them to httpx, and the branch list
+sent ahead on the early connection (:func:`gitops.edges.early.request_head`) writes them before httpx is imported.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from gitops import __version__
@@ -15,11 +17,19 @@ from gitops import __version__
 if TYPE_CHECKING:
     from zlib import _Decompress
 
-#: The client's own headers (the HTTP client adds ``Host``, ``Connection`` and ``Accept-Encoding``).
+#: The tool's own headers.
 CLIENT_HEADERS = {"User-Agent": f"screeps-gitops/{__version__}", "Accept": "application/json"}
 
 #: The answer encodings the tool decodes (:func:`gitops.edges.http.send_bounded` asks for them).
 ACCEPT_ENCODINGS = ("gzip", "deflate")
+
+
+def request_headers(login: Mapping[str, str]) -> dict[str, str]:
+    """The headers of a request to a game server but ``Host`` (its URL's): the tool's own, the content codings it
+    decodes, a kept-alive connection, and the ``login``'s."""
+    return {**CLIENT_HEADERS, "Accept-Encoding": ", ".join(ACCEPT_ENCODINGS), "Connection": "keep-alive", **login}
+
+
 #: zlib's window bits for each content coding the tool decodes (``x-gzip`` is gzip's old name).
 _WINDOW_BITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 #: The content codings :func:`inflater` undoes.

@@ -25,7 +25,7 @@ import httpx
 
 from gitops import __version__
 from gitops.edges.http import AnswerTooLarge, DeadlinePassed, UnreadableJSON, parse_json, send_bounded
-from gitops.edges.service import transport_detail
+from gitops.edges.service.failures import transport_detail
 from gitops.errors import GitopsError
 from gitops.secrets import Secret, redact
 

@@ -367,9 +367,10 @@ def test_a_body_prepared_for_a_write_is_sent_as_encoded_for_those_very_modules(
     from gitops.config.credentials import TokenAuth
     from gitops.core.codeset import upload_body
     from gitops.edges.service import client as client_module
+    from gitops.edges.service import requestbodies
     from gitops.secrets import Secret
 
-    encoded = record_calls(monkeypatch, client_module, "_json_body")
+    encoded = record_calls(monkeypatch, requestbodies, "json_body")
     c = client_module.ServiceClient(
         server_name="s", url=standin.url, auth=TokenAuth(Secret(FULL_TOKEN), "the variable T")
     )

@@ -33,11 +33,11 @@ from gitops.edges.early import (
     request_head,
     same_request,
 )
-from gitops.edges.headers import CLIENT_HEADERS
+from gitops.edges.headers import request_headers
 from gitops.edges.ledger import Ledger, SealKey
 from gitops.edges.ledger.format import signed
 from gitops.edges.ledger.seal import seal_body
-from gitops.edges.service import ServiceClient
+from gitops.edges.service.client import ServiceClient
 from gitops.errors import ExitCode, NetworkError, ServiceError
 from gitops.secrets import Secret
 from gitops.standin.testing import ALICE, FULL_TOKEN, StandIn
@@ -133,7 +133,7 @@ LIST = f"GET {LIST_PATH}"
 
 
 def _list_head(url: str, token: str = FULL_TOKEN) -> bytes:
-    return request_head(url, LIST_PATH, {**CLIENT_HEADERS, "X-Token": token})
+    return request_head(url, LIST_PATH, request_headers({"X-Token": token}))
 
 
 def _wait_for(condition: Callable[[], bool], what: str) -> None:

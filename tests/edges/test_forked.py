@@ -308,14 +308,14 @@ _OBSERVE = textwrap.dedent(
             fh.write(json.dumps({"bodies_from_child": made, "thread": threading.current_thread().name}) + "\\n")
         return bodies
     localread._bodies_from = bodies_from
-    from gitops.edges.service import client
-    original_json = client._json_body
+    from gitops.edges.service import requestbodies
+    original_json = requestbodies.json_body
     def json_body(body):
         if isinstance(body, dict) and ("modules" in body or "defaultModules" in body):
             with open(os.environ["OBSERVE"], "a") as fh:
                 fh.write(json.dumps({"encoded_by": os.getpid()}) + "\\n")
         return original_json(body)
-    client._json_body = json_body
+    requestbodies.json_body = json_body
     sys.argv = ["gitops", *sys.argv[1:]]
     from gitops.cli import main
     main()
@@ -440,8 +440,8 @@ def test_ctrl_c_during_the_childs_read_kills_the_child(
 
 def test_the_childs_upload_body_is_the_clients() -> None:
     """The body the child makes ahead is, byte for byte, the one the client sends (else its deflate is wasted)."""
-    from gitops.edges.service import client
+    from gitops.edges.service import requestbodies
 
     modules: dict[str, WireModule] = {"main": "loop();\n", "lib/ü": "// é\n", "bin": {"binary": "AAEC"}}
     wire = dict(sorted(modules.items()))
-    assert upload_body("default", wire) == client._json_body(client._upload_body("default", wire))
+    assert upload_body("default", wire) == requestbodies.json_body(requestbodies.upload_body("default", wire))

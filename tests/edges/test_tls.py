@@ -537,7 +537,9 @@ def test_a_first_contacts_connections_all_shake_hands_early(
     with open_session(options) as s:
         start = HeadStart(s)
         start.connect()
-        connections = [start._early["tls"], *start._side_early["tls"]]
+        main = start._early["tls"]
+        assert isinstance(main, EarlyConnection)  # a socket: no test transport here
+        connections = [main, *start._side_early["tls"]]
         assert len(connections) >= 2
         for early in connections:
             assert isinstance(_connected(early), ssl.SSLSocket)

@@ -32,8 +32,9 @@ from gitops.app.targets import select
 from gitops.config.folders import default_state_dir
 from gitops.config.manifest import LoadedManifest, load_manifest
 from gitops.core.codeset import remember_digests, upload_body
+from gitops.core.early import early_route
 from gitops.edges.build import build_commands, register_secrets
-from gitops.edges.early import address_of, begin_connect
+from gitops.edges.early import begin_connect
 from gitops.edges.forked import ForkedCall
 from gitops.edges.threads import Background, start_quiet
 
@@ -451,14 +452,15 @@ def read_ahead(options: Options) -> LocalRead:
 def begin_connections(loaded: LoadedManifest, options: Options) -> dict[str, socket.socket]:
     """The TCP connects of the servers whose address is an IP, begun here, before the fork, without a thread
     (:func:`gitops.edges.early.begin_connect`): the handshake then runs during the fork and the imports that
-    follow, sooner than the head start's early connections could begin it. Under the same conditions
-    as those (:meth:`gitops.app.headstart.start.HeadStart.connect`): no test transport, and a refresh that may ask."""
-    if options.transport is not None or options.refresh == "never":
+    follow, sooner than the head start's early connections could begin it. For the servers those go to
+    (:func:`gitops.core.early.early_route`); none with a test's transport, which has no sockets (the head start sends
+    through it: :meth:`gitops.app.headstart.start.HeadStart.connect`)."""
+    if options.transport is not None:
         return {}
     begun: dict[str, socket.socket] = {}
     for server in sorted({branch.server for branch in loaded.manifest.branches}):
-        address = address_of(loaded.manifest.servers[server].url)
-        sock = begin_connect(address) if address is not None else None
+        route = early_route(loaded.manifest.servers[server].url, options.refresh)
+        sock = begin_connect(route.address) if route is not None else None
         if sock is not None:
             begun[server] = sock
     return begun

@@ -6,7 +6,8 @@ ledger shows planning will ask some of them anyway (a first contact), they are s
 client on its own connection, beside the branch list: the token query when the scope is not known, and on the
 official server (whose list carries no code) the downloads of branches the ledger knows nothing of, when they fit
 the budget. With ``apply --yes`` the compression probe goes the same way once the list shows its branch is free.
-Only for token logins, at most :data:`MOST` per server. What a read teaches reaches the ledger in the server's own
+Only for rate-limited logins, at most :data:`gitops.core.early.MOST` per server
+(:func:`gitops.core.early.reads_ahead`). What a read teaches reaches the ledger in the server's own
 thread (a deferred observer, replayed when its answer is taken or planning the server ends); a download that
 failed raises its error where it would have been sent in order.
 """
@@ -16,23 +17,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gitops.app.session import Session, http_client
+from gitops.app.session import Session
 from gitops.config.manifest import LoadedManifest, deployed_names
 from gitops.core.codeset import CodeSet
+from gitops.core.early import reads_ahead
 from gitops.core.endpoints import is_official
 from gitops.edges.early import EarlyConnection
+from gitops.edges.service.observer import DeferredObserver
 from gitops.edges.threads import Background
 from gitops.errors import BudgetError, GitopsError
 
 if TYPE_CHECKING:
-    from gitops.edges.service import DeferredObserver, ServiceClient
+    from gitops.edges.service.client import ServiceClient
 
 #: A budget gate (:func:`gitops.app.budgetgates.check_download_budget`): raises BudgetError when ``count`` downloads
 #: from ``server`` would not fit.
 DownloadCheck = Callable[[str, int], None]
-
-#: The most reads sent ahead per server (and so side connections opened for it).
-MOST = 3
 
 
 class _Read:
@@ -73,7 +73,7 @@ class SideReads:
         self._probe: _Read | None = None
 
     def _side(self, work: Callable[[ServiceClient], Any]) -> _Read:
-        observer = http_client().deferred(self._session.ledger(self._server))
+        observer = DeferredObserver(self._session.ledger(self._server))
         early = self._spare.pop() if self._spare else None
         return _Read(self._session.side_client(self._server, observer, early), observer, work)
 
@@ -133,14 +133,15 @@ def wanted(session: Session, server: str) -> tuple[bool, list[str]]:
     refresh = session.options.refresh
     login = session.login(server)
     if refresh == "never" or login is None or not login.rate_limited:
-        return False, []
+        return False, []  # nothing asked of the ledger
     ledger = session.ledger(server)
-    query = ledger.scope() is None
-    names = server_branches(session.loaded, server)
-    # Only where the branch list is known to carry no code: elsewhere (the stand-in) the list is the download.
-    unknown = [name for name in names if not ledger.knows_branch(name)]
-    downloads = unknown if is_official(session.loaded.manifest.servers[server].url) else []
-    return query, downloads[: MOST - int(query)]
+    return reads_ahead(
+        refresh=refresh,
+        rate_limited=login.rate_limited,
+        scope_known=ledger.scope() is not None,
+        unknown=[name for name in server_branches(session.loaded, server) if not ledger.knows_branch(name)],
+        official=is_official(session.loaded.manifest.servers[server].url),
+    )
 
 
 def send_side_reads(

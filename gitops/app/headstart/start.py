@@ -19,17 +19,19 @@ import time
 from collections.abc import Callable
 
 from gitops.app.headstart.localread import LocalRead, UploadBody
-from gitops.app.headstart.sidereads import MOST, DownloadCheck, SideReads, send_side_reads, server_branches
+from gitops.app.headstart.sidereads import DownloadCheck, SideReads, send_side_reads, server_branches
 from gitops.app.session import Session, http_client
-from gitops.config.credentials import TokenAuth
-from gitops.core.early import ALPN, route_of
-from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, pacing_wait, path_of
-from gitops.core.remote import BranchInfo, branch_list
+from gitops.core.compression import may_compress
+from gitops.core.early import ALPN, early_route, side_connections
+from gitops.core.endpoints import GLOBAL_KEY, LIST, MINUTE, answer_cap, path_of
+from gitops.core.remote import BranchInfo
+from gitops.core.sending import sends_list_ahead
 from gitops.edges import headers
 from gitops.edges.bodies import BackgroundDeflates, deflate_ahead_body
-from gitops.edges.early import EarlyConnection, EarlyTLS, request_head
+from gitops.edges.early import Ahead, EarlyConnection, EarlyTLS
 from gitops.edges.jsontext import UnreadableJSON, parse_json
 from gitops.edges.ledger import Ledger
+from gitops.edges.service.outgoing import Outgoing
 from gitops.edges.threads import Background
 from gitops.edges.tls import trust_context_early
 from gitops.errors import GitopsError
@@ -53,9 +55,11 @@ class HeadStart:
     def __init__(self, session: Session, reading: LocalRead | None = None) -> None:
         self.session = session
         self._reading = reading
-        self._early: dict[str, EarlyConnection] = {}
+        self._early: dict[str, Ahead] = {}
         #: Connections opened early for the reads a fresh ledger's server will be asked ahead (sidereads).
         self._side_early: dict[str, list[EarlyConnection]] = {}
+        #: What made each branch list sent ahead (the requests of its server, as its client makes them).
+        self._outgoing: dict[str, Outgoing] = {}
         #: The compression probes sent while the servers were read, and what each answered.
         self.probed: dict[str, bool | None] = {}
         self._deflating: BackgroundDeflates | None = None
@@ -79,15 +83,13 @@ class HeadStart:
         """Start the TCP (and TLS) connection of every server that has no client yet, so that its handshakes run
         while the run imports the HTTP client and opens the ledgers; its client takes it. Connects begun before the
         fork (``begun``, else the local read's: :func:`gitops.app.headstart.localread.begin_connections`) are finished
-        instead of made again; any not used is closed here. Not with a test's transport (no sockets) nor with
-        ``--refresh=never`` (a plan that may ask nothing)."""
+        instead of made again; any not used is closed here. Not with ``--refresh=never`` (a plan that may ask
+        nothing: :func:`gitops.core.early.early_route`). With a test's transport there are no sockets: the branch list
+        is sent ahead through it (:class:`gitops.edges.service.transport.TransportAhead`), in front of the client."""
         if begun is None:
             begun = self._reading.take_connections() if self._reading is not None else {}
         begun = dict(begun)
         try:
-            options = self.session.options
-            if options.transport is not None or options.refresh == "never":
-                return
             for server in self.session.servers():
                 self._connect_server(server, begun)
         finally:
@@ -97,8 +99,12 @@ class HeadStart:
     def _connect_server(self, server: str, begun: dict[str, socket.socket]) -> None:
         session = self.session
         config = session.loaded.manifest.servers[server]
-        route = route_of(config.url)
+        route = early_route(config.url, session.options.refresh)
         if route is None or session.has_client(server) or server in self._early:
+            return
+        transport = session.options.transport
+        if transport is not None:  # a test's: the one seam, through which the list goes ahead as any request
+            self._early[server] = http_client().transport_ahead(transport, config.url)
             return
         address = route.address
         # TLS too, with the client's context, host name and ALPN; each side connection below makes its own
@@ -106,11 +112,24 @@ class HeadStart:
         tls = EarlyTLS(trust_context_early, route.server_hostname, ALPN) if route.tls else None
         sock = begun.pop(server, None)
         self._early[server] = EarlyConnection(address, sock, tls)
-        # Asked of the manifest (reading the credentials can wait): a token names itself there.
-        if TokenAuth.named_by(config) and self._first_contact(server):
-            # The token query and a download per branch: what a first contact asks.
-            wanted = min(MOST, 1 + len(server_branches(session.loaded, server)))
+        wanted = side_connections(
+            refresh=session.options.refresh,
+            rate_limited=self._rate_limited(server),
+            first_contact=self._first_contact(server),
+            branches=len(server_branches(session.loaded, server)),
+        )
+        if wanted:
             self._side_early[server] = [EarlyConnection(address, tls=tls) for _ in range(wanted)]
+
+    def _rate_limited(self, server: str) -> bool:
+        """Whether the server's login is rate limited (a token, from the environment or a credentials file): what
+        the side reads are sent for (:func:`gitops.core.early.reads_ahead`). ``False`` when it has none, or they
+        cannot be read (their error comes when the client is made)."""
+        try:
+            login = self.session.login(server)
+        except GitopsError:
+            return False
+        return login is not None and login.rate_limited
 
     def _first_contact(self, server: str) -> bool:
         """Whether no ledger of any account exists for the server's URL: planning will ask it everything (its
@@ -123,45 +142,48 @@ class HeadStart:
 
     def send_lists(self) -> None:
         """Send each server's branch list on its early connection as soon as it is made, before the HTTP client is
-        imported. Call it once the ledgers are open, and not before a build (no request leaves before it). Only
-        where the client's own first request will be exactly that one: a token (a password signs in first), and a
-        ledger under which it would not wait for the global limit (the one sent ahead is not paced). The client
-        counts the request when it claims it; one it never claims is counted when the session closes."""
+        imported, made by the code that makes every request (:class:`~gitops.edges.service.outgoing.Outgoing`). Call
+        it once the ledgers are open, and not before a build (no request leaves before it). Only where the client's
+        own first request will be exactly that one (:func:`gitops.core.sending.sends_list_ahead`). The client counts
+        the request when it claims it; one it never claims is counted when the session closes."""
         session = self.session
         now = session.options.clock.now()
         pending: dict[int, list[float]] = {}  # the requests sent ahead under each ledger (two names, one ledger)
         for server, early in self._early.items():
-            head_and_ledger = self._list_request(server, now, pending)
-            if head_and_ledger is None:
+            made = self._list_request(server, now, pending)
+            if made is None:
                 continue
-            head, ledger = head_and_ledger
-            early.send_ahead(head, functools.partial(ledger.record_sent, LIST))
+            head, out = made
+            self._outgoing[server] = out
+            early.send_ahead(head, functools.partial(out.count, LIST))
             if session.options.log is not None:
                 session.options.log(f"server '{server}': the branch list is sent ahead on the early connection")
 
-    def _list_request(self, server: str, now: float, pending: dict[int, list[float]]) -> tuple[bytes, Ledger] | None:
-        """The head of the server's branch list request to send ahead, and its ledger; ``None`` when none is."""
+    def _list_request(self, server: str, now: float, pending: dict[int, list[float]]) -> tuple[bytes, Outgoing] | None:
+        """The bytes of the server's branch list request to send ahead, and what made them; ``None`` when none is
+        sent."""
         session = self.session
-        url = session.loaded.manifest.servers[server].url
         if not session.has_credentials(server):
             return None
         try:
-            auth, ledger = session.auth(server), session.ledger(server)
+            out = session.outgoing(server)
         except GitopsError:  # its error comes when the client is made
             return None
-        token = auth.persistent_token
-        if token is None:
+        ledger = out.observer
+        sent = pending.setdefault(id(ledger), [])
+        if not sends_list_ahead(
+            token=out.login is not None and out.login.persistent_token is not None,
+            unlimited_until=ledger.unlimited_until,
+            sent=[*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent],
+            now=now,
+        ):
             return None
-        if not session.unlimited_now(server):
-            sent = pending.setdefault(id(ledger), [])
-            if pacing_wait([*ledger.sent_times(GLOBAL_KEY, MINUTE), *sent], now) > 0:
-                return None
-            sent.append(now)
         try:
-            head = request_head(url, path_of(LIST), {**headers.CLIENT_HEADERS, "X-Token": token.reveal()})
+            head = out.head(path_of(LIST))
         except UnicodeEncodeError:  # a token the client refuses to send with its own message
             return None
-        return head, ledger
+        sent.append(now)
+        return head, out
 
     def lists_ahead(self, server: str) -> bool:
         """Whether the server's branch list was sent ahead and is still pending: planning then asks
@@ -195,13 +217,12 @@ class HeadStart:
             data = parse_json(answer.body)
         except UnreadableJSON:
             return None
-        branches = branch_list(data) if isinstance(data, dict) and data.get("ok") == 1 else None
+        out = self._outgoing[server]
+        branches = out.listed(data)  # remembered as the client's list_branches does; None: the client's to read
         if branches is None:
             return None
-        ledger = session.ledger(server)
-        early.accept_answer(answer)  # counts the request in the ledger, as the client counts the requests it sends
-        ledger.record_response(LIST, 200, answer.fields)
-        ledger.remember_branch_list(branches)
+        early.accept_answer(answer)  # counted, as the client counts the requests it sends
+        out.answered(LIST, answer)
         if session.options.log is not None:
             elapsed = (time.monotonic() - started) * 1000
             session.options.log(f"server '{server}': {LIST} -> 200 ({elapsed:.0f} ms), read on the early connection")
@@ -243,9 +264,8 @@ class HeadStart:
         for server in session.servers():
             mode = session.loaded.manifest.servers[server].compress
             with contextlib.suppress(GitopsError):  # a server whose ledger cannot be opened: not deflated ahead
-                ledger = session.ledger(server)
-                if mode == "always" or (mode == "auto" and ledger.compression() is not False):
-                    # compressed, or a probe or a password sign-in may say so
+                ledger, login = session.ledger(server), session.login(server)
+                if may_compress(mode, ledger.compression(), signs_in=login is not None and login.signs_in):
                     for config in session.loaded.manifest.branches:
                         if config.server == server:
                             wanted[(server, config.branch)] = ledger.remembered_digest(config.branch)
@@ -265,7 +285,7 @@ class HeadStart:
 
     # --- what the session asks of it (gitops.app.session.Attached) ---------------------------------------------
 
-    def connection(self, server: str) -> EarlyConnection | None:
+    def connection(self, server: str) -> Ahead | None:
         """The early connection the server's client takes."""
         return self._early.get(server)
 

@@ -1,4 +1,4 @@
-"""How a request to a server is logged in: one :class:`httpx.Auth` per login kind, as httpx has one per scheme.
+"""How a request to a server is logged in: one login class per login kind, as httpx has one ``Auth`` per scheme.
 
 The two kinds differ in more than a header, and each difference is a property of the login, not a question the
 client asks of the credentials: a persistent token (:class:`TokenLogin`, official servers) goes in ``X-Token``, its
@@ -8,26 +8,28 @@ minute, so a 401 is worth one sign-in afresh. There is no HTTP Basic fallback: t
 on ``POST /api/user/code``, so without the sign-in nothing could be planned. :func:`login_for` is the one place
 that turns the credentials (:mod:`gitops.config.credentials`) into a login.
 
-The client sets these headers itself while it builds each request (so the headers go out in the order they always
-did); ``auth_flow`` gives the same headers to any httpx request the login is handed to.
+Without httpx (the head start writes a token's branch list before httpx is imported): the headers of every request
+are made in one place, :meth:`gitops.edges.service.outgoing.Outgoing.headers`, from :meth:`Login.headers`; a login
+is also a callable httpx takes as ``auth=``, which sets the same headers on any request it is handed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from typing import ClassVar
-
-import httpx
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.config.logins import LoginKind, header_safe
 from gitops.errors import AuthError
 from gitops.secrets import Secret
 
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = ["Login", "PasswordLogin", "SignIn", "TokenLogin", "login_for"]
 
 
-class Login(httpx.Auth):
+class Login:
     """What every login kind says about the requests it authenticates."""
 
     kind: ClassVar[LoginKind]
@@ -47,16 +49,17 @@ class Login(httpx.Auth):
         """The headers that log a request in (signing in first when that is needed)."""
         raise NotImplementedError
 
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+    def __call__(self, request: httpx.Request) -> httpx.Request:
+        """httpx's function auth: ``request`` with the login's headers."""
         request.headers.update(self.headers())
-        yield request
+        return request
 
     def renew(self) -> bool:
         """After a 401: whether signing in afresh may help (then the next request does); at most once a request."""
         return False
 
-    def learn(self, response: httpx.Response) -> None:
-        """What an answer tells the login (a rotated session token)."""
+    def learn(self, headers: Mapping[str, str]) -> None:
+        """What an answer's ``headers`` tell the login (a rotated session token)."""
 
     @property
     def persistent_token(self) -> Secret | None:
@@ -137,8 +140,8 @@ class PasswordLogin(Login):
         self.session = None
         return True
 
-    def learn(self, response: httpx.Response) -> None:
-        fresh = response.headers.get("X-Token")
+    def learn(self, headers: Mapping[str, str]) -> None:
+        fresh = headers.get("X-Token")
         if fresh and header_safe(fresh):
             # screepsmod-auth hands out a new token with every answer; the old one soon stops working.
             self.session = Secret(fresh)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import NoReturn
-
-import httpx
+from typing import NoReturn, Protocol
 
 from gitops.core.endpoints import (
     DAY,
@@ -24,15 +22,31 @@ from gitops.core.endpoints import (
     Limit,
     header_number,
     limit_for,
-    pacing_wait,
     reset_time,
     window_key,
 )
+from gitops.core.sending import global_wait
 from gitops.edges.clock import Clock
 from gitops.edges.service.observer import Observer
 from gitops.errors import RateLimitedError
 
-__all__ = ["LONGEST_WAIT", "MAX_RATE_LIMIT_RETRIES", "RateLimits"]
+__all__ = ["LONGEST_WAIT", "MAX_RATE_LIMIT_RETRIES", "Answer", "RateLimits"]
+
+
+class Answer(Protocol):
+    """What these rules read of an answer: an ``httpx.Response`` is one, and so is the branch list's answer read on
+    the early connection (:class:`gitops.edges.early.PlainAnswer`). No httpx here: the head start uses these rules
+    before it is imported."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def text(self) -> str: ...
+
 
 #: How many times one request waits out a 429 before giving up.
 MAX_RATE_LIMIT_RETRIES = 3
@@ -67,17 +81,15 @@ class RateLimits:
 
     def pace(self) -> None:
         """Wait, if needed, so that the next request stays under the global limit (120 per minute)."""
-        if not self._paced or self._unlimited():
+        if not self._paced:
             return
         times = self._observer.sent_times(GLOBAL_KEY, MINUTE)
-        wait = pacing_wait(times, self._clock.now())
+        wait = global_wait(
+            paced=True, unlimited_until=self._observer.unlimited_until, sent=times, now=self._clock.now()
+        )
         if wait > 0:
             self._debug(f"pacing: {len(times)} requests in the last minute; waiting {wait:.1f} s")
             self.wait(wait, GLOBAL_KEY)
-
-    def _unlimited(self) -> bool:
-        until = self._observer.unlimited_until
-        return until is not None and until > self._clock.now()
 
     def wait(self, seconds: float, endpoint: str) -> None:
         """Wait ``seconds`` for ``endpoint``'s window (``"global"``: the global limit's), telling ``on_wait``."""
@@ -85,7 +97,7 @@ class RateLimits:
             self._on_wait(seconds, endpoint)
         self._clock.sleep(seconds)
 
-    def waited_out(self, endpoint: str, response: httpx.Response, waits: int) -> None:
+    def waited_out(self, endpoint: str, response: Answer, waits: int) -> None:
         """A 429 that the ``waits`` before it did not avoid: wait it out, or raise :class:`RateLimitedError` when
         its wait is too long or it came too often."""
         wait = self._retry_after(response)
@@ -94,7 +106,7 @@ class RateLimits:
             return
         self._rate_limited(endpoint, response, wait, waits)
 
-    def answer_headers(self, endpoint: str, response: httpx.Response) -> Mapping[str, str]:
+    def answer_headers(self, endpoint: str, response: Answer) -> Mapping[str, str]:
         """The rate-limit headers the observer is told of an answer: a 429 without any gets its window recorded as
         spent until its wait is over (at most a day)."""
         if response.status_code != 429 or "x-ratelimit-limit" in response.headers:
@@ -106,7 +118,7 @@ class RateLimits:
             "X-RateLimit-Reset": str(int(self._clock.now() + wait + 0.999)),
         }
 
-    def _retry_after(self, response: httpx.Response) -> float:
+    def _retry_after(self, response: Answer) -> float:
         """Seconds a 429 asks to wait: the body's ``retry after <ms>ms``, else the reset header, else
         ``Retry-After``, else a minute. Never negative or NaN; ``inf`` when the body's number is too large for a
         float (the caller treats anything over :data:`LONGEST_WAIT` as "more than a day")."""
@@ -122,7 +134,7 @@ class RateLimits:
             return max(0.0, after)
         return float(MINUTE)
 
-    def _rate_limited(self, endpoint: str, response: httpx.Response, wait: float, waits: int) -> NoReturn:
+    def _rate_limited(self, endpoint: str, response: Answer, wait: float, waits: int) -> NoReturn:
         limit = _limit_of_429(endpoint, response, wait)
         which = (
             f"the global limit of {limit.describe()}"
@@ -149,7 +161,7 @@ class RateLimits:
         )
 
 
-def _limit_of_429(endpoint: str, response: httpx.Response, wait: float) -> Limit:
+def _limit_of_429(endpoint: str, response: Answer, wait: float) -> Limit:
     """Which limit a 429 is about: the ``X-RateLimit-Limit`` header says; without it, a wait over a minute cannot
     be the global window (it resets every minute), so it is the endpoint's own."""
     own = limit_for(endpoint)

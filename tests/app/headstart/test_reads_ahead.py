@@ -4,7 +4,8 @@ connection of its own; what they teach reaches the ledger as if they had been as
 
 The official server is the stand-in in its official shape (a branch list without modules), reached over real HTTP
 on loopback through a transport that sends ``https://screeps.com`` to it: the one fake, at the httpx transport seam,
-because a test may not reach the real host name.
+because a test may not reach the real host name. The head start runs in front of it (the branch list sent ahead
+through it, as on a connection opened early).
 """
 
 from __future__ import annotations
@@ -148,3 +149,18 @@ def test_a_failed_download_ahead_fails_the_plan_as_the_download_in_order_would(
     assert "answered 502" in err
     assert "GET /api/user/code" in err
     assert "Traceback" not in err
+
+
+def test_the_head_start_runs_through_a_test_transport(official: Project, standin: StandIn) -> None:
+    """A test's transport does not switch the head start off (issue 47): the branch list is sent ahead through it,
+    read without the client, and counted once, as on a connection opened early."""
+    with ToStandIn(standin) as transport:
+        _plan(official, transport)
+    with ToStandIn(standin) as transport:
+        code, _out, err = _gitops(official, transport, "plan", "--json", "--debug")
+    assert code == 2, err
+    assert "server 'local': the branch list is sent ahead on the early connection" in err
+    assert f"server 'local': {LIST} -> 200" in err
+    assert "read on the early connection" in err
+    assert [sent for sent, _ in transport.sent] == [LIST]
+    assert standin.count(LIST) == 2  # one a plan

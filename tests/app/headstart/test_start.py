@@ -41,3 +41,19 @@ def test_a_plan_without_a_head_start_is_the_plan_with_one(tmp_path: Path, standi
     assert [(r.server, r.endpoint, r.needed) for r in fast.budget] == [
         (r.server, r.endpoint, r.needed) for r in plain.budget
     ]
+
+
+def test_no_front_end_names_the_head_start() -> None:
+    """The pipeline owns the head start (issue 47): a front end begins the plan stage's local read and plans through
+    ``gitops.app.pipeline``, and never imports ``gitops.app.headstart`` itself."""
+    root = Path(__file__).resolve().parents[3] / "gitops"
+    fronts = [
+        *(root / "cli").glob("*.py"),
+        *(root / "github").glob("*.py"),
+        *(root / "gitlab").glob("*.py"),
+        *(root / "app" / "ci").glob("*.py"),
+        root / "app" / "watch.py",
+    ]
+    assert len(fronts) > 10
+    naming = [str(path.relative_to(root)) for path in fronts if "headstart" in path.read_text(encoding="utf-8")]
+    assert naming == []

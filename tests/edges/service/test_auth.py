@@ -1,15 +1,16 @@
-"""The logins of gitops.edges.service.auth: one httpx.Auth per kind, built from the credentials by login_for."""
+"""The logins of gitops.edges.service.auth: one login per kind (httpx takes it as ``auth=``), built from the credentials
+by login_for."""
 
 from __future__ import annotations
 
 import httpx
 
 from gitops.config.credentials import PasswordAuth, TokenAuth
-from gitops.edges.service.auth import PasswordLogin, TokenLogin, login_for
+from gitops.edges.service.auth import Login, PasswordLogin, TokenLogin, login_for
 from gitops.secrets import Secret
 
 
-def _sent_headers(auth: httpx.Auth) -> httpx.Headers:
+def _sent_headers(auth: Login) -> httpx.Headers:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -44,8 +45,8 @@ def test_a_password_login_signs_in_once_and_takes_the_rotated_token() -> None:
     headers = _sent_headers(login)
     assert (headers["X-Token"], headers["X-Username"]) == ("session-1", "alice")
     assert login.sign_in_body() == {"email": "alice", "password": "pass word"}
-    login.learn(httpx.Response(200, headers={"X-Token": "session-2"}))
-    login.learn(httpx.Response(200, headers={"X-Token": "not safe"}))
+    login.learn(httpx.Response(200, headers={"X-Token": "session-2"}).headers)
+    login.learn(httpx.Response(200, headers={"X-Token": "not safe"}).headers)
     assert _sent_headers(login)["X-Token"] == "session-2"
     assert len(calls) == 1
     assert login.renew() is True

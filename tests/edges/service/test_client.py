@@ -16,9 +16,10 @@ import pytest
 from gitops.config.credentials import Auth, PasswordAuth, TokenAuth
 from gitops.core.codeset import CodeSet, Module
 from gitops.core.remote import BranchInfo
+from gitops.core.tokens import TokenInfo
 from gitops.edges.clock import ManualClock
 from gitops.edges.ledger import Ledger
-from gitops.edges.service import ReadOnlyClient, ServiceClient, TokenInfo
+from gitops.edges.service.client import ReadOnlyClient, ServiceClient
 from gitops.errors import AuthError, NetworkError, RateLimitedError, ScopeError, ServiceError
 from gitops.secrets import Secret, redact
 from gitops.standin.testing import ALICE as ALICE_NAME

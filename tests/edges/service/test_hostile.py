@@ -24,7 +24,7 @@ from gitops.core.codeset import code_length
 from gitops.core.endpoints import BRANCHES_ANSWER_CAP, CODE_ANSWER_CAP, MAX_CODE_LENGTH, SMALL_ANSWER_CAP, answer_cap
 from gitops.edges.clock import ManualClock
 from gitops.edges.http import MAX_JSON_DEPTH, UnreadableJSON, parse_json
-from gitops.edges.service import ServiceClient
+from gitops.edges.service.client import ServiceClient
 from gitops.errors import NetworkError, ServiceError
 from gitops.secrets import Secret
 from tests.factories import make_repo, write_manifest
@@ -186,7 +186,7 @@ def test_a_request_over_a_kept_alive_connection_ends_by_the_deadline_too(
 
 def test_the_default_deadline_is_30_seconds() -> None:
     with ServiceClient(server_name="s", url="http://127.0.0.1:9", auth=None) as client:
-        assert client._timeout == 30.0
+        assert client._x._timeout == 30.0
 
 
 # --- pathological JSON --------------------------------------------------------------------------------------

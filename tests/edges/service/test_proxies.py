@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitops.edges.service import proxy_variable
+from gitops.edges.service.failures import proxy_variable
 from gitops.errors import ExitCode
 from gitops.standin.testing import FULL_TOKEN, StandIn
 from tests.project import one_branch_project
