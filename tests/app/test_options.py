@@ -9,15 +9,8 @@ from pathlib import Path
 import click
 import pytest
 
-from gitops.app.options import (
-    DEFAULT_FORMAT,
-    DEFAULT_MANIFEST,
-    DEFAULT_MAX_WAIT,
-    DEFAULT_REFRESH,
-    FORMATS,
-    REFRESH_CHOICES,
-    Options,
-)
+from gitops.app import options as chosen
+from gitops.app.options import DEFAULT_REFRESH, Options
 from gitops.app.targets import Targets
 from gitops.cli import cli
 from gitops.config import model
@@ -61,7 +54,7 @@ def test_replace_makes_another_and_leaves_the_first_as_it_was(tmp_path: Path) ->
 def test_the_defaults_of_options_made_from_nothing_but_a_manifest(tmp_path: Path) -> None:
     options = Options(manifest=tmp_path / "gitops.yaml", env={})
     assert options.refresh == DEFAULT_REFRESH == "auto"
-    assert options.max_wait == DEFAULT_MAX_WAIT == 60.0
+    assert options.max_wait == chosen.DEFAULT_MAX_WAIT == 60.0
     assert isinstance(options.clock, SystemClock)
     assert not options.targets  # every server and branch
     assert options.verify is None
@@ -72,33 +65,33 @@ def test_the_defaults_of_options_made_from_nothing_but_a_manifest(tmp_path: Path
 
 
 def test_the_choices_are_the_documented_ones() -> None:
-    assert REFRESH_CHOICES == ("always", "auto", "never")
-    assert DEFAULT_REFRESH in REFRESH_CHOICES
-    assert FORMATS == ("text", "json", "markdown")
-    assert DEFAULT_FORMAT in FORMATS
+    assert chosen.REFRESH_CHOICES == ("always", "auto", "never")
+    assert DEFAULT_REFRESH in chosen.REFRESH_CHOICES
+    assert chosen.FORMATS == ("text", "json", "markdown")
+    assert chosen.DEFAULT_FORMAT in chosen.FORMATS
     # The manifest's default name is the one the config layer finds and writes.
-    assert DEFAULT_MANIFEST == model.DEFAULT_MANIFEST == "gitops.yaml"
+    assert chosen.DEFAULT_MANIFEST == model.DEFAULT_MANIFEST == "gitops.yaml"
 
 
 def test_the_cli_offers_these_choices_and_defaults() -> None:
     refresh = _param("plan", "refresh")
     assert isinstance(refresh.type, click.Choice)
-    assert tuple(refresh.type.choices) == REFRESH_CHOICES
+    assert tuple(refresh.type.choices) == chosen.REFRESH_CHOICES
     assert refresh.default == DEFAULT_REFRESH
-    assert _param("plan", "max_wait").default == DEFAULT_MAX_WAIT
-    assert _param("apply", "manifest").default == DEFAULT_MANIFEST
+    assert _param("plan", "max_wait").default == chosen.DEFAULT_MAX_WAIT
+    assert _param("apply", "manifest").default == chosen.DEFAULT_MANIFEST
     fmt = _param("plan", "fmt")
     assert isinstance(fmt.type, click.Choice)
-    assert tuple(fmt.type.choices) == FORMATS
-    assert fmt.default == DEFAULT_FORMAT
+    assert tuple(fmt.type.choices) == chosen.FORMATS
+    assert fmt.default == chosen.DEFAULT_FORMAT
 
 
 def test_the_action_reads_the_same_defaults_and_refuses_another_refresh() -> None:
     inputs = Inputs.from_env({})
-    assert inputs.max_wait == DEFAULT_MAX_WAIT
-    assert inputs.manifest == Path(DEFAULT_MANIFEST)
+    assert inputs.max_wait == chosen.DEFAULT_MAX_WAIT
+    assert inputs.manifest == Path(chosen.DEFAULT_MANIFEST)
     assert inputs.refresh is None  # the policy's default (DEFAULT_REFRESH, or never without credentials)
-    for choice in REFRESH_CHOICES:
+    for choice in chosen.REFRESH_CHOICES:
         assert Inputs.from_env({"GITOPS_REFRESH": choice}).refresh == choice
     with pytest.raises(UsageError) as info:
         Inputs.from_env({"GITOPS_REFRESH": "sometimes"})

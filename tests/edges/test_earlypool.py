@@ -22,6 +22,7 @@ import pytest
 from gitops.edges.early import EarlyConnection, address_of
 from gitops.edges.earlypool import EarlyBackend, connect_errors, use_early
 from gitops.standin.testing import FULL_TOKEN, StandIn
+from tests.edges.test_early import _early_to_listener
 
 LIST_PATH = "/api/user/branches"
 LIST = f"GET {LIST_PATH}"
@@ -168,18 +169,10 @@ def test_a_connection_to_another_address_is_the_pools_own(standin: StandIn) -> N
 
 
 def test_a_transport_without_a_pool_closes_the_early_connection() -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        listener.settimeout(10)
-        early = EarlyConnection(listener.getsockname())
-        accepted, _ = listener.accept()
-        with accepted:
-            accepted.settimeout(10)
-            _early_end(early)
-            use_early(httpx.MockTransport(lambda request: httpx.Response(200)), early, lambda _sock: None)  # type: ignore[arg-type]
-            assert early.taken
-            assert accepted.recv(1024) == b""  # closed, and not a byte sent on it
+    with _early_to_listener() as (early, accepted):
+        use_early(httpx.MockTransport(lambda request: httpx.Response(200)), early, lambda _sock: None)  # type: ignore[arg-type]
+        assert early.taken
+        assert accepted.recv(1024) == b""  # closed, and not a byte sent on it
 
 
 @pytest.mark.parametrize(
