@@ -29,6 +29,8 @@ from gitops.app.options import Options
 from gitops.errors import BudgetError, ExitCode, GitopsError, worst
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from gitops.app.applying import ApplyReport
     from gitops.app.session import Session
     from gitops.core.apply import Outcome
@@ -79,6 +81,15 @@ class Planned:
         return plan_exit_code(self.plan, self.refusal)
 
 
+def open_session(options: Options, reading: Reading | None = None) -> AbstractContextManager[Session]:
+    """The run's session (:func:`gitops.app.session.open_session`), on the manifest that ``reading`` loaded when the
+    front end began one (:func:`read_ahead`): the session is imported here, once the local read is forked, so that
+    its child reads while the session's modules (about 45) are imported."""
+    from gitops.app.session import open_session as opened  # noqa: PLC0415 (boundary: the first request)
+
+    return opened(options, reading.loaded if reading is not None else None)
+
+
 def make_or_load(
     session: Session,
     *,
@@ -93,11 +104,9 @@ def make_or_load(
     checked against the session's manifest. A fresh plan always has the head start: with the front end's local
     read when it began one (:func:`read_ahead`), else one begun here."""
     if plan_file is None:
-        from gitops.app.headstart.start import HeadStart  # noqa: PLC0415 (boundary: the local read's fork)
         from gitops.app.planning import make_plan  # noqa: PLC0415 (boundary: the local read's fork)
 
-        start = HeadStart(session, reading)
-        return make_plan(session, isolate=isolate, code=code, source=source, headstart=start)
+        return make_plan(session, isolate=isolate, code=code, source=source, head_start=True, reading=reading)
     from gitops.app.applying import load_saved_plan  # noqa: PLC0415 (boundary: after the servers)
 
     return load_saved_plan(plan_file, session)
@@ -143,14 +152,13 @@ def apply(
     """The apply and verify stages: carry ``plan`` out (asking ``confirm`` first, when given), each branch with
     ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
     again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
-    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
-    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
+    from gitops.app import applying, deploys  # noqa: PLC0415 (boundary: after the servers)
 
     with session.options.interrupt.installed():
         report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
         again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
     judged = {v.label for v in [*report.verifications, *again]}
-    left = [note for note in unsettled(session) if note.label not in judged]
+    left = [note for note in deploys.unsettled(session) if note.label not in judged]
     if report.cancelled:
         # The person answered no: nothing was applied (an error for scripts that expected a deploy).
         return Applied(report, again, left, ExitCode.FAILURE)
@@ -204,10 +212,9 @@ def apply_each(
     others go on. ``confirm`` is asked once for the whole plan, when it has changes."""
     if confirm is not None and plan.has_changes and not confirm():
         return AppliedEach(plan, cancelled=True)
-    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
-    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
+    from gitops.app import applying, deploys  # noqa: PLC0415 (boundary: after the servers)
 
     reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
     judged = {v.label for report in reports for v in report.verifications}
-    left = [note for note in unsettled(session) if note.label not in judged]
+    left = [note for note in deploys.unsettled(session) if note.label not in judged]
     return AppliedEach(plan, reports, failures, left)
