@@ -152,17 +152,15 @@ def apply(
     """The apply and verify stages: carry ``plan`` out (asking ``confirm`` first, when given), each branch with
     ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
     again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
-    from gitops.app import applying, deploys  # noqa: PLC0415 (boundary: after the servers)
-
-    with session.options.interrupt.installed():
-        report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
-        again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
-    judged = {v.label for v in [*report.verifications, *again]}
-    left = [note for note in deploys.unsettled(session) if note.label not in judged]
+    (report,), _, again, left = _carry_out(
+        session, plan, saved=saved, progress=progress, confirm=confirm, verify_again=verify_again
+    )
     if report.cancelled:
         # The person answered no: nothing was applied (an error for scripts that expected a deploy).
         return Applied(report, again, left, ExitCode.FAILURE)
-    return Applied(report, again, left, applying.still_unsettled_code(session, report, again))
+    # The verifications' worst code, or 12 for a branch left unsettled: the most serious wins (as AppliedEach ranks).
+    judged = [v.exit_code for v in [*report.verifications, *again]]
+    return Applied(report, again, left, worst([*judged, *(ExitCode.UNVERIFIED for _ in left)]))
 
 
 class AppliedEach:
@@ -212,9 +210,35 @@ def apply_each(
     others go on. ``confirm`` is asked once for the whole plan, when it has changes."""
     if confirm is not None and plan.has_changes and not confirm():
         return AppliedEach(plan, cancelled=True)
+    reports, failures, _, left = _carry_out(session, plan, saved=saved, progress=progress, each=True)
+    return AppliedEach(plan, reports, failures, left)
+
+
+def _carry_out(
+    session: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    progress: Progress | None,
+    confirm: Callable[[], bool] | None = None,
+    verify_again: bool = False,
+    each: bool = False,
+) -> tuple[list[ApplyReport], dict[str, GitopsError], list[Verification], list[UnsettledDeploy]]:
+    """What both apply stages do, with the apply use case (imported here, once the servers have answered): carry
+    ``plan`` out at once (one report; interrupts installed; with ``verify_again``, the unsettled branches judged
+    again) or server by server (``each``: a report per server applied, an error per server failed); then the
+    deploys still unsettled that this run did not judge."""
     from gitops.app import applying, deploys  # noqa: PLC0415 (boundary: after the servers)
 
-    reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
-    judged = {v.label for report in reports for v in report.verifications}
+    failures: dict[str, GitopsError] = {}
+    again: list[Verification] = []
+    if each:
+        reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
+    else:
+        with session.options.interrupt.installed():
+            report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
+            again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
+        reports = [report]
+    judged = {v.label for r in reports for v in r.verifications} | {v.label for v in again}
     left = [note for note in deploys.unsettled(session) if note.label not in judged]
-    return AppliedEach(plan, reports, failures, left)
+    return reports, failures, again, left
