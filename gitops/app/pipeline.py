@@ -8,11 +8,13 @@ plan's exit-code rule (:func:`plan_exit_code`) and the apply's (:attr:`Applied.e
 :attr:`AppliedEach.exit_code`).
 
 The plan stage owns the fast start (:mod:`gitops.app.headstart`): a front end that plans begins it with
-:func:`read_ahead` as soon as it has its options, and hands what it returns to :func:`make_or_load`; no front end
-names the head start. So that the local read's child reads while the rest of the run is imported, importing this
-module imports only that read: the planning and the head start are imported by the plan stage (the boundary "the
-local read's fork"), and the apply use case (with the plan models, the renderers' lines and the verification)
-where it is used: during a fresh plan the local read's worker imports it while the servers answer
+:func:`read_ahead` as soon as it has its options, opens the session with :func:`open_session` and hands what it
+returns to :func:`make_or_load`; no front end names the head start. So that the local read's child reads while the
+rest of the run is imported, importing this module imports only that read: the session is imported by
+:func:`open_session` (the boundary "the first request"), the planning (which makes the head start) by the plan
+stage (the boundary "the local read's fork"), and the apply use case (with the plan models, the renderers' lines
+and the verification) where the apply stages use it: during a fresh plan the local read's worker imports it while
+the servers answer
 (:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it. For the same
 reason the stages' results are plain classes: a dataclass's generated methods are made when the module is imported.
 """
