@@ -63,7 +63,7 @@ FORMAT_VERSION: Final = 1
 # Dataclasses do not convert what they are given as pydantic did: the code that fills them passes times through
 # ``float()``, so that a whole second is written ``1800000000.0`` as before, never ``1800000000``. No ``slots``:
 # orjson writes a dataclass with a ``__dict__`` faster than one with slots. pydantic validates a file that does not
-# verify through ``pydantic.TypeAdapter(LedgerData)`` (the constraints are ``annotated_types``, the configuration
+# verify through ``pydantic.TypeAdapter(LedgerData)`` (the constraints are ``pydantic.Field``'s, the configuration
 # ``__pydantic_config__``).
 
 #: pydantic's configuration of every class of the file (unknown keys make a file "not shaped as a ledger").
