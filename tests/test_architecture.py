@@ -167,6 +167,48 @@ def test_every_deferred_import_sits_at_a_named_boundary() -> None:
     assert unnamed == []
 
 
+#: At most this many imports inside functions in gitops/ (issue 47): each boundary is crossed once per place.
+MOST_DEFERRED_IMPORTS = 30
+
+
+def _deferred_imports(source: str, where: str) -> list[str]:
+    """Each import statement inside a function or method of ``source`` (nested ones counted once), as file:line."""
+    found: dict[int, int] = {}  # by the statement's identity: a nested function's imports are walked twice
+    for function in ast.walk(ast.parse(source)):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            found |= {
+                id(node): node.lineno for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)
+            }
+    return [f"{where}:{line}" for line in sorted(found.values())]
+
+
+def test_at_most_30_imports_inside_functions() -> None:
+    deferred = [
+        found
+        for path in sorted(MODULES.values())
+        for found in _deferred_imports(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+    ]
+    assert len(deferred) > 10  # the count sees the package's deferred imports
+    assert len(deferred) <= MOST_DEFERRED_IMPORTS, "\n".join(deferred)
+
+
+def test_the_import_count_sees_imports_in_functions_methods_and_nested_ones_only() -> None:
+    source = (
+        "import os\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    import json\n"
+        "def f():\n"
+        "    import a, b; import c\n"
+        "    def g():\n"
+        "        from c import d\n"
+        "class K:\n"
+        "    async def m(self):\n"
+        "        from . import e\n"
+    )
+    assert _deferred_imports(source, "made-up.py") == ["made-up.py:6", "made-up.py:6", "made-up.py:8", "made-up.py:11"]
+
+
 def test_the_session_imports_no_use_case() -> None:
     use_cases = {
         target

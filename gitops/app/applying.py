@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gitops.app.budgetgates import recheck_budget, scope_error
-from gitops.app.deploys import begin_watch, end_watch, keep_before_sending, record_deploy, unsettled
+from gitops.app.deploys import begin_watch, end_watch, keep_before_sending, record_deploy
 from gitops.app.gathering import SERVER_ERRORS, run_concurrently
 from gitops.app.planbuilder import probe_needs
 from gitops.app.planning import check_saved_plan
@@ -252,17 +252,6 @@ def _verify(session: Session, plan: Plan, branch: BranchPlan, writer: RemoteWrit
         )
     end_watch(session, branch.server, record, verification, interrupted=verification.interrupted)
     return verification
-
-
-def still_unsettled_code(session: Session, report: ApplyReport, again: list[Verification] | None = None) -> int:
-    """The exit code of an apply: its verifications' (and ``--verify-again``'s), or 12 when a branch of the session
-    not judged in this run is still unverified or failing (the most serious wins, :func:`worst`)."""
-    judged = [*report.verifications, *(again or [])]
-    code = worst(v.exit_code for v in judged)
-    labels = {v.label for v in judged}
-    if any(n.label not in labels for n in unsettled(session)):
-        code = worst([code, ExitCode.UNVERIFIED])
-    return code
 
 
 def verify_again_each(session: Session, plan: Plan) -> list[Verification]:

@@ -86,11 +86,9 @@ def _budget_refusal(rows: list[EndpointBudget], session: Session) -> BudgetError
 
 
 def _failing_rows(plan: Plan, session: Session, extra_needs: Needs | None) -> list[EndpointBudget]:
-    from gitops.core.plan import requests_needed  # noqa: PLC0415 (boundary: after the servers)
-
     failing: list[EndpointBudget] = []
     for server in plan.servers():
-        needs = requests_needed([b for b in plan.branches if b.server == server])
+        needs = plan.requests_on(server)
         for endpoint, count in (extra_needs or {}).get(server, {}).items():
             needs[endpoint] = needs.get(endpoint, 0) + count
         failing.extend(short_rows(session, server, needs))

@@ -8,11 +8,13 @@ plan's exit-code rule (:func:`plan_exit_code`) and the apply's (:attr:`Applied.e
 :attr:`AppliedEach.exit_code`).
 
 The plan stage owns the fast start (:mod:`gitops.app.headstart`): a front end that plans begins it with
-:func:`read_ahead` as soon as it has its options, and hands what it returns to :func:`make_or_load`; no front end
-names the head start. So that the local read's child reads while the rest of the run is imported, importing this
-module imports only that read: the planning and the head start are imported by the plan stage (the boundary "the
-local read's fork"), and the apply use case (with the plan models, the renderers' lines and the verification)
-where it is used: during a fresh plan the local read's worker imports it while the servers answer
+:func:`read_ahead` as soon as it has its options, opens the session with :func:`open_session` and hands what it
+returns to :func:`make_or_load`; no front end names the head start. So that the local read's child reads while the
+rest of the run is imported, importing this module imports only that read: the session is imported by
+:func:`open_session` (the boundary "the first request"), the planning (which makes the head start) by the plan
+stage (the boundary "the local read's fork"), and the apply use case (with the plan models, the renderers' lines
+and the verification) where the apply stages use it: during a fresh plan the local read's worker imports it while
+the servers answer
 (:data:`gitops.app.planning.AFTER_THE_SERVERS`), so that the first request is not held up by it. For the same
 reason the stages' results are plain classes: a dataclass's generated methods are made when the module is imported.
 """
@@ -29,6 +31,8 @@ from gitops.app.options import Options
 from gitops.errors import BudgetError, ExitCode, GitopsError, worst
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     from gitops.app.applying import ApplyReport
     from gitops.app.session import Session
     from gitops.core.apply import Outcome
@@ -79,6 +83,15 @@ class Planned:
         return plan_exit_code(self.plan, self.refusal)
 
 
+def open_session(options: Options, reading: Reading | None = None) -> AbstractContextManager[Session]:
+    """The run's session (:func:`gitops.app.session.open_session`), on the manifest that ``reading`` loaded when the
+    front end began one (:func:`read_ahead`): the session is imported here, once the local read is forked, so that
+    its child reads while the session's modules (about 45) are imported."""
+    from gitops.app.session import open_session as opened  # noqa: PLC0415 (boundary: the first request)
+
+    return opened(options, reading.loaded if reading is not None else None)
+
+
 def make_or_load(
     session: Session,
     *,
@@ -93,11 +106,9 @@ def make_or_load(
     checked against the session's manifest. A fresh plan always has the head start: with the front end's local
     read when it began one (:func:`read_ahead`), else one begun here."""
     if plan_file is None:
-        from gitops.app.headstart.start import HeadStart  # noqa: PLC0415 (boundary: the local read's fork)
         from gitops.app.planning import make_plan  # noqa: PLC0415 (boundary: the local read's fork)
 
-        start = HeadStart(session, reading)
-        return make_plan(session, isolate=isolate, code=code, source=source, headstart=start)
+        return make_plan(session, isolate=isolate, code=code, source=source, head_start=True, reading=reading)
     from gitops.app.applying import load_saved_plan  # noqa: PLC0415 (boundary: after the servers)
 
     return load_saved_plan(plan_file, session)
@@ -143,18 +154,15 @@ def apply(
     """The apply and verify stages: carry ``plan`` out (asking ``confirm`` first, when given), each branch with
     ``verify:`` watched and judged; with ``verify_again``, the unsettled branches the plan does not change judged
     again. A SIGINT/SIGTERM during a watch finishes the step in flight and is recorded."""
-    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
-    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
-
-    with session.options.interrupt.installed():
-        report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
-        again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
-    judged = {v.label for v in [*report.verifications, *again]}
-    left = [note for note in unsettled(session) if note.label not in judged]
+    (report,), _, again, left = _carry_out(
+        session, plan, saved=saved, progress=progress, confirm=confirm, verify_again=verify_again
+    )
     if report.cancelled:
         # The person answered no: nothing was applied (an error for scripts that expected a deploy).
         return Applied(report, again, left, ExitCode.FAILURE)
-    return Applied(report, again, left, applying.still_unsettled_code(session, report, again))
+    # The verifications' worst code, or 12 for a branch left unsettled: the most serious wins (as AppliedEach ranks).
+    judged = [v.exit_code for v in [*report.verifications, *again]]
+    return Applied(report, again, left, worst([*judged, *(ExitCode.UNVERIFIED for _ in left)]))
 
 
 class AppliedEach:
@@ -204,10 +212,35 @@ def apply_each(
     others go on. ``confirm`` is asked once for the whole plan, when it has changes."""
     if confirm is not None and plan.has_changes and not confirm():
         return AppliedEach(plan, cancelled=True)
-    from gitops.app import applying  # noqa: PLC0415 (boundary: after the servers)
-    from gitops.app.deploys import unsettled  # noqa: PLC0415 (boundary: after the servers)
-
-    reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
-    judged = {v.label for report in reports for v in report.verifications}
-    left = [note for note in unsettled(session) if note.label not in judged]
+    reports, failures, _, left = _carry_out(session, plan, saved=saved, progress=progress, each=True)
     return AppliedEach(plan, reports, failures, left)
+
+
+def _carry_out(
+    session: Session,
+    plan: Plan,
+    *,
+    saved: bool,
+    progress: Progress | None,
+    confirm: Callable[[], bool] | None = None,
+    verify_again: bool = False,
+    each: bool = False,
+) -> tuple[list[ApplyReport], dict[str, GitopsError], list[Verification], list[UnsettledDeploy]]:
+    """What both apply stages do, with the apply use case (imported here, once the servers have answered): carry
+    ``plan`` out at once (one report; interrupts installed; with ``verify_again``, the unsettled branches judged
+    again) or server by server (``each``: a report per server applied, an error per server failed); then the
+    deploys still unsettled that this run did not judge."""
+    from gitops.app import applying, deploys  # noqa: PLC0415 (boundary: after the servers)
+
+    failures: dict[str, GitopsError] = {}
+    again: list[Verification] = []
+    if each:
+        reports, failures = applying.apply_each(session, plan, saved=saved, progress=progress)
+    else:
+        with session.options.interrupt.installed():
+            report = applying.run_apply(session, plan, saved=saved, confirm=confirm, progress=progress)
+            again = applying.verify_again_each(session, plan) if verify_again and not report.cancelled else []
+        reports = [report]
+    judged = {v.label for r in reports for v in r.verifications} | {v.label for v in again}
+    left = [note for note in deploys.unsettled(session) if note.label not in judged]
+    return reports, failures, again, left

@@ -25,6 +25,7 @@ from gitops.core.remote import RemoteView
 from gitops.errors import GitopsError, PlanFileError
 
 if TYPE_CHECKING:  # imported where used: the plan model is needed once the servers have answered (AFTER_THE_SERVERS)
+    from gitops.app.headstart.localread import LocalRead
     from gitops.core.local import LocalCode, SourceInfo
     from gitops.core.plan import Plan
 
@@ -53,7 +54,8 @@ def make_plan(
     isolate: bool = False,
     code: Mapping[tuple[str, str], CodeSet] | None = None,
     source: SourceInfo | None = None,
-    headstart: HeadStart | None = None,
+    head_start: bool = False,
+    reading: LocalRead | None = None,
 ) -> Plan:
     """Read the local code, learn the servers' state, and build the plan (:func:`budget_error` says whether it
     fits; planning itself refuses only downloads that would not fit).
@@ -61,13 +63,15 @@ def make_plan(
     With ``isolate``, a server whose planning fails (:data:`SERVER_ERRORS`) does not stop the others: its branches
     are left out and it is recorded in :attr:`Plan.failed` with its message and exit code; when every server
     failed, the worst error (highest exit code) is raised. Without it, the first such error is raised before
-    anything is written. ``headstart`` is the fast start (:class:`HeadStart`); without it, the local code is read
-    here first and each server is asked in order: slower, the same plan.
+    anything is written. ``head_start``: plan with the fast start (:class:`HeadStart`), on ``reading`` (the local
+    read a front end began as soon as its manifest was loaded) or on one begun here; without it, the local code is
+    read here first and each server is asked in order: slower, the same plan.
     ``code`` replaces the local code of those (server, branch) pairs (``gitops rollback``: the code of a recorded
     deploy, planned as any other), and ``source`` where it came from (the rollback's deploy and its commit, which
     the ledger then records instead of the checked-out commit).
     """
     failed: dict[str, GitopsError] | None = {} if isolate else None
+    headstart = HeadStart(session, reading) if head_start else None
     if headstart is not None:
         local, views = _read_with_head_start(session, headstart, failed)
     else:

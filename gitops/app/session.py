@@ -34,9 +34,8 @@ from gitops.secrets import Secret
 
 if TYPE_CHECKING:  # the HTTP client is imported when a request must go through it (http_client)
     from gitops.edges.early import Ahead
-    from gitops.edges.http import Borrowed
     from gitops.edges.service.client import ReadOnlyClient, ServiceClient
-    from gitops.edges.service.transport import TransportAhead
+    from gitops.edges.service.transport import Borrowed, TransportAhead
 
 
 class HttpClient(NamedTuple):
@@ -52,11 +51,9 @@ class HttpClient(NamedTuple):
 def http_client() -> HttpClient:
     """The HTTP client (httpx, httpcore and the tool's client module), imported the first time a request must go
     through it: a plan whose branch lists were read on the early connections never needs it."""
-    import gitops.edges.service.client as client_edge  # noqa: PLC0415 (boundary: the HTTP client)
-    from gitops.edges.http import Borrowed  # noqa: PLC0415 (boundary: the HTTP client)
-    from gitops.edges.service.transport import TransportAhead  # noqa: PLC0415 (boundary: the HTTP client)
+    from gitops.edges.service import client, transport  # noqa: PLC0415 (boundary: the HTTP client)
 
-    return HttpClient(client_edge.ServiceClient, client_edge.ReadOnlyClient, Borrowed, TransportAhead)
+    return HttpClient(client.ServiceClient, client.ReadOnlyClient, transport.Borrowed, transport.TransportAhead)
 
 
 class Attached(Protocol):

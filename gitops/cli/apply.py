@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,19 +9,11 @@ from typing import TYPE_CHECKING
 import click
 
 from gitops.app import pipeline
-from gitops.cli.common import (
-    echo_json,
-    is_terminal,
-    options_from,
-    plan_options,
-    print_unlock_links,
-    target_options,
-    use_color,
-)
+from gitops.cli.common import is_terminal, options_from, plan_options, print_unlock_links, target_options, use_color
 from gitops.errors import BudgetError, PlanFileError, UsageError
 
 if TYPE_CHECKING:
-    from gitops.app.pipeline import Applied, AppliedEach, Reading
+    from gitops.app.pipeline import Reading
     from gitops.core.apply import Outcome
     from gitops.core.plan import Plan
     from gitops.render.outcome import Console
@@ -134,28 +125,19 @@ def apply(
     if plan_file is None:
         reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
-
-        with open_session(options, reading.loaded if reading is not None else None) as session:
+        with pipeline.open_session(options, reading) as session:
             result = pipeline.make_or_load(session, isolate=keep_going, reading=reading, plan_file=plan_file)
             # Imported once the plan is made: make_plan imports the plan's renderer while it waits for the servers.
-            from gitops.render.outcome import Ended, TextConsole  # noqa: PLC0415 (boundary: after the servers)
+            from gitops.cli import applyshow  # noqa: PLC0415 (boundary: after the servers)
 
-            # With --json the person's text goes to stderr: stdout holds only the document, printed at the end.
-            console = TextConsole(
-                lambda line: click.echo(line, err=as_json),
-                err=lambda line: click.echo(line, err=True),
-                color=use_color(no_color) and not as_json,
-                full=full,
-            )
+            console = applyshow.text_console(as_json, color=use_color(no_color) and not as_json, full=full)
             console.plan(result, now=options.clock.now())
             _refuse_failed_servers(result, keep_going=keep_going)
             lines = _Lines(as_json, console)
             ask = None if saved or yes else lines.confirm
             if keep_going:
                 each = pipeline.apply_each(session, result, saved=saved, confirm=ask, progress=lines.step)
-                # Its summary goes to stdout, as it always did (--keep-going writes no JSON document).
-                return _show_each(each, TextConsole(click.echo, err=lambda line: click.echo(line, err=True)))
+                return applyshow.show_each(each)
             try:
                 applied = pipeline.apply(
                     session, result, saved=saved, confirm=ask, progress=lines.step, verify_again=verify_again
@@ -164,12 +146,9 @@ def apply(
                 print_unlock_links(refusal)
                 raise
             if as_json:
-                _print_document(result, lines.outcomes, applied, now=options.clock.now())
+                applyshow.print_document(result, lines.outcomes, applied, now=options.clock.now())
             told = result.has_changes or verify_again  # else the plan above has said what is still unsettled
-            report = applied.report
-            console.ended(
-                Ended(report.cancelled, report.applied_line, applied.verifications, applied.left if told else [])
-            )
+            applyshow.show_ended(console, applied, told=told)
             if reading is not None and not result.failed and applied.exit_code == 0:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
         return applied.exit_code
@@ -213,44 +192,3 @@ class _Lines:
     def step(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
         self.console.step(outcome)
-
-
-def _print_document(plan: Plan, outcomes: list[Outcome], applied: Applied, *, now: float) -> None:
-    """``gitops apply --json``: ``{"format_version": 1, "applied", "outcomes": [...], "plan": {...}, "verify": [...],
-    "unsettled": [...]}`` (``unsettled``: the deploys still unverified or failing after this run)."""
-    from gitops.render.plan import plan_document, unsettled_document  # noqa: PLC0415 (boundary: after the servers)
-
-    document = {
-        "format_version": 1,
-        "applied": applied.report.applied,
-        "outcomes": [
-            {"branch": o.branch, "step": o.step.describe(), "status": o.status, "detail": o.detail} for o in outcomes
-        ],
-        "plan": plan_document(plan, now=now),
-        "verify": [v.document() for v in applied.verifications],
-        "unsettled": [unsettled_document(n) for n in applied.left],
-    }
-    echo_json(json.dumps(document, indent=2) + "\n")
-
-
-def _show_each(each: AppliedEach, console: Console) -> int:
-    """``--keep-going``: each server's result, the failed ones, and the deploys still unsettled."""
-    from gitops.render.outcome import Ended, line_shown  # noqa: PLC0415 (boundary: after the servers)
-
-    if each.cancelled:
-        console.ended(Ended(cancelled=True, applied_line=None))
-        return each.exit_code
-    for note in each.left:  # unverified or failing from an earlier run (issue 39)
-        console.say(note.line())
-    for report in each.reports:
-        shown = report.applied_line is not None and report.plan.has_changes
-        line = f"{', '.join(report.plan.servers())}: {report.applied_line}" if shown else None
-        console.ended(Ended(cancelled=False, applied_line=line, verifications=report.verifications))
-    for failure in each.plan.failed:
-        click.echo(line_shown(f"Error: server '{failure.server}' was not planned: {failure.message}"), err=True)
-    for server, exc in each.failures.items():
-        print_unlock_links(exc)
-        click.echo(line_shown(f"Error: server '{server}' failed: {exc}"), err=True)
-    if not each.plan.has_changes and not each.plan.failed:
-        console.say("Nothing to apply.")
-    return each.exit_code

@@ -32,7 +32,7 @@ from gitops.app.options import (
 from gitops.app.targets import Targets
 from gitops.config.discovery import discover_manifest
 from gitops.edges.clock import SystemClock
-from gitops.errors import GitopsError, UsageError
+from gitops.errors import UsageError
 from gitops.inert import inert
 from gitops.secrets import HIDDEN, redact
 
@@ -243,23 +243,10 @@ class _Name(click.ParamType):  # type: ignore[type-arg]
         """The manifest's server names for ``--server``, its branch names (and ``server/branch``) for ``--branch``
         (shell completion: ``eval "$(_GITOPS_COMPLETE=bash_source gitops)"``); nothing when the manifest does not
         load."""
-        # Imported when a shell asks: gitops --help would pay for them (the manifest's reader is kept off it).
-        from click.shell_completion import CompletionItem  # noqa: PLC0415 (boundary: the lazy group)
+        # Imported when a shell asks: gitops --help would pay for it (the manifest's reader is kept off it).
+        from gitops.cli import completion  # noqa: PLC0415 (boundary: the lazy group)
 
-        from gitops.config.manifest import load_manifest  # noqa: PLC0415 (boundary: the lazy group)
-
-        path = ctx.params.get("manifest") or os.environ.get("GITOPS_MANIFEST") or "gitops.yaml"
-        try:
-            manifest = load_manifest(Path(path)).manifest
-        except (GitopsError, OSError):
-            return []
-        if param.name == "servers":
-            names = sorted(manifest.servers)
-        else:
-            names = sorted(
-                {b.branch for b in manifest.branches} | {f"{b.server}/{b.branch}" for b in manifest.branches}
-            )
-        return [CompletionItem(name) for name in names if name.startswith(incomplete)]
+        return completion.target_names(ctx, param, incomplete)
 
 
 #: Spellings of the targets' variables that are not read, and the one that is: set, they are refused (exit 4) rather

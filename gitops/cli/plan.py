@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from gitops.app import pipeline
-from gitops.cli.common import (
-    chosen_format,
-    echo_json,
-    format_options,
-    options_from,
-    plan_options,
-    print_unlock_links,
-    target_options,
-    use_color,
-)
+from gitops.cli.common import chosen_format, format_options, options_from, plan_options, target_options, use_color
 from gitops.edges.outfile import check_out_path
-from gitops.inert import inert
-from gitops.secrets import redact
-
-if TYPE_CHECKING:
-    from gitops.app.pipeline import Planned
-    from gitops.core.plan import Plan
 
 
 @click.command()
@@ -78,51 +62,16 @@ def plan(
     )
     reading = pipeline.read_ahead(options)  # its child reads the code while the planning is imported
     try:
-        from gitops.app.session import open_session  # noqa: PLC0415 (boundary: the first request)
-
-        with open_session(options, reading.loaded) as session:
+        with pipeline.open_session(options, reading) as session:
             result = pipeline.make_or_load(session, isolate=True, reading=reading)
             if not result.has_changes and not result.failed:
                 reading.remember_read()  # the servers hold the code as read: a hint for the next run's imports
-            _show(result, fmt, now=options.clock.now(), color=use_color(no_color), full=full)
+            # Imported once the plan is made (make_plan has the renderer imported while it waits for the servers).
+            from gitops.cli import planshow  # noqa: PLC0415 (boundary: after the servers)
+
+            planshow.show(result, fmt, now=options.clock.now(), color=use_color(no_color), full=full)
             planned = pipeline.weigh(session, result)
-            _report(planned, out)
+            planshow.report(planned, out)
     finally:
         reading.cancel()  # a child still reading: the run failed before it planned (after it, nothing)
     return planned.exit_code
-
-
-def _show(result: Plan, fmt: str, *, now: float, color: bool, full: bool) -> None:
-    """The plan in the chosen format, and each failed server's error."""
-    # Imported once the plan is made (make_plan has them imported while it waits for the servers).
-    from gitops.render.plan import (  # noqa: PLC0415 (boundary: after the servers)
-        render_json,
-        render_markdown,
-        render_text,
-    )
-
-    if fmt == "json":
-        echo_json(render_json(result, now=now))
-    elif fmt == "markdown":
-        click.echo(redact(render_markdown(result, now=now)), nl=False)
-    else:
-        click.echo(redact(render_text(result, now=now, color=color, full=full)), nl=False)
-    for failure in result.failed:
-        click.echo(inert(redact(f"Error: {failure.message}")), err=True)
-
-
-def _report(planned: Planned, out: Path | None) -> None:
-    """The budget's refusal (raised when no server failed: its exit code is the run's), and the saved plan."""
-    from gitops.edges.planfile import save_plan  # noqa: PLC0415 (boundary: after the servers)
-
-    result, refusal = planned.plan, planned.refusal
-    if refusal is not None:
-        print_unlock_links(refusal)
-        if result.failure_code is None:
-            raise refusal
-        click.echo(inert(redact(f"Error: {refusal}")), err=True)
-    if out is not None and refusal is None:
-        save_plan(result, out)
-        click.echo(f"Plan saved to {out}; apply it with: gitops apply {out}", err=True)
-        if result.failed:
-            click.echo("(the plan leaves out the failed servers: apply it with --keep-going)", err=True)

@@ -258,6 +258,10 @@ class Plan:
     def servers(self) -> list[str]:
         return sorted({b.server for b in self.branches})
 
+    def requests_on(self, server: str) -> dict[str, int]:
+        """Requests per endpoint that applying this plan makes on ``server`` (:func:`requests_needed`)."""
+        return requests_needed([b for b in self.branches if b.server == server])
+
     @property
     def failure_code(self) -> int | None:
         """The worst (highest) exit code among the failed servers, or ``None`` when none failed."""

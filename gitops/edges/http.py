@@ -58,21 +58,6 @@ class DeadlinePassed(httpx.TimeoutException):
     """
 
 
-class Borrowed(httpx.BaseTransport):
-    """Another client's transport, lent: requests go through it, but closing this one leaves it open (its owner
-    closes it). A side client (``app.headstart.sidereads``) that shares a test's injected transport with the main client
-    must not close the pool under the main client's requests."""
-
-    def __init__(self, transport: httpx.BaseTransport) -> None:
-        self._transport = transport
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        return self._transport.handle_request(request)
-
-    def close(self) -> None:
-        pass
-
-
 class Connections:
     """The socket of the connection a client's requests last went over, for the deadline's watchdog.
 

@@ -41,10 +41,9 @@ class SyntaxProblem:
 
 @functools.cache
 def _parser() -> Parser:
-    import tree_sitter  # noqa: PLC0415 (boundary: tree_sitter)
-    import tree_sitter_javascript  # noqa: PLC0415 (boundary: tree_sitter)
+    from gitops.edges import jsparser  # noqa: PLC0415 (boundary: tree_sitter)
 
-    return tree_sitter.Parser(tree_sitter.Language(tree_sitter_javascript.language()))
+    return jsparser.javascript_parser()
 
 
 def first_syntax_problem(text: str) -> SyntaxProblem | None:

@@ -23,7 +23,7 @@ from gitops.edges import outfile
 from gitops.errors import PlanFileError
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter, ValidationError
     from pydantic_core import ErrorDetails
 
 #: pydantic words two errors of a dataclass differently from those of a model; a plan file's messages keep the
@@ -35,11 +35,12 @@ _WORDING = {
 
 
 @functools.cache
-def _adapter() -> TypeAdapter[Plan]:
-    """The validator and serialiser of a plan file (built once, on first use: pydantic is imported here only)."""
-    from pydantic import TypeAdapter  # noqa: PLC0415 (boundary: the validator)
+def _adapter() -> tuple[TypeAdapter[Plan], type[ValidationError]]:
+    """The validator and serialiser of a plan file, and the error its validation raises (made once, on first use:
+    pydantic is imported here only)."""
+    from pydantic import TypeAdapter, ValidationError  # noqa: PLC0415 (boundary: the validator)
 
-    return TypeAdapter(Plan)
+    return TypeAdapter(Plan), ValidationError
 
 
 def _message(error: ErrorDetails) -> str:
@@ -51,7 +52,8 @@ def _message(error: ErrorDetails) -> str:
 
 def plan_data(plan: Plan) -> dict[str, Any]:
     """The plan as plain JSON data, exactly as a plan file holds it."""
-    data: dict[str, Any] = _adapter().dump_python(plan, mode="json")
+    adapter, _ = _adapter()
+    data: dict[str, Any] = adapter.dump_python(plan, mode="json")
     return data
 
 
@@ -95,11 +97,10 @@ def load_plan(path: Path) -> Plan:
             f"plan file {path} has format_version {version!r}; this gitops reads format_version {PLAN_FORMAT_VERSION}",
             hint="Make the plan again with this version of gitops: 'gitops plan --out FILE'.",
         )
-    from pydantic import ValidationError  # noqa: PLC0415 (boundary: the validator)
-
+    adapter, invalid = _adapter()
     try:
-        plan = _adapter().validate_python(data)
-    except ValidationError as exc:
+        plan = adapter.validate_python(data)
+    except invalid as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise PlanFileError(

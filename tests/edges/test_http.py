@@ -11,7 +11,7 @@ import zlib
 import httpx
 import pytest
 
-from gitops.edges.http import PIECE, AnswerTooLarge, Borrowed, Connections, DeadlinePassed, send_bounded
+from gitops.edges.http import PIECE, AnswerTooLarge, Connections, DeadlinePassed, send_bounded
 from tests.loopback import trickling_server
 
 
@@ -81,21 +81,6 @@ def test_a_body_that_trickles_is_cut_off_at_the_deadline() -> None:
     with trickling_server(head) as url, httpx.Client() as client, pytest.raises(DeadlinePassed):
         _send(client, url + "/", seconds=0.8)
     assert time.monotonic() - started < 5  # not the million bytes' 28 hours
-
-
-def test_a_borrowed_transport_is_not_closed_by_its_borrower() -> None:
-    closed: list[bool] = []
-
-    class Owned(httpx.MockTransport):
-        def close(self) -> None:
-            closed.append(True)
-
-    owned = Owned(lambda request: httpx.Response(204))
-    with httpx.Client(transport=Borrowed(owned)) as borrower:
-        assert borrower.get("http://game.test/").status_code == 204
-    assert closed == []
-    owned.close()
-    assert closed == [True]
 
 
 def test_connections_remember_the_socket_in_use() -> None:

@@ -5,7 +5,7 @@ vouch for, build the plan. On an internet path most of a no-op plan is waiting: 
 the servers' round trips. :class:`HeadStart` fills that wait without changing what is asked or decided: the
 servers' connections are opened early, the branch list is written on them at once and, when its answer is plain,
 read without the HTTP client; a first contact's other reads go ahead on side connections; the local code is read
-by a forked child; with ``apply --yes`` the upload bodies are deflated beside the wait. ``make_plan`` takes one or
+by a forked child; with ``apply --yes`` the upload bodies are deflated beside the wait. ``make_plan`` makes one or
 plans without it (slower, the same plan). It attaches to the session, which hands its connections to the clients
 and closes it.
 """

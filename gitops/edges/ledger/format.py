@@ -27,7 +27,7 @@ from gitops.core.deploys import Deploy, DeployHow, VerifyRecord, VerifyState
 from gitops.core.remote import ModuleFacts, Provenance
 
 if TYPE_CHECKING:  # at run time imported by validated only (see there)
-    from annotated_types import Ge
+    from pydantic import Field
 
 __all__ = [
     "CHECK_HEAD",
@@ -63,7 +63,7 @@ FORMAT_VERSION: Final = 1
 # Dataclasses do not convert what they are given as pydantic did: the code that fills them passes times through
 # ``float()``, so that a whole second is written ``1800000000.0`` as before, never ``1800000000``. No ``slots``:
 # orjson writes a dataclass with a ``__dict__`` faster than one with slots. pydantic validates a file that does not
-# verify through ``pydantic.TypeAdapter(LedgerData)`` (the constraints are ``annotated_types``, the configuration
+# verify through ``pydantic.TypeAdapter(LedgerData)`` (the constraints are ``pydantic.Field``'s, the configuration
 # ``__pydantic_config__``).
 
 #: pydantic's configuration of every class of the file (unknown keys make a file "not shaped as a ledger").
@@ -73,7 +73,7 @@ _FORBID: dict[str, Any] = {"extra": "forbid"}
 @dataclass
 class HeadersEntry:
     __pydantic_config__ = _FORBID
-    limit: Annotated[int, Ge(0)]
+    limit: Annotated[int, Field(ge=0)]
     remaining: int
     reset: float
     learnt_at: float
@@ -86,7 +86,7 @@ class HeadersEntry:
 class ModuleEntry:
     __pydantic_config__ = _FORBID
     digest: str
-    size: Annotated[int, Ge(0)]
+    size: Annotated[int, Field(ge=0)]
     binary: bool
 
 
@@ -308,12 +308,11 @@ def _validated(loaded: Any) -> LedgerData:
     """``loaded`` validated by pydantic as a ledger file (``pydantic.ValidationError``, a ``ValueError``, if it is not
     one). Only for a file whose ``check`` does not verify (an older ledger, one edited by hand, a damaged one): the
     validator is imported here, never for a ledger gitops wrote."""
-    from annotated_types import Ge  # noqa: PLC0415 (boundary: the validator)
-    from pydantic import TypeAdapter  # noqa: PLC0415 (boundary: the validator)
+    from pydantic import Field, TypeAdapter  # noqa: PLC0415 (boundary: the validator)
 
-    # The classes' annotations are strings (``Annotated[int, Ge(0)]``), resolved by pydantic in this module's names:
-    # ``Ge`` joins them here, so that a ledger that verifies never pays annotated_types' import.
-    globals().setdefault("Ge", Ge)
+    # The classes' annotations are strings (``Annotated[int, Field(ge=0)]``), resolved by pydantic in this module's
+    # names: ``Field`` joins them here, so that a ledger that verifies never pays pydantic's import.
+    globals().setdefault("Field", Field)
     if isinstance(loaded, dict):
         loaded = {k: v for k, v in loaded.items() if k not in ("check", "seal")}
     return TypeAdapter(LedgerData).validate_python(loaded)

@@ -23,7 +23,7 @@ from gitops.edges.headers import KEEPALIVE_SECONDS
 from gitops.edges.http import Connections
 from gitops.edges.tls import trust_context
 
-__all__ = ["EARLY_CONTEXT_SECONDS", "TransportAhead", "in_front", "pool"]
+__all__ = ["EARLY_CONTEXT_SECONDS", "Borrowed", "TransportAhead", "in_front", "pool"]
 
 #: The longest a client waits for the TLS context its early connection makes first thing (the trust store); past
 #: it, it makes its own, and its pool then shakes hands itself on a new connection.
@@ -33,6 +33,21 @@ EARLY_CONTEXT_SECONDS = 5.0
 #: What a request sent ahead through a test's transport may differ in from the client's: ``Connection`` (the client
 #: asks a test's transport to close, having no socket to keep, :func:`gitops.edges.http.send_bounded`).
 _HOP_BY_HOP = frozenset({b"connection"})
+
+
+class Borrowed(httpx.BaseTransport):
+    """Another client's transport, lent: requests go through it, but closing this one leaves it open (its owner
+    closes it). A side client (``app.headstart.sidereads``) that shares a test's injected transport with the main client
+    must not close the pool under the main client's requests."""
+
+    def __init__(self, transport: httpx.BaseTransport) -> None:
+        self._transport = transport
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self._transport.handle_request(request)
+
+    def close(self) -> None:
+        pass
 
 
 def pool(base_url: str, early: Ahead | None, connections: Connections) -> httpx.BaseTransport:

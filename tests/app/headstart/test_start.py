@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitops.app.headstart.start import HeadStart
 from gitops.app.options import Options
 from gitops.app.planning import make_plan
 from gitops.app.session import open_session
@@ -32,8 +31,7 @@ def _steps(plan: Plan) -> list[tuple[str, list[str]]]:
 
 def test_a_plan_without_a_head_start_is_the_plan_with_one(tmp_path: Path, standin: StandIn) -> None:
     with open_session(_options(tmp_path, standin.url, "with")) as session:
-        start = HeadStart(session)
-        fast = make_plan(session, headstart=start)
+        fast = make_plan(session, head_start=True)
     with open_session(_options(tmp_path, standin.url, "without")) as session:
         plain = make_plan(session)
     assert _steps(fast) == _steps(plain)

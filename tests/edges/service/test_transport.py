@@ -21,7 +21,7 @@ from gitops.edges.clock import ManualClock
 from gitops.edges.service.client import ServiceClient
 from gitops.edges.service.observer import Unobserved
 from gitops.edges.service.outgoing import Outgoing
-from gitops.edges.service.transport import TransportAhead, in_front
+from gitops.edges.service.transport import Borrowed, TransportAhead, in_front
 from gitops.secrets import Secret
 
 URL = "https://screeps.com"
@@ -164,3 +164,18 @@ def test_a_list_the_transport_fails_is_dropped_for_the_clients_own_request() -> 
     assert len(seen.requests) == 2  # the client's own went through the transport
     ahead.settle()
     assert observer.sent == []  # never reached a server: nothing counted
+
+
+def test_a_borrowed_transport_is_not_closed_by_its_borrower() -> None:
+    closed: list[bool] = []
+
+    class Owned(httpx.MockTransport):
+        def close(self) -> None:
+            closed.append(True)
+
+    owned = Owned(lambda request: httpx.Response(204))
+    with httpx.Client(transport=Borrowed(owned)) as borrower:
+        assert borrower.get("http://game.test/").status_code == 204
+    assert closed == []
+    owned.close()
+    assert closed == [True]
