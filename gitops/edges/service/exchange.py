@@ -253,7 +253,12 @@ class Exchange:
         except httpx.TransportError as exc:
             raise self._transport_failed(method, url, params, endpoint, exc, started) from None
         elapsed = (time.perf_counter() - started) * 1000
-        self.debug(f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)")
+        # Worded only when logged: a private server rotates the token with every answer, each new one is registered
+        # as a secret, and the redaction's expression is made again after each registration.
+        if self._log is not None:
+            self.debug(
+                f"{method} {sanitize_url(str(response.request.url))} -> {response.status_code} ({elapsed:.0f} ms)"
+            )
         self._after_response(endpoint, response)
         return response, self._answer_data(endpoint, response)
 
