@@ -18,10 +18,9 @@ from typing import TypeVar
 
 from gitops.app.localcode import check_syntax, read_code
 from gitops.app.targets import Targets, select
-from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
 from gitops.core.colony import Colony
-from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks
+from gitops.core.health import SETTLE_TICKS, ConsoleEvent, Health, Thresholds, console_event, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Side, compare, side
 from gitops.core.rehearsalresult import RehearsalResult
@@ -38,7 +37,6 @@ from gitops.edges.privateserver import (
     running_worlds,
 )
 from gitops.edges.serverinstall import find_install
-from gitops.edges.socket import console_event
 from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError
 
