@@ -365,12 +365,20 @@ class World:
 
 
 def start_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
-    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once);
-    a world whose port was taken meanwhile is launched again on others, twice at most."""
+    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once)."""
+    for world in worlds:
+        world._begin()
+    ready_worlds(worlds, timeout)
+
+
+def ready_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
+    """Wait for each launched world until it answers; a world whose port was taken meanwhile is launched again on
+    others, twice at most."""
     waiting = list(worlds)
     for attempt in range(3):
-        for world in waiting:
-            world._begin()
+        if attempt:
+            for world in waiting:
+                world._begin()
         taken: list[World] = []
         for world in waiting:
             try:
@@ -416,6 +424,28 @@ def run_worlds(
 
 
 @contextlib.contextmanager
+def launched_worlds(
+    install: Path,
+    env: Mapping[str, str],
+    count: int,
+    *,
+    rooms: int = 1,
+    cpu: int = DEFAULT_CPU,
+    bucket: int = DEFAULT_BUCKET,
+) -> Iterator[list[World]]:
+    """``count`` worlds from the same database, launched side by side and not yet waited for (:func:`ready_worlds`
+    waits): node starts them while this process does other work (``gitops rehearse`` reads the code meanwhile). All
+    stopped, with their process groups, on exit."""
+    with contextlib.ExitStack() as stack:
+        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
+        for world in worlds:
+            stack.callback(world.stop)
+        for world in worlds:
+            world._begin()
+        yield worlds
+
+
+@contextlib.contextmanager
 def running_worlds(
     install: Path,
     env: Mapping[str, str],
@@ -427,11 +457,8 @@ def running_worlds(
 ) -> Iterator[list[World]]:
     """``count`` started, paused worlds from the same database (started side by side); all stopped, with their
     process groups, on exit."""
-    with contextlib.ExitStack() as stack:
-        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
-        for world in worlds:
-            stack.callback(world.stop)
-        start_worlds(worlds)
+    with launched_worlds(install, env, count, rooms=rooms, cpu=cpu, bucket=bucket) as worlds:
+        ready_worlds(worlds)
         yield worlds
 
 
@@ -485,6 +512,8 @@ __all__ = [
     "Recording",
     "World",
     "WorldLost",
+    "launched_worlds",
+    "ready_worlds",
     "run_worlds",
     "running_world",
     "running_worlds",

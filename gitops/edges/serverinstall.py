@@ -128,9 +128,8 @@ def find_install(
     package.json and lock on first use and reused afterwards (``say`` gets the progress lines)."""
     files = node_files()
     stamp = install_stamp(files, env)
-    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
+    chosen = _chosen(env, given)
     if chosen is not None:
-        chosen = chosen.expanduser().resolve()
         problem = install_problem(chosen, stamp)
         if problem:
             raise RehearsalError(
@@ -148,6 +147,25 @@ def find_install(
             return folder
         _install(folder, files, stamp, env, say)
     return folder
+
+
+def ready_install(env: Mapping[str, str], given: Path | None = None) -> Path | None:
+    """The folder :func:`find_install` would give when a usable install is there already, else ``None`` (nothing
+    installed, nothing raised: :func:`find_install` says why, in its turn): ``gitops rehearse`` launches its world
+    from it before it reads the code, and checks the code before it installs or reports a broken install."""
+    try:
+        stamp = install_stamp(node_files(), env)
+        chosen = _chosen(env, given)
+        folder = chosen if chosen is not None else default_install_dir(env)
+        return folder if install_problem(folder, stamp) is None else None
+    except (OSError, subprocess.SubprocessError, RehearsalError):
+        return None
+
+
+def _chosen(env: Mapping[str, str], given: Path | None) -> Path | None:
+    """The install named by ``--server-dir`` (``given``) or ``$GITOPS_PRIVATE_SERVER``, if one is."""
+    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
+    return chosen.expanduser().resolve() if chosen is not None else None
 
 
 def _install(folder: Path, files: Path, stamp: str, env: Mapping[str, str], say: Callable[[str], None]) -> None:
@@ -216,4 +234,5 @@ __all__ = [
     "install_stamp",
     "node_binary",
     "node_files",
+    "ready_install",
 ]
