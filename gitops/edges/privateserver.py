@@ -169,7 +169,8 @@ class World:
         env["GITOPS_REHEARSAL_ID"] = self.identity
         # When this process dies without stopping the world (kill -9), the world stops itself within a second.
         script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
-        command = ["bash", "-c", script, self.node, "--no-node-snapshot", str(self.files / "rehearsal-world.js")]
+        # No --no-node-snapshot here: this process makes no isolate (the runner, which does, gets it).
+        command = ["bash", "-c", script, self.node, str(self.files / "rehearsal-world.js")]
         with (self.data_dir / WORLD_LOG).open("ab") as log:
             self._process = subprocess.Popen(
                 command,
