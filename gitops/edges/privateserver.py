@@ -38,10 +38,12 @@ from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 60.0
-#: Seconds between two looks at a starting world (its CLI answers about a second after the launch), and at a ticking
-#: world's record (a tick takes 20 to 40 ms on a 2-core machine: the run ends at most this late).
+#: Seconds between two looks at a starting world (its CLI answers a third to half a second after the launch on a
+#: 2-core machine; looking more often took CPU from its start), at a ticking world's record (a tick takes 20 to 40 ms:
+#: the run ends at most this late), and at a stopping world's processes (gone some milliseconds after the signal).
 READY_POLL = 0.05
 RECORD_POLL = 0.025
+STOP_POLL = 0.01
 #: The world's own log (``scripts/private-server/rehearsal-world.js``: its storage and admin CLI); the engine's
 #: processes log to ``logs/``.
 WORLD_LOG = "world.log"
@@ -230,7 +232,7 @@ class World:
             while time.monotonic() < deadline:
                 if process.poll() is not None and not _group_alive(pgid):
                     return
-                time.sleep(0.05)
+                time.sleep(STOP_POLL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=1.0)
 
