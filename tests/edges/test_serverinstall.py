@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitops.edges.serverinstall import (
+    ABI_CACHE,
     MARKER,
     NEEDED,
     clean_env,
@@ -18,6 +19,7 @@ from gitops.edges.serverinstall import (
     folders_on_disk,
     install_problem,
     install_stamp,
+    node_abi,
     node_files,
     ready_install,
 )
@@ -117,6 +119,32 @@ def test_a_ready_install_is_found_without_installing_and_anything_else_is_none_w
     (given / MARKER).write_text("0" * 64)  # stale: the pinned versions or node changed
     assert ready_install(env, given) is None
     assert ready_install({"HOME": str(tmp_path), "PATH": str(tmp_path / "no-node")}, given) is None  # no node
+
+
+def test_nodes_abi_is_asked_once_per_binary_and_again_when_the_binary_changes(tmp_path: Path) -> None:
+    """A node start costs up to a quarter of a second on a loaded machine: the ABI of the same binary (path, size,
+    modification time) comes from the cache folder; a changed binary, or a damaged cache, is asked again."""
+    asked = tmp_path / "asked"
+    node = tmp_path / "bin" / "node"
+    node.parent.mkdir()
+    node.write_text(f'#!/bin/sh\necho x >> "{asked}"\necho linux-x64-abi115\n')
+    node.chmod(0o755)
+    env = {"PATH": str(node.parent), "HOME": str(tmp_path), "GITOPS_CACHE_DIR": str(tmp_path / "cache")}
+
+    def times() -> int:
+        return len(asked.read_text().splitlines()) if asked.exists() else 0
+
+    assert node_abi(str(node), env) == "linux-x64-abi115"
+    assert node_abi(str(node), env) == "linux-x64-abi115"
+    assert times() == 1
+    assert (tmp_path / "cache" / ABI_CACHE).is_file()
+    node.write_text(node.read_text().replace("abi115", "abi127"))  # another node: another size
+    assert node_abi(str(node), env) == "linux-x64-abi127"
+    assert times() == 2
+    (tmp_path / "cache" / ABI_CACHE).write_text("{not json")
+    assert node_abi(str(node), env) == "linux-x64-abi127"
+    assert times() == 3
+    assert list((tmp_path / "cache").iterdir()) == [tmp_path / "cache" / ABI_CACHE]  # no partial file left
 
 
 def test_node_and_npm_get_what_they_need_of_the_environment_and_no_credential() -> None:
