@@ -427,20 +427,12 @@ def run_worlds(
 
 
 @contextlib.contextmanager
-def launched_worlds(
-    install: Path,
-    env: Mapping[str, str],
-    count: int,
-    *,
-    rooms: int = 1,
-    cpu: int = DEFAULT_CPU,
-    bucket: int = DEFAULT_BUCKET,
-) -> Iterator[list[World]]:
+def launched_worlds(install: Path, env: Mapping[str, str], count: int, *, rooms: int = 1) -> Iterator[list[World]]:
     """``count`` worlds from the same database, launched side by side and not yet waited for (:func:`ready_worlds`
     waits): node starts them while this process does other work (``gitops rehearse`` reads the code meanwhile). All
     stopped, with their process groups, on exit."""
     with contextlib.ExitStack() as stack:
-        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
+        worlds = [World(install, env, rooms=rooms) for _ in range(count)]
         for world in worlds:
             stack.callback(world.stop)
         for world in worlds:
@@ -449,18 +441,10 @@ def launched_worlds(
 
 
 @contextlib.contextmanager
-def running_worlds(
-    install: Path,
-    env: Mapping[str, str],
-    count: int,
-    *,
-    rooms: int = 1,
-    cpu: int = DEFAULT_CPU,
-    bucket: int = DEFAULT_BUCKET,
-) -> Iterator[list[World]]:
-    """``count`` started, paused worlds from the same database (started side by side); all stopped, with their
-    process groups, on exit."""
-    with launched_worlds(install, env, count, rooms=rooms, cpu=cpu, bucket=bucket) as worlds:
+def running_worlds(install: Path, env: Mapping[str, str], count: int, *, rooms: int = 1) -> Iterator[list[World]]:
+    """``count`` started, paused worlds from the same database (started side by side), each bot's CPU limit and
+    bucket given when it is seeded; all stopped, with their process groups, on exit."""
+    with launched_worlds(install, env, count, rooms=rooms) as worlds:
         ready_worlds(worlds)
         yield worlds
 
