@@ -10,6 +10,7 @@ verify judge's (``gitops.core.health``). It never prints: ``say`` gets the progr
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,10 +19,9 @@ from typing import TypeVar
 
 from gitops.app.localcode import check_syntax, read_code
 from gitops.app.targets import Targets, select
-from gitops.app.verifying import SETTLE_TICKS
 from gitops.config.manifest import LoadedManifest
 from gitops.core.colony import Colony
-from gitops.core.health import ConsoleEvent, Health, Thresholds, group_ticks
+from gitops.core.health import SETTLE_TICKS, ConsoleEvent, Health, Thresholds, console_event, group_ticks
 from gitops.core.local import LocalBranch, LocalCode
 from gitops.core.rehearsal import DEFAULT_TICKS, Side, compare, side
 from gitops.core.rehearsalresult import RehearsalResult
@@ -33,12 +33,14 @@ from gitops.edges.privateserver import (
     DEFAULT_CPU,
     Bot,
     Recording,
+    World,
     WorldLost,
+    launched_worlds,
+    ready_worlds,
     run_worlds,
     running_worlds,
 )
-from gitops.edges.serverinstall import find_install
-from gitops.edges.socket import console_event
+from gitops.edges.serverinstall import find_install, ready_install
 from gitops.edges.worldseed import plant_colony
 from gitops.errors import ExitCode, SourceError
 
@@ -112,28 +114,28 @@ def rehearse(
     now = clock or time.monotonic
     started = now()
     loaded = select(loaded, request.targets)
-    head = read_code(loaded, request.ref, env)
-    # The base commit is never the working tree that an earlier `gitops build` built (GITOPS_SKIP_BUILD): it is
-    # built in its temporary checkout, without credentials, as every build.
-    base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
-    base = _read_base(loaded, request.base, base_env) if request.base is not None else None
-    if request.base_codeset is not None:  # built in a job of its own: nothing of the repository runs here
-        base = read_codeset(request.base_codeset, loaded, base_of=request.base_commit)
-    # validate's checks before any world starts: code that does not parse, or a head with no main, is the bot's.
-    check_syntax(head)
-    _require_main(head)
-    if base is not None:
-        check_syntax(base)
-    install = find_install(env, request.server_dir, say=say)
-    base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
-    # Two worlds from the same database when there is a base: each base bot in the same room, with the same
-    # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
-    worlds = 2 if base_by_label else 1
+    # The world first, when its install is there already: node starts it (about half a second, on the other core of
+    # two) while this process reads and checks the code. Stopped on every way out, an error in the code included.
+    install = ready_install(env, request.server_dir)
+    with contextlib.ExitStack() as stack:
+        early = None
+        if install is not None:
+            count = 1 if request.base is None and request.base_codeset is None else 2
+            early = stack.enter_context(launched_worlds(install, env, count, rooms=len(loaded.manifest.branches)))
+        head, base = _read_sides(loaded, request, env)
+        if install is None:
+            install = find_install(env, request.server_dir, say=say)
+        base_by_label = {b.label: b for b in base.branches if "main" in b.code} if base is not None else {}
+        # Two worlds from the same database when there is a base: each base bot in the same room, with the same
+        # neighbours and spawn place, as its head (core/rehearsalworld.py); they tick side by side.
+        worlds = 2 if base_by_label else 1
+        launched = [] if early is None else [_launched(early, worlds, len(head.branches))]
 
-    def in_worlds() -> _WorldRun:
-        return _run_in_worlds(install, env, worlds, loaded, request, head, base_by_label, say)
+        def in_worlds() -> _WorldRun:
+            first = launched.pop() if launched else None  # a second run (a world lost) starts fresh worlds
+            return _run_in_worlds(install, env, worlds, loaded, request, head, base_by_label, say, first)
 
-    seeded, recordings, problem, timeout = once_more_if_lost(in_worlds, say)
+        seeded, recordings, problem, timeout = once_more_if_lost(in_worlds, say)
     comparisons = []
     for branch, head_bot, base_branch, base_bot in seeded:
         thresholds = _thresholds(loaded, branch, request.ticks)
@@ -151,6 +153,37 @@ def rehearse(
         branches=tuple(comparisons),
         seconds=now() - started,
     )
+
+
+def _read_sides(
+    loaded: LoadedManifest, request: RehearsalRequest, env: Mapping[str, str]
+) -> tuple[LocalCode, LocalCode | None]:
+    """The head's code and the base's (``None`` without a base), read and built as ``plan`` would, and validate's
+    checks on them: code that does not parse, or a head with no main, is the bot's (exit 6)."""
+    head = read_code(loaded, request.ref, env)
+    # The base commit is never the working tree that an earlier `gitops build` built (GITOPS_SKIP_BUILD): it is
+    # built in its temporary checkout, without credentials, as every build.
+    base_env = {name: value for name, value in env.items() if name != SKIP_BUILD_VARIABLE}
+    base = _read_base(loaded, request.base, base_env) if request.base is not None else None
+    if request.base_codeset is not None:  # built in a job of its own: nothing of the repository runs here
+        base = read_codeset(request.base_codeset, loaded, base_of=request.base_commit)
+    check_syntax(head)
+    _require_main(head)
+    if base is not None:
+        check_syntax(base)
+    return head, base
+
+
+def _launched(early: list[World], worlds: int, rooms: int) -> list[World] | None:
+    """The worlds launched before the code was read, as many as the rehearsal runs (a base without main runs in
+    none: its world stops now), or ``None`` when they were made for another number of bots (fresh ones start)."""
+    if len(early) < worlds or early[0].rooms != rooms:
+        for world in early:
+            world.stop()
+        return None
+    for spare in early[worlds:]:
+        spare.stop()
+    return early[:worlds]
 
 
 _T = TypeVar("_T")
@@ -181,11 +214,20 @@ def _run_in_worlds(
     head: LocalCode,
     base_by_label: Mapping[str, LocalBranch],
     say: Callable[[str], None],
+    launched: list[World] | None = None,
 ) -> _WorldRun:
-    """Start ``worlds`` worlds, seed each head branch (and its base) as a bot, copy the colony, tick until every bot
-    has its ticks or the timeout passes; the worlds are stopped on the way out."""
+    """Start ``worlds`` worlds (or wait for those ``launched`` already), seed each head branch (and its base) as a
+    bot, copy the colony, tick until every bot has its ticks or the timeout passes; the worlds are stopped on the
+    way out."""
     wanted = SETTLE_TICKS + request.ticks + 1  # the last one only closes the one before (its error may follow it)
-    with running_worlds(install, env, worlds, rooms=len(head.branches)) as opened:
+    with contextlib.ExitStack() as stack:
+        if launched is None:
+            opened = stack.enter_context(running_worlds(install, env, worlds, rooms=len(head.branches)))
+        else:
+            opened = launched
+            for world in opened:
+                stack.callback(world.stop)
+            ready_worlds(opened)
         seeded: _Seeded = []
         for slot, branch in enumerate(head.branches):
             cpu, bucket = cpu_of(loaded, branch, request)
@@ -237,7 +279,7 @@ def cpu_of(loaded: LoadedManifest, branch: LocalBranch, request: RehearsalReques
 
 def _require_main(local: LocalCode) -> None:
     """:class:`SourceError` (exit 6, as validate's check) for a branch whose code has no module ``main``: the server
-    would run nothing, and every tick would say so. The bot's fault, found before a world starts."""
+    would run nothing, and every tick would say so. The bot's fault, found before any bot runs."""
     for branch in local.branches:
         if "main" not in branch.code:
             raise SourceError(

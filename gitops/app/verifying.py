@@ -14,16 +14,22 @@ from typing import TYPE_CHECKING, Any, Literal
 from gitops.app.session import Session
 from gitops.config.manifest import ActiveName
 from gitops.core.codeset import WireModule
-from gitops.core.health import ConsoleEvent, Health, Thresholds, TickTally, Verification, runs_no_code, unknown
+from gitops.core.health import (
+    SETTLE_TICKS,
+    ConsoleEvent,
+    Health,
+    Thresholds,
+    TickTally,
+    Verification,
+    runs_no_code,
+    unknown,
+)
 from gitops.core.plan import BranchPlan, VerifyStep
 from gitops.errors import GitopsError
 from gitops.secrets import redact
 
 if TYPE_CHECKING:  # the client is the session's; only its type here
     from gitops.edges.service.client import ServiceClient
-
-#: Ticks ignored at the start of a watch: the tick in progress when the watch began may still run the old code.
-SETTLE_TICKS = 1
 
 
 def watch_after_deploy(

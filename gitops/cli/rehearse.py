@@ -160,7 +160,7 @@ def rehearse_command(
     gone errors, new console lines, CPU and memory changes with their noise band.
 
     Exit code 0: healthy; 9: the code fails in the world; 6: code that does not parse or has no main (found before
-    a world starts); 14: unknown (too few ticks), or the world could not be installed or run (docs/rehearsal.md).
+    any bot runs); 14: unknown (too few ticks), or the world could not be installed or run (docs/rehearsal.md).
     """
     fmt = chosen_format(fmt, as_json, as_markdown)
     if base is not None and base_codeset is not None:

@@ -11,13 +11,15 @@ used, too few ticks came, or the ticks failed in the server's own code (:func:`b
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from gitops.errors import SEVERITY, ExitCode, worst
+from gitops.secrets import redact
 
 Status = Literal["healthy", "failing", "unknown"]
 
@@ -57,12 +59,39 @@ class Thresholds:
     fail_on: tuple[str, ...] = ()
 
 
+#: Ticks ignored at the start of a watch (verify's) or a rehearsal: the tick in progress when the watch began may
+#: still run the old code, and a rehearsal's first tick is still the world's start.
+SETTLE_TICKS = 1
+
+
 @dataclass(frozen=True, slots=True)
 class ConsoleEvent:
     """One console message: a tick's ``log`` lines, or an ``error`` (exactly one of the two is set)."""
 
     log: tuple[str, ...] | None = None
     error: str | None = None
+
+
+def console_text(raw: object) -> str:
+    """A console line as the game's client shows it, redacted: the server sends it HTML-encoded (``&#x22;`` for
+    every quote, ``&lt;`` for ``<``) and the client decodes the entities. Decoded before the redaction, so that a
+    token written as entities is hidden too; printing still makes it inert (``gitops.inert``) after."""
+    return redact(html.unescape(str(raw)))
+
+
+def console_event(data: Any) -> ConsoleEvent | None:
+    """A console channel's message as the judge reads it (texts decoded and redacted: :func:`console_text`), or
+    ``None`` if it is neither shape."""
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("error"), str):
+        return ConsoleEvent(error=console_text(data["error"]))
+    messages = data.get("messages")
+    if isinstance(messages, dict):
+        lines = messages.get("log")
+        log_lines = tuple(console_text(x) for x in lines) if isinstance(lines, list) else ()
+        return ConsoleEvent(log=log_lines)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +438,7 @@ def _first_lines(text: str) -> str:
 
 __all__ = [
     "CPU_LIMIT_TEXTS",
+    "SETTLE_TICKS",
     "SEVERITY",
     "ConsoleEvent",
     "Frame",
@@ -419,6 +449,8 @@ __all__ = [
     "TickTally",
     "Verification",
     "blame",
+    "console_event",
+    "console_text",
     "frames",
     "group_ticks",
     "is_cpu_termination",

@@ -38,10 +38,12 @@ from gitops.errors import RehearsalError
 
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 60.0
-#: Seconds between two looks at a starting world (its CLI answers about a second after the launch), and at a ticking
-#: world's record (a tick takes 20 to 40 ms on a 2-core machine: the run ends at most this late).
+#: Seconds between two looks at a starting world (its CLI answers a third to half a second after the launch on a
+#: 2-core machine; looking more often took CPU from its start), at a ticking world's record (a tick takes 20 to 40 ms:
+#: the run ends at most this late), and at a stopping world's processes (gone some milliseconds after the signal).
 READY_POLL = 0.05
 RECORD_POLL = 0.025
+STOP_POLL = 0.01
 #: The world's own log (``scripts/private-server/rehearsal-world.js``: its storage and admin CLI); the engine's
 #: processes log to ``logs/``.
 WORLD_LOG = "world.log"
@@ -169,7 +171,8 @@ class World:
         env["GITOPS_REHEARSAL_ID"] = self.identity
         # When this process dies without stopping the world (kill -9), the world stops itself within a second.
         script = f'( while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; kill -TERM 0 ) & exec "$0" "$@"'
-        command = ["bash", "-c", script, self.node, "--no-node-snapshot", str(self.files / "rehearsal-world.js")]
+        # No --no-node-snapshot here: this process makes no isolate (the runner, which does, gets it).
+        command = ["bash", "-c", script, self.node, str(self.files / "rehearsal-world.js")]
         with (self.data_dir / WORLD_LOG).open("ab") as log:
             self._process = subprocess.Popen(
                 command,
@@ -229,7 +232,7 @@ class World:
             while time.monotonic() < deadline:
                 if process.poll() is not None and not _group_alive(pgid):
                     return
-                time.sleep(0.05)
+                time.sleep(STOP_POLL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=1.0)
 
@@ -365,12 +368,20 @@ class World:
 
 
 def start_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
-    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once);
-    a world whose port was taken meanwhile is launched again on others, twice at most."""
+    """Launch every world, then wait for each (so they start side by side, in this thread: Ctrl-C stops at once)."""
+    for world in worlds:
+        world._begin()
+    ready_worlds(worlds, timeout)
+
+
+def ready_worlds(worlds: list[World], timeout: float = START_TIMEOUT) -> None:
+    """Wait for each launched world until it answers; a world whose port was taken meanwhile is launched again on
+    others, twice at most."""
     waiting = list(worlds)
     for attempt in range(3):
-        for world in waiting:
-            world._begin()
+        if attempt:
+            for world in waiting:
+                world._begin()
         taken: list[World] = []
         for world in waiting:
             try:
@@ -416,22 +427,25 @@ def run_worlds(
 
 
 @contextlib.contextmanager
-def running_worlds(
-    install: Path,
-    env: Mapping[str, str],
-    count: int,
-    *,
-    rooms: int = 1,
-    cpu: int = DEFAULT_CPU,
-    bucket: int = DEFAULT_BUCKET,
-) -> Iterator[list[World]]:
-    """``count`` started, paused worlds from the same database (started side by side); all stopped, with their
-    process groups, on exit."""
+def launched_worlds(install: Path, env: Mapping[str, str], count: int, *, rooms: int = 1) -> Iterator[list[World]]:
+    """``count`` worlds from the same database, launched side by side and not yet waited for (:func:`ready_worlds`
+    waits): node starts them while this process does other work (``gitops rehearse`` reads the code meanwhile). All
+    stopped, with their process groups, on exit."""
     with contextlib.ExitStack() as stack:
-        worlds = [World(install, env, rooms=rooms, cpu=cpu, bucket=bucket) for _ in range(count)]
+        worlds = [World(install, env, rooms=rooms) for _ in range(count)]
         for world in worlds:
             stack.callback(world.stop)
-        start_worlds(worlds)
+        for world in worlds:
+            world._begin()
+        yield worlds
+
+
+@contextlib.contextmanager
+def running_worlds(install: Path, env: Mapping[str, str], count: int, *, rooms: int = 1) -> Iterator[list[World]]:
+    """``count`` started, paused worlds from the same database (started side by side), each bot's CPU limit and
+    bucket given when it is seeded; all stopped, with their process groups, on exit."""
+    with launched_worlds(install, env, count, rooms=rooms) as worlds:
+        ready_worlds(worlds)
         yield worlds
 
 
@@ -485,6 +499,8 @@ __all__ = [
     "Recording",
     "World",
     "WorldLost",
+    "launched_worlds",
+    "ready_worlds",
     "run_worlds",
     "running_world",
     "running_worlds",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
+import os
 import shutil
 import subprocess
 import time
@@ -28,6 +30,8 @@ from gitops.errors import RehearsalError
 INSTALL_ENV = "GITOPS_PRIVATE_SERVER"
 CACHE_ENV = "GITOPS_CACHE_DIR"
 MARKER = ".install-complete"
+#: In the cache folder: the last node binary's ABI (:func:`node_abi`).
+ABI_CACHE = "node-abi.json"
 #: Files an install needs (the install scripts build the native ones).
 NEEDED = (
     "node_modules/screeps/bin/screeps.js",
@@ -84,8 +88,31 @@ def node_binary(env: Mapping[str, str]) -> str:
 
 def install_stamp(files: Path, env: Mapping[str, str]) -> str:
     """What an install depends on: the pinned package files and the Node ABI (as ``scripts/private-server.sh``)."""
-    node = node_binary(env)
-    abi = subprocess.run(
+    abi = node_abi(node_binary(env), env)
+    digest = hashlib.sha256()
+    for name in ("package.json", "package-lock.json"):
+        digest.update((files / name).read_bytes())
+    digest.update(abi.encode())
+    return digest.hexdigest()
+
+
+def node_abi(node: str, env: Mapping[str, str]) -> str:
+    """``node``'s platform, architecture and module ABI (``linux-x64-abi115``): asked of node once per binary (its
+    path, size and modification time), then kept in the tool's cache folder (:data:`ABI_CACHE`), as a node start
+    costs 40 to 250 ms on a loaded 2-core machine and every rehearsal needs the answer first; asked again when the
+    binary changed or the cache cannot be read or written."""
+    key = None
+    with contextlib.suppress(OSError):
+        path = Path(node).resolve()
+        info = path.stat()
+        key = f"{path}:{info.st_size}:{info.st_mtime_ns}"
+    cache = user_folder(env, CACHE_ENV, "XDG_CACHE_HOME", (".cache",)) / ABI_CACHE
+    if key is not None:
+        with contextlib.suppress(OSError, ValueError):
+            known = json.loads(cache.read_text("utf-8"))
+            if isinstance(known, dict) and isinstance(known.get(key), str):
+                return str(known[key])
+    asked = subprocess.run(
         [node, "-p", 'process.platform + "-" + process.arch + "-abi" + process.versions.modules'],
         capture_output=True,
         text=True,
@@ -93,13 +120,16 @@ def install_stamp(files: Path, env: Mapping[str, str]) -> str:
         check=False,
         env=clean_env(env),
     )
-    if abi.returncode != 0:
-        raise RehearsalError(f"node did not run ({abi.stderr.strip()[:200]})", hint="Check the Node.js installation.")
-    digest = hashlib.sha256()
-    for name in ("package.json", "package-lock.json"):
-        digest.update((files / name).read_bytes())
-    digest.update(abi.stdout.strip().encode())
-    return digest.hexdigest()
+    if asked.returncode != 0:
+        raise RehearsalError(f"node did not run ({asked.stderr.strip()[:200]})", hint="Check the Node.js installation.")
+    abi = asked.stdout.strip()
+    if key is not None:
+        with contextlib.suppress(OSError):
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")
+            partial.write_text(json.dumps({key: abi}), "utf-8")
+            os.replace(partial, cache)  # whole or not at all: another run may read it meanwhile
+    return abi
 
 
 def default_install_dir(env: Mapping[str, str]) -> Path:
@@ -128,9 +158,8 @@ def find_install(
     package.json and lock on first use and reused afterwards (``say`` gets the progress lines)."""
     files = node_files()
     stamp = install_stamp(files, env)
-    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
+    chosen = _chosen(env, given)
     if chosen is not None:
-        chosen = chosen.expanduser().resolve()
         problem = install_problem(chosen, stamp)
         if problem:
             raise RehearsalError(
@@ -148,6 +177,25 @@ def find_install(
             return folder
         _install(folder, files, stamp, env, say)
     return folder
+
+
+def ready_install(env: Mapping[str, str], given: Path | None = None) -> Path | None:
+    """The folder :func:`find_install` would give when a usable install is there already, else ``None`` (nothing
+    installed, nothing raised: :func:`find_install` says why, in its turn): ``gitops rehearse`` launches its world
+    from it before it reads the code, and checks the code before it installs or reports a broken install."""
+    try:
+        stamp = install_stamp(node_files(), env)
+        chosen = _chosen(env, given)
+        folder = chosen if chosen is not None else default_install_dir(env)
+        return folder if install_problem(folder, stamp) is None else None
+    except (OSError, subprocess.SubprocessError, RehearsalError):
+        return None
+
+
+def _chosen(env: Mapping[str, str], given: Path | None) -> Path | None:
+    """The install named by ``--server-dir`` (``given``) or ``$GITOPS_PRIVATE_SERVER``, if one is."""
+    chosen = given or (Path(env[INSTALL_ENV]) if env.get(INSTALL_ENV) else None)
+    return chosen.expanduser().resolve() if chosen is not None else None
 
 
 def _install(folder: Path, files: Path, stamp: str, env: Mapping[str, str], say: Callable[[str], None]) -> None:
@@ -204,6 +252,7 @@ def clean_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 __all__ = [
+    "ABI_CACHE",
     "CACHE_ENV",
     "INSTALL_ENV",
     "MARKER",
@@ -214,6 +263,8 @@ __all__ = [
     "folders_on_disk",
     "install_problem",
     "install_stamp",
+    "node_abi",
     "node_binary",
     "node_files",
+    "ready_install",
 ]

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import html
 import json
 import logging
 import re
@@ -33,7 +32,7 @@ from urllib.parse import urlsplit
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 from websockets.sync.client import ClientConnection, connect
 
-from gitops.core.health import ConsoleEvent
+from gitops.core.health import ConsoleEvent, console_event, console_text
 from gitops.edges.redactlog import scrub_logger
 from gitops.edges.tls import trust_context
 from gitops.inert import inert
@@ -120,28 +119,6 @@ def parse_message(text: str) -> ChannelMessage | None:
         return None
     if isinstance(data, list) and len(data) == 2 and isinstance(data[0], str):
         return ChannelMessage(data[0], data[1])
-    return None
-
-
-def console_text(raw: object) -> str:
-    """A console line as the game's client shows it, redacted: the server sends it HTML-encoded (``&#x22;`` for
-    every quote, ``&lt;`` for ``<``) and the client decodes the entities. Decoded before the redaction, so that a
-    token written as entities is hidden too; printing still makes it inert (``gitops.inert``) after."""
-    return redact(html.unescape(str(raw)))
-
-
-def console_event(data: Any) -> ConsoleEvent | None:
-    """A console channel's message as the judge reads it (texts decoded and redacted: :func:`console_text`), or
-    ``None`` if it is neither shape."""
-    if not isinstance(data, dict):
-        return None
-    if isinstance(data.get("error"), str):
-        return ConsoleEvent(error=console_text(data["error"]))
-    messages = data.get("messages")
-    if isinstance(messages, dict):
-        lines = messages.get("log")
-        log_lines = tuple(console_text(x) for x in lines) if isinstance(lines, list) else ()
-        return ConsoleEvent(log=log_lines)
     return None
 
 

@@ -30,9 +30,9 @@ function end(code, why) {
   process.exit(code);
 }
 
-function start(name, script, env) {
+function start(name, script, env, flags) {
   const log = fs.openSync(path.join('logs', `${name}.log`), 'a');
-  const child = cp.spawn(process.execPath, ['--no-node-snapshot', script], {
+  const child = cp.spawn(process.execPath, [...flags, script], {
     stdio: ['ignore', log, log],
     env: Object.assign({}, process.env, env),
   });
@@ -66,12 +66,19 @@ async function main() {
   await listening;
   const engine = path.dirname(require.resolve('@screeps/engine'));
   const shared = { STORAGE_PORT: STORAGE_SOCKET, DRIVER_MODULE: '@screeps/driver' };
-  start('engine_main', path.join(engine, 'main.js'), shared);
-  start('engine_runner1', path.join(engine, 'runner.js'), Object.assign({ RUNNER_THREADS: '1' }, shared));
-  start('engine_processor1', path.join(engine, 'processor.js'), shared);
+  // Only the runner makes isolates (isolated-vm, which on Node.js 20 needs --no-node-snapshot); the others start
+  // from node's startup snapshot, each some 50 ms of CPU sooner (issue 48's benchmark, bench/README.md).
+  const runner = Object.assign({ RUNNER_THREADS: '1' }, shared);
+  start('engine_runner1', path.join(engine, 'runner.js'), runner, ['--no-node-snapshot']);
+  start('engine_processor1', path.join(engine, 'processor.js'), shared, []);
   await common.storage._connect();
   const cli = require('@screeps/backend/lib/cli/server').startServer();
   cli.on('error', (error) => end(1, `the admin CLI could not listen: ${error.code || error}`));
+  // The engine's main loop here too (one node process fewer to start): it only sends the others work through the
+  // storage and waits. The mods are loaded already (the storage loaded them): its driver must not load them again.
+  common.configManager.load = () => {};
+  process.env.DRIVER_MODULE = '@screeps/driver';
+  require(path.join(engine, 'main.js'));
 }
 
 process.on('SIGTERM', () => end(0));

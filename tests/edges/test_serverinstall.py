@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gitops.edges.serverinstall import (
+    ABI_CACHE,
     MARKER,
     NEEDED,
     clean_env,
@@ -18,7 +19,9 @@ from gitops.edges.serverinstall import (
     folders_on_disk,
     install_problem,
     install_stamp,
+    node_abi,
     node_files,
+    ready_install,
 )
 from gitops.errors import ExitCode, RehearsalError
 
@@ -99,6 +102,49 @@ def test_a_complete_cached_install_is_reused_without_a_word(tmp_path: Path) -> N
     assert said == []
     xdg = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     assert default_install_dir(xdg) == (tmp_path / "xdg" / "screeps-gitops" / "private-server").resolve()
+
+
+def test_a_ready_install_is_found_without_installing_and_anything_else_is_none_without_a_word(tmp_path: Path) -> None:
+    """What a rehearsal launches its world from before it reads the code: an install that is there and current, and
+    nothing else (no install begun, no error: find_install says why, after the code's checks)."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GITOPS_CACHE_DIR": str(tmp_path / "cache")}
+    assert ready_install(env) is None
+    assert not (tmp_path / "cache" / "private-server").exists()  # nothing was installed, not even a folder made
+    assert ready_install(env, tmp_path / "nowhere") is None  # find_install raises for it: here it is only no
+    given = tmp_path / "given"
+    given.mkdir()
+    _complete(given, install_stamp(node_files(), env))
+    assert ready_install(env, given) == given.resolve()
+    assert ready_install({**env, "GITOPS_PRIVATE_SERVER": str(given)}) == given.resolve()
+    (given / MARKER).write_text("0" * 64)  # stale: the pinned versions or node changed
+    assert ready_install(env, given) is None
+    assert ready_install({"HOME": str(tmp_path), "PATH": str(tmp_path / "no-node")}, given) is None  # no node
+
+
+def test_nodes_abi_is_asked_once_per_binary_and_again_when_the_binary_changes(tmp_path: Path) -> None:
+    """A node start costs up to a quarter of a second on a loaded machine: the ABI of the same binary (path, size,
+    modification time) comes from the cache folder; a changed binary, or a damaged cache, is asked again."""
+    asked = tmp_path / "asked"
+    node = tmp_path / "bin" / "node"
+    node.parent.mkdir()
+    node.write_text(f'#!/bin/sh\necho x >> "{asked}"\necho linux-x64-abi115\n')
+    node.chmod(0o755)
+    env = {"PATH": str(node.parent), "HOME": str(tmp_path), "GITOPS_CACHE_DIR": str(tmp_path / "cache")}
+
+    def times() -> int:
+        return len(asked.read_text().splitlines()) if asked.exists() else 0
+
+    assert node_abi(str(node), env) == "linux-x64-abi115"
+    assert node_abi(str(node), env) == "linux-x64-abi115"
+    assert times() == 1
+    assert (tmp_path / "cache" / ABI_CACHE).is_file()
+    node.write_text(node.read_text().replace("abi115", "abi127"))  # another node: another size
+    assert node_abi(str(node), env) == "linux-x64-abi127"
+    assert times() == 2
+    (tmp_path / "cache" / ABI_CACHE).write_text("{not json")
+    assert node_abi(str(node), env) == "linux-x64-abi127"
+    assert times() == 3
+    assert list((tmp_path / "cache").iterdir()) == [tmp_path / "cache" / ABI_CACHE]  # no partial file left
 
 
 def test_node_and_npm_get_what_they_need_of_the_environment_and_no_credential() -> None:

@@ -442,7 +442,7 @@ def test_a_source_mapped_bundle_names_the_source_file_and_line(installed: Path, 
     assert doc["head"]["errors"] == [{"message": "Error: mapped failure", "where": "src/main.ts:9", "count": TICKS}]
 
 
-def test_a_branch_without_main_is_the_bots_fault_before_any_world_starts(installed: Path, tmp_path: Path) -> None:
+def test_a_branch_without_main_is_the_bots_fault_before_any_bot_runs(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, HEALTHY)
     _change(repo, branch={"include": ["lib.js"]})
@@ -454,7 +454,7 @@ def test_a_branch_without_main_is_the_bots_fault_before_any_world_starts(install
     assert "the bot's fault, not the server's" in done.stderr
 
 
-def test_code_that_does_not_parse_is_refused_before_any_world_starts(installed: Path, tmp_path: Path) -> None:
+def test_code_that_does_not_parse_is_refused_before_any_bot_runs(installed: Path, tmp_path: Path) -> None:
     repo = tmp_path / "bot"
     _bot(repo, "module.exports.loop = function () {\n")
     started = time.monotonic()
@@ -462,7 +462,7 @@ def test_code_that_does_not_parse_is_refused_before_any_world_starts(installed: 
     assert done.returncode == ExitCode.LOCAL_CODE, done.stderr
     assert "does not parse" in done.stderr
     assert "main.js" in done.stderr
-    assert time.monotonic() - started < 30  # no world was started for it
+    assert time.monotonic() - started < 30  # no bot ran: the world launched meanwhile was stopped (_rehearse checks)
 
 
 def test_a_base_without_main_is_failing_for_the_bots_fault_and_the_head_is_judged(
@@ -523,3 +523,25 @@ def test_a_world_whose_port_was_taken_meanwhile_starts_on_another(
             assert "EADDRINUSE" not in world.logs()  # the second attempt's log, fresh
         assert chosen == []  # the taken port was the first chosen
         assert not world.data_dir.exists()
+
+
+def test_worlds_launched_and_never_waited_for_are_stopped_with_their_folders(installed: Path) -> None:
+    """A rehearsal launches its worlds before it reads the code (``launched_worlds``); when the code is refused they
+    are stopped before anything waited for them: no process of theirs, and no folder, is left."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    with privateserver.launched_worlds(installed, env, 2) as worlds:
+        groups = [world._process.pid for world in worlds if world._process is not None]
+        folders = [world.data_dir for world in worlds]
+        assert len(groups) == 2
+        assert all(folder.is_dir() for folder in folders)
+    assert not any(privateserver._group_alive(group) for group in groups)
+    assert not any(folder.exists() for folder in folders)
+
+
+def test_a_launched_world_waited_for_later_answers_with_its_identity(installed: Path) -> None:
+    """``ready_worlds`` waits for worlds launched earlier: the admin CLI that answers is this world's."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    with privateserver.launched_worlds(installed, env, 1) as worlds:
+        privateserver.ready_worlds(worlds)
+        assert worlds[0].cli("gitopsRehearsal") == worlds[0].identity
+    assert not worlds[0].data_dir.exists()
