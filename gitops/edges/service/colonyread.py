@@ -14,7 +14,7 @@ import binascii
 import json
 import time as clock
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitops.core.colony import (
     MAX_MEMORY_CHARS,
@@ -26,9 +26,12 @@ from gitops.core.colony import (
     room_copy,
 )
 from gitops.core.endpoints import MEMORY_READ, OVERVIEW, ROOM_OBJECTS, TERRAIN
-from gitops.edges.service.client import ServiceClient
 from gitops.edges.socket import GameSocket, SocketProblem, socket_url
 from gitops.errors import ServiceError
+
+if TYPE_CHECKING:
+    # The client is given, never made here: its module (httpx) is the session's to import (the HTTP client boundary).
+    from gitops.edges.service.client import ServiceClient
 
 #: The most bytes of Memory's JSON inflated from the answer (UTF-8 of 2 MiB characters is at most 6 MiB).
 _MEMORY_BYTES = 3 * MAX_MEMORY_CHARS
